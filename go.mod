@@ -1,0 +1,3 @@
+module github.com/context-loom/loom
+
+go 1.26

@@ -1,0 +1,460 @@
+package tokenizer
+
+import (
+	"bytes"
+	"compress/gzip"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// Errors returned by this package.
+var (
+	// ErrUnknownEncoding is returned by [Get] for a name that is not an encoding; the message lists the known ones.
+	ErrUnknownEncoding = errors.New("tokenizer: unknown encoding")
+	// ErrUnknownModel is returned by [ForModel] for a model name the registry does not know; the message
+	// lists the known ones.
+	ErrUnknownModel = errors.New("tokenizer: unknown model")
+)
+
+// Names of the exact encodings.
+const (
+	CL100KBase = "cl100k_base" // GPT-4, GPT-3.5-turbo, text-embedding-3-*
+	O200KBase  = "o200k_base"  // GPT-4o, GPT-4.1, GPT-5, o1, o3, o4
+)
+
+//go:embed cl100k_base.vocab.gz o200k_base.vocab.gz
+var vocabFiles embed.FS
+
+// generatedEncoding is what the generator knows of an encoding (encodings_gen.go).
+type generatedEncoding struct {
+	ordinary    int            // ordinary tokens have ids 0..ordinary-1
+	maxTokenLen int            // longest ordinary token, in bytes
+	specials    map[string]int // special token text -> id
+}
+
+// Encoding is an exact byte-pair encoding such as cl100k_base. Get one with [Get]; it is immutable and safe
+// for concurrent use. Its vocabulary is decoded on first use.
+type Encoding struct {
+	name  string
+	gen   generatedEncoding
+	split splitFunc
+
+	once  sync.Once
+	vocab *vocab
+	err   error
+}
+
+// vocab is the decoded vocabulary of an encoding.
+type vocab struct {
+	ranks    map[string]uint32 // token bytes -> id (its rank)
+	blob     string            // every token's bytes, in id order
+	offs     []uint32          // token id's bytes are blob[offs[id]:offs[id+1]]
+	maxLen   int
+	classes  *classTable
+	specials map[int]string // special id -> text
+}
+
+var encodings = map[string]*Encoding{
+	CL100KBase: {name: CL100KBase, gen: generatedEncodings[CL100KBase], split: splitCL100K},
+	O200KBase:  {name: O200KBase, gen: generatedEncodings[O200KBase], split: splitO200K},
+}
+
+// Encodings returns the names of the exact encodings, sorted.
+func Encodings() []string {
+	names := make([]string, 0, len(encodings))
+	for name := range encodings {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Get returns the encoding called name ("cl100k_base" or "o200k_base"), decoding its vocabulary on first use.
+// It returns an error wrapping [ErrUnknownEncoding] for other names.
+func Get(name string) (*Encoding, error) {
+	e, ok := encodings[name]
+	if !ok {
+		return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownEncoding, name, strings.Join(Encodings(), ", "))
+	}
+	if err := e.load(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// CL100K returns the cl100k_base encoding. It panics only if the binary's embedded vocabulary is corrupt,
+// which the package's tests rule out.
+func CL100K() *Encoding { return mustGet(CL100KBase) }
+
+// O200K returns the o200k_base encoding. It panics only if the binary's embedded vocabulary is corrupt,
+// which the package's tests rule out.
+func O200K() *Encoding { return mustGet(O200KBase) }
+
+func mustGet(name string) *Encoding {
+	e, err := Get(name)
+	if err != nil {
+		panic(err)
+	}
+	return e
+}
+
+func (e *Encoding) load() error {
+	e.once.Do(func() { e.vocab, e.err = loadVocab(e.name, e.gen) })
+	return e.err
+}
+
+func loadVocab(name string, gen generatedEncoding) (*vocab, error) {
+	f, err := vocabFiles.Open(name + ".vocab.gz")
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: open %s vocabulary: %w", name, err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: read %s vocabulary: %w", name, err)
+	}
+	var buf bytes.Buffer
+	buf.Grow(gen.ordinary * 8)
+	if _, err := io.Copy(&buf, zr); err != nil {
+		return nil, fmt.Errorf("tokenizer: read %s vocabulary: %w", name, err)
+	}
+	raw := buf.Bytes()
+	v := &vocab{
+		ranks:    make(map[string]uint32, gen.ordinary),
+		offs:     make([]uint32, 0, gen.ordinary+1),
+		maxLen:   gen.maxTokenLen,
+		classes:  loadClasses(),
+		specials: make(map[int]string, len(gen.specials)),
+	}
+	// The file is a length byte and the token's bytes, for each id in order; the blob keeps just the bytes.
+	blob := make([]byte, 0, len(raw))
+	for i := 0; i < len(raw); {
+		n := int(raw[i])
+		if n == 0 || i+1+n > len(raw) {
+			return nil, fmt.Errorf("tokenizer: %s vocabulary is corrupt at byte %d", name, i)
+		}
+		v.offs = append(v.offs, uint32(len(blob)))
+		blob = append(blob, raw[i+1:i+1+n]...)
+		i += 1 + n
+	}
+	v.offs = append(v.offs, uint32(len(blob)))
+	if len(v.offs)-1 != gen.ordinary {
+		return nil, fmt.Errorf("tokenizer: %s vocabulary has %d tokens, want %d", name, len(v.offs)-1, gen.ordinary)
+	}
+	v.blob = string(blob)
+	for id := range gen.ordinary {
+		v.ranks[v.blob[v.offs[id]:v.offs[id+1]]] = uint32(id)
+	}
+	for text, id := range gen.specials {
+		v.specials[id] = text
+	}
+	return v, nil
+}
+
+// Name returns the encoding's name, such as "cl100k_base".
+func (e *Encoding) Name() string { return e.name }
+
+// VocabSize returns the number of token ids, ordinary and special: one more than the largest id.
+func (e *Encoding) VocabSize() int {
+	n := e.gen.ordinary
+	for _, id := range e.gen.specials {
+		n = max(n, id+1)
+	}
+	return n
+}
+
+// SpecialTokens returns the encoding's special tokens (text -> id), a new map on each call.
+func (e *Encoding) SpecialTokens() map[string]int {
+	m := make(map[string]int, len(e.gen.specials))
+	for k, v := range e.gen.specials {
+		m[k] = v
+	}
+	return m
+}
+
+// Count returns the number of tokens in text, the same as len(e.Encode(text)) but without building the
+// list. For valid UTF-8 it allocates nothing.
+func (e *Encoding) Count(text string) int {
+	n, _ := e.CountUpTo(text, -1)
+	return n
+}
+
+// CountUpTo counts the tokens of text but stops once the count exceeds limit: within reports whether the
+// text has at most limit tokens, and n is then its exact count; otherwise n is a count greater than limit
+// (not the total). A negative limit means no limit.
+func (e *Encoding) CountUpTo(text string, limit int) (n int, within bool) {
+	text = sanitize(text)
+	v := e.vocab
+	var buf [64]part
+	for i := 0; i < len(text); {
+		j := e.split(v.classes, text, i)
+		n += v.countPiece(text[i:j], buf[:0])
+		if limit >= 0 && n > limit {
+			return n, false
+		}
+		i = j
+	}
+	return n, true
+}
+
+func (v *vocab) countPiece(p string, buf []part) int {
+	if len(p) <= v.maxLen {
+		if _, ok := v.ranks[p]; ok {
+			return 1
+		}
+	}
+	if len(p) >= heapMergeMin {
+		return len(v.mergeLarge(p, buf)) - 1
+	}
+	return len(v.mergeSmall(p, buf)) - 1
+}
+
+// Encode returns the token ids of text. Text that looks like a special token, such as "<|endoftext|>", is
+// encoded as ordinary text; see [Encoding.EncodeSpecial].
+func (e *Encoding) Encode(text string) []int {
+	return e.appendOrdinary(make([]int, 0, len(text)/4+1), sanitize(text))
+}
+
+// EncodeSpecial returns the token ids of text, encoding each occurrence of one of the encoding's special
+// tokens (see [Encoding.SpecialTokens]) as that special token. Use it only for trusted text: a user who can
+// type "<|endoftext|>" can otherwise end a document early.
+func (e *Encoding) EncodeSpecial(text string) []int {
+	text = sanitize(text)
+	ids := make([]int, 0, len(text)/4+1)
+	for {
+		at, special := e.nextSpecial(text)
+		if at < 0 {
+			return e.appendOrdinary(ids, text)
+		}
+		ids = e.appendOrdinary(ids, text[:at])
+		ids = append(ids, e.gen.specials[special])
+		text = text[at+len(special):]
+	}
+}
+
+// nextSpecial returns the position and text of the leftmost special token in text (the longest at that
+// position), or -1.
+func (e *Encoding) nextSpecial(text string) (int, string) {
+	best, bestText := -1, ""
+	for special := range e.gen.specials {
+		at := strings.Index(text, special)
+		if at < 0 {
+			continue
+		}
+		if best < 0 || at < best || (at == best && len(special) > len(bestText)) {
+			best, bestText = at, special
+		}
+	}
+	return best, bestText
+}
+
+func (e *Encoding) appendOrdinary(ids []int, text string) []int {
+	v := e.vocab
+	var buf [64]part
+	for i := 0; i < len(text); {
+		j := e.split(v.classes, text, i)
+		ids = v.appendPiece(ids, text[i:j], buf[:0])
+		i = j
+	}
+	return ids
+}
+
+func (v *vocab) appendPiece(ids []int, p string, buf []part) []int {
+	if len(p) <= v.maxLen {
+		if r, ok := v.ranks[p]; ok {
+			return append(ids, int(r))
+		}
+	}
+	var parts []part
+	if len(p) >= heapMergeMin {
+		parts = v.mergeLarge(p, buf)
+	} else {
+		parts = v.mergeSmall(p, buf)
+	}
+	for k := 0; k+1 < len(parts); k++ {
+		ids = append(ids, int(v.ranks[p[parts[k].start:parts[k+1].start]]))
+	}
+	return ids
+}
+
+// Decode returns the text of token ids: their bytes, concatenated. Decode(Encode(s)) == s for valid UTF-8;
+// a prefix of a token list may end inside a character, so its text may not be valid UTF-8. Ids that are not
+// tokens of this encoding decode to nothing.
+func (e *Encoding) Decode(ids []int) string {
+	var b strings.Builder
+	for _, id := range ids {
+		b.WriteString(e.tokenText(id))
+	}
+	return b.String()
+}
+
+// TokenBytes returns the bytes of one token id, and false if id is not a token of this encoding.
+func (e *Encoding) TokenBytes(id int) ([]byte, bool) {
+	if !e.isToken(id) {
+		return nil, false
+	}
+	return []byte(e.tokenText(id)), true
+}
+
+func (e *Encoding) isToken(id int) bool {
+	if id >= 0 && id < e.gen.ordinary {
+		return true
+	}
+	_, ok := e.vocab.specials[id]
+	return ok
+}
+
+func (e *Encoding) tokenText(id int) string {
+	v := e.vocab
+	if id >= 0 && id < e.gen.ordinary {
+		return v.blob[v.offs[id]:v.offs[id+1]]
+	}
+	return v.specials[id]
+}
+
+// Truncate returns the longest prefix of text that ends at a token boundary and a character boundary and
+// encodes to at most maxTokens tokens. It returns text itself when it fits, and "" when maxTokens <= 0.
+// For invalid UTF-8 the cut is made as if each ill-formed subsequence were U+FFFD, and a prefix of the
+// original bytes is returned.
+func (e *Encoding) Truncate(text string, maxTokens int) string {
+	if maxTokens <= 0 {
+		return ""
+	}
+	if _, within := e.CountUpTo(text, maxTokens); within {
+		return text
+	}
+	clean := sanitize(text)
+	// Token boundaries of the first maxTokens+1 tokens, by piece.
+	v := e.vocab
+	var buf [64]part
+	var cuts []int // byte offsets in clean at which a token ends, in order
+	for i := 0; i < len(clean) && len(cuts) <= maxTokens; {
+		j := e.split(v.classes, clean, i)
+		p := clean[i:j]
+		if _, ok := v.ranks[p]; ok && len(p) <= v.maxLen {
+			cuts = append(cuts, j)
+		} else {
+			var parts []part
+			if len(p) >= heapMergeMin {
+				parts = v.mergeLarge(p, buf[:0])
+			} else {
+				parts = v.mergeSmall(p, buf[:0])
+			}
+			for _, pt := range parts[1:] {
+				cuts = append(cuts, i+int(pt.start))
+			}
+		}
+		i = j
+	}
+	// The longest cut after at most maxTokens tokens that is a character boundary and whose prefix really
+	// encodes to at most maxTokens tokens (a prefix's own encoding can differ from the prefix of the encoding).
+	for k := min(maxTokens, len(cuts)) - 1; k >= 0; k-- {
+		cut := cuts[k]
+		if cut < len(clean) && !utf8.RuneStart(clean[cut]) {
+			continue
+		}
+		if _, within := e.CountUpTo(clean[:cut], maxTokens); within {
+			return text[:originalOffset(text, cut)]
+		}
+	}
+	return ""
+}
+
+// sanitize returns s with each maximal ill-formed UTF-8 subsequence replaced by U+FFFD; s itself when valid.
+func sanitize(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); {
+		if n := validPrefix(s[i:]); n > 0 {
+			b.WriteString(s[i : i+n])
+			i += n
+			continue
+		}
+		b.WriteString(string(utf8.RuneError))
+		i += maximalSubpart(s[i:])
+	}
+	return b.String()
+}
+
+// originalOffset maps a byte offset in sanitize(s) back to an offset in s.
+func originalOffset(s string, cleanOff int) int {
+	if utf8.ValidString(s) {
+		return cleanOff
+	}
+	i, c := 0, 0
+	for i < len(s) && c < cleanOff {
+		if n := validPrefix(s[i:]); n > 0 {
+			if c+n >= cleanOff {
+				return i + (cleanOff - c)
+			}
+			i += n
+			c += n
+			continue
+		}
+		i += maximalSubpart(s[i:])
+		c += utf8.RuneLen(utf8.RuneError)
+	}
+	return i
+}
+
+// validPrefix returns the length of the longest valid UTF-8 prefix of s.
+func validPrefix(s string) int {
+	i := 0
+	for i < len(s) {
+		if s[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, w := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && w == 1 {
+			break
+		}
+		i += w
+	}
+	return i
+}
+
+// maximalSubpart returns the length of the maximal subpart of an ill-formed sequence at the start of s: the
+// longest prefix of a well-formed sequence (at least one byte), per Unicode §3.9 and the WHATWG decoder.
+func maximalSubpart(s string) int {
+	c := s[0]
+	var need int
+	lo, hi := byte(0x80), byte(0xBF)
+	switch {
+	case c >= 0xC2 && c <= 0xDF:
+		need = 1
+	case c == 0xE0:
+		need, lo = 2, 0xA0
+	case c == 0xED:
+		need, hi = 2, 0x9F
+	case c >= 0xE1 && c <= 0xEF:
+		need = 2
+	case c == 0xF0:
+		need, lo = 3, 0x90
+	case c == 0xF4:
+		need, hi = 3, 0x8F
+	case c >= 0xF1 && c <= 0xF3:
+		need = 3
+	default:
+		return 1
+	}
+	n := 1
+	for k := 0; k < need && n < len(s); k++ {
+		b := s[n]
+		if b < lo || b > hi {
+			break
+		}
+		n++
+		lo, hi = 0x80, 0xBF
+	}
+	return n
+}
