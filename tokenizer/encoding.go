@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -52,12 +53,14 @@ type Encoding struct {
 
 // vocab is the decoded vocabulary of an encoding.
 type vocab struct {
-	ranks    map[string]uint32 // token bytes -> id (its rank)
-	blob     string            // every token's bytes, in id order
-	offs     []uint32          // token id's bytes are blob[offs[id]:offs[id+1]]
-	maxLen   int
-	classes  *classTable
-	specials map[int]string // special id -> text
+	ranks       *rankTable // token bytes -> id (its rank)
+	blob        string     // every token's bytes, in id order
+	offs        []uint32   // token id's bytes are blob[offs[id]:offs[id+1]]
+	maxLen      int
+	classes     *classTable
+	specials    map[int]string // special id -> text
+	scratchPool sync.Pool      // of *scratch
+	freeCaches  chan *caches   // bounded free list of caches
 }
 
 var encodings = map[string]*Encoding{
@@ -126,11 +129,11 @@ func loadVocab(name string, gen generatedEncoding) (*vocab, error) {
 	}
 	raw := buf.Bytes()
 	v := &vocab{
-		ranks:    make(map[string]uint32, gen.ordinary),
-		offs:     make([]uint32, 0, gen.ordinary+1),
-		maxLen:   gen.maxTokenLen,
-		classes:  loadClasses(),
-		specials: make(map[int]string, len(gen.specials)),
+		offs:       make([]uint32, 0, gen.ordinary+1),
+		maxLen:     gen.maxTokenLen,
+		classes:    loadClasses(),
+		specials:   make(map[int]string, len(gen.specials)),
+		freeCaches: make(chan *caches, runtime.GOMAXPROCS(0)),
 	}
 	// The file is a length byte and the token's bytes, for each id in order; the blob keeps just the bytes.
 	blob := make([]byte, 0, len(raw))
@@ -148,9 +151,7 @@ func loadVocab(name string, gen generatedEncoding) (*vocab, error) {
 		return nil, fmt.Errorf("tokenizer: %s vocabulary has %d tokens, want %d", name, len(v.offs)-1, gen.ordinary)
 	}
 	v.blob = string(blob)
-	for id := range gen.ordinary {
-		v.ranks[v.blob[v.offs[id]:v.offs[id+1]]] = uint32(id)
-	}
+	v.ranks = newRankTable(v.blob, v.offs)
 	for text, id := range gen.specials {
 		v.specials[id] = text
 	}
@@ -191,28 +192,17 @@ func (e *Encoding) Count(text string) int {
 func (e *Encoding) CountUpTo(text string, limit int) (n int, within bool) {
 	text = sanitize(text)
 	v := e.vocab
-	var buf [64]part
+	s := v.getScratch(len(text))
+	defer v.putScratch(s)
 	for i := 0; i < len(text); {
 		j := e.split(v.classes, text, i)
-		n += v.countPiece(text[i:j], buf[:0])
+		n += v.countPiece(text[i:j], s)
 		if limit >= 0 && n > limit {
 			return n, false
 		}
 		i = j
 	}
 	return n, true
-}
-
-func (v *vocab) countPiece(p string, buf []part) int {
-	if len(p) <= v.maxLen {
-		if _, ok := v.ranks[p]; ok {
-			return 1
-		}
-	}
-	if len(p) >= heapMergeMin {
-		return len(v.mergeLarge(p, buf)) - 1
-	}
-	return len(v.mergeSmall(p, buf)) - 1
 }
 
 // Encode returns the token ids of text. Text that looks like a special token, such as "<|endoftext|>", is
@@ -256,29 +246,12 @@ func (e *Encoding) nextSpecial(text string) (int, string) {
 
 func (e *Encoding) appendOrdinary(ids []int, text string) []int {
 	v := e.vocab
-	var buf [64]part
+	s := v.getScratch(len(text))
+	defer v.putScratch(s)
 	for i := 0; i < len(text); {
 		j := e.split(v.classes, text, i)
-		ids = v.appendPiece(ids, text[i:j], buf[:0])
+		ids = v.appendPiece(ids, text[i:j], s)
 		i = j
-	}
-	return ids
-}
-
-func (v *vocab) appendPiece(ids []int, p string, buf []part) []int {
-	if len(p) <= v.maxLen {
-		if r, ok := v.ranks[p]; ok {
-			return append(ids, int(r))
-		}
-	}
-	var parts []part
-	if len(p) >= heapMergeMin {
-		parts = v.mergeLarge(p, buf)
-	} else {
-		parts = v.mergeSmall(p, buf)
-	}
-	for k := 0; k+1 < len(parts); k++ {
-		ids = append(ids, int(v.ranks[p[parts[k].start:parts[k+1].start]]))
 	}
 	return ids
 }
@@ -332,23 +305,13 @@ func (e *Encoding) Truncate(text string, maxTokens int) string {
 	clean := sanitize(text)
 	// Token boundaries of the first maxTokens+1 tokens, by piece.
 	v := e.vocab
-	var buf [64]part
+	s := v.getScratch(len(clean))
+	defer v.putScratch(s)
 	var cuts []int // byte offsets in clean at which a token ends, in order
 	for i := 0; i < len(clean) && len(cuts) <= maxTokens; {
 		j := e.split(v.classes, clean, i)
-		p := clean[i:j]
-		if _, ok := v.ranks[p]; ok && len(p) <= v.maxLen {
-			cuts = append(cuts, j)
-		} else {
-			var parts []part
-			if len(p) >= heapMergeMin {
-				parts = v.mergeLarge(p, buf[:0])
-			} else {
-				parts = v.mergeSmall(p, buf[:0])
-			}
-			for _, pt := range parts[1:] {
-				cuts = append(cuts, i+int(pt.start))
-			}
+		for _, b := range v.merge(clean[i:j], s)[1:] {
+			cuts = append(cuts, i+int(b))
 		}
 		i = j
 	}
