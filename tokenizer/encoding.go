@@ -21,6 +21,8 @@ var (
 	// ErrUnknownModel is returned by [ForModel] for a model name the registry does not know; the message
 	// lists the known ones.
 	ErrUnknownModel = errors.New("tokenizer: unknown model")
+	// ErrInvalidModel is returned by [Register] for a model whose name, limits or chat overheads are invalid.
+	ErrInvalidModel = errors.New("tokenizer: invalid model")
 )
 
 // Names of the exact encodings.
@@ -291,10 +293,11 @@ func (e *Encoding) tokenText(id int) string {
 	return v.specials[id]
 }
 
-// Truncate returns the longest prefix of text that ends at a token boundary and a character boundary and
-// encodes to at most maxTokens tokens. It returns text itself when it fits, and "" when maxTokens <= 0.
-// For invalid UTF-8 the cut is made as if each ill-formed subsequence were U+FFFD, and a prefix of the
-// original bytes is returned.
+// Truncate returns the longest prefix of text that ends at a token boundary of text's encoding and at a
+// character boundary, and that itself encodes to at most maxTokens tokens. (A prefix's own encoding can
+// differ from the start of the text's: "a  " ends in one token of two spaces where "a  b" has two.) It
+// returns text itself when it fits, and "" when maxTokens <= 0. For invalid UTF-8 the cut is made as if each
+// ill-formed subsequence were U+FFFD, and a prefix of the original bytes is returned.
 func (e *Encoding) Truncate(text string, maxTokens int) string {
 	if maxTokens <= 0 {
 		return ""
@@ -303,31 +306,46 @@ func (e *Encoding) Truncate(text string, maxTokens int) string {
 		return text
 	}
 	clean := sanitize(text)
-	// Token boundaries of the first maxTokens+1 tokens, by piece.
 	v := e.vocab
 	s := v.getScratch(len(clean))
 	defer v.putScratch(s)
-	var cuts []int // byte offsets in clean at which a token ends, in order
-	for i := 0; i < len(clean) && len(cuts) <= maxTokens; {
+
+	// The token boundaries of the text, a few past the budget, with the piece each one ends in.
+	type cut struct{ off, piece int }
+	var cuts []cut
+	var pieceStart, tokensBefore []int // per piece: its start, and the tokens before it
+	for i := 0; i < len(clean) && len(cuts) < maxTokens+truncateSlack; {
 		j := e.split(v.classes, clean, i)
+		pieceStart = append(pieceStart, i)
+		tokensBefore = append(tokensBefore, len(cuts))
 		for _, b := range v.merge(clean[i:j], s)[1:] {
-			cuts = append(cuts, i+int(b))
+			cuts = append(cuts, cut{i + int(b), len(pieceStart) - 1})
 		}
 		i = j
 	}
-	// The longest cut after at most maxTokens tokens that is a character boundary and whose prefix really
-	// encodes to at most maxTokens tokens (a prefix's own encoding can differ from the prefix of the encoding).
-	for k := min(maxTokens, len(cuts)) - 1; k >= 0; k-- {
-		cut := cuts[k]
-		if cut < len(clean) && !utf8.RuneStart(clean[cut]) {
+	// The longest that fits. Only the last pieces of a prefix can split differently (the pre-tokenizer looks
+	// one character ahead, and a cut piece merges anew), so a prefix is counted from two pieces before the
+	// one the cut is in.
+	for k := len(cuts) - 1; k >= 0; k-- {
+		c := cuts[k]
+		if c.off < len(clean) && !utf8.RuneStart(clean[c.off]) {
 			continue
 		}
-		if _, within := e.CountUpTo(clean[:cut], maxTokens); within {
-			return text[:originalOffset(text, cut)]
+		from := max(c.piece-2, 0)
+		left := maxTokens - tokensBefore[from]
+		if left < 0 {
+			continue
+		}
+		if _, within := e.CountUpTo(clean[pieceStart[from]:c.off], left); within {
+			return text[:originalOffset(text, c.off)]
 		}
 	}
 	return ""
 }
+
+// truncateSlack is how many token boundaries past the budget Truncate considers: a prefix can encode to
+// fewer tokens than the text had up to that point.
+const truncateSlack = 16
 
 // sanitize returns s with each maximal ill-formed UTF-8 subsequence replaced by U+FFFD; s itself when valid.
 func sanitize(s string) string {

@@ -31,4 +31,5 @@ func (f CounterFunc) Count(text string) int { return f(text) }
 var (
 	_ Counter = (*Encoding)(nil)
 	_ Counter = CounterFunc(nil)
+	_ Counter = Estimator{}
 )
