@@ -1,0 +1,141 @@
+package loom_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The README's set-up commands, each in a code block of its own.
+const (
+	mainCommand = "go run ./cmd/loom tokens --model gpt-4o README.md"
+	testCommand = "make test"
+)
+
+// offlineEnv is the environment, plus extra, for go commands run by these tests: no network, no toolchain
+// download, no workspace.
+func offlineEnv(extra ...string) []string {
+	return append(append(os.Environ(), "GOWORK=off", "GOPROXY=off", "GOTOOLCHAIN=local"), extra...)
+}
+
+func readREADME(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.ReplaceAll(string(data), "\r\n", "\n")
+}
+
+// fencedBlocks returns the README's fenced code blocks in order, as (language, content) pairs.
+func fencedBlocks(readme string) [][2]string {
+	var blocks [][2]string
+	lines := strings.SplitAfter(readme, "\n")
+	for i := 0; i < len(lines); i++ {
+		lang, ok := strings.CutPrefix(strings.TrimRight(lines[i], "\n"), "```")
+		if !ok {
+			continue
+		}
+		var body strings.Builder
+		for i++; i < len(lines) && strings.TrimRight(lines[i], "\n") != "```"; i++ {
+			body.WriteString(lines[i])
+		}
+		blocks = append(blocks, [2]string{lang, body.String()})
+	}
+	return blocks
+}
+
+func TestREADME_SetUpCommands(t *testing.T) {
+	t.Parallel()
+	readme := readREADME(t)
+	for _, cmd := range []string{mainCommand, testCommand} {
+		if block := "```sh\n" + cmd + "\n```\n"; !strings.Contains(readme, block) {
+			t.Errorf("README.md has no code block %q", block)
+		}
+	}
+	ci, err := os.ReadFile(filepath.Join(".ci", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(ci), "\n"+testCommand+"\n") {
+		t.Errorf(".ci/run does not run the README's test command %q", testCommand)
+	}
+}
+
+func TestREADME_MainCommandRuns(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds and runs cmd/loom; skipped with -short")
+	}
+	goBin := lookGo(t)
+	args := strings.Fields(mainCommand)[1:]
+	cmd := exec.CommandContext(t.Context(), goBin, args...) // in the repository's root
+	cmd.Env = offlineEnv()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s: %v\n%s", mainCommand, err, stderr.String())
+	}
+	if !regexp.MustCompile(`^[1-9][0-9]*\tREADME\.md\n$`).Match(stdout.Bytes()) {
+		t.Errorf("%s printed %q, want COUNT<TAB>README.md", mainCommand, stdout.String())
+	}
+}
+
+func TestREADME_LibraryExample(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds and runs the README's example; skipped with -short")
+	}
+	var program, want string
+	blocks := fencedBlocks(readREADME(t))
+	for i, b := range blocks {
+		if b[0] == "go" {
+			if i+1 >= len(blocks) || blocks[i+1][0] != "text" {
+				t.Fatal("README.md: the first ```go block is not followed by a ```text block with its output")
+			}
+			program, want = b[1], blocks[i+1][1]
+			break
+		}
+	}
+	if program == "" {
+		t.Fatal("README.md has no ```go block")
+	}
+
+	root, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	gomod := "module readmeexample\n\ngo 1.26\n\nrequire github.com/context-loom/loom v0.0.0\n\n" +
+		"replace github.com/context-loom/loom => " + root + "\n"
+	for name, content := range map[string]string{"go.mod": gomod, "main.go": program} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.CommandContext(t.Context(), lookGo(t), "run", ".")
+	cmd.Dir = dir
+	cmd.Env = offlineEnv("GOFLAGS=-mod=mod") // no go.sum: the only requirement is replaced by a directory
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go run the README's example: %v\n%s", err, stderr.String())
+	}
+	if got := stdout.String(); got != want {
+		t.Errorf("the README's example printed:\n%s\nthe README says:\n%s", got, want)
+	}
+}
+
+// lookGo returns the go command; go test puts its own first on the PATH.
+func lookGo(t *testing.T) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to run the README's commands: %v", err)
+	}
+	return goBin
+}
