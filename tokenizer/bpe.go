@@ -24,7 +24,7 @@ type scratch struct {
 
 // caches map short pieces to their tokens and short byte strings to their ranks. What they hold depends on
 // nothing but the vocabulary, so entries stay valid for its life and one set serves call after call: real
-// text repeats its words, and a hit saves the whole merge loop. A set is about 430 KB, so sets are kept in a
+// text repeats its words, and a hit saves the whole merge loop. A set is about 1.2 MB, so sets are kept in a
 // free list bounded by GOMAXPROCS that, unlike a sync.Pool, the garbage collector does not empty.
 type caches struct {
 	pieces [pieceCacheSize]pieceCacheEntry
@@ -35,12 +35,12 @@ const (
 	// cachedTextMin is the text length from which a call borrows caches; shorter texts gain little from them.
 	cachedTextMin = 256
 
-	pieceCacheBits   = 12
+	pieceCacheBits   = 13
 	pieceCacheSize   = 1 << pieceCacheBits
 	pieceCacheMaxLen = 32 // longest piece cached: the key is packed into the entry (see packKey32)
 	pieceCacheMaxIDs = 4  // most tokens a cached piece may have
 
-	rankCacheBits   = 13
+	rankCacheBits   = 15
 	rankCacheSize   = 1 << rankCacheBits
 	rankCacheMaxLen = 16 // longest key cached (see packKey)
 )
@@ -186,7 +186,7 @@ func (v *vocab) mergeSmall(p string, s *scratch, bounds []int32) []int32 {
 
 // rank returns the rank of token bytes b, or noRank.
 func (s *scratch) rank(v *vocab, b string) uint32 {
-	if s.caches == nil || len(b) > rankCacheMaxLen {
+	if s.caches == nil || len(b) <= 4 || len(b) > rankCacheMaxLen {
 		return v.ranks.get(b)
 	}
 	ka, kb := packKey(b)

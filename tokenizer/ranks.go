@@ -10,11 +10,19 @@ import (
 // loop: a key of up to 16 bytes is held in the entry itself (two overlapping little-endian words and the
 // length), so a lookup hashes two words and compares them, with no pointer chasing; longer keys are
 // checked against the vocabulary's bytes. Open addressing with linear probing at a load factor <= 1/2.
+//
+// The shortest keys, which the merge loop looks up most, have tables of their own: a direct array for two
+// bytes and a table of packed words for three and four, small enough to stay in the CPU's caches.
 type rankTable struct {
 	entries []rankEntry
 	shift   uint8 // 64 - log2(len(entries))
 	blob    string
 	offs    []uint32
+
+	one        [256]uint32
+	two        []uint32 // indexed by the two bytes, little-endian
+	short      []uint64 // keys of 3 and 4 bytes: key | len<<32 | (id+1)<<35; 0 marks an empty slot
+	shortShift uint8
 }
 
 type rankEntry struct {
@@ -36,8 +44,40 @@ func newRankTable(blob string, offs []uint32) *rankTable {
 		offs:    offs,
 	}
 	mask := uint64(size - 1)
+	shortCount := 0
+	for id := range count {
+		if n := offs[id+1] - offs[id]; n == 3 || n == 4 {
+			shortCount++
+		}
+	}
+	shortSize := 1
+	for shortSize < 2*shortCount {
+		shortSize <<= 1
+	}
+	t.short = make([]uint64, shortSize)
+	t.shortShift = uint8(64 - bits.TrailingZeros(uint(shortSize)))
+	t.two = make([]uint32, 1<<16)
+	for i := range t.one {
+		t.one[i] = noRank
+	}
+	for i := range t.two {
+		t.two[i] = noRank
+	}
 	for id := range count {
 		key := blob[offs[id]:offs[id+1]]
+		switch len(key) {
+		case 1:
+			t.one[key[0]] = uint32(id)
+		case 2:
+			t.two[uint16(key[0])|uint16(key[1])<<8] = uint32(id)
+		case 3, 4:
+			k := shortKey(key)
+			i := shortSlot(k, t.shortShift)
+			for t.short[i] != 0 {
+				i = (i + 1) & uint64(shortSize-1)
+			}
+			t.short[i] = k | uint64(id+1)<<35
+		}
 		a, b := packKey(key)
 		n := uint32(len(key))
 		i := t.slot(a, b, n)
@@ -92,8 +132,39 @@ func slot(a, b uint64, n uint32) uint64 {
 	return h * 0x165667B19E3779F9
 }
 
+// shortKey packs a key of 3 or 4 bytes with its length.
+func shortKey(s string) uint64 {
+	k := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16
+	if len(s) == 4 {
+		k |= uint64(s[3]) << 24
+	}
+	return k | uint64(len(s))<<32
+}
+
+func shortSlot(k uint64, shift uint8) uint64 {
+	return (k * 0x9E3779B97F4A7C15) >> shift
+}
+
 // get returns the rank of token bytes s (non-empty), or noRank.
 func (t *rankTable) get(s string) uint32 {
+	switch len(s) {
+	case 1:
+		return t.one[s[0]]
+	case 2:
+		return t.two[uint16(s[0])|uint16(s[1])<<8]
+	case 3, 4:
+		k := shortKey(s)
+		mask := uint64(len(t.short) - 1)
+		for i := shortSlot(k, t.shortShift); ; i = (i + 1) & mask {
+			e := t.short[i]
+			if e == 0 {
+				return noRank
+			}
+			if e&(1<<35-1) == k {
+				return uint32(e>>35) - 1
+			}
+		}
+	}
 	a, b := packKey(s)
 	n := uint32(len(s))
 	mask := uint64(len(t.entries) - 1)
