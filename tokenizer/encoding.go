@@ -343,6 +343,61 @@ func (e *Encoding) Truncate(text string, maxTokens int) string {
 	return ""
 }
 
+// TokenEnds returns, for each token of text's encoding, the byte offset in text at which the token ends:
+// token i is text[ends[i-1]:ends[i]] (from 0 for the first). A token can end inside a character (a
+// character of several tokens); for invalid UTF-8, offsets are those of the original bytes, each ill-formed
+// subsequence counting as the U+FFFD it is encoded as.
+func (e *Encoding) TokenEnds(text string) []int {
+	clean := sanitize(text)
+	v := e.vocab
+	s := v.getScratch(len(clean))
+	defer v.putScratch(s)
+	ends := make([]int, 0, len(clean)/4+1)
+	for i := 0; i < len(clean); {
+		j := e.split(v.classes, clean, i)
+		for _, b := range v.merge(clean[i:j], s)[1:] {
+			ends = append(ends, i+int(b))
+		}
+		i = j
+	}
+	if len(clean) != len(text) {
+		mapOffsets(text, ends)
+	}
+	return ends
+}
+
+// mapOffsets maps ascending offsets in sanitize(s) to offsets in s, in place. An offset inside a U+FFFD
+// that replaced an ill-formed subsequence maps to the subsequence's end.
+func mapOffsets(s string, offs []int) {
+	i, c, k := 0, 0, 0 // position in s, in the clean text, in offs
+	for k < len(offs) {
+		for k < len(offs) && offs[k] <= c {
+			offs[k] = i - (c - offs[k])
+			k++
+		}
+		if i >= len(s) {
+			break
+		}
+		if n := validPrefix(s[i:]); n > 0 {
+			// Offsets within this valid run map one to one.
+			for k < len(offs) && offs[k] <= c+n {
+				offs[k] = i + (offs[k] - c)
+				k++
+			}
+			i += n
+			c += n
+			continue
+		}
+		m := maximalSubpart(s[i:])
+		c += utf8.RuneLen(utf8.RuneError)
+		i += m
+		for k < len(offs) && offs[k] <= c {
+			offs[k] = i
+			k++
+		}
+	}
+}
+
 // truncateSlack is how many token boundaries past the budget Truncate considers: a prefix can encode to
 // fewer tokens than the text had up to that point.
 const truncateSlack = 16

@@ -324,3 +324,37 @@ func BenchmarkLoad(b *testing.B) {
 		})
 	}
 }
+
+func TestTokenEnds_TileTheText(t *testing.T) {
+	t.Parallel()
+	texts := []string{"", "hello world", "人人生而自由 😀 done", "bad \xff\xfe utf8 \xe2\x82 here", "\xe2\x82"}
+	forEachEncoding(t, func(t *testing.T, e *Encoding) {
+		for _, text := range texts {
+			ends := e.TokenEnds(text)
+			ids := e.Encode(text)
+			if len(ends) != len(ids) {
+				t.Fatalf("TokenEnds(%q) has %d ends for %d tokens", text, len(ends), len(ids))
+			}
+			prev := 0
+			for i, end := range ends {
+				if end < prev || end > len(text) {
+					t.Fatalf("TokenEnds(%q)[%d] = %d after %d", text, i, end, prev)
+				}
+				prev = end
+			}
+			if len(ends) > 0 && ends[len(ends)-1] != len(text) {
+				t.Fatalf("TokenEnds(%q) ends at %d, want %d", text, ends[len(ends)-1], len(text))
+			}
+			if utf8.ValidString(text) {
+				start := 0
+				for i, end := range ends {
+					b, _ := e.TokenBytes(ids[i])
+					if text[start:end] != string(b) {
+						t.Fatalf("token %d of %q: text %q, token bytes %q", i, text, text[start:end], b)
+					}
+					start = end
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,371 @@
+package chunker
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/rivo/uniseg"
+)
+
+// Embedder embeds texts; embed.Embedder is one.
+type Embedder interface {
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+}
+
+// upToCounter is implemented by counters that can stop counting past a limit, like *tokenizer.Encoding.
+type upToCounter interface {
+	CountUpTo(text string, limit int) (int, bool)
+}
+
+// unit is a span of the text that no chunk boundary may cut, with its exact token count.
+type unit struct {
+	start, end, tokens int
+	meta           map[string]string // carried to the chunk that starts with this unit, if any
+}
+
+// builder collects the chunks of one call.
+type builder struct {
+	ctx  context.Context
+	text string
+	config
+	upTo   upToCounter
+	chunks []ChunkResult
+
+	ascii      int      // 1: the text is ASCII, -1: it is not, 0: not known yet
+	boundaries []uint64 // bit p: a grapheme cluster starts at byte p (built when first needed)
+}
+
+// isBoundary reports whether a grapheme cluster starts at byte p (true at 0 and at the end).
+func (b *builder) isBoundary(p int) bool {
+	if p <= 0 || p >= len(b.text) {
+		return true
+	}
+	if b.ascii == 0 {
+		b.ascii = 1
+		if !isASCII(b.text) {
+			b.ascii = -1
+		}
+	}
+	if b.ascii == 1 { // in ASCII only \r\n is a cluster of two
+		return b.text[p-1] != '\r' || b.text[p] != '\n'
+	}
+	if b.boundaries == nil {
+		b.boundaries = make([]uint64, len(b.text)/64+1)
+		for _, q := range graphemeCuts(b.text, 0, len(b.text)) {
+			b.boundaries[q/64] |= 1 << (q % 64)
+		}
+	}
+	return b.boundaries[p/64]&(1<<(p%64)) != 0
+}
+
+// keepBoundaries drops the cuts that are not between grapheme clusters.
+func (b *builder) keepBoundaries(cuts []int) []int {
+	kept := cuts[:0]
+	for _, c := range cuts {
+		if b.isBoundary(c) {
+			kept = append(kept, c)
+		}
+	}
+	return kept
+}
+
+func isASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+func newBuilder(ctx context.Context, text string, c config) *builder {
+	b := &builder{ctx: ctx, text: text, config: c}
+	b.upTo, _ = c.counter.(upToCounter)
+	return b
+}
+
+// fits counts s, stopping early once past limit where the counter allows: it returns the exact count and
+// true when s has at most limit tokens.
+func (b *builder) fits(s string, limit int) (int, bool) {
+	if b.upTo != nil {
+		return b.upTo.CountUpTo(s, limit)
+	}
+	n := b.counter.Count(s)
+	return n, n <= limit
+}
+
+// lastEnd returns the end of the last chunk, or 0.
+func (b *builder) lastEnd() int {
+	if len(b.chunks) == 0 {
+		return 0
+	}
+	return b.chunks[len(b.chunks)-1].EndOffset
+}
+
+// emit appends the chunk text[start:end] with its exact count, unless it is only whitespace.
+func (b *builder) emit(start, end, tokens int, meta map[string]string) {
+	content := b.text[start:end]
+	if strings.TrimSpace(content) == "" {
+		return
+	}
+	b.chunks = append(b.chunks, ChunkResult{
+		Content:     content,
+		Index:       len(b.chunks),
+		StartOffset: start,
+		EndOffset:   end,
+		TokenCount:  tokens,
+		Metadata:    meta,
+	})
+}
+
+// pack groups consecutive units (each at most size tokens) into chunks of at most size tokens, greedily,
+// with neighbours sharing up to overlap tokens of whole units. Every chunk takes at least one unit the one
+// before did not have, and starts after it. Counts are summed from the units and then checked exactly
+// (tokens can merge differently across a join), giving up units at the end, then overlap, until it fits.
+func (b *builder) pack(units []unit) {
+	prevStart := -1 // first unit of the last chunk
+	for next := 0; next < len(units); {
+		// Overlap: the last units before next, as many as fit in the overlap and leave room for units[next].
+		k, shared := next, 0
+		for k-1 > prevStart && shared+units[k-1].tokens <= b.overlap && shared+units[k-1].tokens+units[next].tokens <= b.size {
+			shared += units[k-1].tokens
+			k--
+		}
+		for k < next {
+			if _, ok := b.fits(b.text[units[k].start:units[next-1].end], b.overlap); ok {
+				break
+			}
+			shared -= units[k].tokens
+			k++
+		}
+		j, sum := next, shared
+		for j < len(units) && sum+units[j].tokens <= b.size {
+			sum += units[j].tokens
+			j++
+		}
+		j = max(j, next+1)
+		n, ok := 0, false
+		for !ok {
+			if j == k+1 { // a single unit: its count is known and fits
+				n, ok = units[k].tokens, true
+				break
+			}
+			if n, ok = b.fits(b.text[units[k].start:units[j-1].end], b.size); !ok {
+				if j > next+1 {
+					j--
+				} else {
+					k++
+				}
+			}
+		}
+		b.emit(units[k].start, units[j-1].end, n, units[k].meta)
+		prevStart, next = k, j
+	}
+}
+
+// splitFunc returns the cut positions strictly inside text[start:end], in order.
+type splitFunc func(text string, start, end int) []int
+
+// chunkSpan chunks text[start:end] the recursive way: whole if it fits, else cut at the first level of
+// levels that cuts it; runs of parts that fit are packed together, and a part that does not fit is chunked
+// at the next levels. Past the last level, text is cut between grapheme clusters, and a cluster larger than
+// the size between characters.
+func (b *builder) chunkSpan(start, end int, levels []splitFunc, meta map[string]string) error {
+	if err := b.ctx.Err(); err != nil {
+		return err
+	}
+	if n, ok := b.fits(b.text[start:end], b.size); ok {
+		b.emit(start, end, n, meta)
+		return nil
+	}
+	for len(levels) > 0 {
+		cuts := b.keepBoundaries(levels[0](b.text, start, end))
+		levels = levels[1:]
+		if len(cuts) > 0 {
+			return b.chunkParts(start, end, cuts, levels, meta)
+		}
+	}
+	return b.chunkParts(start, end, graphemeCuts(b.text, start, end), nil, meta)
+}
+
+// chunkParts chunks text[start:end] cut at cuts, with levels for the parts that do not fit. With no levels
+// left, the parts are grapheme clusters and one that does not fit is cut between characters.
+func (b *builder) chunkParts(start, end int, cuts []int, levels []splitFunc, meta map[string]string) error {
+	var run []unit
+	prev := start
+	for _, cut := range append(cuts, end) {
+		if n, ok := b.fits(b.text[prev:cut], b.size); ok {
+			run = append(run, unit{start: prev, end: cut, tokens: n})
+		} else {
+			b.packWithMeta(run, meta)
+			run = nil
+			var err error
+			if levels == nil {
+				err = b.chunkChars(prev, cut, meta)
+			} else {
+				err = b.chunkSpan(prev, cut, levels, meta)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		prev = cut
+	}
+	b.packWithMeta(run, meta)
+	return nil
+}
+
+func (b *builder) packWithMeta(run []unit, meta map[string]string) {
+	if len(run) == 0 {
+		return
+	}
+	for i := range run {
+		run[i].meta = meta
+	}
+	b.pack(run)
+}
+
+// chunkChars packs single characters: the last resort, for a grapheme cluster larger than the size.
+func (b *builder) chunkChars(start, end int, meta map[string]string) error {
+	var run []unit
+	for i := start; i < end; {
+		_, w := utf8.DecodeRuneInString(b.text[i:end])
+		n, ok := b.fits(b.text[i:i+w], b.size)
+		if !ok {
+			return fmt.Errorf("%w: %q at byte %d is %d tokens, the size is %d", ErrSizeTooSmall, b.text[i:i+w], i, n, b.size)
+		}
+		run = append(run, unit{start: i, end: i + w, tokens: n, meta: meta})
+		i += w
+	}
+	b.pack(run)
+	return nil
+}
+
+// graphemeCuts cuts between grapheme clusters.
+func graphemeCuts(text string, start, end int) []int {
+	var cuts []int
+	rest, state := text[start:end], -1
+	pos := start
+	for len(rest) > 0 {
+		var cluster string
+		cluster, rest, _, state = uniseg.FirstGraphemeClusterInString(rest, state)
+		pos += len(cluster)
+		if pos < end {
+			cuts = append(cuts, pos)
+		}
+	}
+	return cuts
+}
+
+// paragraphCuts cuts after each run of blank lines, so a paragraph keeps its indentation.
+func paragraphCuts(text string, start, end int) []int {
+	var cuts []int
+	for i := start; i < end; {
+		nl := strings.IndexByte(text[i:end], '\n')
+		if nl < 0 {
+			break
+		}
+		j := i + nl + 1
+		// A blank run: more lines holding only spaces, tabs or \r.
+		k, blank := j, false
+		for {
+			m := k
+			for m < end && (text[m] == ' ' || text[m] == '\t' || text[m] == '\r') {
+				m++
+			}
+			if m < end && text[m] == '\n' {
+				k, blank = m+1, true
+				continue
+			}
+			break
+		}
+		if blank && k < end {
+			cuts = append(cuts, k)
+		}
+		i = max(k, j)
+	}
+	return cuts
+}
+
+// lineCuts cuts after each newline.
+func lineCuts(text string, start, end int) []int {
+	var cuts []int
+	for i := start; i < end; {
+		nl := strings.IndexByte(text[i:end], '\n')
+		if nl < 0 {
+			break
+		}
+		i += nl + 1
+		if i < end {
+			cuts = append(cuts, i)
+		}
+	}
+	return cuts
+}
+
+// sentenceCuts cuts after a sentence's end: ., !, ?, … (and closing quotes or brackets) before whitespace,
+// where the whitespace starts the next sentence; or right after a CJK full stop, exclamation or question mark.
+func sentenceCuts(text string, start, end int) []int {
+	var cuts []int
+	for i := start; i < end; {
+		r, w := utf8.DecodeRuneInString(text[i:end])
+		i += w
+		switch r {
+		case '。', '！', '？', '｡':
+			for i < end {
+				r2, w2 := utf8.DecodeRuneInString(text[i:end])
+				if !isClosing(r2) {
+					break
+				}
+				i += w2
+			}
+			if i < end {
+				cuts = append(cuts, i)
+			}
+		case '.', '!', '?', '…':
+			j := i
+			for j < end {
+				r2, w2 := utf8.DecodeRuneInString(text[j:end])
+				if !isClosing(r2) {
+					break
+				}
+				j += w2
+			}
+			if j < end {
+				if r2, _ := utf8.DecodeRuneInString(text[j:end]); unicode.IsSpace(r2) {
+					cuts = append(cuts, j)
+				}
+			}
+			i = j
+		}
+	}
+	return cuts
+}
+
+func isClosing(r rune) bool {
+	switch r {
+	case '"', '\'', ')', ']', '}', '»', '”', '’', '」', '』', '）', '】':
+		return true
+	}
+	return false
+}
+
+// wordCuts cuts before each run of whitespace that follows other text, so a word keeps the space before it
+// (as the tokenizers do).
+func wordCuts(text string, start, end int) []int {
+	var cuts []int
+	prevSpace := true
+	for i := start; i < end; {
+		r, w := utf8.DecodeRuneInString(text[i:end])
+		space := unicode.IsSpace(r)
+		if space && !prevSpace && i > start {
+			cuts = append(cuts, i)
+		}
+		prevSpace = space
+		i += w
+	}
+	return cuts
+}

@@ -1,0 +1,37 @@
+package chunker
+
+import (
+	"context"
+	"strings"
+)
+
+// RecursiveChunker splits at paragraph boundaries (blank lines), then lines, then sentences, then words,
+// then grapheme clusters, going finer only where a piece is larger than the chunk size, and packs the
+// pieces of each level into chunks. Separators and indentation stay in the chunks: Content is always a
+// slice of the original text.
+type RecursiveChunker struct {
+	levels []splitFunc
+}
+
+var _ Chunker = (*RecursiveChunker)(nil)
+
+// NewRecursive returns the recursive chunker, the default strategy.
+func NewRecursive() *RecursiveChunker {
+	return &RecursiveChunker{levels: []splitFunc{paragraphCuts, lineCuts, sentenceCuts, wordCuts}}
+}
+
+// Chunk splits text. It returns an error for invalid options (see [Options]) or when ctx is done.
+func (r *RecursiveChunker) Chunk(ctx context.Context, text string, opts *Options) ([]ChunkResult, error) {
+	c, err := resolve(Recursive, opts)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(text) == "" {
+		return nil, nil
+	}
+	b := newBuilder(ctx, text, c)
+	if err := b.chunkSpan(0, len(text), r.levels, nil); err != nil {
+		return nil, err
+	}
+	return b.chunks, nil
+}
