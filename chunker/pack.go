@@ -23,7 +23,7 @@ type upToCounter interface {
 // unit is a span of the text that no chunk boundary may cut, with its exact token count.
 type unit struct {
 	start, end, tokens int
-	meta           map[string]string // carried to the chunk that starts with this unit, if any
+	meta               map[string]string // carried to the chunk that starts with this unit, if any
 }
 
 // builder collects the chunks of one call.
