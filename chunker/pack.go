@@ -20,6 +20,12 @@ type upToCounter interface {
 	CountUpTo(text string, limit int) (int, bool)
 }
 
+// splitter is implemented by counters that know where counts of adjacent texts add up, like
+// *tokenizer.Encoding (see its SplitsAt).
+type splitter interface {
+	SplitsAt(text string, p int) bool
+}
+
 // unit is a span of the text that no chunk boundary may cut, with its exact token count.
 type unit struct {
 	start, end, tokens int
@@ -32,9 +38,9 @@ type builder struct {
 	text string
 	config
 	upTo   upToCounter
+	split  splitter
 	chunks []ChunkResult
 
-	ascii      int      // 1: the text is ASCII, -1: it is not, 0: not known yet
 	boundaries []uint64 // bit p: a grapheme cluster starts at byte p (built when first needed)
 }
 
@@ -43,22 +49,45 @@ func (b *builder) isBoundary(p int) bool {
 	if p <= 0 || p >= len(b.text) {
 		return true
 	}
-	if b.ascii == 0 {
-		b.ascii = 1
-		if !isASCII(b.text) {
-			b.ascii = -1
-		}
-	}
-	if b.ascii == 1 { // in ASCII only \r\n is a cluster of two
-		return b.text[p-1] != '\r' || b.text[p] != '\n'
-	}
 	if b.boundaries == nil {
-		b.boundaries = make([]uint64, len(b.text)/64+1)
-		for _, q := range graphemeCuts(b.text, 0, len(b.text)) {
-			b.boundaries[q/64] |= 1 << (q % 64)
-		}
+		b.boundaries = clusterStarts(b.text)
 	}
 	return b.boundaries[p/64]&(1<<(p%64)) != 0
+}
+
+// clusterStarts returns a bit set of the grapheme cluster starts of text. Between two ASCII characters
+// there is always a boundary, except inside \r\n; only around other characters is uniseg needed.
+func clusterStarts(text string) []uint64 {
+	bits := make([]uint64, len(text)/64+1)
+	set := func(p int) { bits[p/64] |= 1 << (p % 64) }
+	for i := 0; i < len(text); {
+		if text[i] < utf8.RuneSelf {
+			if i == 0 || text[i-1] < utf8.RuneSelf && (text[i-1] != '\r' || text[i] != '\n') {
+				set(i)
+			}
+			i++
+			continue
+		}
+		// A run of non-ASCII: segment it from the ASCII character before it (a cluster start: no ASCII
+		// character extends another) up to the next ASCII character, which starts a cluster of its own.
+		from := max(i-1, 0)
+		to := i
+		for to < len(text) && text[to] >= utf8.RuneSelf {
+			to++
+		}
+		rest, state, pos := text[from:to], -1, from
+		for len(rest) > 0 {
+			var cluster string
+			cluster, rest, _, state = uniseg.FirstGraphemeClusterInString(rest, state)
+			set(pos)
+			pos += len(cluster)
+		}
+		if to < len(text) {
+			set(to)
+		}
+		i = to + 1
+	}
+	return bits
 }
 
 // keepBoundaries drops the cuts that are not between grapheme clusters.
@@ -84,6 +113,7 @@ func isASCII(s string) bool {
 func newBuilder(ctx context.Context, text string, c config) *builder {
 	b := &builder{ctx: ctx, text: text, config: c}
 	b.upTo, _ = c.counter.(upToCounter)
+	b.split, _ = c.counter.(splitter)
 	return b
 }
 
@@ -135,7 +165,7 @@ func (b *builder) pack(units []unit) {
 			k--
 		}
 		for k < next {
-			if _, ok := b.fits(b.text[units[k].start:units[next-1].end], b.overlap); ok {
+			if _, ok := b.fitsUnits(units[k:next], shared, b.overlap); ok {
 				break
 			}
 			shared -= units[k].tokens
@@ -153,7 +183,7 @@ func (b *builder) pack(units []unit) {
 				n, ok = units[k].tokens, true
 				break
 			}
-			if n, ok = b.fits(b.text[units[k].start:units[j-1].end], b.size); !ok {
+			if n, ok = b.fitsUnits(units[k:j], sumTokens(units[k:j]), b.size); !ok {
 				if j > next+1 {
 					j--
 				} else {
@@ -164,6 +194,32 @@ func (b *builder) pack(units []unit) {
 		b.emit(units[k].start, units[j-1].end, n, units[k].meta)
 		prevStart, next = k, j
 	}
+}
+
+// fitsUnits is fits for the text of consecutive units whose counts add up to sum: where the counter
+// vouches that the counts add at every join, sum is the exact count and nothing is counted again.
+func (b *builder) fitsUnits(units []unit, sum, limit int) (int, bool) {
+	if b.split != nil {
+		additive := true
+		for _, u := range units[:len(units)-1] {
+			if !b.split.SplitsAt(b.text, u.end) {
+				additive = false
+				break
+			}
+		}
+		if additive {
+			return sum, sum <= limit
+		}
+	}
+	return b.fits(b.text[units[0].start:units[len(units)-1].end], limit)
+}
+
+func sumTokens(units []unit) int {
+	n := 0
+	for _, u := range units {
+		n += u.tokens
+	}
+	return n
 }
 
 // splitFunc returns the cut positions strictly inside text[start:end], in order.

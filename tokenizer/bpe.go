@@ -33,7 +33,7 @@ type caches struct {
 
 const (
 	// cachedTextMin is the text length from which a call borrows caches; shorter texts gain little from them.
-	cachedTextMin = 256
+	cachedTextMin = 32
 
 	pieceCacheBits   = 13
 	pieceCacheSize   = 1 << pieceCacheBits

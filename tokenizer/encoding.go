@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -364,6 +365,41 @@ func (e *Encoding) TokenEnds(text string) []int {
 		mapOffsets(text, ends)
 	}
 	return ends
+}
+
+// SplitsAt reports whether the encoding's pre-tokenizer splits text at byte p into the very pieces it makes
+// of text[:p] and text[p:] alone, so that the tokens of text are those of the two parts and
+// Count(text) == Count(text[:p]) + Count(text[p:]). It answers from the characters around p, conservatively:
+// false means not known. It is true where a line break ends text[:p] and text[p:] does not start with more
+// line breaks (nor a '/'), and where text[:p] ends in a character other than whitespace and text[p:] starts with a
+// space or a tab. Chunkers use it to add up the counts of pieces without counting their joins again.
+func (e *Encoding) SplitsAt(text string, p int) bool {
+	if p <= 0 || p >= len(text) {
+		return p == 0 || p == len(text)
+	}
+	switch prev := text[p-1]; {
+	case prev == '\n':
+		// The whitespace run at p, if any, must hold no line break: \s*[\r\n]+ then ends at p-1 in both. A
+		// '/' would extend o200k_base's punctuation piece across the line break.
+		if text[p] == '/' {
+			return false
+		}
+		for i := p; i < len(text); {
+			r, w := utf8.DecodeRuneInString(text[i:])
+			if r == '\r' || r == '\n' {
+				return false
+			}
+			if !unicode.Is(unicode.White_Space, r) {
+				break
+			}
+			i += w
+		}
+		return true
+	case text[p] == ' ' || text[p] == '\t':
+		r, _ := utf8.DecodeLastRuneInString(text[:p])
+		return r != utf8.RuneError && !unicode.Is(unicode.White_Space, r)
+	}
+	return false
 }
 
 // mapOffsets maps ascending offsets in sanitize(s) to offsets in s, in place. An offset inside a U+FFFD

@@ -358,3 +358,53 @@ func TestTokenEnds_TileTheText(t *testing.T) {
 		}
 	})
 }
+
+// TestSplitsAt_CountsAdd checks SplitsAt's promise on real and random text: wherever it says true, the
+// counts of the two parts add up to the count of the whole, for every encoding.
+func TestSplitsAt_CountsAdd(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(3, 4))
+	alphabet := []string{"a", "Word", " ", "  ", "\t", "\n", "\r\n", "\n\n", ";", "'s", "12345", "中文", "。", "😀", "\u0301", "\u00a0", "\u3000", "/", "\xff", "é", "ǅ"}
+	texts := []string{"hello world\n  indented\n\nnext; para\n\tx", "a \n b", "foo;\n bar", "x\n\u00a0y"}
+	for range 3000 {
+		var b strings.Builder
+		for n := r.IntN(80); b.Len() < n; {
+			b.WriteString(alphabet[r.IntN(len(alphabet))])
+		}
+		texts = append(texts, b.String())
+	}
+	forEachEncoding(t, func(t *testing.T, e *Encoding) {
+		splits := 0
+		for _, text := range texts {
+			for p := 1; p < len(text); p++ {
+				if !e.SplitsAt(text, p) {
+					continue
+				}
+				splits++
+				if a, b, w := e.Count(text[:p]), e.Count(text[p:]), e.Count(text); a+b != w {
+					t.Fatalf("SplitsAt(%q, %d) but %d + %d != %d", text, p, a, b, w)
+				}
+			}
+		}
+		if splits < 1000 {
+			t.Errorf("only %d split points in the sample: the test proves little", splits)
+		}
+	})
+}
+
+func FuzzSplitsAt(f *testing.F) {
+	f.Add("hello world\n  next", 5)
+	f.Add("a\n\tb", 2)
+	encs := []*Encoding{CL100K(), O200K()}
+	f.Fuzz(func(t *testing.T, text string, p int) {
+		if len(text) == 0 {
+			return
+		}
+		p = (p%len(text) + len(text)) % len(text)
+		for _, e := range encs {
+			if e.SplitsAt(text, p) && e.Count(text[:p])+e.Count(text[p:]) != e.Count(text) {
+				t.Fatalf("%s: SplitsAt(%q, %d) but the counts do not add", e.Name(), text, p)
+			}
+		}
+	})
+}
