@@ -1,0 +1,149 @@
+package chunker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/context-loom/loom/embed"
+)
+
+// DefaultBreakpointPercentile is the semantic strategy's default threshold.
+const DefaultBreakpointPercentile = 95
+
+// SemanticChunker groups sentences by meaning: it embeds each sentence with its neighbours (a window of
+// three), measures the cosine distance between consecutive windows, and breaks where the distance exceeds
+// the BreakpointPercentile-th percentile of all of them. Groups that fit become chunks; a group larger than
+// the size is packed sentence by sentence (with overlap), and a sentence larger than the size is cut at
+// lines, then words. Each chunk's metadata has "group", the index of its group.
+//
+// Its default embedder is the offline lexical one (embed.Default), so groups follow shared words, not
+// meaning; give Options.Embedder a model-backed embedder (embed.NewOpenAI) for semantic groups.
+type SemanticChunker struct{}
+
+var _ Chunker = (*SemanticChunker)(nil)
+
+// NewSemantic returns the semantic strategy.
+func NewSemantic() *SemanticChunker { return &SemanticChunker{} }
+
+// window is how many sentences on each side of a sentence its embedding includes.
+const window = 1
+
+// Chunk splits text. Besides option errors, it returns the embedder's errors.
+func (s *SemanticChunker) Chunk(ctx context.Context, text string, opts *Options) ([]ChunkResult, error) {
+	c, err := resolve(Semantic, opts)
+	if err != nil {
+		return nil, err
+	}
+	percentile := c.opts.BreakpointPercentile
+	if percentile == 0 {
+		percentile = DefaultBreakpointPercentile
+	}
+	if percentile <= 0 || percentile > 100 || math.IsNaN(percentile) {
+		return nil, fmt.Errorf("%w (got %v)", ErrBadPercentile, percentile)
+	}
+	var embedder Embedder = embed.Default()
+	if c.opts.Embedder != nil {
+		embedder = c.opts.Embedder
+	}
+	if strings.TrimSpace(text) == "" {
+		return nil, nil
+	}
+	b := newBuilder(ctx, text, c)
+
+	// Sentences: cut at paragraphs and sentence ends, between grapheme clusters.
+	cuts := b.keepBoundaries(mergeCuts(paragraphCuts(text, 0, len(text)), sentenceCuts(text, 0, len(text))))
+	bounds := append(append([]int{0}, cuts...), len(text))
+	n := len(bounds) - 1
+
+	// Breaks between sentence i and i+1 where their windows are far apart.
+	breaks := make([]bool, n)
+	if n > 2 {
+		windows := make([]string, n)
+		for i := range n {
+			windows[i] = text[bounds[max(i-window, 0)]:bounds[min(i+window+1, n)]]
+		}
+		vectors, err := embedder.Embed(ctx, windows)
+		if err != nil {
+			return nil, fmt.Errorf("chunker: embed sentences: %w", err)
+		}
+		if len(vectors) != n {
+			return nil, fmt.Errorf("chunker: embedder returned %d vectors for %d sentences", len(vectors), n)
+		}
+		dist := make([]float64, n-1)
+		for i := range n - 1 {
+			if len(vectors[i]) != len(vectors[i+1]) {
+				return nil, errors.New("chunker: embedder returned vectors of different dimensions")
+			}
+			dist[i] = 1 - float64(embed.Cosine(vectors[i], vectors[i+1]))
+		}
+		threshold := percentileOf(dist, percentile)
+		for i, d := range dist {
+			breaks[i] = d > threshold
+		}
+	}
+
+	// Groups of sentences between breaks, each chunked on its own.
+	group := 0
+	for first := 0; first < n; {
+		last := first
+		for last < n-1 && !breaks[last] {
+			last++
+		}
+		meta := map[string]string{"group": strconv.Itoa(group)}
+		if err := b.chunkGroup(bounds[first:last+2], meta); err != nil {
+			return nil, err
+		}
+		group++
+		first = last + 1
+	}
+	return b.chunks, nil
+}
+
+// chunkGroup chunks the sentences between consecutive bounds: whole if they fit, else packed sentence by
+// sentence, with sentences larger than the size cut at lines and then words.
+func (b *builder) chunkGroup(bounds []int, meta map[string]string) error {
+	if err := b.ctx.Err(); err != nil {
+		return err
+	}
+	start, end := bounds[0], bounds[len(bounds)-1]
+	if n, ok := b.fits(b.text[start:end], b.size); ok {
+		b.emit(start, end, n, meta)
+		return nil
+	}
+	return b.chunkParts(start, end, bounds[1:len(bounds)-1], []splitFunc{lineCuts, wordCuts}, meta)
+}
+
+// percentileOf returns the p-th percentile (0 < p <= 100) of values, interpolating between ranks.
+func percentileOf(values []float64, p float64) float64 {
+	sorted := slices.Clone(values)
+	slices.Sort(sorted)
+	rank := p / 100 * float64(len(sorted)-1)
+	lo := int(math.Floor(rank))
+	hi := min(lo+1, len(sorted)-1)
+	return sorted[lo] + (sorted[hi]-sorted[lo])*(rank-float64(lo))
+}
+
+// mergeCuts merges two ascending lists of cuts, without duplicates.
+func mergeCuts(a, b []int) []int {
+	out := make([]int, 0, len(a)+len(b))
+	for len(a) > 0 || len(b) > 0 {
+		var next int
+		switch {
+		case len(b) == 0 || len(a) > 0 && a[0] < b[0]:
+			next, a = a[0], a[1:]
+		case len(a) == 0 || b[0] < a[0]:
+			next, b = b[0], b[1:]
+		default:
+			next, a, b = a[0], a[1:], b[1:]
+		}
+		out = append(out, next)
+	}
+	return out
+}
+
+func init() { Register(Semantic, NewSemantic()) }

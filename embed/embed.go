@@ -1,0 +1,94 @@
+// Package embed turns texts into vectors whose cosine similarity says how alike the texts are.
+//
+// An [Embedder] maps a batch of texts to vectors of one fixed dimension. Two implementations are provided:
+//
+//   - [Lexical], the offline default ([Default]): a deterministic, hashed bag of words, word pairs and
+//     character 3-grams. It needs no model and no network, and it is lexical, not semantic: texts that share
+//     words or parts of words are close, synonyms and paraphrases are not.
+//   - [OpenAI], a client for the OpenAI embeddings API (POST {base}/embeddings) as spoken by OpenAI, Ollama
+//     (at /v1), vLLM, LM Studio and other compatible servers, with batching and retries.
+//
+// [Cosine] compares two vectors and [Normalize] scales one to unit length.
+//
+// Every type in this package is safe for concurrent use.
+package embed
+
+import (
+	"context"
+	"errors"
+	"math"
+)
+
+// Embedder maps texts to vectors.
+//
+// Embed returns one vector for each text, in the order of texts, all of length Dimensions(). Texts that are
+// alike get vectors with a high [Cosine] similarity; what "alike" means depends on the implementation. Embed
+// of no texts returns an empty slice and no error. The returned vectors belong to the caller.
+//
+// Dimensions is the length of the vectors, or 0 while an implementation does not yet know it (an [OpenAI]
+// embedder without configured dimensions, before its first response).
+//
+// Name identifies the vector space: vectors from embedders with different names must not be compared.
+//
+// Implementations must be safe for concurrent use.
+type Embedder interface {
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+	Dimensions() int
+	Name() string
+}
+
+var (
+	_ Embedder = (*Lexical)(nil)
+	_ Embedder = (*OpenAI)(nil)
+)
+
+// Errors returned by this package. Errors from a server's HTTP status are [*APIError] values.
+var (
+	// ErrInvalidConfig is returned by [NewLexical] and [NewOpenAI] for a configuration they cannot use; the
+	// message names the field.
+	ErrInvalidConfig = errors.New("embed: invalid configuration")
+	// ErrResponse is returned by [OpenAI.Embed] for a response that is not a valid embeddings response:
+	// malformed or oversized JSON, the wrong number of embeddings, an index missing, repeated or out of range.
+	ErrResponse = errors.New("embed: malformed response")
+	// ErrDimensions is returned by [OpenAI.Embed] when the server returns vectors of different lengths, or of a
+	// length other than the configured (or first seen) dimensions.
+	ErrDimensions = errors.New("embed: wrong vector dimensions")
+)
+
+// Cosine returns the cosine similarity of a and b, in [-1, 1]: 1 for vectors pointing the same way, 0 for
+// orthogonal ones. It is 0 when either vector is all zeros (as [Lexical] gives for text without words) and when
+// the lengths differ, since such vectors come from different embedders and are not comparable.
+// It works on vectors of any length, normalized or not.
+func Cosine(a, b []float32) float32 {
+	if len(a) != len(b) {
+		return 0
+	}
+	var dot, na, nb float64
+	for i, x := range a {
+		y := float64(b[i])
+		dot += float64(x) * y
+		na += float64(x) * float64(x)
+		nb += y * y
+	}
+	if na == 0 || nb == 0 {
+		return 0
+	}
+	c := dot / (math.Sqrt(na) * math.Sqrt(nb))
+	return float32(max(-1, min(1, c)))
+}
+
+// Normalize scales v in place to unit Euclidean length. A vector of zeros, or one holding a NaN or an
+// infinity, is left unchanged.
+func Normalize(v []float32) {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	if s == 0 || math.IsInf(s, 0) || math.IsNaN(s) {
+		return
+	}
+	inv := 1 / math.Sqrt(s)
+	for i, x := range v {
+		v[i] = float32(float64(x) * inv)
+	}
+}
