@@ -135,10 +135,19 @@ func (b *builder) lastEnd() int {
 	return b.chunks[len(b.chunks)-1].EndOffset
 }
 
-// emit appends the chunk text[start:end] with its exact count, unless it is only whitespace.
+// emit appends the chunk text[start:end] with its exact count. Whitespace alone is no chunk: it joins the
+// chunk before it when that one ends where it starts and has room, and is dropped otherwise.
 func (b *builder) emit(start, end, tokens int, meta map[string]string) {
 	content := b.text[start:end]
 	if strings.TrimSpace(content) == "" {
+		if len(b.chunks) > 0 {
+			last := &b.chunks[len(b.chunks)-1]
+			if last.EndOffset == start {
+				if n, ok := b.fits(b.text[last.StartOffset:end], b.size); ok {
+					last.Content, last.EndOffset, last.TokenCount = b.text[last.StartOffset:end], end, n
+				}
+			}
+		}
 		return
 	}
 	b.chunks = append(b.chunks, ChunkResult{
