@@ -1,0 +1,425 @@
+package assembler
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/context-loom/loom/tokenizer"
+)
+
+// AssembleRequest fits req into its budget and renders it in its format. Required items (instructions,
+// tools, the current message, the latest tool exchange) are always kept, or the call fails with a
+// *[BudgetError]. The optional regions share the rest by req.Policy: memory by pinned, then recency; tool
+// outputs newest first, long ones cut head and tail; history trimmed oldest first as a contiguous suffix
+// of whole turns (a tool call stays with its results); knowledge by score, first fit, without duplicates.
+//
+// The result's TotalTokens is the exact count of what it returns (estimated for models without a public
+// tokenizer), per-message overhead included, and never exceeds the budget: after the plan is rendered, a
+// verification pass counts it again and drops what does not fit.
+func AssembleRequest(ctx context.Context, req *Request) (*Result, error) {
+	a, err := newAssembly(req)
+	if err != nil {
+		return nil, err
+	}
+	return a.run(ctx)
+}
+
+// assembly is one call's state.
+type assembly struct {
+	req    *Request
+	model  tokenizer.Model
+	format string
+	policy Policy
+	m      *meter
+	budget int
+
+	// Candidates per optional region, best first, and the chosen ones.
+	memory    []*ctxItem
+	toolOuts  []*ctxItem
+	knowledge []*ctxItem
+	groups    []*group // history turns, oldest first
+	required  []*group // the latest tool exchange, kept whatever it costs
+
+	keepFrom int // history: groups[keepFrom:] are kept
+	dropped  map[string][]Dropped
+	alloc    map[string]int
+}
+
+// ctxItem is one rendered item of the memory, tool output or knowledge region.
+type ctxItem struct {
+	id     string
+	parts  []part // rendered, with its trailing separator
+	cost   int
+	kept   bool
+	pinned bool
+	order  int // position for rendering
+	ref    *Reference
+}
+
+// group is one or more history messages that stay or go together.
+type group struct {
+	msgs     []Message
+	contents []part // each message's content, counted once
+	ids      []string
+	cost     int
+}
+
+func newAssembly(req *Request) (*assembly, error) {
+	if req == nil {
+		return nil, fmt.Errorf("%w: nil request", ErrInvalidRequest)
+	}
+	a := &assembly{req: req, format: req.Format, dropped: map[string][]Dropped{}}
+	if a.format == "" {
+		a.format = FormatOpenAI
+	}
+	switch a.format {
+	case FormatOpenAI, FormatAnthropic, FormatText:
+	default:
+		return nil, fmt.Errorf("%w %q (known: openai, anthropic, text)", ErrUnknownFormat, req.Format)
+	}
+	name := req.Model
+	if name == "" {
+		name = DefaultModel
+	}
+	model, err := tokenizer.ForModel(name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	a.model = model
+	a.m = newMeter(model.Counter())
+	if a.policy, err = resolvePolicy(req.Policy); err != nil {
+		return nil, err
+	}
+	switch {
+	case req.MaxTokens < 0 || req.ReserveOutput < 0:
+		return nil, fmt.Errorf("%w: max_tokens and reserve_output must not be negative", ErrInvalidRequest)
+	case req.MaxTokens > 0:
+		a.budget = req.MaxTokens
+	default:
+		reserve := req.ReserveOutput
+		if reserve == 0 {
+			reserve = min(model.MaxOutputTokens, model.ContextWindow/4)
+		}
+		margin := a.policy.Margin
+		if margin == 0 {
+			margin = model.ContextWindow / 100
+		}
+		a.budget = model.ContextWindow - reserve - margin
+		if a.budget <= 0 {
+			return nil, fmt.Errorf("%w: reserve_output %d leaves no room in %s's window of %d", ErrInvalidRequest, reserve, model.Name, model.ContextWindow)
+		}
+	}
+	if err := validateHistory(req.History); err != nil {
+		return nil, err
+	}
+	for i, t := range req.Tools {
+		if t.Function.Name == "" {
+			return nil, fmt.Errorf("%w: tools[%d] has no function name", ErrInvalidRequest, i)
+		}
+		if len(t.Function.Parameters) > 0 && !json.Valid(t.Function.Parameters) {
+			return nil, fmt.Errorf("%w: tools[%d] parameters are not JSON", ErrInvalidRequest, i)
+		}
+	}
+	return a, nil
+}
+
+func validateHistory(h []Message) error {
+	for i, msg := range h {
+		switch msg.Role {
+		case "user", "assistant", "system":
+		case "tool":
+			if msg.ToolCallID == "" {
+				return fmt.Errorf("%w: history[%d] is a tool message without tool_call_id", ErrInvalidRequest, i)
+			}
+		default:
+			return fmt.Errorf("%w: history[%d] has role %q (want user, assistant, tool or system)", ErrInvalidRequest, i, msg.Role)
+		}
+		for j, call := range msg.ToolCalls {
+			if msg.Role != "assistant" {
+				return fmt.Errorf("%w: history[%d] is a %s message with tool calls", ErrInvalidRequest, i, msg.Role)
+			}
+			if call.ID == "" || call.Function.Name == "" {
+				return fmt.Errorf("%w: history[%d].tool_calls[%d] needs an id and a function name", ErrInvalidRequest, i, j)
+			}
+		}
+	}
+	return nil
+}
+
+func (a *assembly) run(ctx context.Context) (*Result, error) {
+	a.prepareHistory()
+	a.prepareMemory()
+	a.prepareToolOutputs()
+	a.prepareKnowledge()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	// What the required items cost, rendered alone, and what that leaves.
+	required := a.render(true).total
+	if required > a.budget {
+		return nil, &BudgetError{Required: required, Available: a.budget}
+	}
+	available := a.budget - required
+	demand := map[string]int{
+		RegionMemory:      sumCost(a.memory),
+		RegionToolOutputs: sumCost(a.toolOuts),
+		RegionKnowledge:   sumCost(a.knowledge),
+	}
+	for _, g := range a.groups {
+		demand[RegionHistory] += g.cost
+	}
+	if demand[RegionMemory]+demand[RegionToolOutputs]+demand[RegionKnowledge] > 0 {
+		available -= a.contextOverhead()
+	}
+	a.alloc = allocate(a.policy, max(available, 0), demand)
+
+	// Fill each region within its share, then offer what is left to them again, by priority.
+	used := map[string]int{}
+	a.keepFrom = len(a.groups)
+	for pass := range 2 {
+		for _, r := range a.policy.Regions {
+			limit := a.alloc[r.Name]
+			if pass == 1 {
+				limit = used[r.Name] + max(available-sumValues(used), 0)
+			}
+			used[r.Name] = a.fill(r.Name, limit, used[r.Name])
+		}
+	}
+
+	// Verify: count what would be returned; while it is over the budget (counts that did not add up, the
+	// context message's overhead), drop the least valuable optional item.
+	out := a.render(false)
+	for out.total > a.budget {
+		if !a.dropOne() {
+			return nil, &BudgetError{Required: out.total, Available: a.budget}
+		}
+		out = a.render(false)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return a.result(out), nil
+}
+
+// fill keeps items of region within limit tokens (used already kept) and returns what it uses.
+func (a *assembly) fill(region string, limit, used int) int {
+	switch region {
+	case RegionHistory:
+		for a.keepFrom > 0 && used+a.groups[a.keepFrom-1].cost <= limit {
+			a.keepFrom--
+			used += a.groups[a.keepFrom].cost
+		}
+		return used
+	default:
+		for _, it := range a.items(region) {
+			if !it.kept && used+it.cost <= limit {
+				it.kept = true
+				used += it.cost
+			}
+		}
+		return used
+	}
+}
+
+func (a *assembly) items(region string) []*ctxItem {
+	switch region {
+	case RegionMemory:
+		return a.memory
+	case RegionToolOutputs:
+		return a.toolOuts
+	case RegionKnowledge:
+		return a.knowledge
+	}
+	return nil
+}
+
+// dropOne drops the least valuable kept optional item: from the region last in priority order that has
+// one, its last choice (the oldest history turn). It reports whether there was one.
+func (a *assembly) dropOne() bool {
+	for i := len(a.policy.Regions) - 1; i >= 0; i-- {
+		region := a.policy.Regions[i].Name
+		if region == RegionHistory {
+			if a.keepFrom < len(a.groups) {
+				a.keepFrom++
+				return true
+			}
+			continue
+		}
+		items := a.items(region)
+		for j := len(items) - 1; j >= 0; j-- {
+			if items[j].kept {
+				items[j].kept = false
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// contextOverhead is what the message that carries memory, tool outputs and knowledge costs besides them.
+func (a *assembly) contextOverhead() int {
+	if a.format == FormatOpenAI {
+		return a.model.TokensPerMessage + a.m.count("system")
+	}
+	return 0
+}
+
+func sumCost(items []*ctxItem) int {
+	n := 0
+	for _, it := range items {
+		n += it.cost
+	}
+	return n
+}
+
+func sumValues(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// result builds the Result of a verified rendering.
+func (a *assembly) result(out rendering) *Result {
+	res := &Result{
+		Format:      a.format,
+		Model:       a.model.Name,
+		Encoding:    a.model.Encoding,
+		Budget:      a.budget,
+		TotalTokens: out.total,
+		Exact:       a.model.Exact(),
+		Messages:    out.messages,
+		System:      out.system,
+		Tools:       out.tools,
+		Text:        out.text,
+		Context:     out.context,
+		Citations:   []Reference{},
+	}
+	if !res.Exact {
+		res.Encoding = "estimate"
+	}
+	sum := sha256.Sum256([]byte(out.prefix))
+	res.PrefixHash = hex.EncodeToString(sum[:16])
+	for _, it := range a.keptKnowledge() {
+		res.Citations = append(res.Citations, *it.ref)
+	}
+
+	// The report: required regions, then the optional ones in priority order.
+	add := func(name string, budget, used int, included []string) {
+		res.Report.Regions = append(res.Report.Regions, RegionReport{
+			Name: name, Budget: budget, Used: used, Included: nonNil(included), Dropped: nonNilDropped(a.dropped[name]),
+		})
+	}
+	add(RegionInstructions, out.costs[RegionInstructions], out.costs[RegionInstructions], idsIf(a.req.Instructions != "", "instructions"))
+	var toolNames []string
+	for _, t := range a.req.Tools {
+		toolNames = append(toolNames, t.Function.Name)
+	}
+	add(RegionTools, out.costs[RegionTools], out.costs[RegionTools], toolNames)
+	add(RegionMessage, out.costs[RegionMessage], out.costs[RegionMessage], idsIf(a.req.Message != "", "message"))
+	for _, r := range a.policy.Regions {
+		var included []string
+		used := 0
+		if r.Name == RegionHistory {
+			for _, g := range a.required {
+				included = append(included, g.ids...)
+				used += g.cost
+			}
+			for i, g := range a.groups {
+				if i >= a.keepFrom {
+					included = append(included, g.ids...)
+					used += g.cost
+				} else {
+					for _, id := range g.ids {
+						a.dropped[RegionHistory] = appendOnce(a.dropped[RegionHistory], Dropped{ID: id, Reason: ReasonBudget})
+					}
+				}
+			}
+		} else {
+			for _, it := range a.items(r.Name) {
+				if it.kept {
+					included = append(included, it.id)
+					used += it.cost
+				} else {
+					a.dropped[r.Name] = append(a.dropped[r.Name], Dropped{ID: it.id, Reason: ReasonBudget})
+				}
+			}
+		}
+		add(r.Name, a.alloc[r.Name], used, included)
+	}
+	return res
+}
+
+func idsIf(cond bool, id string) []string {
+	if cond {
+		return []string{id}
+	}
+	return nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func nonNilDropped(s []Dropped) []Dropped {
+	if s == nil {
+		return []Dropped{}
+	}
+	return s
+}
+
+// keptKnowledge returns the kept knowledge items in the order they are rendered, numbering their markers.
+func (a *assembly) keptKnowledge() []*ctxItem {
+	var kept []*ctxItem
+	for _, it := range a.knowledge {
+		if it.kept {
+			kept = append(kept, it)
+		}
+	}
+	switch a.policy.KnowledgeOrder {
+	case OrderDocument:
+		slices.SortStableFunc(kept, func(x, y *ctxItem) int {
+			if c := strings.Compare(x.ref.DocumentID, y.ref.DocumentID); c != 0 {
+				return c
+			}
+			return x.ref.StartOffset - y.ref.StartOffset
+		})
+	case OrderLostInTheMiddle:
+		// Best first and last, then inwards: ranks 1, 3, 5, ... from the front, 2, 4, ... from the back.
+		out := make([]*ctxItem, len(kept))
+		front, back := 0, len(kept)-1
+		for i, it := range kept {
+			if i%2 == 0 {
+				out[front] = it
+				front++
+			} else {
+				out[back] = it
+				back--
+			}
+		}
+		kept = out
+	}
+	for i, it := range kept {
+		it.ref.Marker = i + 1
+	}
+	return kept
+}
+
+// idOf returns an item's id, or a positional one.
+func idOf(id, prefix string, i int) string {
+	if id != "" {
+		return id
+	}
+	return prefix + "[" + strconv.Itoa(i) + "]"
+}

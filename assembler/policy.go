@@ -1,0 +1,159 @@
+package assembler
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Region names.
+const (
+	RegionInstructions = "instructions"
+	RegionTools        = "tools"
+	RegionMemory       = "memory"
+	RegionKnowledge    = "knowledge"
+	RegionHistory      = "history"
+	RegionToolOutputs  = "tool_outputs"
+	RegionMessage      = "message"
+)
+
+// Knowledge orders.
+const (
+	OrderScore         = "score"              // best first
+	OrderDocument      = "document"           // by document, then position in it
+	OrderLostInTheMiddle = "lost_in_the_middle" // best at both ends, weakest in the middle
+)
+
+// Policy sets how the optional regions (memory, knowledge, history, tool outputs) share what the required
+// items leave of the budget. Each region first gets its minimum share (if it has that much to put in), then
+// regions in priority order get up to their maximum share, then what is left goes to regions that still
+// have items, in priority order, past their maximum. Shares are fractions of the space left after the
+// required items.
+type Policy struct {
+	Regions []RegionPolicy `json:"regions,omitempty"`
+	// KnowledgeOrder is how included knowledge is laid out: "score" (default), "document" or
+	// "lost_in_the_middle".
+	KnowledgeOrder string `json:"knowledge_order,omitempty"`
+	// MinScore drops knowledge scored below it (reason "below_min_score"). 0 keeps everything.
+	MinScore float64 `json:"min_score,omitempty"`
+	// NearDuplicate is the similarity (0..1, Jaccard of word 3-shingles) from which a knowledge item is a
+	// near-duplicate of a better one and dropped. 0 means 0.9; 1 drops only exact duplicates.
+	NearDuplicate float64 `json:"near_duplicate,omitempty"`
+	// MaxToolOutputTokens caps one tool output; longer ones keep their head and tail around a marker.
+	// 0 means 1000.
+	MaxToolOutputTokens int `json:"max_tool_output_tokens,omitempty"`
+	// Margin is kept free when the budget comes from the model's window. 0 means 1% of the window.
+	Margin int `json:"margin,omitempty"`
+}
+
+// RegionPolicy is one optional region's share.
+type RegionPolicy struct {
+	Name     string  `json:"name"`
+	Priority int     `json:"priority"` // lower first
+	MinShare float64 `json:"min_share,omitempty"`
+	MaxShare float64 `json:"max_share,omitempty"` // 0 means 1
+}
+
+// DefaultPolicy gives memory and the session's tool outputs first call on the budget, then the
+// conversation, then knowledge: an agent mid-task needs its tool results and the thread more than extra
+// background. History and knowledge are promised a fifth each when they have that much.
+func DefaultPolicy() Policy {
+	return Policy{
+		Regions: []RegionPolicy{
+			{Name: RegionMemory, Priority: 1, MaxShare: 0.15},
+			{Name: RegionToolOutputs, Priority: 2, MaxShare: 0.3},
+			{Name: RegionHistory, Priority: 3, MinShare: 0.2, MaxShare: 0.6},
+			{Name: RegionKnowledge, Priority: 4, MinShare: 0.2, MaxShare: 0.6},
+		},
+		KnowledgeOrder:      OrderScore,
+		NearDuplicate:       0.9,
+		MaxToolOutputTokens: 1000,
+	}
+}
+
+// resolvePolicy fills p's zero values from DefaultPolicy and validates it.
+func resolvePolicy(p *Policy) (Policy, error) {
+	def := DefaultPolicy()
+	if p == nil {
+		return def, nil
+	}
+	out := *p
+	if len(out.Regions) == 0 {
+		out.Regions = def.Regions
+	} else {
+		out.Regions = slices.Clone(out.Regions)
+		seen := map[string]bool{}
+		for _, r := range out.Regions {
+			switch r.Name {
+			case RegionMemory, RegionToolOutputs, RegionHistory, RegionKnowledge:
+			default:
+				return Policy{}, fmt.Errorf("%w: policy for %q: only memory, tool_outputs, history and knowledge are optional regions", ErrInvalidRequest, r.Name)
+			}
+			if seen[r.Name] {
+				return Policy{}, fmt.Errorf("%w: policy names %q twice", ErrInvalidRequest, r.Name)
+			}
+			seen[r.Name] = true
+			if r.MinShare < 0 || r.MaxShare < 0 || r.MinShare > 1 || r.MaxShare > 1 || (r.MaxShare > 0 && r.MinShare > r.MaxShare) {
+				return Policy{}, fmt.Errorf("%w: policy for %q: shares must be in [0, 1] with min <= max", ErrInvalidRequest, r.Name)
+			}
+		}
+		// Regions the policy leaves out keep their default share, after the ones it names.
+		for _, d := range def.Regions {
+			if !seen[d.Name] {
+				d.Priority += 1000
+				out.Regions = append(out.Regions, d)
+			}
+		}
+	}
+	for i := range out.Regions {
+		if out.Regions[i].MaxShare == 0 {
+			out.Regions[i].MaxShare = 1
+		}
+	}
+	slices.SortStableFunc(out.Regions, func(a, b RegionPolicy) int { return a.Priority - b.Priority })
+	switch out.KnowledgeOrder {
+	case "":
+		out.KnowledgeOrder = OrderScore
+	case OrderScore, OrderDocument, OrderLostInTheMiddle:
+	default:
+		return Policy{}, fmt.Errorf("%w: knowledge order %q (known: score, document, lost_in_the_middle)", ErrInvalidRequest, out.KnowledgeOrder)
+	}
+	if out.NearDuplicate == 0 {
+		out.NearDuplicate = def.NearDuplicate
+	}
+	if out.NearDuplicate < 0 || out.NearDuplicate > 1 {
+		return Policy{}, fmt.Errorf("%w: near_duplicate must be in [0, 1]", ErrInvalidRequest)
+	}
+	if out.MaxToolOutputTokens == 0 {
+		out.MaxToolOutputTokens = def.MaxToolOutputTokens
+	}
+	if out.MaxToolOutputTokens < 20 {
+		return Policy{}, fmt.Errorf("%w: max_tool_output_tokens must be at least 20", ErrInvalidRequest)
+	}
+	if out.Margin < 0 {
+		return Policy{}, fmt.Errorf("%w: margin must not be negative", ErrInvalidRequest)
+	}
+	return out, nil
+}
+
+// allocate shares available tokens among the optional regions, given what each could use (demand).
+func allocate(p Policy, available int, demand map[string]int) map[string]int {
+	got := map[string]int{}
+	left := available
+	give := func(name string, want int) {
+		n := min(want, left)
+		if n > 0 {
+			got[name] += n
+			left -= n
+		}
+	}
+	for _, r := range p.Regions { // minimum shares
+		give(r.Name, min(demand[r.Name], int(r.MinShare*float64(available))))
+	}
+	for _, r := range p.Regions { // up to the maximum share, by priority
+		give(r.Name, min(demand[r.Name], int(r.MaxShare*float64(available)))-got[r.Name])
+	}
+	for _, r := range p.Regions { // the rest, past the maximum, by priority
+		give(r.Name, demand[r.Name]-got[r.Name])
+	}
+	return got
+}

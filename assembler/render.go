@@ -1,0 +1,333 @@
+package assembler
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// rendering is a plan rendered in the request's format, with its exact count.
+type rendering struct {
+	messages []ChatMessage
+	system   string
+	tools    []json.RawMessage
+	text     string
+	context  string
+	prefix   string // the stable prefix, hashed into Result.PrefixHash
+	total    int
+	costs    map[string]int // what the required regions cost
+}
+
+// Wrappers of the memory blocks.
+const (
+	pinnedOpen  = "<user_memory pinned=\"true\" trusted=\"false\">\n"
+	memoryOpen  = "<user_memory trusted=\"false\">\n"
+	memoryClose = "</user_memory>\n\n"
+)
+
+// render renders the kept items (only the required ones with requiredOnly) and counts the result.
+func (a *assembly) render(requiredOnly bool) rendering {
+	r := rendering{costs: map[string]int{}}
+
+	// The stable prefix: instructions, then pinned memory.
+	var stable []part
+	if a.req.Instructions != "" {
+		stable = append(stable, newPart(a.req.Instructions))
+	}
+	var pinned, recent []*ctxItem
+	if !requiredOnly {
+		for _, it := range a.memory {
+			if it.kept && it.pinned {
+				pinned = append(pinned, it)
+			} else if it.kept {
+				recent = append(recent, it)
+			}
+		}
+	}
+	if len(pinned) > 0 {
+		if len(stable) > 0 {
+			stable = append(stable, newPart("\n\n"))
+		}
+		stable = append(stable, newPart(pinnedOpen))
+		for _, it := range pinned {
+			stable = append(stable, it.parts...)
+		}
+		stable = append(stable, newPart(strings.TrimSuffix(memoryClose, "\n\n")))
+	}
+
+	// The volatile context: other memory, tool outputs, knowledge.
+	var ctxParts, knowledgeParts []part
+	if len(recent) > 0 {
+		ctxParts = append(ctxParts, newPart(memoryOpen))
+		for _, it := range recent {
+			ctxParts = append(ctxParts, it.parts...)
+		}
+		ctxParts = append(ctxParts, newPart(memoryClose))
+	}
+	if !requiredOnly {
+		for i := len(a.toolOuts) - 1; i >= 0; i-- { // chronological
+			if it := a.toolOuts[i]; it.kept {
+				ctxParts = append(ctxParts, it.parts...)
+			}
+		}
+		for _, it := range a.keptKnowledge() {
+			it.parts[0] = part{text: marker(it.ref.Marker), tokens: a.m.countShort(marker(it.ref.Marker))}
+			knowledgeParts = append(knowledgeParts, it.parts...)
+		}
+	}
+	ctxParts = append(ctxParts, knowledgeParts...)
+	r.context = strings.TrimSuffix(joinText(knowledgeParts), "\n\n")
+	ctxParts = trimTrailingBlank(ctxParts)
+
+	// History: kept turns (from the first that a provider accepts as a start), then the required exchange.
+	var history []*group
+	if !requiredOnly {
+		history = a.keptGroups()
+	}
+	history = append(history, a.required...)
+
+	toolsJSON := a.toolsJSON()
+	r.tools = toolsJSON.raw
+	if a.format != FormatText { // the text format has the tools in its text
+		r.costs[RegionTools] = a.m.countShort(toolsJSON.text)
+		r.total += r.costs[RegionTools]
+	}
+
+	switch a.format {
+	case FormatOpenAI:
+		a.renderOpenAI(&r, stable, history, ctxParts)
+	case FormatAnthropic:
+		a.renderAnthropic(&r, stable, history, ctxParts)
+	case FormatText:
+		a.renderText(&r, stable, history, ctxParts)
+	}
+	r.prefix = toolsJSON.text + "\x00" + joinText(stable)
+	return r
+}
+
+// keptGroups returns the kept history turns, without leading turns that would start the history with an
+// assistant's message or a tool result.
+func (a *assembly) keptGroups() []*group {
+	kept := a.groups[a.keepFrom:]
+	for len(kept) > 0 && kept[0].msgs[0].Role != "user" && kept[0].msgs[0].Role != "system" {
+		for _, id := range kept[0].ids {
+			a.dropped[RegionHistory] = appendOnce(a.dropped[RegionHistory], Dropped{ID: id, Reason: ReasonOrphan})
+		}
+		a.keepFrom++
+		kept = kept[1:]
+	}
+	return kept
+}
+
+func appendOnce(list []Dropped, d Dropped) []Dropped {
+	for _, x := range list {
+		if x.ID == d.ID {
+			return list
+		}
+	}
+	return append(list, d)
+}
+
+func (a *assembly) renderOpenAI(r *rendering, stable []part, history []*group, ctxParts []part) {
+	add := func(region, role string, parts []part, name string, calls []ToolCall, callID string) {
+		cost := a.messageCost(role, parts, name, calls, callID)
+		r.total += cost
+		r.costs[region] += cost
+		r.messages = append(r.messages, ChatMessage{Role: role, Content: joinText(parts), Name: name, ToolCalls: calls, ToolCallID: callID})
+	}
+	if len(stable) > 0 {
+		add(RegionInstructions, "system", stable, "", nil, "")
+	}
+	for _, g := range history {
+		for i, msg := range g.msgs {
+			add(RegionHistory, msg.Role, g.contents[i:i+1], msg.Name, msg.ToolCalls, msg.ToolCallID)
+		}
+	}
+	if len(ctxParts) > 0 {
+		add("context", "system", ctxParts, "", nil, "")
+	}
+	if a.req.Message != "" {
+		add(RegionMessage, "user", []part{newPart(a.req.Message)}, "", nil, "")
+	}
+	r.total += a.model.ReplyPriming
+}
+
+func (a *assembly) renderAnthropic(r *rendering, stable []part, history []*group, ctxParts []part) {
+	if len(stable) > 0 {
+		r.system = joinText(stable)
+		cost := a.model.TokensPerMessage + a.m.join(stable)
+		r.total += cost
+		r.costs[RegionInstructions] = cost
+	}
+	var msgs []ChatMessage
+	var costs []int
+	push := func(role string, blocks []Block, cost int) {
+		if n := len(msgs); n > 0 && msgs[n-1].Role == role { // Anthropic alternates roles: merge
+			msgs[n-1].Blocks = append(msgs[n-1].Blocks, blocks...)
+			costs[n-1] += cost
+			return
+		}
+		msgs = append(msgs, ChatMessage{Role: role, Blocks: blocks})
+		costs = append(costs, cost+a.model.TokensPerMessage+a.m.countShort(role))
+	}
+	for _, g := range history {
+		for i, msg := range g.msgs {
+			content := a.m.join(g.contents[i : i+1])
+			switch msg.Role {
+			case "assistant":
+				var blocks []Block
+				cost := 0
+				if msg.Content != "" {
+					blocks = append(blocks, Block{Type: "text", Text: msg.Content})
+					cost += content
+				}
+				for _, call := range msg.ToolCalls {
+					input := json.RawMessage(call.Function.Arguments)
+					if !json.Valid(input) || !strings.HasPrefix(strings.TrimSpace(call.Function.Arguments), "{") {
+						b, _ := json.Marshal(map[string]string{"arguments": call.Function.Arguments})
+						input = b
+					}
+					blocks = append(blocks, Block{Type: "tool_use", ID: call.ID, Name: call.Function.Name, Input: input})
+					cost += a.m.countShort(call.ID) + a.m.countShort(call.Function.Name) + a.m.count(string(input))
+				}
+				push("assistant", blocks, cost)
+			case "tool":
+				push("user", []Block{{Type: "tool_result", ToolUseID: msg.ToolCallID, Content: msg.Content}},
+					a.m.countShort(msg.ToolCallID)+content)
+			default: // user, and system messages of the history (Anthropic has only the top-level system)
+				push("user", []Block{{Type: "text", Text: msg.Content}}, content)
+			}
+		}
+	}
+	var last []Block
+	lastCost := 0
+	if len(ctxParts) > 0 {
+		last = append(last, Block{Type: "text", Text: joinText(ctxParts)})
+		lastCost += a.m.join(ctxParts)
+	}
+	if a.req.Message != "" {
+		last = append(last, Block{Type: "text", Text: a.req.Message})
+		mc := a.m.count(a.req.Message)
+		lastCost += mc
+		r.costs[RegionMessage] = mc
+	}
+	if len(last) > 0 {
+		push("user", last, lastCost)
+	}
+	for i := range msgs {
+		r.total += costs[i]
+	}
+	r.messages = msgs
+	r.total += a.model.ReplyPriming
+}
+
+func (a *assembly) renderText(r *rendering, stable []part, history []*group, ctxParts []part) {
+	var parts []part
+	if len(stable) > 0 {
+		parts = append(parts, stable...)
+		parts = append(parts, newPart("\n\n"))
+	}
+	if tools := a.toolsJSON().text; tools != "" {
+		parts = append(parts, newPart("Tools:\n"), newPart(tools), newPart("\n\n"))
+	}
+	for _, g := range history {
+		for i, msg := range g.msgs {
+			label := map[string]string{"user": "User", "assistant": "Assistant", "system": "System", "tool": "Tool result"}[msg.Role]
+			if msg.Role == "tool" {
+				label += " (" + msg.ToolCallID + ")"
+			}
+			parts = append(parts, newPart(label+": "), g.contents[i], newPart("\n\n"))
+			for _, call := range msg.ToolCalls {
+				parts = append(parts, newPart("Assistant called "+call.Function.Name+" ("+call.ID+"): "+call.Function.Arguments+"\n\n"))
+			}
+		}
+	}
+	parts = append(parts, ctxParts...)
+	if len(ctxParts) > 0 {
+		parts = append(parts, newPart("\n\n"))
+	}
+	if a.req.Message != "" {
+		parts = append(parts, newPart("User: "), newPart(a.req.Message), newPart("\n\n"))
+	}
+	parts = append(parts, newPart("Assistant:"))
+	r.text = joinText(parts)
+	r.total += a.m.join(parts)
+}
+
+// messageCost is what an OpenAI-style message costs: the format's overhead, its role, its content and
+// name, tool calls and call id.
+func (a *assembly) messageCost(role string, content []part, name string, calls []ToolCall, callID string) int {
+	if a.format == FormatText {
+		n := a.m.join(content)
+		for _, c := range calls {
+			n += a.m.count(c.Function.Name + c.ID + c.Function.Arguments)
+		}
+		return n + 4 // "User: " and the blank line after, roughly; the text is counted whole in the end
+	}
+	n := a.model.TokensPerMessage + a.m.countShort(role) + a.m.join(content)
+	if name != "" {
+		n += a.m.countShort(name) + a.model.TokensPerName
+	}
+	if len(calls) > 0 {
+		n += a.m.count(toolCallsJSON(calls))
+	}
+	if callID != "" {
+		n += a.m.countShort(callID)
+	}
+	return n
+}
+
+type renderedTools struct {
+	text string
+	raw  []json.RawMessage
+}
+
+// toolsJSON renders the tool definitions in the format's shape.
+func (a *assembly) toolsJSON() renderedTools {
+	if len(a.req.Tools) == 0 {
+		return renderedTools{}
+	}
+	var out renderedTools
+	for _, t := range a.req.Tools {
+		var b []byte
+		if a.format == FormatAnthropic {
+			schema := t.Function.Parameters
+			if len(schema) == 0 {
+				schema = json.RawMessage(`{"type":"object","properties":{}}`)
+			}
+			b, _ = json.Marshal(struct {
+				Name        string          `json:"name"`
+				Description string          `json:"description,omitempty"`
+				InputSchema json.RawMessage `json:"input_schema"`
+			}{t.Function.Name, t.Function.Description, schema})
+		} else {
+			if t.Type == "" {
+				t.Type = "function"
+			}
+			b, _ = json.Marshal(t)
+		}
+		out.raw = append(out.raw, b)
+	}
+	all, _ := json.Marshal(out.raw)
+	out.text = string(all)
+	if a.format == FormatText {
+		out.raw = nil // the text format has the tools in its text
+	}
+	return out
+}
+
+func joinText(parts []part) string {
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.text)
+	}
+	return b.String()
+}
+
+// trimTrailingBlank drops the blank line that ends the last part, if it is a wrapper's.
+func trimTrailingBlank(parts []part) []part {
+	if n := len(parts); n > 0 && strings.HasSuffix(parts[n-1].text, "\n\n") {
+		last := parts[n-1]
+		parts = append(parts[:n-1:n-1], newPart(strings.TrimSuffix(last.text, "\n\n")))
+	}
+	return parts
+}

@@ -1,0 +1,135 @@
+package assembler
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Request is everything that could go into one LLM call. It is the wire format that `loom assemble
+// --request` and the HTTP API read (JSON field names in the tags); [Assemble] fits it into the budget.
+type Request struct {
+	// Model names the model (see tokenizer.ForModel): its encoding counts the tokens, its window and output
+	// limit set the default budget, its chat format the per-message overhead. Default "gpt-4o".
+	Model string `json:"model,omitempty"`
+	// MaxTokens is the budget for the prompt. 0: the model's window minus ReserveOutput and a margin.
+	MaxTokens int `json:"max_tokens,omitempty"`
+	// ReserveOutput is what the budget keeps for the reply when MaxTokens is 0; 0 means the model's output
+	// limit, capped at a quarter of its window.
+	ReserveOutput int `json:"reserve_output,omitempty"`
+	// Format is the output's shape: "openai" (the default), "anthropic" or "text".
+	Format string `json:"format,omitempty"`
+
+	Instructions string       `json:"instructions,omitempty"`
+	Tools        []Tool       `json:"tools,omitempty"`
+	Memory       []MemoryFact `json:"memory,omitempty"`
+	Knowledge    []Knowledge  `json:"knowledge,omitempty"`
+	History      []Message    `json:"history,omitempty"`
+	ToolOutputs  []ToolOutput `json:"tool_outputs,omitempty"`
+	// Message is the current user message. It is always kept.
+	Message string `json:"message,omitempty"`
+
+	// Policy sets how the optional regions share the budget; nil means DefaultPolicy.
+	Policy *Policy `json:"policy,omitempty"`
+}
+
+// Tool is an OpenAI function tool definition. Its JSON is counted as it is sent.
+type Tool struct {
+	Type     string       `json:"type"` // "function"
+	Function ToolFunction `json:"function"`
+}
+
+// ToolFunction describes a function the model may call.
+type ToolFunction struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"` // a JSON schema
+	Strict      *bool           `json:"strict,omitempty"`
+}
+
+// MemoryFact is one thing known about the user.
+type MemoryFact struct {
+	Key       string    `json:"key"`
+	Value     string    `json:"value"`
+	Pinned    bool      `json:"pinned,omitempty"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+	Source    string    `json:"source,omitempty"`
+}
+
+// Knowledge is one retrieved or given piece of knowledge.
+type Knowledge struct {
+	ID          string            `json:"id,omitempty"`
+	DocumentID  string            `json:"document_id,omitempty"`
+	Content     string            `json:"content"`
+	Score       float64           `json:"score,omitempty"`
+	Source      string            `json:"source,omitempty"`
+	Type        string            `json:"type,omitempty"`    // a label for the tag, such as "rag" or "entity"; default "rag"
+	Trusted     bool              `json:"trusted,omitempty"` // false (the default): data, never instructions
+	StartOffset int               `json:"start,omitempty"`
+	EndOffset   int               `json:"end,omitempty"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
+	// TokenCounts are counts of Content cached by encoding name (as a store keeps them), used instead of
+	// counting again when the content is rendered unchanged.
+	TokenCounts map[string]int `json:"token_counts,omitempty"`
+}
+
+// Message is one message of the conversation history.
+type Message struct {
+	Role       string     `json:"role"` // "user", "assistant" or "tool" ("system" is kept as given)
+	Content    string     `json:"content"`
+	Name       string     `json:"name,omitempty"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`   // an assistant's calls
+	ToolCallID string     `json:"tool_call_id,omitempty"` // the call a tool message answers
+	// TokenCounts are counts of Content cached by encoding name (as a store keeps them).
+	TokenCounts map[string]int `json:"token_counts,omitempty"`
+}
+
+// ToolCall is an assistant's call of a tool, as in OpenAI's chat format.
+type ToolCall struct {
+	ID       string           `json:"id"`
+	Type     string           `json:"type"` // "function"
+	Function ToolCallFunction `json:"function"`
+}
+
+// ToolCallFunction is the function and arguments of a call.
+type ToolCallFunction struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"` // JSON text
+}
+
+// ToolOutput is the result of a tool run in this session outside the message history (seed 003's tool
+// steps).
+type ToolOutput struct {
+	Tool   string `json:"tool"`
+	CallID string `json:"call_id,omitempty"`
+	Args   string `json:"args,omitempty"`
+	Result string `json:"result"`
+}
+
+// Formats.
+const (
+	FormatOpenAI    = "openai"
+	FormatAnthropic = "anthropic"
+	FormatText      = "text"
+)
+
+// DefaultModel is the model of a request that names none.
+const DefaultModel = "gpt-4o"
+
+// Errors of the region assembler.
+var (
+	ErrInvalidRequest = errors.New("assembler: invalid request")
+	ErrUnknownFormat  = errors.New("assembler: unknown format")
+)
+
+// BudgetError is returned when the required items (instructions, tools, the current message, the latest
+// tool exchange) do not fit the budget.
+type BudgetError struct {
+	Required  int // tokens the required items need, with the format's overhead
+	Available int // the budget
+}
+
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("assembler: the required items need %d tokens, the budget is %d", e.Required, e.Available)
+}

@@ -1,0 +1,142 @@
+package assembler
+
+import (
+	"encoding/json"
+)
+
+// Result is an assembled context, ready for the provider. It is the JSON that `loom assemble` prints.
+type Result struct {
+	Format   string `json:"format"`
+	Model    string `json:"model"`
+	Encoding string `json:"encoding"` // the exact encoding, or "estimate"
+	// Budget is the most tokens the prompt may have; TotalTokens is the count of what is returned, in the
+	// model's encoding, wrappers, separators and the format's per-message overhead included. It never
+	// exceeds Budget.
+	Budget      int `json:"budget"`
+	TotalTokens int `json:"total_tokens"`
+	// Exact is false when the model's tokenizer is not public and counts are estimates.
+	Exact bool `json:"exact"`
+
+	Messages []ChatMessage    `json:"messages,omitempty"` // openai and anthropic
+	System   string           `json:"system,omitempty"`   // anthropic: the top-level system prompt
+	Tools    []json.RawMessage `json:"tools,omitempty"`    // in the format's shape
+	Text     string           `json:"text,omitempty"`     // text: the whole prompt
+
+	// Context is the knowledge region as rendered (the <context> tags), also inside Messages or Text.
+	Context   string           `json:"context,omitempty"`
+	Citations []Reference      `json:"citations"`
+	// PrefixHash identifies the stable prefix (tools, instructions, pinned memory): consecutive turns with
+	// the same hash share it, which providers' prompt caches reward.
+	PrefixHash string `json:"prefix_hash"`
+	Report     Report `json:"report"`
+}
+
+// Reference is a citation of one included knowledge item, by the marker [n] that precedes it in the
+// context.
+type Reference struct {
+	Marker      int               `json:"marker"`
+	ID          string            `json:"id,omitempty"`
+	DocumentID  string            `json:"document_id,omitempty"`
+	Source      string            `json:"source,omitempty"`
+	Score       float64           `json:"score"`
+	StartOffset int               `json:"start,omitempty"`
+	EndOffset   int               `json:"end,omitempty"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
+}
+
+// Report says, per region, what it was given, what it used, and every item included or dropped.
+type Report struct {
+	Regions []RegionReport `json:"regions"`
+}
+
+// RegionReport is one region's account.
+type RegionReport struct {
+	Name     string    `json:"name"`
+	Budget   int       `json:"budget"` // tokens allotted (for required regions, what they need)
+	Used     int       `json:"used"`
+	Included []string  `json:"included"`
+	Dropped  []Dropped `json:"dropped"`
+}
+
+// Dropped is an item left out, and why.
+type Dropped struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+}
+
+// Reasons for dropping an item.
+const (
+	ReasonBudget        = "budget"          // it did not fit
+	ReasonDuplicate     = "duplicate"       // the same text as a better item
+	ReasonNearDuplicate = "near_duplicate"  // nearly the same text as a better item
+	ReasonMinScore      = "below_min_score" // scored below the policy's minimum
+	ReasonOrphan        = "orphaned"        // a tool result without its call, or a history that would start mid-turn
+	ReasonEmpty         = "empty"           // nothing to say
+	ReasonTruncated     = "truncated"       // kept, but cut head and tail (tool outputs)
+)
+
+// ChatMessage is one message in the provider's format. For "openai", Content holds the text; for
+// "anthropic", Blocks hold the content blocks.
+type ChatMessage struct {
+	Role       string
+	Content    string
+	Blocks     []Block
+	Name       string
+	ToolCalls  []ToolCall
+	ToolCallID string
+}
+
+// Block is an Anthropic content block: text, tool_use or tool_result.
+type Block struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Content   string          `json:"content,omitempty"`
+}
+
+// MarshalJSON writes the message as its provider expects: OpenAI's {"role","content",...} or Anthropic's
+// {"role","content":[blocks]}.
+func (m ChatMessage) MarshalJSON() ([]byte, error) {
+	if m.Blocks != nil {
+		return json.Marshal(struct {
+			Role    string  `json:"role"`
+			Content []Block `json:"content"`
+		}{m.Role, m.Blocks})
+	}
+	var content *string
+	if m.Content != "" || len(m.ToolCalls) == 0 {
+		content = &m.Content
+	}
+	return json.Marshal(struct {
+		Role       string     `json:"role"`
+		Content    *string    `json:"content"`
+		Name       string     `json:"name,omitempty"`
+		ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+		ToolCallID string     `json:"tool_call_id,omitempty"`
+	}{m.Role, content, m.Name, m.ToolCalls, m.ToolCallID})
+}
+
+// UnmarshalJSON reads either shape.
+func (m *ChatMessage) UnmarshalJSON(data []byte) error {
+	var raw struct {
+		Role       string          `json:"role"`
+		Content    json.RawMessage `json:"content"`
+		Name       string          `json:"name"`
+		ToolCalls  []ToolCall      `json:"tool_calls"`
+		ToolCallID string          `json:"tool_call_id"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	*m = ChatMessage{Role: raw.Role, Name: raw.Name, ToolCalls: raw.ToolCalls, ToolCallID: raw.ToolCallID}
+	if len(raw.Content) > 0 && raw.Content[0] == '[' {
+		return json.Unmarshal(raw.Content, &m.Blocks)
+	}
+	if len(raw.Content) > 0 && string(raw.Content) != "null" {
+		return json.Unmarshal(raw.Content, &m.Content)
+	}
+	return nil
+}
