@@ -18,8 +18,8 @@ const (
 
 // Knowledge orders.
 const (
-	OrderScore         = "score"              // best first
-	OrderDocument      = "document"           // by document, then position in it
+	OrderScore           = "score"              // best first
+	OrderDocument        = "document"           // by document, then position in it
 	OrderLostInTheMiddle = "lost_in_the_middle" // best at both ends, weakest in the middle
 )
 

@@ -17,14 +17,14 @@ type Result struct {
 	// Exact is false when the model's tokenizer is not public and counts are estimates.
 	Exact bool `json:"exact"`
 
-	Messages []ChatMessage    `json:"messages,omitempty"` // openai and anthropic
-	System   string           `json:"system,omitempty"`   // anthropic: the top-level system prompt
+	Messages []ChatMessage     `json:"messages,omitempty"` // openai and anthropic
+	System   string            `json:"system,omitempty"`   // anthropic: the top-level system prompt
 	Tools    []json.RawMessage `json:"tools,omitempty"`    // in the format's shape
-	Text     string           `json:"text,omitempty"`     // text: the whole prompt
+	Text     string            `json:"text,omitempty"`     // text: the whole prompt
 
 	// Context is the knowledge region as rendered (the <context> tags), also inside Messages or Text.
-	Context   string           `json:"context,omitempty"`
-	Citations []Reference      `json:"citations"`
+	Context   string      `json:"context,omitempty"`
+	Citations []Reference `json:"citations"`
 	// PrefixHash identifies the stable prefix (tools, instructions, pinned memory): consecutive turns with
 	// the same hash share it, which providers' prompt caches reward.
 	PrefixHash string `json:"prefix_hash"`

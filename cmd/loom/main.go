@@ -26,6 +26,7 @@ type command struct {
 // commands are the subcommands, in the order `loom help` lists them. Adding one is one line here.
 var commands = []command{
 	{"tokens", "count the tokens of files or standard input", runTokens},
+	{"chunk", "split a file into chunks, printed as JSON Lines", runChunk},
 	{"version", "print Loom's version", runVersion},
 }
 
