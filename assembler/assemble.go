@@ -47,19 +47,25 @@ type assembly struct {
 	required  []*group // the latest tool exchange, kept whatever it costs
 
 	keepFrom int // history: groups[keepFrom:] are kept
-	dropped  map[string][]Dropped
-	alloc    map[string]int
+	// Knowledge kept so far, for finding duplicates: only items about to be kept are compared, so an
+	// assembly does not read every candidate's text.
+	exact   map[uint64]bool
+	near    *nearIndex
+	dropped map[string][]Dropped
+	alloc   map[string]int
 }
 
 // ctxItem is one rendered item of the memory, tool output or knowledge region.
 type ctxItem struct {
-	id     string
-	parts  []part // rendered, with its trailing separator
-	cost   int
-	kept   bool
-	pinned bool
-	order  int // position for rendering
-	ref    *Reference
+	id      string
+	content string // knowledge: the text, for finding duplicates
+	dup     string // knowledge: why it duplicates a kept item
+	parts   []part // rendered, with its trailing separator
+	cost    int
+	kept    bool
+	pinned  bool
+	order   int // position for rendering
+	ref     *Reference
 }
 
 // group is one or more history messages that stay or go together.
@@ -219,7 +225,12 @@ func (a *assembly) fill(region string, limit, used int) int {
 		return used
 	default:
 		for _, it := range a.items(region) {
-			if !it.kept && used+it.cost <= limit {
+			if !it.kept && it.dup == "" && used+it.cost <= limit {
+				if region == RegionKnowledge {
+					if it.dup = a.duplicate(it); it.dup != "" {
+						continue
+					}
+				}
 				it.kept = true
 				used += it.cost
 			}
@@ -238,6 +249,23 @@ func (a *assembly) items(region string) []*ctxItem {
 		return a.knowledge
 	}
 	return nil
+}
+
+// duplicate returns why knowledge item it duplicates one kept before (whitespace aside, or nearly, by
+// the policy's threshold), or "".
+func (a *assembly) duplicate(it *ctxItem) string {
+	if a.exact == nil {
+		a.exact, a.near = map[uint64]bool{}, newNearIndex()
+	}
+	h := textHash(it.content)
+	if a.exact[h] {
+		return ReasonDuplicate
+	}
+	if a.policy.NearDuplicate < 1 && a.near.addUnlessNear(it.content, a.policy.NearDuplicate) {
+		return ReasonNearDuplicate
+	}
+	a.exact[h] = true
+	return ""
 }
 
 // dropOne drops the least valuable kept optional item: from the region last in priority order that has
@@ -329,6 +357,10 @@ func (a *assembly) result(out rendering) *Result {
 		var included []string
 		used := 0
 		if r.Name == RegionHistory {
+			reported := map[string]bool{}
+			for _, d := range a.dropped[RegionHistory] {
+				reported[d.ID] = true
+			}
 			for _, g := range a.required {
 				included = append(included, g.ids...)
 				used += g.cost
@@ -339,7 +371,9 @@ func (a *assembly) result(out rendering) *Result {
 					used += g.cost
 				} else {
 					for _, id := range g.ids {
-						a.dropped[RegionHistory] = appendOnce(a.dropped[RegionHistory], Dropped{ID: id, Reason: ReasonBudget})
+						if !reported[id] {
+							a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: id, Reason: ReasonBudget})
+						}
 					}
 				}
 			}
@@ -348,6 +382,8 @@ func (a *assembly) result(out rendering) *Result {
 				if it.kept {
 					included = append(included, it.id)
 					used += it.cost
+				} else if it.dup != "" {
+					a.dropped[r.Name] = append(a.dropped[r.Name], Dropped{ID: it.id, Reason: it.dup})
 				} else {
 					a.dropped[r.Name] = append(a.dropped[r.Name], Dropped{ID: it.id, Reason: ReasonBudget})
 				}

@@ -50,13 +50,13 @@ func openAICount(t *testing.T, res *Result) int {
 			n += c.Count(m.Name) + model.TokensPerName
 		}
 		if len(m.ToolCalls) > 0 {
-			b, _ := json.Marshal(m.ToolCalls)
+			b, _ := marshalRaw(m.ToolCalls)
 			n += c.Count(string(b))
 		}
 		n += c.Count(m.ToolCallID)
 	}
 	if len(res.Tools) > 0 {
-		b, _ := json.Marshal(res.Tools)
+		b, _ := marshalRaw(res.Tools)
 		n += c.Count(string(b))
 	}
 	return n

@@ -32,6 +32,9 @@ func (m *meter) count(s string) int {
 	return m.counter.Count(s)
 }
 
+// shortText is the length up to which a text is remembered by its content: wrappers, roles, markers.
+const shortText = 128
+
 // countShort counts a short text that recurs, once per assembly.
 func (m *meter) countShort(s string) int {
 	if n, ok := m.short[s]; ok {
@@ -62,7 +65,11 @@ func (m *meter) join(parts []part) int {
 			return
 		}
 		if merged.Len() == 0 { // a single part
-			if parts[run].tokens < 0 {
+			switch {
+			case parts[run].tokens >= 0:
+			case len(parts[run].text) <= shortText:
+				parts[run].tokens = m.countShort(parts[run].text)
+			default:
 				parts[run].tokens = m.count(parts[run].text)
 			}
 			total += parts[run].tokens

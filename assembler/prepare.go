@@ -2,12 +2,11 @@ package assembler
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // prepareHistory groups the history into turns that stay or go together (an assistant's tool calls with
@@ -191,30 +190,7 @@ func (a *assembly) prepareKnowledge() {
 	}
 	slices.SortStableFunc(cands, func(x, y cand) int { return cmp.Compare(y.k.Score, x.k.Score) })
 
-	seen := map[[32]byte]bool{}
-	var shingles []map[uint64]bool
 	for _, c := range cands {
-		sum := sha256.Sum256([]byte(normalizeSpace(c.content)))
-		if seen[sum] {
-			a.dropped[RegionKnowledge] = append(a.dropped[RegionKnowledge], Dropped{ID: c.id, Reason: ReasonDuplicate})
-			continue
-		}
-		seen[sum] = true
-		if a.policy.NearDuplicate < 1 {
-			sh := shingleSet(c.content)
-			near := false
-			for _, other := range shingles {
-				if jaccard(sh, other) >= a.policy.NearDuplicate {
-					near = true
-					break
-				}
-			}
-			if near {
-				a.dropped[RegionKnowledge] = append(a.dropped[RegionKnowledge], Dropped{ID: c.id, Reason: ReasonNearDuplicate})
-				continue
-			}
-			shingles = append(shingles, sh)
-		}
 		typ := c.k.Type
 		if typ == "" {
 			typ = "rag"
@@ -224,11 +200,8 @@ func (a *assembly) prepareKnowledge() {
 			open += " source=\"" + escapeAttr(c.k.Source) + "\""
 		}
 		open += " trusted=\"" + strconv.FormatBool(c.k.Trusted) + "\">\n"
-		body := part{text: escapeText(c.content), tokens: -1}
-		if body.text == c.k.Content { // rendered unchanged: a cached count applies
-			body = a.cachedPart(body.text, c.k.TokenCounts)
-		}
-		it := &ctxItem{id: c.id, order: c.index, ref: &Reference{
+		body := a.cachedPart(escapeText(c.content), c.k.TokenCounts)
+		it := &ctxItem{id: c.id, order: c.index, content: c.content, ref: &Reference{
 			ID: c.k.ID, DocumentID: c.k.DocumentID, Source: c.k.Source, Score: c.k.Score,
 			StartOffset: c.k.StartOffset, EndOffset: c.k.EndOffset, Metadata: c.k.Metadata,
 		}}
@@ -239,6 +212,10 @@ func (a *assembly) prepareKnowledge() {
 	}
 }
 
+// RenderedKnowledge is a knowledge item's content as the assembler renders it inside its tag: trimmed of
+// surrounding whitespace and escaped. Knowledge.TokenCounts cache counts of this text.
+func RenderedKnowledge(content string) string { return escapeText(strings.TrimSpace(content)) }
+
 // markerCost is the count of "[n]".
 func (a *assembly) markerCost(n int) int {
 	return a.m.countShort(marker(n))
@@ -246,42 +223,141 @@ func (a *assembly) markerCost(n int) int {
 
 func marker(n int) string { return "[" + strconv.Itoa(n) + "]" }
 
-// normalizeSpace collapses runs of whitespace, for duplicate detection.
-func normalizeSpace(s string) string { return strings.Join(strings.Fields(strings.ToLower(s)), " ") }
-
-// shingleSet returns the hashed word 3-shingles of s.
-func shingleSet(s string) map[uint64]bool {
-	words := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
-	set := map[uint64]bool{}
-	if len(words) < 3 {
-		set[hashWords(words)] = true
-		return set
+// asciiWord maps an ASCII letter or digit to its lower case, anything else to 0.
+var asciiWord = func() (t [128]byte) {
+	for c := byte('0'); c <= '9'; c++ {
+		t[c] = c
 	}
-	for i := 0; i+3 <= len(words); i++ {
-		set[hashWords(words[i:i+3])] = true
+	for c := byte('a'); c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = c, c
 	}
-	return set
-}
+	return t
+}()
 
-func hashWords(words []string) uint64 {
+// textHash hashes text with its whitespace runs collapsed and trimmed, for finding exact duplicates.
+func textHash(text string) uint64 {
 	h := uint64(14695981039346656037)
-	for _, w := range words {
-		for i := 0; i < len(w); i++ {
-			h = (h ^ uint64(w[i])) * 1099511628211
+	space := false
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f' {
+			space = true
+			continue
 		}
-		h = (h ^ ' ') * 1099511628211
+		if space {
+			h = (h ^ ' ') * 1099511628211
+			space = false
+		}
+		h = (h ^ uint64(c)) * 1099511628211
 	}
 	return h
 }
 
-func jaccard(a, b map[uint64]bool) float64 {
-	if len(a) > len(b) {
-		a, b = b, a
+// nearIndex finds near-duplicate texts: their word 3-shingles, hashed, overlap by a Jaccard similarity
+// of at least a threshold. Each text is indexed by its few smallest shingle hashes (a bottom-k sketch);
+// texts that similar share most of them, so only texts that share one are compared, exactly.
+type nearIndex struct {
+	sets  [][]uint64         // each text's sorted, unique shingle hashes
+	index map[uint64][]int32 // sketch hash -> texts
+	cands map[int32]bool
+}
+
+const sketchSize = 8
+
+func newNearIndex() *nearIndex {
+	return &nearIndex{index: map[uint64][]int32{}, cands: map[int32]bool{}}
+}
+
+// addUnlessNear reports whether text is a near-duplicate of a text added before; if not, it adds it.
+func (x *nearIndex) addUnlessNear(text string, threshold float64) bool {
+	set := shingles(text)
+	sketch := set[:min(sketchSize, len(set))]
+	clear(x.cands)
+	for _, h := range sketch {
+		for _, other := range x.index[h] {
+			if !x.cands[other] {
+				x.cands[other] = true
+				if jaccardSorted(set, x.sets[other]) >= threshold {
+					return true
+				}
+			}
+		}
 	}
-	inter := 0
-	for k := range a {
-		if b[k] {
+	id := int32(len(x.sets))
+	x.sets = append(x.sets, set)
+	for _, h := range sketch {
+		x.index[h] = append(x.index[h], id)
+	}
+	return false
+}
+
+// shingles returns the sorted, unique hashes of the word 3-shingles of text (of the whole text when it has
+// fewer than three words), words being lowercased runs of letters and digits.
+func shingles(text string) []uint64 {
+	var words [3]uint64
+	n := 0
+	var out []uint64
+	var w uint64 = 14695981039346656037
+	inWord := false
+	flush := func() {
+		if !inWord {
+			return
+		}
+		words[0], words[1], words[2] = words[1], words[2], w
+		n++
+		if n >= 3 {
+			out = append(out, mix3(words))
+		}
+		w, inWord = 14695981039346656037, false
+	}
+	for i := 0; i < len(text); {
+		c := text[i]
+		if c < utf8.RuneSelf {
+			i++
+			if asciiWord[c] != 0 {
+				w = (w ^ uint64(asciiWord[c])) * 1099511628211
+				inWord = true
+			} else {
+				flush()
+			}
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(text[i:])
+		i += size
+		if unicode.IsLetter(r) || unicode.IsNumber(r) {
+			w = (w ^ uint64(unicode.ToLower(r))) * 1099511628211
+			inWord = true
+		} else {
+			flush()
+		}
+	}
+	flush()
+	if n < 3 {
+		out = append(out, mix3(words))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func mix3(w [3]uint64) uint64 {
+	h := w[0]*0x9E3779B97F4A7C15 ^ w[1]*0xC2B2AE3D27D4EB4F ^ w[2]*0x165667B19E3779F9
+	h ^= h >> 31
+	return h * 0x94D049BB133111EB
+}
+
+// jaccardSorted is the Jaccard similarity of two sorted sets.
+func jaccardSorted(a, b []uint64) float64 {
+	inter, i, j := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] == b[j]:
 			inter++
+			i++
+			j++
+		case a[i] < b[j]:
+			i++
+		default:
+			j++
 		}
 	}
 	union := len(a) + len(b) - inter
@@ -296,7 +372,7 @@ func toolCallsJSON(calls []ToolCall) string {
 	if len(calls) == 0 {
 		return ""
 	}
-	b, _ := json.Marshal(calls)
+	b, _ := marshalRaw(calls)
 	return string(b)
 }
 

@@ -183,7 +183,7 @@ func (a *assembly) renderAnthropic(r *rendering, stable []part, history []*group
 				for _, call := range msg.ToolCalls {
 					input := json.RawMessage(call.Function.Arguments)
 					if !json.Valid(input) || !strings.HasPrefix(strings.TrimSpace(call.Function.Arguments), "{") {
-						b, _ := json.Marshal(map[string]string{"arguments": call.Function.Arguments})
+						b, _ := marshalRaw(map[string]string{"arguments": call.Function.Arguments})
 						input = b
 					}
 					blocks = append(blocks, Block{Type: "tool_use", ID: call.ID, Name: call.Function.Name, Input: input})
@@ -294,7 +294,7 @@ func (a *assembly) toolsJSON() renderedTools {
 			if len(schema) == 0 {
 				schema = json.RawMessage(`{"type":"object","properties":{}}`)
 			}
-			b, _ = json.Marshal(struct {
+			b, _ = marshalRaw(struct {
 				Name        string          `json:"name"`
 				Description string          `json:"description,omitempty"`
 				InputSchema json.RawMessage `json:"input_schema"`
@@ -303,11 +303,11 @@ func (a *assembly) toolsJSON() renderedTools {
 			if t.Type == "" {
 				t.Type = "function"
 			}
-			b, _ = json.Marshal(t)
+			b, _ = marshalRaw(t)
 		}
 		out.raw = append(out.raw, b)
 	}
-	all, _ := json.Marshal(out.raw)
+	all, _ := marshalRaw(out.raw)
 	out.text = string(all)
 	if a.format == FormatText {
 		out.raw = nil // the text format has the tools in its text

@@ -69,8 +69,8 @@ type Knowledge struct {
 	StartOffset int               `json:"start,omitempty"`
 	EndOffset   int               `json:"end,omitempty"`
 	Metadata    map[string]string `json:"metadata,omitempty"`
-	// TokenCounts are counts of Content cached by encoding name (as a store keeps them), used instead of
-	// counting again when the content is rendered unchanged.
+	// TokenCounts are counts of the content as it is rendered (see [RenderedKnowledge]), cached by encoding
+	// name as a store keeps them, so that assembling does not count it again.
 	TokenCounts map[string]int `json:"token_counts,omitempty"`
 }
 

@@ -1,6 +1,7 @@
 package assembler
 
 import (
+	"bytes"
 	"encoding/json"
 )
 
@@ -101,7 +102,7 @@ type Block struct {
 // {"role","content":[blocks]}.
 func (m ChatMessage) MarshalJSON() ([]byte, error) {
 	if m.Blocks != nil {
-		return json.Marshal(struct {
+		return marshalRaw(struct {
 			Role    string  `json:"role"`
 			Content []Block `json:"content"`
 		}{m.Role, m.Blocks})
@@ -110,13 +111,24 @@ func (m ChatMessage) MarshalJSON() ([]byte, error) {
 	if m.Content != "" || len(m.ToolCalls) == 0 {
 		content = &m.Content
 	}
-	return json.Marshal(struct {
+	return marshalRaw(struct {
 		Role       string     `json:"role"`
 		Content    *string    `json:"content"`
 		Name       string     `json:"name,omitempty"`
 		ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
 		ToolCallID string     `json:"tool_call_id,omitempty"`
 	}{m.Role, content, m.Name, m.ToolCalls, m.ToolCallID})
+}
+
+// marshalRaw marshals v without escaping <, > and & (the text is for a model, and readable as it is).
+func marshalRaw(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // UnmarshalJSON reads either shape.
