@@ -70,10 +70,17 @@ type ctxItem struct {
 
 // group is one or more history messages that stay or go together.
 type group struct {
-	msgs     []Message
-	contents []part // each message's content, counted once
-	ids      []string
+	msgs     []Message // a slice of the request's history
+	contents []part    // each message's content, counted once
+	first    int       // index of msgs[0] in the history
 	cost     int
+}
+
+// each calls f with the history id of each of the group's messages.
+func (g *group) each(f func(id string)) {
+	for i := range g.msgs {
+		f(historyID(g.first + i))
+	}
 }
 
 func newAssembly(req *Request) (*assembly, error) {
@@ -361,21 +368,22 @@ func (a *assembly) result(out rendering) *Result {
 			for _, d := range a.dropped[RegionHistory] {
 				reported[d.ID] = true
 			}
-			for _, g := range a.required {
-				included = append(included, g.ids...)
-				used += g.cost
-			}
+			include := func(id string) { included = append(included, id) }
 			for i, g := range a.groups {
 				if i >= a.keepFrom {
-					included = append(included, g.ids...)
+					g.each(include)
 					used += g.cost
 				} else {
-					for _, id := range g.ids {
+					g.each(func(id string) {
 						if !reported[id] {
 							a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: id, Reason: ReasonBudget})
 						}
-					}
+					})
 				}
+			}
+			for _, g := range a.required {
+				g.each(include)
+				used += g.cost
 			}
 		} else {
 			for _, it := range a.items(r.Name) {

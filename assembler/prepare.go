@@ -13,32 +13,28 @@ import (
 // their results), drops orphans, and sets the latest tool exchange apart as required.
 func (a *assembly) prepareHistory() {
 	h := a.req.History
-	answered := map[string]bool{} // call ids that have an assistant call before them
+	contents := make([]part, len(h)) // every message's content, counted once
 	var groups []*group
+	newGroup := func(i, j int) *group {
+		return &group{msgs: h[i:j], contents: contents[i:j], first: i}
+	}
 	for i := 0; i < len(h); i++ {
 		msg := h[i]
-		id := "history[" + strconv.Itoa(i) + "]"
 		switch {
 		case msg.Role == "assistant" && len(msg.ToolCalls) > 0:
-			g := &group{msgs: []Message{msg}, ids: []string{id}}
-			calls := map[string]bool{}
-			for _, c := range msg.ToolCalls {
-				calls[c.ID] = true
-				answered[c.ID] = true
+			j := i + 1
+			for j < len(h) && h[j].Role == "tool" && callsInclude(msg.ToolCalls, h[j].ToolCallID) {
+				j++
 			}
-			for i+1 < len(h) && h[i+1].Role == "tool" && calls[h[i+1].ToolCallID] {
-				i++
-				g.msgs = append(g.msgs, h[i])
-				g.ids = append(g.ids, "history["+strconv.Itoa(i)+"]")
-			}
-			groups = append(groups, g)
+			groups = append(groups, newGroup(i, j))
+			i = j - 1
 		case msg.Role == "tool":
 			// A result whose call is not just before it: an orphan, which providers reject.
-			a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: id, Reason: ReasonOrphan})
+			a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(i), Reason: ReasonOrphan})
 		case strings.TrimSpace(msg.Content) == "" && msg.Role != "assistant":
-			a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: id, Reason: ReasonEmpty})
+			a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(i), Reason: ReasonEmpty})
 		default:
-			groups = append(groups, &group{msgs: []Message{msg}, ids: []string{id}})
+			groups = append(groups, newGroup(i, i+1))
 		}
 	}
 	// The latest tool exchange, when the history ends with one, is required: the model is mid-task. So is
@@ -65,9 +61,33 @@ func (a *assembly) prepareHistory() {
 	a.groups = groups
 }
 
+func callsInclude(calls []ToolCall, id string) bool {
+	for _, c := range calls {
+		if c.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// historyIDs are the ids "history[i]", made once.
+var historyIDs = func() []string {
+	ids := make([]string, 1024)
+	for i := range ids {
+		ids[i] = "history[" + strconv.Itoa(i) + "]"
+	}
+	return ids
+}()
+
+func historyID(i int) string {
+	if i < len(historyIDs) {
+		return historyIDs[i]
+	}
+	return "history[" + strconv.Itoa(i) + "]"
+}
+
 // groupCost is what a group's messages cost in the format.
 func (a *assembly) groupCost(g *group) int {
-	g.contents = make([]part, len(g.msgs))
 	n := 0
 	for i, msg := range g.msgs {
 		g.contents[i] = a.cachedPart(msg.Content, msg.TokenCounts)

@@ -109,9 +109,9 @@ func (a *assembly) render(requiredOnly bool) rendering {
 func (a *assembly) keptGroups() []*group {
 	kept := a.groups[a.keepFrom:]
 	for len(kept) > 0 && kept[0].msgs[0].Role != "user" && kept[0].msgs[0].Role != "system" {
-		for _, id := range kept[0].ids {
+		kept[0].each(func(id string) {
 			a.dropped[RegionHistory] = appendOnce(a.dropped[RegionHistory], Dropped{ID: id, Reason: ReasonOrphan})
-		}
+		})
 		a.keepFrom++
 		kept = kept[1:]
 	}
