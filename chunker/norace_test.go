@@ -1,0 +1,5 @@
+//go:build !race
+
+package chunker
+
+func maxPropertyText() int { return 1 << 30 }
