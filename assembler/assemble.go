@@ -32,12 +32,13 @@ func AssembleRequest(ctx context.Context, req *Request) (*Result, error) {
 
 // assembly is one call's state.
 type assembly struct {
-	req    *Request
-	model  tokenizer.Model
-	format string
-	policy Policy
-	m      *meter
-	budget int
+	req     *Request
+	message string // the current message, "" when there is none (or only whitespace)
+	model   tokenizer.Model
+	format  string
+	policy  Policy
+	m       *meter
+	budget  int
 
 	// Candidates per optional region, best first, and the chosen ones.
 	memory    []*ctxItem
@@ -131,6 +132,11 @@ func newAssembly(req *Request) (*assembly, error) {
 	if err := validateHistory(req.History); err != nil {
 		return nil, err
 	}
+	a.message = req.Message
+	if strings.TrimSpace(req.Message) == "" && req.Message != "" { // nothing to send: no message
+		a.message = ""
+		a.dropped[RegionMessage] = []Dropped{{ID: "message", Reason: ReasonEmpty}}
+	}
 	for i, t := range req.Tools {
 		if t.Function.Name == "" {
 			return nil, fmt.Errorf("%w: tools[%d] has no function name", ErrInvalidRequest, i)
@@ -152,6 +158,9 @@ func validateHistory(h []Message) error {
 			}
 		default:
 			return fmt.Errorf("%w: history[%d] has role %q (want user, assistant, tool or system)", ErrInvalidRequest, i, msg.Role)
+		}
+		if len(uniqueCalls(msg.ToolCalls)) != len(msg.ToolCalls) {
+			return fmt.Errorf("%w: history[%d] has two tool calls with one id", ErrInvalidRequest, i)
 		}
 		for j, call := range msg.ToolCalls {
 			if msg.Role != "assistant" {
@@ -175,7 +184,11 @@ func (a *assembly) run(ctx context.Context) (*Result, error) {
 	}
 
 	// What the required items cost, rendered alone, and what that leaves.
-	required := a.render(true).total
+	req := a.render(true)
+	if req.err != nil {
+		return nil, req.err
+	}
+	required := req.total
 	if required > a.budget {
 		return nil, &BudgetError{Required: required, Available: a.budget}
 	}
@@ -359,7 +372,7 @@ func (a *assembly) result(out rendering) *Result {
 		toolNames = append(toolNames, t.Function.Name)
 	}
 	add(RegionTools, out.costs[RegionTools], out.costs[RegionTools], toolNames)
-	add(RegionMessage, out.costs[RegionMessage], out.costs[RegionMessage], idsIf(a.req.Message != "", "message"))
+	add(RegionMessage, out.costs[RegionMessage], out.costs[RegionMessage], idsIf(a.message != "", "message"))
 	for _, r := range a.policy.Regions {
 		var included []string
 		used := 0

@@ -22,16 +22,26 @@ func (a *assembly) prepareHistory() {
 		msg := h[i]
 		switch {
 		case msg.Role == "assistant" && len(msg.ToolCalls) > 0:
+			// The call and one result per call, right after it; a call left unanswered makes the turn an
+			// orphan (providers reject calls without results), and a second result for a call is one too.
+			answered := map[string]bool{}
 			j := i + 1
-			for j < len(h) && h[j].Role == "tool" && callsInclude(msg.ToolCalls, h[j].ToolCallID) {
+			for j < len(h) && h[j].Role == "tool" && callsInclude(msg.ToolCalls, h[j].ToolCallID) && !answered[h[j].ToolCallID] {
+				answered[h[j].ToolCallID] = true
 				j++
 			}
-			groups = append(groups, newGroup(i, j))
+			if len(answered) < len(uniqueCalls(msg.ToolCalls)) {
+				for k := i; k < j; k++ {
+					a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(k), Reason: ReasonOrphan})
+				}
+			} else {
+				groups = append(groups, newGroup(i, j))
+			}
 			i = j - 1
 		case msg.Role == "tool":
 			// A result whose call is not just before it: an orphan, which providers reject.
 			a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(i), Reason: ReasonOrphan})
-		case strings.TrimSpace(msg.Content) == "" && msg.Role != "assistant":
+		case strings.TrimSpace(msg.Content) == "":
 			a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(i), Reason: ReasonEmpty})
 		default:
 			groups = append(groups, newGroup(i, i+1))
@@ -59,6 +69,14 @@ func (a *assembly) prepareHistory() {
 		g.cost = a.groupCost(g)
 	}
 	a.groups = groups
+}
+
+func uniqueCalls(calls []ToolCall) map[string]bool {
+	ids := make(map[string]bool, len(calls))
+	for _, c := range calls {
+		ids[c.ID] = true
+	}
+	return ids
 }
 
 func callsInclude(calls []ToolCall, id string) bool {

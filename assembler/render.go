@@ -1,7 +1,10 @@
 package assembler
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strings"
 )
 
@@ -15,6 +18,7 @@ type rendering struct {
 	prefix   string // the stable prefix, hashed into Result.PrefixHash
 	total    int
 	costs    map[string]int // what the required regions cost
+	err      error          // the rendering breaks a rule of the format that trimming cannot fix
 }
 
 // Wrappers of the memory blocks.
@@ -139,14 +143,18 @@ func (a *assembly) renderOpenAI(r *rendering, stable []part, history []*group, c
 	}
 	for _, g := range history {
 		for i, msg := range g.msgs {
-			add(RegionHistory, msg.Role, g.contents[i:i+1], msg.Name, msg.ToolCalls, msg.ToolCallID)
+			name := msg.Name
+			if msg.Role == "tool" { // Chat Completions' tool messages have no name
+				name = ""
+			}
+			add(RegionHistory, msg.Role, g.contents[i:i+1], name, msg.ToolCalls, msg.ToolCallID)
 		}
 	}
 	if len(ctxParts) > 0 {
 		add("context", "system", ctxParts, "", nil, "")
 	}
-	if a.req.Message != "" {
-		add(RegionMessage, "user", []part{newPart(a.req.Message)}, "", nil, "")
+	if a.message != "" {
+		add(RegionMessage, "user", []part{newPart(a.message)}, "", nil, "")
 	}
 	r.total += a.model.ReplyPriming
 }
@@ -186,13 +194,14 @@ func (a *assembly) renderAnthropic(r *rendering, stable []part, history []*group
 						b, _ := marshalRaw(map[string]string{"arguments": call.Function.Arguments})
 						input = b
 					}
-					blocks = append(blocks, Block{Type: "tool_use", ID: call.ID, Name: call.Function.Name, Input: input})
-					cost += a.m.countShort(call.ID) + a.m.countShort(call.Function.Name) + a.m.count(string(input))
+					id := anthropicID(call.ID)
+					blocks = append(blocks, Block{Type: "tool_use", ID: id, Name: call.Function.Name, Input: input})
+					cost += a.m.countShort(id) + a.m.countShort(call.Function.Name) + a.m.count(string(input))
 				}
 				push("assistant", blocks, cost)
 			case "tool":
-				push("user", []Block{{Type: "tool_result", ToolUseID: msg.ToolCallID, Content: msg.Content}},
-					a.m.countShort(msg.ToolCallID)+content)
+				id := anthropicID(msg.ToolCallID)
+				push("user", []Block{{Type: "tool_result", ToolUseID: id, Content: msg.Content}}, a.m.countShort(id)+content)
 			default: // user, and system messages of the history (Anthropic has only the top-level system)
 				push("user", []Block{{Type: "text", Text: msg.Content}}, content)
 			}
@@ -204,9 +213,9 @@ func (a *assembly) renderAnthropic(r *rendering, stable []part, history []*group
 		last = append(last, Block{Type: "text", Text: joinText(ctxParts)})
 		lastCost += a.m.join(ctxParts)
 	}
-	if a.req.Message != "" {
-		last = append(last, Block{Type: "text", Text: a.req.Message})
-		mc := a.m.count(a.req.Message)
+	if a.message != "" {
+		last = append(last, Block{Type: "text", Text: a.message})
+		mc := a.m.count(a.message)
 		lastCost += mc
 		r.costs[RegionMessage] = mc
 	}
@@ -217,7 +226,31 @@ func (a *assembly) renderAnthropic(r *rendering, stable []part, history []*group
 		r.total += costs[i]
 	}
 	r.messages = msgs
+	if len(msgs) > 0 && msgs[0].Role != "user" {
+		r.err = fmt.Errorf("%w: an Anthropic conversation starts with the user, and this history starts with the assistant's tool call", ErrInvalidRequest)
+	}
 	r.total += a.model.ReplyPriming
+}
+
+// anthropicID maps a tool call id to one that Anthropic accepts ([a-zA-Z0-9_-]+), the same way for a
+// tool_use and its tool_result.
+func anthropicID(id string) string {
+	ok := id != ""
+	for i := 0; i < len(id) && ok; i++ {
+		c := id[i]
+		ok = c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+	}
+	if ok {
+		return id
+	}
+	b := []byte(id)
+	for i, c := range b {
+		if !(c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			b[i] = '_'
+		}
+	}
+	sum := sha256.Sum256([]byte(id)) // keep ids that differ only in replaced characters apart
+	return "t" + string(b) + "_" + hex.EncodeToString(sum[:4])
 }
 
 func (a *assembly) renderText(r *rendering, stable []part, history []*group, ctxParts []part) {
@@ -245,8 +278,8 @@ func (a *assembly) renderText(r *rendering, stable []part, history []*group, ctx
 	if len(ctxParts) > 0 {
 		parts = append(parts, newPart("\n\n"))
 	}
-	if a.req.Message != "" {
-		parts = append(parts, newPart("User: "), newPart(a.req.Message), newPart("\n\n"))
+	if a.message != "" {
+		parts = append(parts, newPart("User: "), newPart(a.message), newPart("\n\n"))
 	}
 	parts = append(parts, newPart("Assistant:"))
 	r.text = joinText(parts)
