@@ -178,9 +178,9 @@ func TestDecode_UnknownIDsDecodeToNothing(t *testing.T) {
 // TestMerge_HeapMatchesScan checks the heap merge against tiktoken's scan on pieces of every length.
 func TestMerge_HeapMatchesScan(t *testing.T) {
 	t.Parallel()
-	r := rand.New(rand.NewPCG(1, 2))
 	alphabet := []string{"a", "b", "aa", "ab", " ", "e", "the", "中", "😀", "\u0301", "ing", "x"}
 	forEachEncoding(t, func(t *testing.T, e *Encoding) {
+		r := rand.New(rand.NewPCG(1, 2)) // one per subtest: they run in parallel
 		v := e.vocab
 		s := v.getScratch(1 << 20)
 		for range 2000 {

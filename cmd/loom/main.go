@@ -27,6 +27,7 @@ type command struct {
 var commands = []command{
 	{"tokens", "count the tokens of files or standard input", runTokens},
 	{"chunk", "split a file into chunks, printed as JSON Lines", runChunk},
+	{"assemble", "fit a request into its token budget and print the result", runAssemble},
 	{"version", "print Loom's version", runVersion},
 }
 
@@ -53,7 +54,7 @@ func (e *exitError) Error() string {
 func (e *exitError) Unwrap() error { return e.err }
 
 // Exit codes other than 0 (success) and 1 (any other error).
-const exitUsage = 2 // bad flags or arguments, unknown command, encoding or model
+const exitUsage = 2 // bad flags or arguments, a malformed request, unknown command, encoding or model
 
 // usageError returns an error that exits with exitUsage.
 func usageError(err error) error { return &exitError{code: exitUsage, err: err} }

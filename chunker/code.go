@@ -1,0 +1,695 @@
+package chunker
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode"
+
+	sitter "github.com/smacker/go-tree-sitter"
+	"github.com/smacker/go-tree-sitter/golang"
+	"github.com/smacker/go-tree-sitter/java"
+	"github.com/smacker/go-tree-sitter/javascript"
+	"github.com/smacker/go-tree-sitter/python"
+	"github.com/smacker/go-tree-sitter/rust"
+	"github.com/smacker/go-tree-sitter/typescript/tsx"
+	"github.com/smacker/go-tree-sitter/typescript/typescript"
+)
+
+// CodeChunker splits source code along its syntax, parsed with tree-sitter. The language comes from
+// [Options.Language] (see [CodeLanguages] and [LanguageForFile]); "" (or "text") means plain text, split
+// like the recursive strategy at blank lines, then lines, then words.
+//
+// Top-level declarations (functions, methods, types, classes, impl blocks, imports, statements) are the
+// units: each takes the comments and attributes before it (so a chunk starts at a doc comment), a comment
+// on its last line and the blank lines after it. A declaration that fits in a chunk is never cut;
+// neighbours that fit are packed together. One that does not fit is chunked on its own, split between the
+// statements or members of its body (class members, function statements, impl items, and so on down) where
+// a line starts, and those pieces are packed again; a member that is itself a declaration too large for a
+// chunk is chunked on its own in turn. A chunk never ends inside a line of code unless one line alone is
+// larger than the chunk size, and such a line is split between words. Text with syntax errors is chunked
+// the same way around what the parser could not make sense of.
+//
+// Every chunk's Metadata has these keys:
+//
+//   - "language": the language's name ("go", "python", ...) or "text".
+//   - "symbols": the names of the declarations the chunk holds or is part of, comma-separated, in order:
+//     "Server,Server.Serve,main". A method is named with its receiver, class, impl or trait; a declaration
+//     wholly in the chunk is named without its members. Empty when the chunk declares nothing by name.
+//   - "kind": the kind of what the chunk holds ("function", "method", "class", "struct", "interface",
+//     "enum", "trait", "impl", "type", "const", "var", "import", "package", "statement", "comment", ...),
+//     "mixed" when it holds several kinds, "text" for plain text.
+//   - "start_line", "end_line": the 1-based numbers of the first and last lines holding the chunk's
+//     non-space text.
+//
+// A CodeChunker is safe for concurrent use: each call has its own parser.
+type CodeChunker struct {
+	levels []splitFunc // for plain text, and for one line larger than the size
+}
+
+var _ Chunker = (*CodeChunker)(nil)
+
+// NewCode returns the code strategy's chunker.
+func NewCode() *CodeChunker {
+	return &CodeChunker{levels: []splitFunc{paragraphCuts, lineCuts, wordCuts}}
+}
+
+func init() { Register(Code, NewCode()) }
+
+// CodeLanguages returns the names of the languages the code strategy parses, sorted. [Options.Language]
+// also takes common aliases ("golang", "py", "js", "ts", "rs").
+func CodeLanguages() []string {
+	names := make([]string, 0, len(codeLanguages))
+	for name := range codeLanguages {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Chunk splits text. It returns an error for invalid options (see [Options]), one wrapping
+// [ErrUnknownLanguage] for a Language it does not know, and ctx's error when ctx is done.
+func (c *CodeChunker) Chunk(ctx context.Context, text string, opts *Options) ([]ChunkResult, error) {
+	cfg, err := resolve(Code, opts)
+	if err != nil {
+		return nil, err
+	}
+	name, ok := normalizeLanguage(cfg.opts.Language)
+	if !ok {
+		return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownLanguage, cfg.opts.Language, strings.Join(CodeLanguages(), ", "))
+	}
+	if strings.TrimSpace(text) == "" {
+		return nil, nil
+	}
+	b := newBuilder(ctx, text, cfg)
+	lang := codeLanguages[name]
+	// Tree-sitter's offsets are 32-bit: a larger text is split as plain lines.
+	if lang == nil || uint64(len(text)) > math.MaxUint32 {
+		if err := b.chunkSpan(0, len(text), c.levels, nil); err != nil {
+			return nil, err
+		}
+		describe(b, "text", nil)
+		return b.chunks, nil
+	}
+
+	// A parser per call: parsers are not safe for concurrent use, and one whose parse was cancelled can
+	// keep its cancellation flag set, so they are not pooled either.
+	parser := sitter.NewParser()
+	defer parser.Close()
+	parser.SetLanguage(lang.grammar())
+	tree, err := parser.ParseCtx(ctx, nil, []byte(text))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("chunker: parse %s: %w", lang.name, err)
+	}
+	defer tree.Close()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	r := &codeRun{builder: b, lang: lang, levels: c.levels, cursor: sitter.NewTreeCursor(tree.RootNode())}
+	defer r.cursor.Close()
+	top := r.groups(0, len(text), r.children(tree.RootNode()))
+	rest, err := r.chunkGroups(top, false, true, nil)
+	if err != nil {
+		return nil, err
+	}
+	r.pack(rest)
+	describe(b, lang.name, r.symbols(top))
+	return b.chunks, nil
+}
+
+// Kinds of declarations and statements, for the "kind" metadata.
+const (
+	kindFunction    = "function"
+	kindMethod      = "method"
+	kindConstructor = "constructor"
+	kindClass       = "class"
+	kindStruct      = "struct"
+	kindInterface   = "interface"
+	kindEnum        = "enum"
+	kindTrait       = "trait"
+	kindImpl        = "impl"
+	kindModule      = "module"
+	kindType        = "type"
+	kindConst       = "const"
+	kindVar         = "var"
+	kindMacro       = "macro"
+	kindImport      = "import"
+	kindPackage     = "package"
+	kindStatement   = "statement"
+	kindComment     = "comment"
+	kindError       = "error" // text the parser could not make sense of
+	kindMixed       = "mixed"
+	kindText        = "text"
+)
+
+// codeLanguage is what the code strategy knows of a language's syntax tree.
+type codeLanguage struct {
+	name    string
+	grammar func() *sitter.Language
+	// leading are node types that belong to the node after them: comments, Rust's attributes.
+	leading map[string]bool
+	// decls are the node types of named declarations, with their kinds.
+	decls map[string]string
+	// wrappers are node types whose children are searched for declarations (export, decorators, groups).
+	wrappers map[string]bool
+	// others are the kinds of top-level nodes that declare no name, by node type; the rest are statements.
+	others map[string]string
+}
+
+var goLanguage = &codeLanguage{
+	name:    "go",
+	grammar: sync.OnceValue(golang.GetLanguage),
+	leading: map[string]bool{"comment": true},
+	decls: map[string]string{
+		"function_declaration": kindFunction, "method_declaration": kindMethod, "type_spec": kindType,
+		"type_alias": kindType, "const_spec": kindConst, "var_spec": kindVar,
+	},
+	wrappers: map[string]bool{"type_declaration": true, "const_declaration": true, "var_declaration": true},
+	others:   map[string]string{"package_clause": kindPackage, "import_declaration": kindImport},
+}
+
+var pythonLanguage = &codeLanguage{
+	name:     "python",
+	grammar:  sync.OnceValue(python.GetLanguage),
+	leading:  map[string]bool{"comment": true},
+	decls:    map[string]string{"function_definition": kindFunction, "class_definition": kindClass, "assignment": kindVar},
+	wrappers: map[string]bool{"decorated_definition": true, "expression_statement": true},
+	others: map[string]string{
+		"import_statement": kindImport, "import_from_statement": kindImport, "future_import_statement": kindImport,
+	},
+}
+
+var javascriptDecls = map[string]string{
+	"function_declaration": kindFunction, "generator_function_declaration": kindFunction,
+	"class_declaration": kindClass, "method_definition": kindMethod, "variable_declarator": kindVar,
+}
+
+var javascriptLanguage = &codeLanguage{
+	name:    "javascript",
+	grammar: sync.OnceValue(javascript.GetLanguage),
+	leading: map[string]bool{"comment": true},
+	decls:   javascriptDecls,
+	wrappers: map[string]bool{
+		"export_statement": true, "lexical_declaration": true, "variable_declaration": true,
+	},
+	others: map[string]string{"import_statement": kindImport},
+}
+
+var typescriptDecls = func() map[string]string {
+	m := map[string]string{
+		"interface_declaration": kindInterface, "type_alias_declaration": kindType, "enum_declaration": kindEnum,
+		"abstract_class_declaration": kindClass, "internal_module": kindModule, "module": kindModule,
+		"function_signature": kindFunction, "method_signature": kindMethod, "abstract_method_signature": kindMethod,
+	}
+	for k, v := range javascriptDecls {
+		m[k] = v
+	}
+	return m
+}()
+
+var typescriptWrappers = map[string]bool{
+	"export_statement": true, "lexical_declaration": true, "variable_declaration": true,
+	"ambient_declaration": true, "expression_statement": true,
+}
+
+var typescriptLanguage = &codeLanguage{
+	name:     "typescript",
+	grammar:  sync.OnceValue(typescript.GetLanguage),
+	leading:  map[string]bool{"comment": true},
+	decls:    typescriptDecls,
+	wrappers: typescriptWrappers,
+	others:   map[string]string{"import_statement": kindImport},
+}
+
+var tsxLanguage = &codeLanguage{
+	name:     "tsx",
+	grammar:  sync.OnceValue(tsx.GetLanguage),
+	leading:  map[string]bool{"comment": true},
+	decls:    typescriptDecls,
+	wrappers: typescriptWrappers,
+	others:   map[string]string{"import_statement": kindImport},
+}
+
+var rustLanguage = &codeLanguage{
+	name:    "rust",
+	grammar: sync.OnceValue(rust.GetLanguage),
+	leading: map[string]bool{
+		"line_comment": true, "block_comment": true, "attribute_item": true, "inner_attribute_item": true,
+	},
+	decls: map[string]string{
+		"function_item": kindFunction, "function_signature_item": kindFunction, "struct_item": kindStruct,
+		"union_item": kindStruct, "enum_item": kindEnum, "trait_item": kindTrait, "impl_item": kindImpl,
+		"mod_item": kindModule, "const_item": kindConst, "static_item": kindVar, "type_item": kindType,
+		"macro_definition": kindMacro,
+	},
+	wrappers: map[string]bool{},
+	others:   map[string]string{"use_declaration": kindImport, "extern_crate_declaration": kindImport},
+}
+
+var javaLanguage = &codeLanguage{
+	name:    "java",
+	grammar: sync.OnceValue(java.GetLanguage),
+	leading: map[string]bool{"line_comment": true, "block_comment": true},
+	decls: map[string]string{
+		"class_declaration": kindClass, "interface_declaration": kindInterface, "enum_declaration": kindEnum,
+		"record_declaration": kindClass, "annotation_type_declaration": kindInterface,
+		"method_declaration": kindMethod, "constructor_declaration": kindConstructor,
+		"compact_constructor_declaration": kindConstructor,
+	},
+	wrappers: map[string]bool{"enum_body_declarations": true},
+	others: map[string]string{
+		"package_declaration": kindPackage, "import_declaration": kindImport, "module_declaration": kindModule,
+	},
+}
+
+// codeLanguages are the parsed languages by name.
+var codeLanguages = map[string]*codeLanguage{
+	"go": goLanguage, "python": pythonLanguage, "javascript": javascriptLanguage,
+	"typescript": typescriptLanguage, "tsx": tsxLanguage, "rust": rustLanguage, "java": javaLanguage,
+}
+
+// codeRun is the state of one call on parsed code.
+type codeRun struct {
+	*builder
+	lang   *codeLanguage
+	levels []splitFunc
+	cursor *sitter.TreeCursor // reused to list children: Node.Child(i) is linear in i
+}
+
+// group is a span of the text that holds sibling nodes no cut may separate: a declaration with its leading
+// comments, or statements that share a line.
+type group struct {
+	start, end int
+	kids       []*sitter.Node
+}
+
+// children returns n's children that hold text, in order.
+func (r *codeRun) children(n *sitter.Node) []*sitter.Node {
+	r.cursor.Reset(n)
+	if !r.cursor.GoToFirstChild() {
+		return nil
+	}
+	var kids []*sitter.Node
+	for {
+		k := r.cursor.CurrentNode()
+		if s, e := int(k.StartByte()), int(k.EndByte()); s < e && e <= len(r.text) && strings.TrimSpace(r.text[s:e]) != "" {
+			kids = append(kids, k)
+		}
+		if !r.cursor.GoToNextSibling() {
+			return kids
+		}
+	}
+}
+
+// groups cuts text[start:end], which holds kids, into groups: a cut goes only where a line starts and a kid
+// starts on that line, and never after a leading comment that starts its own line nor before a closing
+// bracket. The blank lines between groups end the group before; text before the first kid and after the
+// last belongs to the first and last groups.
+func (r *codeRun) groups(start, end int, kids []*sitter.Node) []group {
+	var gs []group
+	cur := group{start: start}
+	prevEnd, forward := start, false
+	for i, k := range kids {
+		ks, ke := int(k.StartByte()), int(k.EndByte())
+		if ks < prevEnd || ke > end {
+			// Out of order (which tree-sitter does not produce): keep it in the current group.
+			cur.kids = append(cur.kids, k)
+			prevEnd = max(prevEnd, min(ke, end))
+			continue
+		}
+		// The newline before k's line, if it is after the last kid's last character.
+		lo := max(prevEnd-1, cur.start)
+		nl := strings.LastIndexByte(r.text[lo:ks], '\n')
+		newLine := i == 0 || nl >= 0
+		if i > 0 && nl >= 0 && !forward && !r.closing(k) && len(cur.kids) > 0 {
+			if cut := lo + nl + 1; cut > cur.start && r.isBoundary(cut) {
+				cur.end = cut
+				gs = append(gs, cur)
+				cur = group{start: cut}
+			}
+		}
+		cur.kids = append(cur.kids, k)
+		forward = newLine && r.lang.leading[k.Type()]
+		prevEnd = ke
+	}
+	cur.end = end
+	return append(gs, cur)
+}
+
+// closing reports whether n is a closing bracket, which stays with what it closes.
+func (r *codeRun) closing(n *sitter.Node) bool {
+	if n.IsNamed() || n.EndByte()-n.StartByte() != 1 {
+		return false
+	}
+	switch r.text[n.StartByte()] {
+	case '}', ')', ']':
+		return true
+	}
+	return false
+}
+
+// chunkGroups chunks consecutive groups of one level. The groups that fit join run, the units before them
+// not packed yet, and the units left at the end are returned for the caller to pack with what follows. A
+// group that does not fit is split inside, its first pieces joining run; but a declaration that does not
+// fit (any group at the top level) is chunked on its own, after the run is packed. With big, a lone group
+// is known not to fit.
+func (r *codeRun) chunkGroups(gs []group, big, top bool, run []unit) ([]unit, error) {
+	for _, g := range gs {
+		if err := r.ctx.Err(); err != nil {
+			return nil, err
+		}
+		if !big || len(gs) > 1 {
+			if n, ok := r.fits(r.text[g.start:g.end], r.size); ok {
+				run = append(run, unit{start: g.start, end: g.end, tokens: n})
+				continue
+			}
+		}
+		if !top && !r.declares(g) {
+			var err error
+			if run, err = r.split(g, run); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		r.pack(run)
+		rest, err := r.split(g, nil)
+		if err != nil {
+			return nil, err
+		}
+		r.pack(rest)
+		run = nil
+	}
+	return run, nil
+}
+
+// split chunks a group that does not fit, after run: its nodes that span lines are replaced by their
+// children, so cuts can go between the statements or members of a body, one level further down each time.
+// A group with no such node left (one long line, a long comment or string) is split as plain text.
+func (r *codeRun) split(g group, run []unit) ([]unit, error) {
+	var inner []*sitter.Node
+	expanded := false
+	for _, k := range g.kids {
+		if ks, ke := int(k.StartByte()), int(k.EndByte()); k.ChildCount() > 0 && strings.IndexByte(r.text[ks:max(ks, ke-1)], '\n') >= 0 {
+			inner = append(inner, r.children(k)...)
+			expanded = true
+		} else {
+			inner = append(inner, k)
+		}
+	}
+	if !expanded {
+		r.pack(run)
+		return nil, r.chunkSpan(g.start, g.end, r.levels, nil)
+	}
+	// Closing brackets at the end cut nothing (no cut goes before one): dropped, they do not pile up level
+	// after level in deeply nested code.
+	for len(inner) > 0 && r.closing(inner[len(inner)-1]) {
+		inner = inner[:len(inner)-1]
+	}
+	return r.chunkGroups(r.groups(g.start, g.end, inner), true, false, run)
+}
+
+// declares reports whether g holds a declaration other than a variable's: a method, class, function, ...
+func (r *codeRun) declares(g group) bool {
+	for _, k := range g.kids {
+		for _, s := range r.declarations(k, k.Type(), "", "", 1) {
+			if s.kind != kindVar && s.kind != kindConst {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// symbol is a declaration (or, at the top level, a statement) for the metadata.
+type symbol struct {
+	name, kind string
+	start, end int      // the node's bytes, with the leading comments of a top-level group
+	members    []symbol // declarations in its body
+}
+
+// symbols returns the symbols of the top-level groups, in order.
+func (r *codeRun) symbols(gs []group) []symbol {
+	var out []symbol
+	for _, g := range gs {
+		if len(g.kids) == 0 {
+			continue
+		}
+		var syms []symbol
+		mainType := ""
+		for _, k := range g.kids {
+			t := k.Type()
+			if r.lang.leading[t] {
+				continue
+			}
+			if mainType == "" {
+				mainType = t
+			}
+			syms = append(syms, r.declarations(k, t, "", "", 0)...)
+		}
+		start, end := int(g.kids[0].StartByte()), int(g.kids[len(g.kids)-1].EndByte())
+		if len(syms) == 0 {
+			kind := kindComment
+			if mainType != "" {
+				kind = r.lang.others[mainType]
+				if kind == "" {
+					kind = kindStatement
+					if mainType == "ERROR" {
+						kind = kindError
+					}
+				}
+			}
+			syms = []symbol{{kind: kind, start: start, end: end}}
+		}
+		syms[0].start = min(syms[0].start, start)
+		out = append(out, syms...)
+	}
+	return out
+}
+
+// declarations returns the declarations n (of type t) makes, named within qual, in a body of parentKind.
+func (r *codeRun) declarations(n *sitter.Node, t, qual, parentKind string, depth int) []symbol {
+	kind, ok := r.lang.decls[t]
+	if !ok {
+		if !r.lang.wrappers[t] && t != "ERROR" {
+			return nil
+		}
+		var out []symbol
+		for _, k := range r.children(n) {
+			out = append(out, r.declarations(k, k.Type(), qual, parentKind, depth)...)
+		}
+		return out
+	}
+	if t == "assignment" && depth > 0 {
+		return nil // a class attribute, not a module's variable
+	}
+	kind = r.refineKind(n, t, kind, parentKind)
+	start, end := int(n.StartByte()), int(n.EndByte())
+	var out []symbol
+	for _, name := range r.declNames(n, t) {
+		if qual != "" && name != "" {
+			name = qual + "." + name
+		}
+		out = append(out, symbol{name: name, kind: kind, start: start, end: end})
+	}
+	switch kind {
+	case kindClass, kindStruct, kindInterface, kindEnum, kindTrait, kindImpl, kindModule:
+		if body := n.ChildByFieldName("body"); body != nil && len(out) == 1 {
+			for _, k := range r.children(body) {
+				out[0].members = append(out[0].members, r.declarations(k, k.Type(), out[0].name, kind, depth+1)...)
+			}
+		}
+	}
+	return out
+}
+
+// refineKind tells structs from interfaces from other types, functions in a type's body from others, and
+// variables that hold functions or classes.
+func (r *codeRun) refineKind(n *sitter.Node, t, kind, parentKind string) string {
+	switch {
+	case t == "type_spec":
+		if typ := n.ChildByFieldName("type"); typ != nil {
+			switch typ.Type() {
+			case "struct_type":
+				return kindStruct
+			case "interface_type":
+				return kindInterface
+			}
+		}
+	case t == "variable_declarator":
+		if v := n.ChildByFieldName("value"); v != nil {
+			switch v.Type() {
+			case "arrow_function", "function", "function_expression", "generator_function":
+				return kindFunction
+			case "class":
+				return kindClass
+			}
+		}
+	case kind == kindFunction:
+		switch parentKind {
+		case kindClass, kindStruct, kindInterface, kindEnum, kindTrait, kindImpl:
+			return kindMethod
+		}
+	}
+	return kind
+}
+
+// declNames returns the names n declares: usually one, "" when it is anonymous.
+func (r *codeRun) declNames(n *sitter.Node, t string) []string {
+	switch t {
+	case "const_spec", "var_spec": // Go: a, b = 1, 2
+		var names []string
+		for _, k := range r.children(n) {
+			if k.Type() == "identifier" {
+				names = append(names, r.nodeText(k))
+			} else if k.Type() != "," {
+				break
+			}
+		}
+		return names
+	case "method_declaration":
+		if r.lang == goLanguage {
+			name := r.nodeText(n.ChildByFieldName("name"))
+			if recv := r.firstOfType(n.ChildByFieldName("receiver"), "type_identifier"); recv != nil {
+				name = r.nodeText(recv) + "." + name
+			}
+			return []string{name}
+		}
+	case "impl_item": // Rust: named for its type
+		typ := n.ChildByFieldName("type")
+		for typ != nil && typ.Type() == "generic_type" {
+			typ = typ.ChildByFieldName("type")
+		}
+		if typ != nil && typ.Type() == "scoped_type_identifier" {
+			typ = typ.ChildByFieldName("name")
+		}
+		return []string{r.nodeText(typ)}
+	case "assignment": // Python: X = ...
+		if left := n.ChildByFieldName("left"); left != nil && left.Type() == "identifier" {
+			return []string{r.nodeText(left)}
+		}
+		return nil
+	case "variable_declarator": // JavaScript: const x = ...
+		if name := n.ChildByFieldName("name"); name != nil && name.Type() == "identifier" {
+			return []string{r.nodeText(name)}
+		}
+		return nil
+	}
+	return []string{r.nodeText(n.ChildByFieldName("name"))}
+}
+
+// firstOfType returns the first node of type t in n's subtree, depth first.
+func (r *codeRun) firstOfType(n *sitter.Node, t string) *sitter.Node {
+	if n == nil {
+		return nil
+	}
+	if n.Type() == t {
+		return n
+	}
+	for _, k := range r.children(n) {
+		if found := r.firstOfType(k, t); found != nil {
+			return found
+		}
+	}
+	return nil
+}
+
+func (r *codeRun) nodeText(n *sitter.Node) string {
+	if n == nil {
+		return ""
+	}
+	return r.text[n.StartByte():n.EndByte()]
+}
+
+// describe sets each chunk's metadata: the language, its lines, and the symbols it holds or is part of.
+func describe(b *builder, language string, syms []symbol) {
+	var newlines []int
+	for i := 0; i < len(b.text); {
+		nl := strings.IndexByte(b.text[i:], '\n')
+		if nl < 0 {
+			break
+		}
+		newlines = append(newlines, i+nl)
+		i += nl + 1
+	}
+	line := func(off int) string { return strconv.Itoa(1 + sort.SearchInts(newlines, off)) }
+	notSpace := func(r rune) bool { return !unicode.IsSpace(r) }
+	for i := range b.chunks {
+		ch := &b.chunks[i]
+		// The non-space text: emit drops chunks that have none.
+		lo := ch.StartOffset + strings.IndexFunc(ch.Content, notSpace)
+		hi := ch.StartOffset + strings.LastIndexFunc(ch.Content, notSpace)
+		var c collector
+		c.collect(syms, lo, hi+1, true)
+		kind := kindText
+		switch {
+		case len(c.kinds) == 1:
+			kind = c.kinds[0]
+		case len(c.kinds) > 1:
+			kind = kindMixed
+		}
+		ch.Metadata = map[string]string{
+			"language":   language,
+			"symbols":    strings.Join(c.names, ","),
+			"kind":       kind,
+			"start_line": line(lo),
+			"end_line":   line(hi),
+		}
+	}
+}
+
+// collector gathers the names and kinds of the symbols in a span.
+type collector struct {
+	names, kinds []string
+}
+
+// collect adds the symbols of syms that overlap [lo, hi). A symbol wholly inside is named alone; one partly
+// inside is named by its members that overlap, and by itself too when the span holds its start or none of
+// its members. Kinds are those of the outermost symbols named (counted is false below a named one).
+func (c *collector) collect(syms []symbol, lo, hi int, counted bool) {
+	i := sort.Search(len(syms), func(i int) bool { return syms[i].end > lo })
+	for _, s := range syms[i:] {
+		if s.start >= hi {
+			break
+		}
+		if s.end <= lo {
+			continue
+		}
+		whole := lo <= s.start && s.end <= hi
+		if whole || !overlaps(s.members, lo, hi) {
+			c.add(s, counted)
+			continue
+		}
+		named := lo <= s.start
+		if named {
+			c.add(s, counted)
+		}
+		c.collect(s.members, lo, hi, counted && !named)
+	}
+}
+
+func (c *collector) add(s symbol, counted bool) {
+	if s.name != "" && !slices.Contains(c.names, s.name) {
+		c.names = append(c.names, s.name)
+	}
+	if counted && !slices.Contains(c.kinds, s.kind) {
+		c.kinds = append(c.kinds, s.kind)
+	}
+}
+
+func overlaps(syms []symbol, lo, hi int) bool {
+	for _, s := range syms {
+		if s.start < hi && lo < s.end {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/context-loom/loom/assembler"
+)
+
+func TestAssemble_PrintsTheResult(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join("testdata", "seed003-request.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args  []string
+		stdin string
+	}{
+		{[]string{"assemble", "--request", path}, ""},
+		{[]string{"assemble", "--request", "-", "--format", "anthropic"}, string(data)},
+		{[]string{"assemble", "--request", path, "--format", "text"}, ""},
+	} {
+		out, errOut, code := runLoom(t, tc.stdin, tc.args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", tc.args, code, errOut)
+		}
+		var res assembler.Result
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if res.TotalTokens <= 0 || res.TotalTokens > res.Budget || len(res.Report.Regions) == 0 || res.PrefixHash == "" {
+			t.Errorf("%v: result %+v", tc.args, res)
+		}
+		if strings.Contains(out, `\u003c`) {
+			t.Errorf("%v: output escapes < as \\u003c", tc.args)
+		}
+	}
+}
+
+func TestAssemble_ExitCodes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name, body string
+		code       int
+		want       string
+	}{
+		{"budget.json", `{"max_tokens": 20, "instructions": "` + strings.Repeat("Follow the rules. ", 20) + `", "message": "hi"}`, 3, "budget is 20"},
+		{"broken.json", `{"message": `, 2, "malformed"},
+		{"unknown.json", `{"message": "hi", "colour": "red"}`, 2, "colour"},
+		{"format.json", `{"message": "hi", "format": "xml"}`, 2, "unknown format"},
+		{"model.json", `{"message": "hi", "model": "gpt-99"}`, 2, "unknown model"},
+	} {
+		_, errOut, code := runLoom(t, "", "assemble", "--request", write(tc.name, tc.body))
+		if code != tc.code || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%s: exit %d, stderr %q; want %d and %q", tc.name, code, errOut, tc.code, tc.want)
+		}
+	}
+	if _, _, code := runLoom(t, "", "assemble"); code != 2 {
+		t.Errorf("no --request: exit %d", code)
+	}
+}
