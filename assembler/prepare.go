@@ -14,9 +14,11 @@ import (
 func (a *assembly) prepareHistory() {
 	h := a.req.History
 	contents := make([]part, len(h)) // every message's content, counted once
+	store := make([]group, 0, len(h))
 	var groups []*group
 	newGroup := func(i, j int) *group {
-		return &group{msgs: h[i:j], contents: contents[i:j], first: i}
+		store = append(store, group{msgs: h[i:j], contents: contents[i:j], first: i})
+		return &store[len(store)-1]
 	}
 	for i := 0; i < len(h); i++ {
 		msg := h[i]
@@ -228,23 +230,35 @@ func (a *assembly) prepareKnowledge() {
 	}
 	slices.SortStableFunc(cands, func(x, y cand) int { return cmp.Compare(y.k.Score, x.k.Score) })
 
-	for _, c := range cands {
+	items := make([]ctxItem, len(cands))
+	refs := make([]Reference, len(cands))
+	parts := make([]part, 4*len(cands))
+	tags := map[[3]string]string{}
+	for n, c := range cands {
 		typ := c.k.Type
 		if typ == "" {
 			typ = "rag"
 		}
-		open := " <context type=\"" + escapeAttr(typ) + "\""
-		if c.k.Source != "" {
-			open += " source=\"" + escapeAttr(c.k.Source) + "\""
+		key := [3]string{typ, c.k.Source, strconv.FormatBool(c.k.Trusted)}
+		open, ok := tags[key]
+		if !ok {
+			open = " <context type=\"" + escapeAttr(typ) + "\""
+			if c.k.Source != "" {
+				open += " source=\"" + escapeAttr(c.k.Source) + "\""
+			}
+			open += " trusted=\"" + key[2] + "\">\n"
+			tags[key] = open
 		}
-		open += " trusted=\"" + strconv.FormatBool(c.k.Trusted) + "\">\n"
 		body := a.cachedPart(escapeText(c.content), c.k.TokenCounts)
-		it := &ctxItem{id: c.id, order: c.index, content: c.content, ref: &Reference{
+		refs[n] = Reference{
 			ID: c.k.ID, DocumentID: c.k.DocumentID, Source: c.k.Source, Score: c.k.Score,
 			StartOffset: c.k.StartOffset, EndOffset: c.k.EndOffset, Metadata: c.k.Metadata,
-		}}
+		}
+		it := &items[n]
+		*it = ctxItem{id: c.id, order: c.index, content: c.content, ref: &refs[n]}
 		// The marker "[n]" is a part of its own: it changes with the order, the rest does not.
-		it.parts = []part{newPart(""), newPart(open), body, newPart(" \n</context>\n\n")}
+		it.parts = parts[4*n : 4*n+4 : 4*n+4]
+		it.parts[0], it.parts[1], it.parts[2], it.parts[3] = newPart(""), newPart(open), body, newPart(" \n</context>\n\n")
 		it.cost = a.m.join(it.parts[1:]) + a.markerCost(len(a.knowledge)+1)
 		a.knowledge = append(a.knowledge, it)
 	}
@@ -334,7 +348,7 @@ func (x *nearIndex) addUnlessNear(text string, threshold float64) bool {
 func shingles(text string) []uint64 {
 	var words [3]uint64
 	n := 0
-	var out []uint64
+	out := make([]uint64, 0, len(text)/6+1)
 	var w uint64 = 14695981039346656037
 	inWord := false
 	flush := func() {

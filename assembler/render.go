@@ -349,6 +349,23 @@ func (a *assembly) toolsJSON() renderedTools {
 }
 
 func joinText(parts []part) string {
+	only := -1 // the one non-empty part, if there is only one: returned as it is, without a copy
+	for i, p := range parts {
+		if p.text != "" {
+			if only >= 0 {
+				only = -2
+				break
+			}
+			only = i
+		}
+	}
+	switch only {
+	case -1:
+		return ""
+	case -2:
+	default:
+		return parts[only].text
+	}
 	var b strings.Builder
 	for _, p := range parts {
 		b.WriteString(p.text)
