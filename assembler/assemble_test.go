@@ -357,7 +357,7 @@ func TestAssemble_KnowledgeByScoreWithoutDuplicates(t *testing.T) {
 		{ID: "low", Content: "Barely relevant text about something else entirely.", Score: 0.1},
 		{ID: "b", Content: "Premium includes priority support and a larger quota.", Score: 0.8},
 		{ID: "a", Content: "Premium costs twenty dollars per month, billed monthly. " + long, Score: 0.9},
-		{ID: "dup", Content: "Premium  costs twenty dollars per month, billed monthly. " + long, Score: 0.7},
+		{ID: "dup", Content: "\nPremium costs twenty dollars per month, billed monthly. " + long + "\n", Score: 0.7},
 		{ID: "near", Content: "Premium costs twenty dollars per month, billed monthly. " + long + " Taxes extra.", Score: 0.6},
 	}}
 	res, err := AssembleRequest(context.Background(), req)

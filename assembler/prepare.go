@@ -2,9 +2,11 @@ package assembler
 
 import (
 	"cmp"
+	"hash/maphash"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -228,13 +230,18 @@ func (a *assembly) prepareKnowledge() {
 			cands = append(cands, cand{k, id, i, content})
 		}
 	}
-	slices.SortStableFunc(cands, func(x, y cand) int { return cmp.Compare(y.k.Score, x.k.Score) })
+	order := make([]int32, len(cands)) // sorting indexes is cheaper than sorting candidates
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(x, y int32) int { return cmp.Compare(cands[y].k.Score, cands[x].k.Score) })
 
 	items := make([]ctxItem, len(cands))
 	refs := make([]Reference, len(cands))
 	parts := make([]part, 4*len(cands))
 	tags := map[[3]string]string{}
-	for n, c := range cands {
+	for n, ci := range order {
+		c := &cands[ci]
 		typ := c.k.Type
 		if typ == "" {
 			typ = "rag"
@@ -270,10 +277,50 @@ func RenderedKnowledge(content string) string { return escapeText(strings.TrimSp
 
 // markerCost is the count of "[n]".
 func (a *assembly) markerCost(n int) int {
-	return a.m.countShort(marker(n))
+	return markerTokens(a.model.Encoding, n, a.m)
 }
 
-func marker(n int) string { return "[" + strconv.Itoa(n) + "]" }
+// markers are the strings "[n]", made once.
+var markers = func() []string {
+	m := make([]string, 1024)
+	for i := range m {
+		m[i] = "[" + strconv.Itoa(i) + "]"
+	}
+	return m
+}()
+
+func marker(n int) string {
+	if n < len(markers) {
+		return markers[n]
+	}
+	return "[" + strconv.Itoa(n) + "]"
+}
+
+// markerCounts caches the counts of markers per exact encoding, for every assembly.
+var markerCounts = struct {
+	sync.Mutex
+	byEncoding map[string][]int32
+}{byEncoding: map[string][]int32{}}
+
+func markerTokens(encoding string, n int, m *meter) int {
+	if encoding == "" || n >= len(markers) {
+		return m.countShort(marker(n))
+	}
+	markerCounts.Lock()
+	defer markerCounts.Unlock()
+	counts := markerCounts.byEncoding[encoding]
+	if counts == nil {
+		counts = make([]int32, len(markers))
+		for i := range counts {
+			counts[i] = -1
+		}
+		markerCounts.byEncoding[encoding] = counts
+	}
+	if counts[n] < 0 {
+		counts[n] = int32(m.count(markers[n]))
+	}
+	return int(counts[n])
+}
 
 // asciiWord maps an ASCII letter or digit to its lower case, anything else to 0.
 var asciiWord = func() (t [128]byte) {
@@ -286,24 +333,11 @@ var asciiWord = func() (t [128]byte) {
 	return t
 }()
 
-// textHash hashes text with its whitespace runs collapsed and trimmed, for finding exact duplicates.
-func textHash(text string) uint64 {
-	h := uint64(14695981039346656037)
-	space := false
-	for i := 0; i < len(text); i++ {
-		c := text[i]
-		if c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f' {
-			space = true
-			continue
-		}
-		if space {
-			h = (h ^ ' ') * 1099511628211
-			space = false
-		}
-		h = (h ^ uint64(c)) * 1099511628211
-	}
-	return h
-}
+// textHash hashes a (trimmed) text, for finding exact duplicates; texts that differ only in spacing or
+// punctuation are near-duplicates (see nearIndex).
+func textHash(text string) uint64 { return maphash.String(hashSeed, text) }
+
+var hashSeed = maphash.MakeSeed()
 
 // nearIndex finds near-duplicate texts: their word 3-shingles, hashed, overlap by a Jaccard similarity
 // of at least a threshold. Each text is indexed by its few smallest shingle hashes (a bottom-k sketch);
@@ -323,12 +357,14 @@ func newNearIndex() *nearIndex {
 // addUnlessNear reports whether text is a near-duplicate of a text added before; if not, it adds it.
 func (x *nearIndex) addUnlessNear(text string, threshold float64) bool {
 	set := shingles(text)
-	sketch := set[:min(sketchSize, len(set))]
+	sketch := bottomK(set, sketchSize)
 	clear(x.cands)
 	for _, h := range sketch {
 		for _, other := range x.index[h] {
 			if !x.cands[other] {
 				x.cands[other] = true
+				sortSet(&set)
+				sortSet(&x.sets[other])
 				if jaccardSorted(set, x.sets[other]) >= threshold {
 					return true
 				}
@@ -343,7 +379,33 @@ func (x *nearIndex) addUnlessNear(text string, threshold float64) bool {
 	return false
 }
 
-// shingles returns the sorted, unique hashes of the word 3-shingles of text (of the whole text when it has
+// bottomK returns the k smallest distinct values of set (in no order), without sorting it.
+func bottomK(set []uint64, k int) []uint64 {
+	var out []uint64
+	for _, h := range set {
+		if slices.Contains(out, h) {
+			continue
+		}
+		if len(out) < k {
+			out = append(out, h)
+			continue
+		}
+		if i := slices.Index(out, slices.Max(out)); h < out[i] {
+			out[i] = h
+		}
+	}
+	return out
+}
+
+// sortSet sorts a shingle set and drops repeats, once (a sorted set is marked by a sorted length).
+func sortSet(set *[]uint64) {
+	if !slices.IsSorted(*set) {
+		slices.Sort(*set)
+		*set = slices.Compact(*set)
+	}
+}
+
+// shingles returns the hashes of the word 3-shingles of text (of the whole text when it has
 // fewer than three words), words being lowercased runs of letters and digits.
 func shingles(text string) []uint64 {
 	var words [3]uint64
@@ -387,8 +449,7 @@ func shingles(text string) []uint64 {
 	if n < 3 {
 		out = append(out, mix3(words))
 	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	return out
 }
 
 func mix3(w [3]uint64) uint64 {

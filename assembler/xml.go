@@ -3,6 +3,7 @@ package assembler
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // XMLTag wraps text in a context tag as seed 001 does, escaped so that neither the text nor the type can
@@ -25,10 +26,19 @@ var (
 // escapeText escapes text for an XML element: untrusted text cannot open or close a tag. Invalid UTF-8
 // becomes U+FFFD.
 func escapeText(s string) string {
-	return textEscaper.Replace(strings.ToValidUTF8(s, "\uFFFD"))
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if strings.IndexByte(s, '<') < 0 && strings.IndexByte(s, '>') < 0 && strings.IndexByte(s, '&') < 0 {
+		return s
+	}
+	return textEscaper.Replace(s)
 }
 
 // escapeAttr escapes text for a double-quoted XML attribute.
 func escapeAttr(s string) string {
-	return attrEscaper.Replace(strings.ToValidUTF8(s, "\uFFFD"))
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return attrEscaper.Replace(s)
 }
