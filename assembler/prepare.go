@@ -92,21 +92,35 @@ func callsInclude(calls []ToolCall, id string) bool {
 	return false
 }
 
-// historyIDs are the ids "history[i]", made once.
-var historyIDs = func() []string {
-	ids := make([]string, 1024)
-	for i := range ids {
-		ids[i] = "history[" + strconv.Itoa(i) + "]"
-	}
-	return ids
-}()
-
-func historyID(i int) string {
-	if i < len(historyIDs) {
-		return historyIDs[i]
-	}
-	return "history[" + strconv.Itoa(i) + "]"
+// indexed makes the strings prefix+"["+i+"]" once, for the first 1024 i, so assemblies do not.
+type indexed struct {
+	prefix string
+	made   []string
 }
+
+func newIndexed(prefix string) *indexed {
+	x := &indexed{prefix: prefix, made: make([]string, 1024)}
+	for i := range x.made {
+		x.made[i] = x.make(i)
+	}
+	return x
+}
+
+func (x *indexed) make(i int) string { return x.prefix + "[" + strconv.Itoa(i) + "]" }
+
+func (x *indexed) get(i int) string {
+	if i < len(x.made) {
+		return x.made[i]
+	}
+	return x.make(i)
+}
+
+var (
+	historyIDs = newIndexed("history") // report ids of history messages
+	markers    = newIndexed("")        // knowledge markers "[n]"
+)
+
+func historyID(i int) string { return historyIDs.get(i) }
 
 // groupCost is what a group's messages cost in the format.
 func (a *assembly) groupCost(g *group) int {
@@ -280,21 +294,7 @@ func (a *assembly) markerCost(n int) int {
 	return markerTokens(a.model.Encoding, n, a.m)
 }
 
-// markers are the strings "[n]", made once.
-var markers = func() []string {
-	m := make([]string, 1024)
-	for i := range m {
-		m[i] = "[" + strconv.Itoa(i) + "]"
-	}
-	return m
-}()
-
-func marker(n int) string {
-	if n < len(markers) {
-		return markers[n]
-	}
-	return "[" + strconv.Itoa(n) + "]"
-}
+func marker(n int) string { return markers.get(n) }
 
 // markerCounts caches the counts of markers per exact encoding, for every assembly.
 var markerCounts = struct {
@@ -303,21 +303,21 @@ var markerCounts = struct {
 }{byEncoding: map[string][]int32{}}
 
 func markerTokens(encoding string, n int, m *meter) int {
-	if encoding == "" || n >= len(markers) {
+	if encoding == "" || n >= len(markers.made) {
 		return m.countShort(marker(n))
 	}
 	markerCounts.Lock()
 	defer markerCounts.Unlock()
 	counts := markerCounts.byEncoding[encoding]
 	if counts == nil {
-		counts = make([]int32, len(markers))
+		counts = make([]int32, len(markers.made))
 		for i := range counts {
 			counts[i] = -1
 		}
 		markerCounts.byEncoding[encoding] = counts
 	}
 	if counts[n] < 0 {
-		counts[n] = int32(m.count(markers[n]))
+		counts[n] = int32(m.count(marker(n)))
 	}
 	return int(counts[n])
 }
