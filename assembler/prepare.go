@@ -381,17 +381,23 @@ func (x *nearIndex) addUnlessNear(text string, threshold float64) bool {
 
 // bottomK returns the k smallest distinct values of set (in no order), without sorting it.
 func bottomK(set []uint64, k int) []uint64 {
-	var out []uint64
+	out := make([]uint64, 0, k)
+	maxAt := 0 // index of the largest value in out, once it is full
 	for _, h := range set {
-		if slices.Contains(out, h) {
+		if len(out) == k && h >= out[maxAt] || slices.Contains(out, h) {
 			continue
 		}
 		if len(out) < k {
 			out = append(out, h)
-			continue
+		} else {
+			out[maxAt] = h
 		}
-		if i := slices.Index(out, slices.Max(out)); h < out[i] {
-			out[i] = h
+		if len(out) == k {
+			for i, v := range out {
+				if v > out[maxAt] {
+					maxAt = i
+				}
+			}
 		}
 	}
 	return out
@@ -408,46 +414,44 @@ func sortSet(set *[]uint64) {
 // shingles returns the hashes of the word 3-shingles of text (of the whole text when it has
 // fewer than three words), words being lowercased runs of letters and digits.
 func shingles(text string) []uint64 {
-	var words [3]uint64
+	const basis, prime = 14695981039346656037, 1099511628211
+	var w0, w1 uint64 // the two words before the current one
 	n := 0
 	out := make([]uint64, 0, len(text)/6+1)
-	var w uint64 = 14695981039346656037
+	w := uint64(basis)
 	inWord := false
-	flush := func() {
-		if !inWord {
-			return
-		}
-		words[0], words[1], words[2] = words[1], words[2], w
-		n++
-		if n >= 3 {
-			out = append(out, mix3(words))
-		}
-		w, inWord = 14695981039346656037, false
-	}
-	for i := 0; i < len(text); {
-		c := text[i]
-		if c < utf8.RuneSelf {
+	for i := 0; i <= len(text); {
+		var c rune
+		word := false
+		switch {
+		case i == len(text):
 			i++
-			if asciiWord[c] != 0 {
-				w = (w ^ uint64(asciiWord[c])) * 1099511628211
-				inWord = true
-			} else {
-				flush()
+		case text[i] < utf8.RuneSelf:
+			if lc := asciiWord[text[i]]; lc != 0 {
+				c, word = rune(lc), true
 			}
+			i++
+		default:
+			r, size := utf8.DecodeRuneInString(text[i:])
+			i += size
+			if unicode.IsLetter(r) || unicode.IsNumber(r) {
+				c, word = unicode.ToLower(r), true
+			}
+		}
+		if word {
+			w = (w ^ uint64(c)) * prime
+			inWord = true
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(text[i:])
-		i += size
-		if unicode.IsLetter(r) || unicode.IsNumber(r) {
-			w = (w ^ uint64(unicode.ToLower(r))) * 1099511628211
-			inWord = true
-		} else {
-			flush()
+		if inWord { // a word ends: shift it in
+			if n++; n >= 3 {
+				out = append(out, mix3([3]uint64{w0, w1, w}))
+			}
+			w0, w1, w, inWord = w1, w, basis, false
 		}
 	}
-	flush()
 	if n < 3 {
-		out = append(out, mix3(words))
+		out = append(out, mix3([3]uint64{w0, w1, w}))
 	}
 	return out
 }
