@@ -61,6 +61,7 @@ type ctxItem struct {
 	id      string
 	content string // knowledge: the text, for finding duplicates
 	dup     string // knowledge: why it duplicates a kept item
+	raw     bool   // knowledge: parts[2] holds the unescaped text (its count is cached)
 	parts   []part // rendered, with its trailing separator
 	cost    int
 	kept    bool

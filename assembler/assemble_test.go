@@ -530,3 +530,21 @@ func TestAllocate_SharesAndLeftovers(t *testing.T) {
 		t.Errorf("allocated %d of 1000", total)
 	}
 }
+
+func TestAssemble_CachedCountsStillEscapeAndCountExactly(t *testing.T) {
+	t.Parallel()
+	content := "  if a < b && c > d { return }  "
+	enc := tokenizer.O200K()
+	req := &Request{Model: "gpt-4o", Message: "q", Knowledge: []Knowledge{{ID: "k", Content: content,
+		TokenCounts: map[string]int{tokenizer.O200KBase: enc.Count(RenderedKnowledge(content))}}}}
+	res, err := AssembleRequest(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Context, "a &lt; b &amp;&amp; c &gt; d") || strings.Contains(res.Context, "a < b") {
+		t.Errorf("cached knowledge rendered unescaped:\n%s", res.Context)
+	}
+	if got := openAICount(t, res); got != res.TotalTokens {
+		t.Errorf("TotalTokens %d, recount %d", res.TotalTokens, got)
+	}
+}

@@ -270,13 +270,18 @@ func (a *assembly) prepareKnowledge() {
 			open += " trusted=\"" + key[2] + "\">\n"
 			tags[key] = open
 		}
-		body := a.cachedPart(escapeText(c.content), c.k.TokenCounts)
+		// With a cached count the text is escaped only if the item is rendered (see render); the count is of
+		// the escaped text, and escaping changes no character at the edges from space to not.
+		body := a.cachedPart(c.content, c.k.TokenCounts)
+		if body.tokens < 0 {
+			body.text = escapeText(c.content)
+		}
 		refs[n] = Reference{
 			ID: c.k.ID, DocumentID: c.k.DocumentID, Source: c.k.Source, Score: c.k.Score,
 			StartOffset: c.k.StartOffset, EndOffset: c.k.EndOffset, Metadata: c.k.Metadata,
 		}
 		it := &items[n]
-		*it = ctxItem{id: c.id, order: c.index, content: c.content, ref: &refs[n]}
+		*it = ctxItem{id: c.id, order: c.index, content: c.content, ref: &refs[n], raw: body.tokens >= 0}
 		// The marker "[n]" is a part of its own: it changes with the order, the rest does not.
 		it.parts = parts[4*n : 4*n+4 : 4*n+4]
 		it.parts[0], it.parts[1], it.parts[2], it.parts[3] = newPart(""), newPart(open), body, newPart(" \n</context>\n\n")

@@ -74,7 +74,10 @@ func (a *assembly) render(requiredOnly bool) rendering {
 			}
 		}
 		for _, it := range a.keptKnowledge() {
-			it.parts[0] = part{text: marker(it.ref.Marker), tokens: a.m.countShort(marker(it.ref.Marker))}
+			if it.raw {
+				it.parts[2].text, it.raw = escapeText(it.parts[2].text), false
+			}
+			it.parts[0] = part{text: marker(it.ref.Marker), tokens: a.markerCost(it.ref.Marker)}
 			knowledgeParts = append(knowledgeParts, it.parts...)
 		}
 	}
