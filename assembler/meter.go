@@ -35,7 +35,8 @@ func (m *meter) count(s string) int {
 // shortText is the length up to which a text is remembered by its content: wrappers, roles, markers.
 const shortText = 128
 
-// countShort counts a short text that recurs, once per assembly.
+// countShort counts a text that recurs, once per assembly (wrappers, roles, markers, and joins whose counts
+// do not add up, which every rendering of a plan meets again).
 func (m *meter) countShort(s string) int {
 	if n, ok := m.short[s]; ok {
 		return n
@@ -74,7 +75,7 @@ func (m *meter) join(parts []part) int {
 			}
 			total += parts[run].tokens
 		} else {
-			total += m.count(merged.String())
+			total += m.countShort(merged.String()) // remembered: a plan is rendered more than once
 			merged.Reset()
 		}
 		run = -1
