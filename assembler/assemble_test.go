@@ -548,3 +548,39 @@ func TestAssemble_CachedCountsStillEscapeAndCountExactly(t *testing.T) {
 		t.Errorf("TotalTokens %d, recount %d", res.TotalTokens, got)
 	}
 }
+
+// FuzzAssembleRequest feeds arbitrary requests (as JSON): an assembly either fails with an error or returns
+// a result within its budget whose count is exact, and never panics.
+func FuzzAssembleRequest(f *testing.F) {
+	r := rand.New(rand.NewPCG(9, 9))
+	for range 20 {
+		req := randomRequest(r)
+		req.MaxTokens = 100 + r.IntN(2000)
+		b, _ := json.Marshal(req)
+		f.Add(b)
+	}
+	seed, _ := json.Marshal(seed003())
+	f.Add(seed)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var req Request
+		if json.Unmarshal(data, &req) != nil {
+			return
+		}
+		if req.MaxTokens == 0 || req.MaxTokens > 100000 {
+			req.MaxTokens = 4000 // keep the model's whole window out of a fuzzer's reach
+		}
+		res, err := AssembleRequest(context.Background(), &req)
+		if err != nil {
+			return
+		}
+		if res.TotalTokens > res.Budget {
+			t.Fatalf("total %d over budget %d", res.TotalTokens, res.Budget)
+		}
+		if res.Format == FormatOpenAI && res.Exact {
+			if got := openAICount(t, res); got != res.TotalTokens {
+				t.Fatalf("TotalTokens %d, recount %d", res.TotalTokens, got)
+			}
+		}
+		checkHistoryShape(t, res)
+	})
+}
