@@ -28,10 +28,10 @@ func checkInvariants(t testing.TB, strategy, text string, opts Options, chunks [
 		t.Fatalf("%s: no chunks for %q", strategy, clip(text))
 	}
 	bounds := map[int]bool{}
-	for _, b := range graphemeBounds(text) {
+	for _, b := range graphemeCuts(text, 0, len(text)) {
 		bounds[b] = true
 	}
-	bounds[len(text)] = true
+	bounds[0], bounds[len(text)] = true, true
 	covered := make([]bool, len(text))
 	for i, ch := range chunks {
 		// 1. Offsets into the original text.

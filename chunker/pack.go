@@ -90,6 +90,24 @@ func clusterStarts(text string) []uint64 {
 	return bits
 }
 
+// clusterStart returns the start of the grapheme cluster that byte off is in (off itself at a boundary or
+// at the end of the text).
+func (b *builder) clusterStart(off int) int {
+	for !b.isBoundary(off) {
+		off--
+	}
+	return off
+}
+
+// nextCluster returns the first cluster start after off, or the end of the text.
+func (b *builder) nextCluster(off int) int {
+	off++
+	for !b.isBoundary(off) {
+		off++
+	}
+	return min(off, len(b.text))
+}
+
 // keepBoundaries drops the cuts that are not between grapheme clusters.
 func (b *builder) keepBoundaries(cuts []int) []int {
 	kept := cuts[:0]

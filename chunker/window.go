@@ -49,7 +49,6 @@ func (w *WindowChunker) Chunk(ctx context.Context, text string, opts *Options) (
 		return nil, nil
 	}
 	ends := te.TokenEnds(text)
-	bounds := graphemeBounds(text)
 	b := newBuilder(ctx, text, c)
 	for start := 0; start < len(text); {
 		if err := ctx.Err(); err != nil {
@@ -58,14 +57,14 @@ func (w *WindowChunker) Chunk(ctx context.Context, text string, opts *Options) (
 		// Tokens [first, last): from the first that ends after start.
 		first, _ := slices.BinarySearch(ends, start+1)
 		last := min(first+c.size, len(ends))
-		end, n, err := w.fit(b, bounds, start, ends, first, last)
+		end, n, err := w.fit(b, start, ends, first, last)
 		if err != nil {
 			return nil, err
 		}
 		if prevEnd := b.lastEnd(); end <= prevEnd && start < prevEnd {
 			// The overlap leaves no room to reach past the last window (a large cluster follows): drop it.
 			start = prevEnd
-			if end, n, err = w.fit(b, bounds, start, ends, first, last); err != nil {
+			if end, n, err = w.fit(b, start, ends, first, last); err != nil {
 				return nil, err
 			}
 		}
@@ -82,9 +81,9 @@ func (w *WindowChunker) Chunk(ctx context.Context, text string, opts *Options) (
 		taken, _ := slices.BinarySearch(ends, end+1)
 		next := max(taken-c.overlap, first+1)
 		// Its start moves back to a cluster boundary; forward (less overlap) if that is not after this start.
-		nextStart := bounds.snap(text, ends[next-1])
+		nextStart := b.clusterStart(ends[next-1])
 		if nextStart <= start {
-			nextStart = bounds.after(text, ends[next-1])
+			nextStart = b.nextCluster(ends[next-1])
 		}
 		if nextStart <= start {
 			nextStart = end
@@ -98,9 +97,9 @@ func (w *WindowChunker) Chunk(ctx context.Context, text string, opts *Options) (
 // The end moves back to a grapheme cluster boundary, or to a character boundary where no cluster boundary
 // gives a window; and tokens come off the end while the window's own encoding has more than the size
 // (re-encoding a window can merge differently at its edges).
-func (w *WindowChunker) fit(b *builder, bounds graphemeSet, start int, ends []int, first, last int) (int, int, error) {
+func (w *WindowChunker) fit(b *builder, start int, ends []int, first, last int) (int, int, error) {
 	for _, snap := range []func(int) int{
-		func(off int) int { return bounds.snap(b.text, off) },
+		b.clusterStart,
 		func(off int) int { return charStart(b.text, off) },
 	} {
 		for k := last; k > first; k-- {
@@ -117,7 +116,7 @@ func (w *WindowChunker) fit(b *builder, bounds graphemeSet, start int, ends []in
 		}
 		// The window's tokens end inside the cluster at start, which may still fit whole (its own encoding can
 		// have fewer tokens than it has in the text).
-		if end := bounds.after(b.text, start); last < len(ends) && end <= len(b.text) {
+		if end := b.nextCluster(start); last < len(ends) {
 			if n, ok := b.fits(b.text[start:end], b.size); ok {
 				return end, n, nil
 			}
@@ -126,37 +125,6 @@ func (w *WindowChunker) fit(b *builder, bounds graphemeSet, start int, ends []in
 	// One character is more tokens than the size.
 	_, width := utf8.DecodeRuneInString(b.text[start:])
 	return 0, 0, fmt.Errorf("%w: %q at byte %d, size %d", ErrSizeTooSmall, b.text[start:start+width], start, b.size)
-}
-
-// graphemeSet holds the starts of the text's grapheme clusters, ascending.
-type graphemeSet []int
-
-func graphemeBounds(text string) graphemeSet {
-	return append(graphemeSet{0}, graphemeCuts(text, 0, len(text))...)
-}
-
-// after returns the first cluster start after off (the end of the text if none).
-func (g graphemeSet) after(text string, off int) int {
-	i, found := slices.BinarySearch(g, off)
-	if found {
-		i++
-	}
-	if i < len(g) {
-		return g[i]
-	}
-	return len(text)
-}
-
-// snap returns the last cluster start at or before off (off itself at the end of the text).
-func (g graphemeSet) snap(text string, off int) int {
-	if off >= len(text) {
-		return len(text)
-	}
-	i, found := slices.BinarySearch(g, off)
-	if found {
-		return off
-	}
-	return g[i-1]
 }
 
 // charStart moves off back to the start of the character it is inside of (a no-op at a boundary). Bytes of
