@@ -307,23 +307,19 @@ func (e *Encoding) Truncate(text string, maxTokens int) string {
 		return text
 	}
 	clean := sanitize(text)
-	v := e.vocab
-	s := v.getScratch(len(clean))
-	defer v.putScratch(s)
 
 	// The token boundaries of the text, a few past the budget, with the piece each one ends in.
 	type cut struct{ off, piece int }
 	var cuts []cut
 	var pieceStart, tokensBefore []int // per piece: its start, and the tokens before it
-	for i := 0; i < len(clean) && len(cuts) < maxTokens+truncateSlack; {
-		j := e.split(v.classes, clean, i)
-		pieceStart = append(pieceStart, i)
-		tokensBefore = append(tokensBefore, len(cuts))
-		for _, b := range v.merge(clean[i:j], s)[1:] {
-			cuts = append(cuts, cut{i + int(b), len(pieceStart) - 1})
+	e.walkTokens(clean, func(start, end int) bool {
+		if len(pieceStart) == 0 || pieceStart[len(pieceStart)-1] != start {
+			pieceStart = append(pieceStart, start)
+			tokensBefore = append(tokensBefore, len(cuts))
 		}
-		i = j
-	}
+		cuts = append(cuts, cut{end, len(pieceStart) - 1})
+		return len(cuts) < maxTokens+truncateSlack
+	})
 	// The longest that fits. Only the last pieces of a prefix can split differently (the pre-tokenizer looks
 	// one character ahead, and a cut piece merges anew), so a prefix is counted from two pieces before the
 	// one the cut is in.
@@ -350,17 +346,11 @@ func (e *Encoding) Truncate(text string, maxTokens int) string {
 // subsequence counting as the U+FFFD it is encoded as.
 func (e *Encoding) TokenEnds(text string) []int {
 	clean := sanitize(text)
-	v := e.vocab
-	s := v.getScratch(len(clean))
-	defer v.putScratch(s)
 	ends := make([]int, 0, len(clean)/4+1)
-	for i := 0; i < len(clean); {
-		j := e.split(v.classes, clean, i)
-		for _, b := range v.merge(clean[i:j], s)[1:] {
-			ends = append(ends, i+int(b))
-		}
-		i = j
-	}
+	e.walkTokens(clean, func(_, end int) bool {
+		ends = append(ends, end)
+		return true
+	})
 	if len(clean) != len(text) {
 		mapOffsets(text, ends)
 	}
@@ -434,6 +424,23 @@ func mapOffsets(s string, offs []int) {
 	}
 }
 
+// walkTokens calls f with the start of the piece and the end of each token of clean (valid UTF-8), in
+// order, until f returns false.
+func (e *Encoding) walkTokens(clean string, f func(pieceStart, end int) bool) {
+	v := e.vocab
+	s := v.getScratch(len(clean))
+	defer v.putScratch(s)
+	for i := 0; i < len(clean); {
+		j := e.split(v.classes, clean, i)
+		for _, b := range v.merge(clean[i:j], s)[1:] {
+			if !f(i, i+int(b)) {
+				return
+			}
+		}
+		i = j
+	}
+}
+
 // truncateSlack is how many token boundaries past the budget Truncate considers: a prefix can encode to
 // fewer tokens than the text had up to that point.
 const truncateSlack = 16
@@ -459,23 +466,9 @@ func sanitize(s string) string {
 
 // originalOffset maps a byte offset in sanitize(s) back to an offset in s.
 func originalOffset(s string, cleanOff int) int {
-	if utf8.ValidString(s) {
-		return cleanOff
-	}
-	i, c := 0, 0
-	for i < len(s) && c < cleanOff {
-		if n := validPrefix(s[i:]); n > 0 {
-			if c+n >= cleanOff {
-				return i + (cleanOff - c)
-			}
-			i += n
-			c += n
-			continue
-		}
-		i += maximalSubpart(s[i:])
-		c += utf8.RuneLen(utf8.RuneError)
-	}
-	return i
+	offs := []int{cleanOff}
+	mapOffsets(s, offs)
+	return offs[0]
 }
 
 // validPrefix returns the length of the longest valid UTF-8 prefix of s.
