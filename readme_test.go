@@ -49,6 +49,26 @@ func fencedBlocks(readme string) [][2]string {
 	return blocks
 }
 
+// TestREADME_FragmentsAreRun checks that every Go block of the README that is not a whole program (those
+// run in TestREADME_LibraryExample) stands verbatim in an Example that `go test` runs.
+func TestREADME_FragmentsAreRun(t *testing.T) {
+	t.Parallel()
+	examples, err := os.ReadFile(filepath.Join("chunker", "example_test.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range fencedBlocks(readREADME(t)) {
+		if b[0] != "go" || strings.HasPrefix(b[1], "package ") {
+			continue
+		}
+		for _, line := range strings.Split(strings.TrimSpace(b[1]), "\n") {
+			if !strings.Contains(string(examples), "\t"+line+"\n") {
+				t.Errorf("README line %q is in no example that runs", line)
+			}
+		}
+	}
+}
+
 func TestREADME_SetUpCommands(t *testing.T) {
 	t.Parallel()
 	readme := readREADME(t)

@@ -28,6 +28,20 @@ func ExampleNew() {
 	// 2 [80:90] 2 tokens " exactly.\n"
 }
 
+// Example_readme runs the README's chunking lines, which readme_test.go finds here verbatim.
+func Example_readme() {
+	ctx := context.Background()
+	text := strings.Repeat("Every byte of a document is in some chunk. ", 200)
+	c, err := chunker.New("recursive") // or fixed, sliding, semantic, code, markdown
+	chunks, err := c.Chunk(ctx, text, &chunker.Options{ChunkSize: 512, ChunkOverlap: 50})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(len(chunks), chunks[0].TokenCount <= 512, chunks[len(chunks)-1].EndOffset == len(text))
+	// Output:
+	// 5 true true
+}
+
 func ExampleDefault() {
 	text := strings.Repeat("one two three four five six seven eight nine ten ", 3)
 	chunks, err := chunker.Default().Chunk(context.Background(), text, &chunker.Options{
