@@ -315,7 +315,7 @@ func (a *assembly) dropOne() bool {
 // contextOverhead is what the message that carries memory, tool outputs and knowledge costs besides them.
 func (a *assembly) contextOverhead() int {
 	if a.format == FormatOpenAI {
-		return a.model.TokensPerMessage + a.m.count("system")
+		return a.model.TokensPerMessage + a.m.countShort("system")
 	}
 	return 0
 }

@@ -74,15 +74,27 @@ func BenchmarkAssembleRequest(b *testing.B) {
 func TestAssemble_CountsEachTextOnce(t *testing.T) {
 	t.Parallel()
 	req := benchRequest(&testing.B{}, false)
+	req.ToolOutputs = []ToolOutput{{Tool: "search", Result: strings.Repeat("a long search result ", 30)}}
+	req.Memory = []MemoryFact{{Key: "name", Value: "Bob", Pinned: true}, {Key: "tier", Value: "free"}}
 	a, err := newAssembly(req)
 	if err != nil {
 		t.Fatal(err)
 	}
+	seen := map[string]int{}
+	inner := a.m.counter
+	a.m.counter = tokenizer.CounterFunc(func(s string) int {
+		seen[s]++
+		return inner.Count(s)
+	})
 	if _, err := a.run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	texts := len(req.Knowledge) + len(req.History) + 1 /* message */ + 1 /* instructions */
-	if a.m.counted > texts+len(req.Knowledge)*2+50 {
-		t.Errorf("counted %d texts for %d items", a.m.counted, texts)
+	for text, n := range seen {
+		if n > 1 {
+			t.Errorf("counted %d times: %.60q", n, text)
+		}
+	}
+	if texts := len(req.Knowledge) + len(req.History); a.m.counted < texts {
+		t.Errorf("counted %d texts for %d items: the test does not see the counting", a.m.counted, texts)
 	}
 }

@@ -177,9 +177,9 @@ func (a *assembly) prepareToolOutputs() {
 		if result == "" {
 			result = "(no output)"
 		}
-		body := escapeText(result)
-		if n := a.m.count(body); n > a.policy.MaxToolOutputTokens {
-			body = a.cutMiddle(body, n, a.policy.MaxToolOutputTokens)
+		body := part{text: escapeText(result)}
+		if body.tokens = a.m.count(body.text); body.tokens > a.policy.MaxToolOutputTokens {
+			body = newPart(a.cutMiddle(body.text, body.tokens, a.policy.MaxToolOutputTokens))
 			a.dropped[RegionToolOutputs] = append(a.dropped[RegionToolOutputs], Dropped{ID: id, Reason: ReasonTruncated})
 		}
 		open := "<tool_output tool=\"" + escapeAttr(o.Tool) + "\""
@@ -188,7 +188,7 @@ func (a *assembly) prepareToolOutputs() {
 		}
 		open += " trusted=\"false\">\n"
 		it := &ctxItem{id: id, order: i}
-		it.parts = []part{newPart(open), newPart(body), newPart(" \n</tool_output>\n\n")}
+		it.parts = []part{newPart(open), body, newPart(" \n</tool_output>\n\n")}
 		it.cost = a.m.join(it.parts)
 		a.toolOuts = append(a.toolOuts, it)
 	}
