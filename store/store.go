@@ -1,0 +1,251 @@
+// Package store holds the state an assembly reads: agent configurations, user memory, and per session the
+// conversation, the tool outputs and pre-retrieved knowledge. Everything is scoped by tenant: a tenant can
+// name any id and never reach another tenant's data.
+//
+// The interfaces are here; the backends are subpackages: [github.com/context-loom/loom/store/memory] (in
+// process), [github.com/context-loom/loom/store/sqlite] (the embedded default: one file) and
+// [github.com/context-loom/loom/store/valkey] (a Valkey or Redis server, standalone, sentinel or cluster).
+// Every backend passes the same conformance suite, [github.com/context-loom/loom/store/storetest].
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/context-loom/loom/assembler"
+)
+
+// Errors every backend returns (wrapped, so match them with errors.Is).
+var (
+	ErrNotFound    = errors.New("store: not found")
+	ErrInvalid     = errors.New("store: invalid input")
+	ErrTooLarge    = errors.New("store: value too large")
+	ErrClosed      = errors.New("store: closed")
+	ErrUnavailable = errors.New("store: unavailable")
+	// ErrUnsupported is returned by a backend layout that cannot do what is asked (the read-mostly cookbook
+	// layout of the Valkey store cannot hold more than one tenant, for one).
+	ErrUnsupported = errors.New("store: not supported by this backend")
+)
+
+// Agent is an agent's configuration: what its instructions say, the tools it may call, the model it talks to
+// and how its budget is shared.
+type Agent struct {
+	ID string `json:"id"`
+	// Instructions is the agent's role (seed 003's "role").
+	Instructions string           `json:"instructions,omitempty"`
+	Constraints  string           `json:"constraints,omitempty"`
+	OutputFormat string           `json:"output_format,omitempty"`
+	Tools        []assembler.Tool `json:"tools,omitempty"`
+	Model        string           `json:"model,omitempty"`
+	// MaxTokens is the agent's prompt budget; 0 leaves it to the request or the model's window.
+	MaxTokens int               `json:"max_tokens,omitempty"`
+	Policy    *assembler.Policy `json:"policy,omitempty"`
+	UpdatedAt time.Time         `json:"updated_at,omitzero"`
+}
+
+// SystemPrompt is the agent's instructions as a model reads them: the role, then "Constraints: ..." and
+// "Format: ..." lines when set. With all three set it is exactly seed 003's system prompt.
+func (a Agent) SystemPrompt() string {
+	s := a.Instructions
+	if a.Constraints == "" && a.OutputFormat == "" {
+		return s
+	}
+	s += "\n\n"
+	if a.Constraints != "" {
+		s += "Constraints: " + a.Constraints
+		if a.OutputFormat != "" {
+			s += "\n"
+		}
+	}
+	if a.OutputFormat != "" {
+		s += "Format: " + a.OutputFormat
+	}
+	return s
+}
+
+// Fact is one thing remembered about a user: key, value, pinned, updated_at, source.
+type Fact = assembler.MemoryFact
+
+// Knowledge is one pre-retrieved knowledge item of a session (seed 003's kb:results).
+type Knowledge = assembler.Knowledge
+
+// Message is one message of a session's conversation.
+type Message struct {
+	// Seq numbers a session's messages from 1 in the order they were appended. The store assigns it.
+	Seq        int64                `json:"seq,omitempty"`
+	Role       string               `json:"role"` // "user", "assistant", "tool" or "system"
+	Content    string               `json:"content"`
+	Name       string               `json:"name,omitempty"`
+	ToolCalls  []assembler.ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string               `json:"tool_call_id,omitempty"`
+	// Time is when the message was appended (the store sets it if zero).
+	Time time.Time `json:"ts,omitzero"`
+	// TokenCounts are the token counts of Content by encoding name, counted when the message was written
+	// (see [PrepareMessages]) so that no assembly counts it again.
+	TokenCounts map[string]int `json:"token_counts,omitempty"`
+}
+
+// AssemblerMessage is m as the assembler takes it.
+func (m Message) AssemblerMessage() assembler.Message {
+	return assembler.Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCalls: m.ToolCalls,
+		ToolCallID: m.ToolCallID, TokenCounts: m.TokenCounts}
+}
+
+// ToolOutput is one step of a session's tool use: the tool, the call, its arguments and result.
+type ToolOutput struct {
+	Seq    int64     `json:"seq,omitempty"` // numbers a session's steps from 1; the store assigns it
+	Tool   string    `json:"tool"`
+	CallID string    `json:"call_id,omitempty"`
+	Args   string    `json:"args,omitempty"`
+	Result string    `json:"result"`
+	Time   time.Time `json:"ts,omitzero"`
+}
+
+// MessageQuery selects the newest messages of a session. The zero value selects them all.
+type MessageQuery struct {
+	// Limit keeps at most the newest Limit messages; 0 means no limit.
+	Limit int
+	// MaxTokens keeps the newest messages whose cached counts in Encoding, plus MessageOverhead each, add up
+	// to at most MaxTokens; 0 means no limit.
+	MaxTokens int
+	// Encoding names the count MaxTokens uses; "" means o200k_base.
+	Encoding string
+}
+
+// MessageOverhead is what [MessageQuery.MaxTokens] adds per message for its role and framing (OpenAI's
+// chat format costs 3 tokens a message plus the role's 1).
+const MessageOverhead = 4
+
+// LoadQuery names the state one assembly needs. Empty ids are skipped.
+type LoadQuery struct {
+	Agent, User, Session string
+	// MaxMessages is how many of the newest messages to read; 0 means DefaultLoadMessages.
+	MaxMessages int
+}
+
+// DefaultLoadMessages is how many of a session's newest messages a Load reads unless told otherwise; far
+// more than a model's window holds.
+const DefaultLoadMessages = 1000
+
+// Source names one kind of state, for [Snapshot.Errors].
+type Source string
+
+// Sources of a Snapshot.
+const (
+	SourceAgent       Source = "agent"
+	SourceMemory      Source = "memory"
+	SourceHistory     Source = "history"
+	SourceToolOutputs Source = "tool_outputs"
+	SourceKnowledge   Source = "knowledge"
+)
+
+// Snapshot is everything a Load read. A source that could not be read is absent and has its error in
+// Errors; an agent that does not exist has ErrNotFound there.
+type Snapshot struct {
+	Agent       *Agent
+	Facts       []Fact
+	Messages    []Message // oldest first
+	ToolOutputs []ToolOutput
+	Knowledge   []Knowledge
+	Errors      map[Source]error
+}
+
+// AgentStore keeps agent configurations.
+type AgentStore interface {
+	// PutAgent creates or replaces the agent a.ID. It returns ErrInvalid for a bad id or tools.
+	PutAgent(ctx context.Context, tenant string, a Agent) error
+	// GetAgent returns ErrNotFound when there is no such agent.
+	GetAgent(ctx context.Context, tenant, id string) (Agent, error)
+	// DeleteAgent returns ErrNotFound when there is no such agent.
+	DeleteAgent(ctx context.Context, tenant, id string) error
+}
+
+// MemoryStore keeps facts about users.
+type MemoryStore interface {
+	// SetFact creates or replaces the fact f.Key of user; a zero UpdatedAt becomes now.
+	SetFact(ctx context.Context, tenant, user string, f Fact) error
+	// Facts returns the user's facts ordered by key; none (and no error) for an unknown user.
+	Facts(ctx context.Context, tenant, user string) ([]Fact, error)
+	// DeleteFact returns ErrNotFound when the user has no such fact.
+	DeleteFact(ctx context.Context, tenant, user, key string) error
+}
+
+// SessionStore keeps sessions: messages, tool outputs and pre-retrieved knowledge. A session expires the
+// store's SessionTTL after its last write (if the TTL is set); reading it is not writing it.
+type SessionStore interface {
+	// AppendMessages appends msgs to the session atomically, in order, after validating them and counting
+	// their tokens (see PrepareMessages); it returns them as stored, with Seq, Time and TokenCounts set.
+	// Concurrent appends to one session lose nothing and never interleave within one call.
+	AppendMessages(ctx context.Context, tenant, session string, msgs ...Message) ([]Message, error)
+	// Messages returns the session's newest messages that q selects, oldest first; none for an unknown
+	// session.
+	Messages(ctx context.Context, tenant, session string, q MessageQuery) ([]Message, error)
+	// AppendToolOutput appends one tool step and returns it with Seq and Time set.
+	AppendToolOutput(ctx context.Context, tenant, session string, o ToolOutput) (ToolOutput, error)
+	// ToolOutputs returns the session's tool steps in order.
+	ToolOutputs(ctx context.Context, tenant, session string) ([]ToolOutput, error)
+	// SetKnowledge replaces the session's pre-retrieved knowledge (nil clears it).
+	SetKnowledge(ctx context.Context, tenant, session string, items []Knowledge) error
+	// Knowledge returns the session's pre-retrieved knowledge in the order it was set.
+	Knowledge(ctx context.Context, tenant, session string) ([]Knowledge, error)
+	// DeleteSession deletes the session's messages, tool outputs and knowledge. It returns ErrNotFound when
+	// the session has none of them.
+	DeleteSession(ctx context.Context, tenant, session string) error
+}
+
+// Loader reads everything one assembly needs at once: one round trip per server for a network store, one
+// read transaction for SQLite.
+type Loader interface {
+	// Load reads the sources q names. Errors of single sources are in the Snapshot; the error it returns
+	// is for the whole read (the store is unreachable, ctx expired, a bad id).
+	Load(ctx context.Context, tenant string, q LoadQuery) (*Snapshot, error)
+}
+
+// Store is a complete backend.
+type Store interface {
+	AgentStore
+	MemoryStore
+	SessionStore
+	Loader
+	// Ping checks that the store is reachable; it returns an error wrapping ErrUnavailable if not.
+	Ping(ctx context.Context) error
+	// Close releases the store. Calls after Close return ErrClosed.
+	Close() error
+}
+
+// Options are the settings every backend shares. The zero value means the documented defaults.
+type Options struct {
+	// SessionTTL expires a session this long after its last write. 0 means never.
+	SessionTTL time.Duration
+	// Limits bound what one write may hold.
+	Limits Limits
+}
+
+// Limits bound the input a store accepts; zero fields mean the Default* values.
+type Limits struct {
+	MaxIDBytes    int // tenant, agent, user, session ids and fact keys; default DefaultMaxIDBytes
+	MaxValueBytes int // one message's content, one fact's value, one tool result, one knowledge item
+	MaxBatch      int // messages in one append, knowledge items in one set
+}
+
+// Default limits.
+const (
+	DefaultMaxIDBytes    = 256
+	DefaultMaxValueBytes = 4 << 20
+	DefaultMaxBatch      = 1000
+)
+
+// WithDefaults returns l with zero fields set to the defaults.
+func (l Limits) WithDefaults() Limits {
+	if l.MaxIDBytes <= 0 {
+		l.MaxIDBytes = DefaultMaxIDBytes
+	}
+	if l.MaxValueBytes <= 0 {
+		l.MaxValueBytes = DefaultMaxValueBytes
+	}
+	if l.MaxBatch <= 0 {
+		l.MaxBatch = DefaultMaxBatch
+	}
+	return l
+}

@@ -1,0 +1,613 @@
+// Package storetest is the conformance suite every store backend passes: `storetest.Run(t, newStore)`.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/context-loom/loom/assembler"
+	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/tokenizer"
+)
+
+// NewStore opens a fresh, empty store with opts for one test. The suite closes it (Close may be called
+// twice; the second call's error is ignored).
+type NewStore func(t *testing.T, opts store.Options) store.Store
+
+// Run runs the conformance suite against the backend newStore opens.
+func Run(t *testing.T, newStore NewStore) {
+	tests := []struct {
+		name string
+		run  func(t *testing.T, newStore NewStore)
+	}{
+		{"Agents", testAgents},
+		{"Facts", testFacts},
+		{"Messages", testMessages},
+		{"MessageQuery", testMessageQuery},
+		{"MessageValidation", testMessageValidation},
+		{"ToolOutputsAndKnowledge", testToolOutputsAndKnowledge},
+		{"DeleteSession", testDeleteSession},
+		{"ConcurrentAppends", testConcurrentAppends},
+		{"TenantIsolation", testTenantIsolation},
+		{"TTL", testTTL},
+		{"LargeValues", testLargeValues},
+		{"Unicode", testUnicode},
+		{"Load", testLoad},
+		{"BadIDs", testBadIDs},
+		{"ContextAndClose", testContextAndClose},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			defer func() {
+				if r := recover(); r != nil {
+					if e, ok := r.(mustError); ok {
+						t.Fatal(e.err)
+					}
+					panic(r)
+				}
+			}()
+			tc.run(t, newStore)
+		})
+	}
+}
+
+func open(t *testing.T, newStore NewStore, opts store.Options) store.Store {
+	t.Helper()
+	s := newStore(t, opts)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// must returns v, or stops the test (through the recover in Run) if err is not nil.
+func must[T any](v T, err error) T {
+	if err != nil {
+		_, file, line, _ := runtime.Caller(1)
+		panic(mustError{fmt.Errorf("%s:%d: %w", filepath.Base(file), line, err)})
+	}
+	return v
+}
+
+type mustError struct{ err error }
+
+func ok(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantErr(t *testing.T, err, target error, what string) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("%s: got error %v, want %v", what, err, target)
+	}
+}
+
+const tenant = "acme"
+
+func testAgents(t *testing.T, newStore NewStore) {
+	s := open(t, newStore, store.Options{})
+	ctx := t.Context()
+	_, err := s.GetAgent(ctx, tenant, "support")
+	wantErr(t, err, store.ErrNotFound, "GetAgent of a missing agent")
+	wantErr(t, s.DeleteAgent(ctx, tenant, "support"), store.ErrNotFound, "DeleteAgent of a missing agent")
+
+	strict := true
+	a := store.Agent{
+		ID: "support", Instructions: "You are a helpful AI assistant.", Constraints: "Be concise and accurate.",
+		OutputFormat: "Plain text.", Model: "gpt-4o", MaxTokens: 4000,
+		Tools: []assembler.Tool{{Type: "function", Function: assembler.ToolFunction{Name: "check_account",
+			Description: "Look up the account", Parameters: []byte(`{"type":"object","properties":{"user":{"type":"string"}}}`), Strict: &strict}}},
+		Policy: &assembler.Policy{KnowledgeOrder: assembler.OrderLostInTheMiddle, MinScore: 0.25},
+	}
+	ok(t, s.PutAgent(ctx, tenant, a))
+	got := must(s.GetAgent(ctx, tenant, "support"))
+	if got.UpdatedAt.IsZero() {
+		t.Error("UpdatedAt not set")
+	}
+	if got.Instructions != a.Instructions || got.Constraints != a.Constraints || got.OutputFormat != a.OutputFormat ||
+		got.Model != a.Model || got.MaxTokens != a.MaxTokens || len(got.Tools) != 1 ||
+		got.Tools[0].Function.Name != "check_account" || !jsonEqual(got.Tools[0].Function.Parameters, a.Tools[0].Function.Parameters) ||
+		got.Tools[0].Function.Strict == nil || !*got.Tools[0].Function.Strict ||
+		got.Policy == nil || got.Policy.KnowledgeOrder != assembler.OrderLostInTheMiddle || got.Policy.MinScore != 0.25 {
+		t.Fatalf("GetAgent = %+v, want %+v", got, a)
+	}
+	if want := "You are a helpful AI assistant.\n\nConstraints: Be concise and accurate.\nFormat: Plain text."; got.SystemPrompt() != want {
+		t.Errorf("SystemPrompt = %q, want %q", got.SystemPrompt(), want)
+	}
+
+	a.Instructions, a.Tools, a.Policy = "You are terse.", nil, nil
+	ok(t, s.PutAgent(ctx, tenant, a))
+	got = must(s.GetAgent(ctx, tenant, "support"))
+	if got.Instructions != "You are terse." || len(got.Tools) != 0 || got.Policy != nil {
+		t.Fatalf("after replacing, GetAgent = %+v", got)
+	}
+	wantErr(t, s.PutAgent(ctx, tenant, store.Agent{ID: "x", Tools: []assembler.Tool{{Function: assembler.ToolFunction{Name: "f", Parameters: []byte("{not json")}}}}), store.ErrInvalid, "a tool with bad JSON")
+	wantErr(t, s.PutAgent(ctx, tenant, store.Agent{}), store.ErrInvalid, "an agent without id")
+	ok(t, s.DeleteAgent(ctx, tenant, "support"))
+	_, err = s.GetAgent(ctx, tenant, "support")
+	wantErr(t, err, store.ErrNotFound, "GetAgent after DeleteAgent")
+}
+
+func jsonEqual(a, b []byte) bool {
+	return strings.Join(strings.Fields(string(a)), "") == strings.Join(strings.Fields(string(b)), "")
+}
+
+func testFacts(t *testing.T, newStore NewStore) {
+	s := open(t, newStore, store.Options{})
+	ctx := t.Context()
+	if f := must(s.Facts(ctx, tenant, "nobody")); len(f) != 0 {
+		t.Fatalf("Facts of an unknown user = %v", f)
+	}
+	when := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	ok(t, s.SetFact(ctx, tenant, "user_42", store.Fact{Key: "tier", Value: "free", Source: "billing", UpdatedAt: when}))
+	ok(t, s.SetFact(ctx, tenant, "user_42", store.Fact{Key: "name", Value: "Bob", Pinned: true}))
+	ok(t, s.SetFact(ctx, tenant, "user_42", store.Fact{Key: "preferred_language", Value: "English"}))
+	ok(t, s.SetFact(ctx, tenant, "user_42", store.Fact{Key: "tier", Value: "premium", Source: "billing", UpdatedAt: when.Add(time.Hour)}))
+	facts := must(s.Facts(ctx, tenant, "user_42"))
+	var keys []string
+	for _, f := range facts {
+		keys = append(keys, f.Key+"="+f.Value)
+		if f.UpdatedAt.IsZero() {
+			t.Errorf("fact %q has no UpdatedAt", f.Key)
+		}
+	}
+	if got, want := strings.Join(keys, ","), "name=Bob,preferred_language=English,tier=premium"; got != want {
+		t.Fatalf("Facts = %s, want %s (ordered by key, the update replacing)", got, want)
+	}
+	if !facts[0].Pinned || facts[1].Pinned {
+		t.Errorf("pinned flags = %v, %v", facts[0].Pinned, facts[1].Pinned)
+	}
+	if !facts[2].UpdatedAt.Equal(when.Add(time.Hour)) || facts[2].Source != "billing" {
+		t.Errorf("tier fact = %+v", facts[2])
+	}
+	wantErr(t, s.DeleteFact(ctx, tenant, "user_42", "nope"), store.ErrNotFound, "DeleteFact of a missing key")
+	ok(t, s.DeleteFact(ctx, tenant, "user_42", "tier"))
+	if n := len(must(s.Facts(ctx, tenant, "user_42"))); n != 2 {
+		t.Fatalf("after DeleteFact, %d facts", n)
+	}
+	wantErr(t, s.SetFact(ctx, tenant, "user_42", store.Fact{Value: "no key"}), store.ErrInvalid, "a fact without key")
+}
+
+func testMessages(t *testing.T, newStore NewStore) {
+	s := open(t, newStore, store.Options{})
+	ctx := t.Context()
+	if m := must(s.Messages(ctx, tenant, "new", store.MessageQuery{})); len(m) != 0 {
+		t.Fatalf("Messages of an unknown session = %v", m)
+	}
+	in := []store.Message{
+		{Role: "user", Content: "Hi, I need help with my account"},
+		{Role: "assistant", Content: "Sure! What do you need help with?"},
+		{Role: "user", Content: "I want to upgrade to premium"},
+		{Role: "assistant", ToolCalls: []assembler.ToolCall{{ID: "call_1", Function: assembler.ToolCallFunction{Name: "check_account", Arguments: `{"user":"user_42"}`}}}},
+		{Role: "tool", ToolCallID: "call_1", Name: "check_account", Content: `{"plan": "free", "eligible_upgrade": true}`},
+	}
+	before := time.Now().Add(-time.Second)
+	got := must(s.AppendMessages(ctx, tenant, "sess_42", in[:3]...))
+	got = append(got, must(s.AppendMessages(ctx, tenant, "sess_42", in[3:]...))...)
+	read := must(s.Messages(ctx, tenant, "sess_42", store.MessageQuery{}))
+	for _, list := range [][]store.Message{got, read} {
+		if len(list) != len(in) {
+			t.Fatalf("%d messages, want %d", len(list), len(in))
+		}
+		for i, m := range list {
+			w := in[i]
+			if m.Seq != int64(i+1) || m.Role != w.Role || m.Content != w.Content || m.Name != w.Name || m.ToolCallID != w.ToolCallID {
+				t.Errorf("message %d = %+v, want %+v with seq %d", i, m, w, i+1)
+			}
+			if len(m.ToolCalls) != len(w.ToolCalls) || (len(w.ToolCalls) == 1 && (m.ToolCalls[0].ID != "call_1" ||
+				m.ToolCalls[0].Type != "function" || m.ToolCalls[0].Function != w.ToolCalls[0].Function)) {
+				t.Errorf("message %d tool calls = %+v", i, m.ToolCalls)
+			}
+			if m.Time.Before(before) || m.Time.After(time.Now().Add(time.Second)) {
+				t.Errorf("message %d time %v", i, m.Time)
+			}
+			for _, enc := range []*tokenizer.Encoding{tokenizer.O200K(), tokenizer.CL100K()} {
+				if n, ok := m.TokenCounts[enc.Name()]; !ok || n != enc.Count(w.Content) {
+					t.Errorf("message %d: %s count %d (%v), want %d", i, enc.Name(), n, ok, enc.Count(w.Content))
+				}
+			}
+		}
+	}
+	// A time and counts given by the writer are kept.
+	when := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	m := must(s.AppendMessages(ctx, tenant, "sess_43", store.Message{Role: "user", Content: "x", Time: when, TokenCounts: map[string]int{"o200k_base": 7}}))[0]
+	if !m.Time.Equal(when) || m.TokenCounts["o200k_base"] != 7 || m.TokenCounts["cl100k_base"] != 1 {
+		t.Errorf("appended %+v", m)
+	}
+}
+
+func testMessageQuery(t *testing.T, newStore NewStore) {
+	s := open(t, newStore, store.Options{})
+	ctx := t.Context()
+	var in []store.Message
+	for i := range 30 {
+		in = append(in, store.Message{Role: []string{"user", "assistant"}[i%2], Content: fmt.Sprintf("message number %d", i)})
+	}
+	must(s.AppendMessages(ctx, tenant, "s", in...))
+	last := must(s.Messages(ctx, tenant, "s", store.MessageQuery{Limit: 4}))
+	if len(last) != 4 || last[0].Content != "message number 26" || last[3].Seq != 30 {
+		t.Fatalf("Limit 4: %+v", last)
+	}
+	per := tokenizer.O200K().Count("message number 10") + store.MessageOverhead
+	fit := must(s.Messages(ctx, tenant, "s", store.MessageQuery{MaxTokens: 3*per + per/2}))
+	if len(fit) != 3 || fit[2].Seq != 30 {
+		t.Fatalf("MaxTokens for 3.5 messages: got %d messages", len(fit))
+	}
+	both := must(s.Messages(ctx, tenant, "s", store.MessageQuery{MaxTokens: 100 * per, Limit: 5, Encoding: tokenizer.CL100KBase}))
+	if len(both) != 5 {
+		t.Fatalf("Limit 5 with a large budget: %d messages", len(both))
+	}
+	if n := len(must(s.Messages(ctx, tenant, "s", store.MessageQuery{MaxTokens: 1}))); n != 0 {
+		t.Fatalf("MaxTokens 1: %d messages", n)
+	}
+}
+
+func testMessageValidation(t *testing.T, newStore NewStore) {
+	s := open(t, newStore, store.Options{})
+	ctx := t.Context()
+	for name, m := range map[string]store.Message{
+		"bad role":              {Role: "wizard", Content: "x"},
+		"tool without call id":  {Role: "tool", Content: "x"},
+		"invalid UTF-8":         {Role: "user", Content: "a\xffb"},
+		"user with tool calls":  {Role: "user", ToolCalls: []assembler.ToolCall{{ID: "c", Function: assembler.ToolCallFunction{Name: "f"}}}},
+		"call without id":       {Role: "assistant", ToolCalls: []assembler.ToolCall{{Function: assembler.ToolCallFunction{Name: "f"}}}},
+		"call with bad JSON":    {Role: "assistant", ToolCalls: []assembler.ToolCall{{ID: "c", Function: assembler.ToolCallFunction{Name: "f", Arguments: "{"}}}},
+		"call without function": {Role: "assistant", ToolCalls: []assembler.ToolCall{{ID: "c"}}},
+	} {
+		_, err := s.AppendMessages(ctx, tenant, "v", store.Message{Role: "user", Content: "fine"}, m)
+		wantErr(t, err, store.ErrInvalid, name)
+	}
+	_, err := s.AppendMessages(ctx, tenant, "v")
+	wantErr(t, err, store.ErrInvalid, "no messages")
+	// A rejected batch stores nothing, not even its valid messages.
+	if n := len(must(s.Messages(ctx, tenant, "v", store.MessageQuery{}))); n != 0 {
+		t.Fatalf("a rejected append stored %d messages", n)
+	}
+}
+
+func testToolOutputsAndKnowledge(t *testing.T, newStore NewStore) {
+	s := open(t, newStore, store.Options{})
+	ctx := t.Context()
+	if o := must(s.ToolOutputs(ctx, tenant, "s")); len(o) != 0 {
+		t.Fatalf("ToolOutputs of an unknown session = %v", o)
+	}
+	for i := range 12 {
+		o := must(s.AppendToolOutput(ctx, tenant, "s", store.ToolOutput{Tool: "check_account", CallID: fmt.Sprintf("call_%d", i), Args: `{"user":"user_42"}`, Result: fmt.Sprintf(`{"step": %d}`, i)}))
+		if o.Seq != int64(i+1) || o.Time.IsZero() {
+			t.Fatalf("step %d: %+v", i, o)
+		}
+	}
+	outs := must(s.ToolOutputs(ctx, tenant, "s"))
+	if len(outs) != 12 {
+		t.Fatalf("%d tool outputs", len(outs))
+	}
+	for i, o := range outs { // in order, step 10 after step 9
+		if o.Seq != int64(i+1) || o.Result != fmt.Sprintf(`{"step": %d}`, i) || o.Tool != "check_account" || o.Args != `{"user":"user_42"}` || o.CallID != fmt.Sprintf("call_%d", i) {
+			t.Fatalf("tool output %d = %+v", i, o)
+		}
+	}
+	_, err := s.AppendToolOutput(ctx, tenant, "s", store.ToolOutput{Result: "x"})
+	wantErr(t, err, store.ErrInvalid, "a tool output without a tool")
+
+	kb := []store.Knowledge{
+		{ID: "k1", DocumentID: "pricing", Content: "Premium costs $20/month.", Score: 0.92, Source: "Pricing", Type: "rag", StartOffset: 10, EndOffset: 34, Metadata: map[string]string{"title": "Pricing"}},
+		{ID: "k2", Content: "Free plan: 5 projects.", Score: 0.5, Trusted: true},
+	}
+	ok(t, s.SetKnowledge(ctx, tenant, "s", kb))
+	got := must(s.Knowledge(ctx, tenant, "s"))
+	if len(got) != 2 || got[0].ID != "k1" || got[0].Content != kb[0].Content || got[0].Score != 0.92 || got[0].Source != "Pricing" ||
+		got[0].DocumentID != "pricing" || got[0].StartOffset != 10 || got[0].EndOffset != 34 || got[0].Metadata["title"] != "Pricing" ||
+		got[1].ID != "k2" || !got[1].Trusted {
+		t.Fatalf("Knowledge = %+v", got)
+	}
+	ok(t, s.SetKnowledge(ctx, tenant, "s", kb[1:]))
+	if got := must(s.Knowledge(ctx, tenant, "s")); len(got) != 1 || got[0].ID != "k2" {
+		t.Fatalf("after replacing, Knowledge = %+v", got)
+	}
+	ok(t, s.SetKnowledge(ctx, tenant, "s", nil))
+	if got := must(s.Knowledge(ctx, tenant, "s")); len(got) != 0 {
+		t.Fatalf("after clearing, Knowledge = %+v", got)
+	}
+	wantErr(t, s.SetKnowledge(ctx, tenant, "s", []store.Knowledge{{Content: "\xc3"}}), store.ErrInvalid, "knowledge with invalid UTF-8")
+}
+
+func testDeleteSession(t *testing.T, newStore NewStore) {
+	s := open(t, newStore, store.Options{})
+	ctx := t.Context()
+	wantErr(t, s.DeleteSession(ctx, tenant, "s"), store.ErrNotFound, "DeleteSession of an unknown session")
+	must(s.AppendMessages(ctx, tenant, "s", store.Message{Role: "user", Content: "hello"}))
+	must(s.AppendToolOutput(ctx, tenant, "s", store.ToolOutput{Tool: "t", Result: "r"}))
+	ok(t, s.SetKnowledge(ctx, tenant, "s", []store.Knowledge{{Content: "k"}}))
+	must(s.AppendMessages(ctx, tenant, "other", store.Message{Role: "user", Content: "stay"}))
+	ok(t, s.DeleteSession(ctx, tenant, "s"))
+	if n := len(must(s.Messages(ctx, tenant, "s", store.MessageQuery{}))) + len(must(s.ToolOutputs(ctx, tenant, "s"))) + len(must(s.Knowledge(ctx, tenant, "s"))); n != 0 {
+		t.Fatalf("%d items left after DeleteSession", n)
+	}
+	wantErr(t, s.DeleteSession(ctx, tenant, "s"), store.ErrNotFound, "DeleteSession twice")
+	if n := len(must(s.Messages(ctx, tenant, "other", store.MessageQuery{}))); n != 1 {
+		t.Fatalf("another session lost its messages: %d", n)
+	}
+	// A deleted session starts again from seq 1.
+	m := must(s.AppendMessages(ctx, tenant, "s", store.Message{Role: "user", Content: "again"}))
+	if m[0].Seq != 1 {
+		t.Errorf("first message after delete has seq %d", m[0].Seq)
+	}
+	// Knowledge alone makes a session.
+	ok(t, s.SetKnowledge(ctx, tenant, "kb-only", []store.Knowledge{{Content: "k"}}))
+	ok(t, s.DeleteSession(ctx, tenant, "kb-only"))
+}
+
+func testConcurrentAppends(t *testing.T, newStore NewStore) {
+	s := open(t, newStore, store.Options{})
+	ctx := t.Context()
+	const writers, batches = 8, 25
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			for b := range batches {
+				_, err := s.AppendMessages(ctx, tenant, "busy",
+					store.Message{Role: "user", Content: fmt.Sprintf("w%d b%d q", w, b)},
+					store.Message{Role: "assistant", Content: fmt.Sprintf("w%d b%d a", w, b)})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if _, err := s.AppendToolOutput(ctx, tenant, "busy", store.ToolOutput{Tool: "t", Result: fmt.Sprintf("w%d b%d", w, b)}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	msgs := must(s.Messages(ctx, tenant, "busy", store.MessageQuery{}))
+	if len(msgs) != writers*batches*2 {
+		t.Fatalf("%d messages, want %d", len(msgs), writers*batches*2)
+	}
+	next := map[int]int{}
+	for i, m := range msgs {
+		if m.Seq != int64(i+1) {
+			t.Fatalf("message %d has seq %d", i, m.Seq)
+		}
+		var w, b int
+		var part string
+		if _, err := fmt.Sscanf(m.Content, "w%d b%d %s", &w, &b, &part); err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			if part != "q" || b != next[w] {
+				t.Fatalf("message %d %q: batch out of order or split", i, m.Content)
+			}
+		} else {
+			if want := fmt.Sprintf("w%d b%d a", w, b); part != "a" || msgs[i-1].Content != fmt.Sprintf("w%d b%d q", w, b) {
+				t.Fatalf("message %d %q does not follow its question (want %q)", i, m.Content, want)
+			}
+			next[w]++
+		}
+	}
+	outs := must(s.ToolOutputs(ctx, tenant, "busy"))
+	if len(outs) != writers*batches {
+		t.Fatalf("%d tool outputs, want %d", len(outs), writers*batches)
+	}
+	for i, o := range outs {
+		if o.Seq != int64(i+1) {
+			t.Fatalf("tool output %d has seq %d", i, o.Seq)
+		}
+	}
+}
+
+func testTenantIsolation(t *testing.T, newStore NewStore) {
+	s := open(t, newStore, store.Options{})
+	ctx := t.Context()
+	for _, tn := range []string{"acme", "globex"} {
+		ok(t, s.PutAgent(ctx, tn, store.Agent{ID: "bot", Instructions: "agent of " + tn}))
+		ok(t, s.SetFact(ctx, tn, "u", store.Fact{Key: "name", Value: "user of " + tn}))
+		must(s.AppendMessages(ctx, tn, "s", store.Message{Role: "user", Content: "message of " + tn}))
+		must(s.AppendToolOutput(ctx, tn, "s", store.ToolOutput{Tool: "t", Result: "output of " + tn}))
+		ok(t, s.SetKnowledge(ctx, tn, "s", []store.Knowledge{{Content: "knowledge of " + tn}}))
+	}
+	// Ids that look like another tenant's keys stay inside the tenant.
+	// (Without escaping, "acme" + "q:s:y" and "acme:s:q" + "y" would both be "t:acme:s:q:s:y".)
+	must(s.AppendMessages(ctx, "acme", "q:s:y", store.Message{Role: "user", Content: "tricky"}))
+	must(s.AppendMessages(ctx, "acme", "}:msgs", store.Message{Role: "user", Content: "tricky"}))
+	ok(t, s.SetFact(ctx, "acme", "q}:mem", store.Fact{Key: "k", Value: "tricky"}))
+	for _, tn := range []string{"acme", "globex"} {
+		a := must(s.GetAgent(ctx, tn, "bot"))
+		f := must(s.Facts(ctx, tn, "u"))
+		m := must(s.Messages(ctx, tn, "s", store.MessageQuery{}))
+		o := must(s.ToolOutputs(ctx, tn, "s"))
+		k := must(s.Knowledge(ctx, tn, "s"))
+		if a.Instructions != "agent of "+tn || len(f) != 1 || f[0].Value != "user of "+tn || len(m) != 1 || m[0].Content != "message of "+tn ||
+			len(o) != 1 || o[0].Result != "output of "+tn || len(k) != 1 || k[0].Content != "knowledge of "+tn {
+			t.Fatalf("tenant %s sees %+v %+v %+v %+v %+v", tn, a, f, m, o, k)
+		}
+	}
+	if m := must(s.Messages(ctx, "acme:s:q", "y", store.MessageQuery{})); len(m) != 0 {
+		t.Fatalf("a crafted tenant id reads %+v", m)
+	}
+	if f := must(s.Facts(ctx, "acme:u:q", "mem")); len(f) != 0 {
+		t.Fatalf("a crafted tenant id reads facts %+v", f)
+	}
+	ok(t, s.DeleteSession(ctx, "acme", "s"))
+	ok(t, s.DeleteAgent(ctx, "acme", "bot"))
+	ok(t, s.DeleteFact(ctx, "acme", "u", "name"))
+	if len(must(s.Messages(ctx, "globex", "s", store.MessageQuery{}))) != 1 || len(must(s.Facts(ctx, "globex", "u"))) != 1 {
+		t.Fatal("deleting in one tenant deleted in another")
+	}
+	must(s.GetAgent(ctx, "globex", "bot"))
+	_, err := s.GetAgent(ctx, "initech", "bot")
+	wantErr(t, err, store.ErrNotFound, "an agent of another tenant")
+}
+
+func testTTL(t *testing.T, newStore NewStore) {
+	const ttl = 800 * time.Millisecond
+	s := open(t, newStore, store.Options{SessionTTL: ttl})
+	ctx := t.Context()
+	start := time.Now()
+	must(s.AppendMessages(ctx, tenant, "short", store.Message{Role: "user", Content: "first"}))
+	must(s.AppendToolOutput(ctx, tenant, "short", store.ToolOutput{Tool: "t", Result: "r"}))
+	ok(t, s.SetKnowledge(ctx, tenant, "short", []store.Knowledge{{Content: "k"}}))
+	ok(t, s.SetFact(ctx, tenant, "u", store.Fact{Key: "k", Value: "memory does not expire"}))
+	time.Sleep(ttl / 2)
+	must(s.AppendMessages(ctx, tenant, "short", store.Message{Role: "user", Content: "second"})) // refreshes the TTL
+	time.Sleep(time.Until(start.Add(ttl + ttl/4)))
+	// Past the first write's expiry, within the refreshed one: everything is there.
+	if m := must(s.Messages(ctx, tenant, "short", store.MessageQuery{})); len(m) != 2 {
+		t.Fatalf("after a refreshing write, %d messages", len(m))
+	}
+	if n := len(must(s.ToolOutputs(ctx, tenant, "short"))) + len(must(s.Knowledge(ctx, tenant, "short"))); n != 2 {
+		t.Fatalf("after a refreshing write, %d tool outputs and knowledge items, want 2", n)
+	}
+	time.Sleep(ttl + ttl/2)
+	if n := len(must(s.Messages(ctx, tenant, "short", store.MessageQuery{}))) + len(must(s.ToolOutputs(ctx, tenant, "short"))) + len(must(s.Knowledge(ctx, tenant, "short"))); n != 0 {
+		t.Fatalf("%d items outlived the session's TTL", n)
+	}
+	snap := must(s.Load(ctx, tenant, store.LoadQuery{Session: "short"}))
+	if len(snap.Messages) != 0 {
+		t.Fatal("Load reads an expired session")
+	}
+	if len(must(s.Facts(ctx, tenant, "u"))) != 1 {
+		t.Fatal("memory expired with the session")
+	}
+	// An expired session starts again.
+	if m := must(s.AppendMessages(ctx, tenant, "short", store.Message{Role: "user", Content: "new"})); m[0].Seq != 1 {
+		t.Errorf("first message of a new session has seq %d", m[0].Seq)
+	}
+}
+
+func testLargeValues(t *testing.T, newStore NewStore) {
+	s := open(t, newStore, store.Options{Limits: store.Limits{MaxValueBytes: 2 << 20}})
+	ctx := t.Context()
+	big := strings.Repeat("All work and no play makes Jack a dull boy. ", (1<<20)/45+1) // > 1 MiB
+	m := must(s.AppendMessages(ctx, tenant, "big", store.Message{Role: "user", Content: big}))
+	if m[0].TokenCounts["o200k_base"] != tokenizer.O200K().Count(big) {
+		t.Error("count of a large message is wrong")
+	}
+	got := must(s.Messages(ctx, tenant, "big", store.MessageQuery{}))
+	if len(got) != 1 || got[0].Content != big {
+		t.Fatal("a 1 MiB message did not come back whole")
+	}
+	ok(t, s.SetFact(ctx, tenant, "u", store.Fact{Key: "essay", Value: big}))
+	if f := must(s.Facts(ctx, tenant, "u")); len(f) != 1 || f[0].Value != big {
+		t.Fatal("a 1 MiB fact did not come back whole")
+	}
+	huge := strings.Repeat("x", 2<<20+1)
+	_, err := s.AppendMessages(ctx, tenant, "big", store.Message{Role: "user", Content: huge})
+	wantErr(t, err, store.ErrTooLarge, "a message over the limit")
+	wantErr(t, s.SetFact(ctx, tenant, "u", store.Fact{Key: "k", Value: huge}), store.ErrTooLarge, "a fact over the limit")
+	_, err = s.AppendToolOutput(ctx, tenant, "big", store.ToolOutput{Tool: "t", Result: huge})
+	wantErr(t, err, store.ErrTooLarge, "a tool output over the limit")
+	wantErr(t, s.SetKnowledge(ctx, tenant, "big", []store.Knowledge{{Content: huge}}), store.ErrTooLarge, "knowledge over the limit")
+	_, err = s.AppendMessages(ctx, tenant, strings.Repeat("s", 257), store.Message{Role: "user", Content: "x"})
+	wantErr(t, err, store.ErrTooLarge, "a session id over 256 bytes")
+}
+
+func testUnicode(t *testing.T, newStore NewStore) {
+	s := open(t, newStore, store.Options{})
+	ctx := t.Context()
+	const tn, user, sess = "テナント", "用户🙂", "séance/1 {x}"
+	text := "Привет, 世界! 🧵 nul:\x00 tab:\t crlf:\r\n combining: e\u0301 rtl: שלום"
+	ok(t, s.PutAgent(ctx, tn, store.Agent{ID: "агент", Instructions: text}))
+	ok(t, s.SetFact(ctx, tn, user, store.Fact{Key: "名前", Value: text}))
+	must(s.AppendMessages(ctx, tn, sess, store.Message{Role: "user", Content: text, Name: "ボブ"}))
+	must(s.AppendToolOutput(ctx, tn, sess, store.ToolOutput{Tool: "検索", Result: text}))
+	ok(t, s.SetKnowledge(ctx, tn, sess, []store.Knowledge{{Content: text, Source: "源", Metadata: map[string]string{"ключ": text}}}))
+	a := must(s.GetAgent(ctx, tn, "агент"))
+	f := must(s.Facts(ctx, tn, user))
+	m := must(s.Messages(ctx, tn, sess, store.MessageQuery{}))
+	o := must(s.ToolOutputs(ctx, tn, sess))
+	k := must(s.Knowledge(ctx, tn, sess))
+	if a.Instructions != text || len(f) != 1 || f[0].Key != "名前" || f[0].Value != text || len(m) != 1 || m[0].Content != text ||
+		m[0].Name != "ボブ" || len(o) != 1 || o[0].Tool != "検索" || o[0].Result != text || len(k) != 1 || k[0].Content != text ||
+		k[0].Source != "源" || k[0].Metadata["ключ"] != text {
+		t.Fatalf("unicode did not round-trip: %+v %+v %+v %+v %+v", a, f, m, o, k)
+	}
+}
+
+func testLoad(t *testing.T, newStore NewStore) {
+	s := open(t, newStore, store.Options{})
+	ctx := t.Context()
+	ok(t, s.PutAgent(ctx, tenant, store.Agent{ID: "demo_agent", Instructions: "You are a helpful AI assistant."}))
+	ok(t, s.SetFact(ctx, tenant, "user_42", store.Fact{Key: "name", Value: "Bob"}))
+	ok(t, s.SetFact(ctx, tenant, "user_42", store.Fact{Key: "tier", Value: "free"}))
+	var msgs []store.Message
+	for i := range 50 {
+		msgs = append(msgs, store.Message{Role: []string{"user", "assistant"}[i%2], Content: fmt.Sprintf("turn %d", i)})
+	}
+	must(s.AppendMessages(ctx, tenant, "sess_42", msgs...))
+	must(s.AppendToolOutput(ctx, tenant, "sess_42", store.ToolOutput{Tool: "check_account", Result: `{"plan":"free"}`}))
+	ok(t, s.SetKnowledge(ctx, tenant, "sess_42", []store.Knowledge{{ID: "k", Content: "Premium is $20."}}))
+
+	snap := must(s.Load(ctx, tenant, store.LoadQuery{Agent: "demo_agent", User: "user_42", Session: "sess_42", MaxMessages: 20}))
+	if len(snap.Errors) != 0 {
+		t.Fatalf("Load errors: %v", snap.Errors)
+	}
+	if snap.Agent == nil || snap.Agent.Instructions != "You are a helpful AI assistant." || len(snap.Facts) != 2 || snap.Facts[0].Key != "name" ||
+		len(snap.Messages) != 20 || snap.Messages[0].Content != "turn 30" || snap.Messages[19].Seq != 50 ||
+		snap.Messages[19].TokenCounts["o200k_base"] == 0 || len(snap.ToolOutputs) != 1 || len(snap.Knowledge) != 1 {
+		t.Fatalf("Load = %+v", snap)
+	}
+	all := must(s.Load(ctx, tenant, store.LoadQuery{Session: "sess_42"}))
+	if len(all.Messages) != 50 || all.Agent != nil || len(all.Facts) != 0 {
+		t.Fatalf("Load of the session alone: %d messages, agent %v, %d facts", len(all.Messages), all.Agent, len(all.Facts))
+	}
+	missing := must(s.Load(ctx, tenant, store.LoadQuery{Agent: "ghost", User: "nobody", Session: "none"}))
+	wantErr(t, missing.Errors[store.SourceAgent], store.ErrNotFound, "Load of a missing agent")
+	if missing.Agent != nil || len(missing.Facts)+len(missing.Messages)+len(missing.ToolOutputs)+len(missing.Knowledge) != 0 {
+		t.Fatalf("Load of nothing = %+v", missing)
+	}
+	if other := must(s.Load(ctx, "globex", store.LoadQuery{Agent: "demo_agent", User: "user_42", Session: "sess_42"})); other.Agent != nil || len(other.Facts)+len(other.Messages) != 0 {
+		t.Fatal("Load crosses tenants")
+	}
+	_, err := s.Load(ctx, tenant, store.LoadQuery{Session: "bad\x01id"})
+	wantErr(t, err, store.ErrInvalid, "Load with a bad id")
+}
+
+func testBadIDs(t *testing.T, newStore NewStore) {
+	s := open(t, newStore, store.Options{})
+	ctx := t.Context()
+	for name, id := range map[string]string{"empty": "", "control": "a\nb", "invalid UTF-8": "a\xff"} {
+		_, err := s.AppendMessages(ctx, tenant, id, store.Message{Role: "user", Content: "x"})
+		wantErr(t, err, store.ErrInvalid, "session id "+name)
+		_, err = s.Messages(ctx, id, "s", store.MessageQuery{})
+		wantErr(t, err, store.ErrInvalid, "tenant id "+name)
+		wantErr(t, s.SetFact(ctx, tenant, id, store.Fact{Key: "k", Value: "v"}), store.ErrInvalid, "user id "+name)
+		_, err = s.GetAgent(ctx, tenant, id)
+		wantErr(t, err, store.ErrInvalid, "agent id "+name)
+	}
+}
+
+func testContextAndClose(t *testing.T, newStore NewStore) {
+	s := newStore(t, store.Options{})
+	ok(t, s.Ping(t.Context()))
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := s.AppendMessages(ctx, tenant, "s", store.Message{Role: "user", Content: "x"}); err == nil {
+		t.Error("AppendMessages with a cancelled context succeeded")
+	}
+	if _, err := s.Load(ctx, tenant, store.LoadQuery{Session: "s"}); err == nil {
+		t.Error("Load with a cancelled context succeeded")
+	}
+	ok(t, s.Close())
+	_, err := s.Messages(t.Context(), tenant, "s", store.MessageQuery{})
+	wantErr(t, err, store.ErrClosed, "Messages after Close")
+	_, err = s.AppendMessages(t.Context(), tenant, "s", store.Message{Role: "user", Content: "x"})
+	wantErr(t, err, store.ErrClosed, "AppendMessages after Close")
+	if err := s.Ping(t.Context()); err == nil {
+		t.Error("Ping after Close succeeded")
+	}
+}
