@@ -1,0 +1,214 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/context-loom/loom/assembler"
+	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/tokenizer"
+)
+
+// cookbookHistory is how many of the newest messages seed 003's assemble_context reads (LRANGE -10 -1).
+const cookbookHistory = 10
+
+// cookbookPrompt is seed 003's system prompt, which names the three fields even when they are empty.
+func cookbookPrompt(a *store.Agent) string {
+	return a.Instructions + "\n\nConstraints: " + a.Constraints + "\nFormat: " + a.OutputFormat
+}
+
+// assembleCookbook renders the sources as seed 003's assemble_context does, message for message, and
+// trims as its budget_context means to (system messages and the current message kept, history dropped
+// oldest first) but by the exact count, with the chat format's overhead, instead of by characters.
+func assembleCookbook(req *Request, snap *store.Snapshot) (*assembler.Result, error) {
+	if req.Format != "" && req.Format != assembler.FormatOpenAI {
+		return nil, fmt.Errorf("%w: the cookbook preset renders OpenAI chat messages only, not %q", ErrInvalidRequest, req.Format)
+	}
+	if len(req.Tools) > 0 || req.Policy != nil {
+		return nil, fmt.Errorf("%w: the cookbook preset takes no tools or policy", ErrInvalidRequest)
+	}
+	name := req.Model
+	if name == "" && snap.Agent != nil {
+		name = snap.Agent.Model
+	}
+	if name == "" {
+		name = assembler.DefaultModel
+	}
+	model, err := tokenizer.ForModel(name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", assembler.ErrInvalidRequest, err)
+	}
+	budget := req.MaxTokens
+	if budget == 0 && snap.Agent != nil {
+		budget = snap.Agent.MaxTokens
+	}
+	switch {
+	case budget < 0 || req.ReserveOutput < 0:
+		return nil, fmt.Errorf("%w: max_tokens and reserve_output must not be negative", assembler.ErrInvalidRequest)
+	case budget == 0:
+		reserve := req.ReserveOutput
+		if reserve == 0 {
+			reserve = min(model.MaxOutputTokens, model.ContextWindow/4)
+		}
+		budget = model.ContextWindow - reserve - model.ContextWindow/100
+		if budget <= 0 {
+			return nil, fmt.Errorf("%w: reserve_output %d leaves no room in %s's window", assembler.ErrInvalidRequest, reserve, model.Name)
+		}
+	}
+	counter := model.Counter()
+	cost := func(m assembler.ChatMessage) int {
+		return model.TokensPerMessage + counter.Count(m.Role) + counter.Count(m.Content)
+	}
+
+	type region struct {
+		name  string
+		msgs  []assembler.ChatMessage
+		ids   []string
+		costs []int
+	}
+	var head, tail []*region // before and after the history
+	add := func(list *[]*region, name, id, role, content string) {
+		var r *region
+		if n := len(*list); n > 0 && (*list)[n-1].name == name {
+			r = (*list)[n-1]
+		} else {
+			r = &region{name: name}
+			*list = append(*list, r)
+		}
+		m := assembler.ChatMessage{Role: role, Content: content}
+		r.msgs, r.ids, r.costs = append(r.msgs, m), append(r.ids, id), append(r.costs, cost(m))
+	}
+
+	// 1. System instructions.
+	var instructions []string
+	if snap.Agent != nil {
+		instructions = append(instructions, cookbookPrompt(snap.Agent))
+	}
+	if req.Instructions != "" {
+		instructions = append(instructions, req.Instructions)
+	}
+	for i, s := range instructions {
+		add(&head, assembler.RegionInstructions, "instructions["+strconv.Itoa(i)+"]", "system", s)
+	}
+	// 2. User memory: the stored facts in the store's order, then the inline ones.
+	facts := append(append([]store.Fact(nil), snap.Facts...), req.Memory...)
+	if len(facts) > 0 {
+		lines := make([]string, len(facts))
+		for i, f := range facts {
+			lines[i] = "- " + f.Key + ": " + f.Value
+		}
+		add(&head, assembler.RegionMemory, "memory", "system", "User context:\n"+strings.Join(lines, "\n"))
+	}
+	// 3. Retrieved knowledge.
+	kb := append(append([]store.Knowledge(nil), snap.Knowledge...), req.Knowledge...)
+	if len(kb) > 0 {
+		docs := make([]string, len(kb))
+		for i, k := range kb {
+			title := k.Metadata["title"]
+			if title == "" {
+				title = k.Source
+			}
+			if title == "" {
+				title = "Doc"
+			}
+			docs[i] = "[" + title + "]: " + k.Content
+		}
+		add(&head, assembler.RegionKnowledge, "knowledge", "system", "Relevant knowledge:\n"+strings.Join(docs, "\n\n"))
+	}
+	// 4. Conversation history: role and content, as the seed reads them.
+	history := &region{name: assembler.RegionHistory}
+	var all []assembler.ChatMessage
+	for _, m := range snap.Messages {
+		all = append(all, assembler.ChatMessage{Role: m.Role, Content: m.Content})
+	}
+	for _, m := range req.History {
+		all = append(all, assembler.ChatMessage{Role: m.Role, Content: m.Content})
+	}
+	limit := req.HistoryLimit
+	if limit == 0 {
+		limit = cookbookHistory
+	}
+	if len(all) > limit {
+		all = all[len(all)-limit:]
+	}
+	for i, m := range all {
+		history.msgs, history.ids, history.costs = append(history.msgs, m), append(history.ids, "history["+strconv.Itoa(i)+"]"), append(history.costs, cost(m))
+	}
+	// 5. Tool outputs of the session.
+	outs := make([]assembler.ToolOutput, 0, len(snap.ToolOutputs)+len(req.ToolOutputs))
+	for _, o := range snap.ToolOutputs {
+		outs = append(outs, assembler.ToolOutput{Tool: o.Tool, Result: o.Result})
+	}
+	outs = append(outs, req.ToolOutputs...)
+	for i, o := range outs {
+		tool := o.Tool
+		if tool == "" {
+			tool = "unknown"
+		}
+		result := o.Result
+		if result == "" {
+			result = "{}"
+		}
+		add(&tail, assembler.RegionToolOutputs, "tool_outputs["+strconv.Itoa(i)+"]", "system", "Tool '"+tool+"' returned: "+result)
+	}
+	// 6. The current message.
+	add(&tail, assembler.RegionMessage, "message", "user", req.Message)
+
+	required := model.ReplyPriming
+	for _, r := range append(append([]*region(nil), head...), tail...) {
+		for _, c := range r.costs {
+			required += c
+		}
+	}
+	if required > budget {
+		return nil, &assembler.BudgetError{Required: required, Available: budget}
+	}
+	// Trim history oldest first: keep the longest suffix that fits.
+	used, keep := 0, len(history.msgs)
+	for keep > 0 && required+used+history.costs[keep-1] <= budget {
+		used += history.costs[keep-1]
+		keep--
+	}
+	res := &assembler.Result{
+		Format: assembler.FormatOpenAI, Model: model.Name, Encoding: model.Encoding, Budget: budget,
+		TotalTokens: required + used, Exact: model.Exact(), Citations: []assembler.Reference{},
+	}
+	if !model.Exact() {
+		res.Encoding = "estimate"
+	}
+	report := func(r *region, from int) {
+		rr := assembler.RegionReport{Name: r.name, Included: []string{}, Dropped: []assembler.Dropped{}}
+		for i := range r.msgs {
+			if i < from {
+				rr.Dropped = append(rr.Dropped, assembler.Dropped{ID: r.ids[i], Reason: assembler.ReasonBudget})
+				continue
+			}
+			rr.Used += r.costs[i]
+			rr.Included = append(rr.Included, r.ids[i])
+		}
+		rr.Budget = rr.Used
+		if r == history {
+			rr.Budget = budget - required
+		}
+		res.Report.Regions = append(res.Report.Regions, rr)
+		res.Messages = append(res.Messages, r.msgs[from:]...)
+	}
+	for _, r := range head {
+		report(r, 0)
+	}
+	report(history, keep)
+	for _, r := range tail {
+		report(r, 0)
+	}
+	// The stable prefix is the agent's system prompt, the first message when there is one.
+	var prefix string
+	if len(head) > 0 && head[0].name == assembler.RegionInstructions {
+		prefix = head[0].msgs[0].Content
+	}
+	sum := sha256.Sum256([]byte(prefix))
+	res.PrefixHash = hex.EncodeToString(sum[:16])
+	return res, nil
+}

@@ -1,0 +1,303 @@
+// Package engine ties Loom together: it gathers an assembly's sources from a store (the agent's
+// configuration, the user's memory, the session's history, tool outputs and pre-retrieved knowledge), merges
+// them with what the request carries inline, and hands the whole to the assembler. Record writes a turn back
+// so that the next assembly sees it.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/context-loom/loom/assembler"
+	"github.com/context-loom/loom/store"
+)
+
+// DefaultTenant is the tenant of a request that names none (a single-tenant deployment, the CLI).
+const DefaultTenant = "default"
+
+// DefaultSourceTimeout bounds how long an assembly waits for one source.
+const DefaultSourceTimeout = 2 * time.Second
+
+// Errors of the engine.
+var (
+	// ErrInvalidRequest is returned for a request that cannot be assembled as given.
+	ErrInvalidRequest = errors.New("engine: invalid request")
+	// ErrAgentNotFound is returned when the request names an agent the store does not have. It wraps
+	// store.ErrNotFound.
+	ErrAgentNotFound = fmt.Errorf("engine: agent %w", store.ErrNotFound)
+	// ErrSourceFailed is returned in strict mode when a source cannot be read; in the default mode the
+	// result comes back degraded instead.
+	ErrSourceFailed = errors.New("engine: a source failed")
+)
+
+// Engine assembles contexts from stored state. It is safe for concurrent use.
+type Engine struct {
+	store         store.Store
+	sourceTimeout time.Duration
+	now           func() time.Time
+}
+
+// Option configures an Engine.
+type Option func(*Engine) error
+
+// WithSourceTimeout sets how long an assembly waits for a source (the store's read) before it goes on
+// without it (or, in strict mode, fails). The default is DefaultSourceTimeout.
+func WithSourceTimeout(d time.Duration) Option {
+	return func(e *Engine) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: source timeout must be positive", ErrInvalidRequest)
+		}
+		e.sourceTimeout = d
+		return nil
+	}
+}
+
+// New returns an engine over s.
+func New(s store.Store, opts ...Option) (*Engine, error) {
+	if s == nil {
+		return nil, fmt.Errorf("%w: nil store", ErrInvalidRequest)
+	}
+	e := &Engine{store: s, sourceTimeout: DefaultSourceTimeout, now: time.Now}
+	for _, o := range opts {
+		if err := o(e); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// Store returns the engine's store.
+func (e *Engine) Store() store.Store { return e.store }
+
+// Request asks for an assembly. The ids name stored state to pull; the embedded assembler.Request carries
+// inline parts, which are merged with the stored ones: instructions after the agent's, tools beside the
+// agent's (an inline tool replaces the agent's of the same name), memory facts over stored facts of the same
+// key, knowledge and tool outputs after the stored ones, history after the stored history. Model, MaxTokens
+// and Policy given inline win over the agent's.
+type Request struct {
+	// Tenant scopes every id; "" means DefaultTenant. The HTTP API sets it from the API key, never from the
+	// body.
+	Tenant  string `json:"-"`
+	Agent   string `json:"agent,omitempty"`
+	User    string `json:"user,omitempty"`
+	Session string `json:"session,omitempty"`
+	// HistoryLimit is how many of the session's newest messages to consider; 0 means
+	// store.DefaultLoadMessages (for the cookbook preset, the seed's 10).
+	HistoryLimit int `json:"history_limit,omitempty"`
+	// Strict fails the assembly when a source cannot be read, instead of returning a degraded result.
+	Strict bool `json:"strict,omitempty"`
+	// Preset selects another rendering: "" (Loom's own) or "cookbook" (seed 003's messages; see
+	// PresetCookbook).
+	Preset string `json:"preset,omitempty"`
+
+	assembler.Request
+}
+
+// Presets.
+const (
+	// PresetCookbook renders as seed 003's assemble_context does: a system message with the agent's role,
+	// constraints and format; a system message "User context:" with the facts; a system message "Relevant
+	// knowledge:"; the newest 10 history messages; a system message per tool output ("Tool 'x' returned:
+	// ..."); the user's message. Where the seed trims by characters, Loom trims history oldest-first by the
+	// exact count.
+	PresetCookbook = "cookbook"
+)
+
+// Result is an assembled context and how its sources fared.
+type Result struct {
+	*assembler.Result
+	// Degraded lists the sources that could not be read; the result was assembled without them. Empty
+	// when every source was read.
+	Degraded []Degradation `json:"degraded,omitempty"`
+}
+
+// Degradation is a source an assembly went without, and why.
+type Degradation struct {
+	Source string `json:"source"`
+	Cause  string `json:"cause"`
+}
+
+// Assemble gathers the sources req names, merges them with its inline parts and assembles them. It returns
+// ErrAgentNotFound for an agent that does not exist, a *assembler.BudgetError when the required items do not
+// fit, errors wrapping ErrInvalidRequest, assembler.ErrInvalidRequest or store.ErrInvalid for a bad request,
+// and (only when req.Strict) an error wrapping ErrSourceFailed when a source cannot be read.
+func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
+	tenant := req.Tenant
+	if tenant == "" {
+		tenant = DefaultTenant
+	}
+	switch req.Preset {
+	case "", PresetCookbook:
+	default:
+		return nil, fmt.Errorf("%w: unknown preset %q (known: cookbook)", ErrInvalidRequest, req.Preset)
+	}
+	if req.HistoryLimit < 0 {
+		return nil, fmt.Errorf("%w: history_limit must not be negative", ErrInvalidRequest)
+	}
+	var degraded []Degradation
+	snap := &store.Snapshot{}
+	if req.Agent != "" || req.User != "" || req.Session != "" {
+		s, err := e.load(ctx, tenant, req)
+		switch {
+		case errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrTooLarge):
+			return nil, err
+		case err != nil && ctx.Err() != nil:
+			return nil, err
+		case err != nil:
+			if req.Strict {
+				return nil, fmt.Errorf("%w: store: %w", ErrSourceFailed, err)
+			}
+			degraded = append(degraded, Degradation{Source: "store", Cause: err.Error()})
+		default:
+			snap = s
+		}
+		for _, src := range []store.Source{store.SourceAgent, store.SourceMemory, store.SourceHistory, store.SourceToolOutputs, store.SourceKnowledge} {
+			err := snap.Errors[src]
+			switch {
+			case err == nil:
+			case src == store.SourceAgent && errors.Is(err, store.ErrNotFound):
+				return nil, fmt.Errorf("%w: %q", ErrAgentNotFound, req.Agent)
+			case req.Strict:
+				return nil, fmt.Errorf("%w: %s: %w", ErrSourceFailed, src, err)
+			default:
+				degraded = append(degraded, Degradation{Source: string(src), Cause: err.Error()})
+			}
+		}
+	}
+	var res *assembler.Result
+	var err error
+	if req.Preset == PresetCookbook {
+		res, err = assembleCookbook(&req, snap)
+	} else {
+		res, err = assembler.AssembleRequest(ctx, merge(&req, snap))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Result: res, Degraded: degraded}, nil
+}
+
+// load reads the stored sources with the source deadline.
+func (e *Engine) load(ctx context.Context, tenant string, req Request) (*store.Snapshot, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.sourceTimeout)
+	defer cancel()
+	limit := req.HistoryLimit
+	if limit == 0 && req.Preset == PresetCookbook {
+		limit = cookbookHistory
+	}
+	snap, err := e.store.Load(ctx, tenant, store.LoadQuery{Agent: req.Agent, User: req.User, Session: req.Session, MaxMessages: limit})
+	if err != nil {
+		return nil, err
+	}
+	return snap, nil
+}
+
+// merge builds the assembler's request from the stored snapshot and the request's inline parts.
+func merge(req *Request, snap *store.Snapshot) *assembler.Request {
+	out := req.Request // a copy; slices are replaced, never appended to in place
+	if a := snap.Agent; a != nil {
+		if p := a.SystemPrompt(); p != "" {
+			if out.Instructions != "" {
+				out.Instructions = p + "\n\n" + out.Instructions
+			} else {
+				out.Instructions = p
+			}
+		}
+		if len(a.Tools) > 0 {
+			tools := make([]assembler.Tool, 0, len(a.Tools)+len(req.Tools))
+			for _, t := range a.Tools {
+				if !slices.ContainsFunc(req.Tools, func(r assembler.Tool) bool { return r.Function.Name == t.Function.Name }) {
+					tools = append(tools, t)
+				}
+			}
+			out.Tools = append(tools, req.Tools...)
+		}
+		if out.Model == "" {
+			out.Model = a.Model
+		}
+		if out.MaxTokens == 0 {
+			out.MaxTokens = a.MaxTokens
+		}
+		if out.Policy == nil {
+			out.Policy = a.Policy
+		}
+	}
+	if len(snap.Facts) > 0 {
+		facts := make([]assembler.MemoryFact, 0, len(snap.Facts)+len(req.Memory))
+		for _, f := range snap.Facts {
+			if !slices.ContainsFunc(req.Memory, func(r assembler.MemoryFact) bool { return r.Key == f.Key }) {
+				facts = append(facts, f)
+			}
+		}
+		out.Memory = append(facts, req.Memory...)
+	}
+	if len(snap.Knowledge) > 0 {
+		out.Knowledge = append(slices.Clip(snap.Knowledge), req.Knowledge...)
+	}
+	if len(snap.Messages) > 0 {
+		history := make([]assembler.Message, 0, len(snap.Messages)+len(req.History))
+		for _, m := range snap.Messages {
+			history = append(history, m.AssemblerMessage())
+		}
+		out.History = append(history, req.History...)
+	}
+	if len(snap.ToolOutputs) > 0 {
+		outs := make([]assembler.ToolOutput, 0, len(snap.ToolOutputs)+len(req.ToolOutputs))
+		for _, o := range snap.ToolOutputs {
+			outs = append(outs, assembler.ToolOutput{Tool: o.Tool, CallID: o.CallID, Args: o.Args, Result: o.Result})
+		}
+		out.ToolOutputs = append(outs, req.ToolOutputs...)
+	}
+	return &out
+}
+
+// Turn is one exchange to record: the user's message and what answered it.
+type Turn struct {
+	Tenant  string // "" means DefaultTenant
+	Session string
+	// Message is the user's message; "" records only the reply.
+	Message string
+	// Reply is the assistant's reply, with its tool calls and the tool results that answered them, in order.
+	Reply []store.Message
+	// ToolOutputs are tool steps of this turn to keep beside the history (seed 003's tool:<session>:step_*).
+	ToolOutputs []store.ToolOutput
+}
+
+// Record appends the turn's messages to its session in one atomic append (then its tool outputs), so that
+// the next assembly sees them, and returns the messages as stored. It returns errors wrapping
+// ErrInvalidRequest or the store's errors.
+func (e *Engine) Record(ctx context.Context, t Turn) ([]store.Message, error) {
+	tenant := t.Tenant
+	if tenant == "" {
+		tenant = DefaultTenant
+	}
+	var msgs []store.Message
+	if t.Message != "" {
+		msgs = append(msgs, store.Message{Role: "user", Content: t.Message})
+	}
+	for i, m := range t.Reply {
+		if m.Role != "assistant" && m.Role != "tool" {
+			return nil, fmt.Errorf("%w: reply message %d has role %q (want assistant or tool)", ErrInvalidRequest, i, m.Role)
+		}
+		msgs = append(msgs, m)
+	}
+	if len(msgs) == 0 && len(t.ToolOutputs) == 0 {
+		return nil, fmt.Errorf("%w: nothing to record", ErrInvalidRequest)
+	}
+	var stored []store.Message
+	if len(msgs) > 0 {
+		var err error
+		if stored, err = e.store.AppendMessages(ctx, tenant, t.Session, msgs...); err != nil {
+			return nil, fmt.Errorf("record session %q: %w", t.Session, err)
+		}
+	}
+	for _, o := range t.ToolOutputs {
+		if _, err := e.store.AppendToolOutput(ctx, tenant, t.Session, o); err != nil {
+			return stored, fmt.Errorf("record tool output of session %q: %w", t.Session, err)
+		}
+	}
+	return stored, nil
+}
