@@ -5,16 +5,18 @@ GO ?= go
 .PHONY: test test-deps bench generate
 
 # test vets the benchmark module and runs its tests (which compiles the benchmarks without running them),
-# then vets and tests the main module with the race detector. It needs nothing but Go.
+# then vets and tests the main module with the race detector. The Valkey tests start their own servers on
+# free loopback ports (internal/valkeytest); LOOM_REQUIRE_VALKEY=1 makes them fail, not skip, without one.
 test: test-deps
 	cd bench && $(GO) vet ./...
 	cd bench && $(GO) test -run . -count=1 ./...
 	$(GO) vet ./...
-	$(GO) test -race -count=1 ./...
+	LOOM_REQUIRE_VALKEY=1 $(GO) test -race -count=1 ./...
 
-# test-deps starts what the tests need besides Go. Nothing yet: the Valkey server for the store/valkey
-# integration tests goes here.
+# test-deps installs what the tests need besides Go: a Valkey-protocol server binary (Debian's
+# redis-server when no valkey-server or redis-server is installed).
 test-deps:
+	bash scripts/ensure-valkey.sh
 
 # bench runs the benchmarks, Loom beside its peers (see bench/).
 bench:
