@@ -188,9 +188,9 @@ func TestAssemble_MergesInlineParts(t *testing.T) {
 	eng, _ := engine.New(s)
 	res, err := eng.Assemble(ctx, engine.Request{Agent: "tooled", User: "user_42", Session: "sess_42", Request: assembler.Request{
 		Instructions: "Inline text.", Message: "hi",
-		Tools:        []assembler.Tool{{Type: "function", Function: assembler.ToolFunction{Name: "lookup", Description: "inline"}}},
-		Memory:       []assembler.MemoryFact{{Key: "tier", Value: "premium"}},
-		History:      []assembler.Message{{Role: "assistant", Content: "inline history"}},
+		Tools:   []assembler.Tool{{Type: "function", Function: assembler.ToolFunction{Name: "lookup", Description: "inline"}}},
+		Memory:  []assembler.MemoryFact{{Key: "tier", Value: "premium"}},
+		History: []assembler.Message{{Role: "assistant", Content: "inline history"}},
 	}})
 	if err != nil {
 		t.Fatal(err)

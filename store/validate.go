@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/context-loom/loom/assembler"
 	"github.com/context-loom/loom/tokenizer"
 )
 
@@ -171,7 +172,9 @@ func PrepareToolOutput(l Limits, now time.Time, o ToolOutput) (ToolOutput, error
 	return o, nil
 }
 
-// PrepareKnowledge validates a session's knowledge items and returns copies.
+// PrepareKnowledge validates a session's knowledge items and returns copies, with the token counts of each
+// item's content as the assembler renders it (assembler.RenderedKnowledge) set for CountedEncodings where
+// missing.
 func PrepareKnowledge(l Limits, items []Knowledge) ([]Knowledge, error) {
 	l = l.WithDefaults()
 	if len(items) > l.MaxBatch {
@@ -188,7 +191,19 @@ func PrepareKnowledge(l Limits, items []Knowledge) ([]Knowledge, error) {
 			}
 		}
 		out[i].Metadata = maps.Clone(k.Metadata)
-		out[i].TokenCounts = maps.Clone(k.TokenCounts)
+		counts := make(map[string]int, len(CountedEncodings))
+		maps.Copy(counts, k.TokenCounts)
+		var rendered string
+		for _, name := range CountedEncodings {
+			if _, ok := counts[name]; !ok {
+				if rendered == "" {
+					rendered = assembler.RenderedKnowledge(k.Content)
+				}
+				enc, _ := tokenizer.Get(name)
+				counts[name] = enc.Count(rendered)
+			}
+		}
+		out[i].TokenCounts = counts
 	}
 	return out, nil
 }

@@ -1,0 +1,111 @@
+package engine_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/context-loom/loom/assembler"
+	"github.com/context-loom/loom/engine"
+	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/store/memory"
+)
+
+// fillBenchState stores what BenchmarkAssembleFromStore assembles: an agent, 12 facts, 200 messages of
+// real text (50 to 400 bytes), 5 tool outputs and 20 knowledge items.
+func fillBenchState(b *testing.B, s store.Store) {
+	b.Helper()
+	ctx := b.Context()
+	data, err := os.ReadFile(filepath.Join("..", "tokenizer", "testdata", "corpus", "english.txt"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	text := string(data)
+	piece := func(i, size int) string {
+		start := (i * 7919) % (len(text) - size)
+		return strings.ToValidUTF8(text[start:start+size], "")
+	}
+	if err := s.PutAgent(ctx, "bench", store.Agent{ID: "agent", Instructions: "You are a support agent. Cite sources as [n].",
+		Constraints: "Be concise.", OutputFormat: "Markdown.", Model: "gpt-4o", MaxTokens: 8000}); err != nil {
+		b.Fatal(err)
+	}
+	for i := range 12 {
+		if err := s.SetFact(ctx, "bench", "user", store.Fact{Key: fmt.Sprintf("fact_%02d", i), Value: piece(i, 40), Pinned: i < 2}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var msgs []store.Message
+	for i := range 200 {
+		msgs = append(msgs, store.Message{Role: []string{"user", "assistant"}[i%2], Content: piece(i+100, 50+(i*37)%350)})
+	}
+	if _, err := s.AppendMessages(ctx, "bench", "session", msgs...); err != nil {
+		b.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := s.AppendToolOutput(ctx, "bench", "session", store.ToolOutput{Tool: "search", CallID: fmt.Sprint("c", i), Result: piece(i+500, 300)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var kb []store.Knowledge
+	for i := range 20 {
+		c := piece(i+900, 600)
+		kb = append(kb, store.Knowledge{ID: fmt.Sprint("k", i), Content: c, Score: 1 - float64(i)/40, Source: "manual.html"})
+	}
+	if err := s.SetKnowledge(ctx, "bench", "session", kb); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// benchAssemble assembles from s in a loop and reports p50 and p99 latency besides the mean.
+func benchAssemble(b *testing.B, s store.Store) {
+	fillBenchState(b, s)
+	eng, err := engine.New(s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := engine.Request{Tenant: "bench", Agent: "agent", User: "user", Session: "session",
+		Request: assembler.Request{Message: "How do I reset my password?"}}
+	var lat []time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		start := time.Now()
+		res, err := eng.Assemble(b.Context(), req)
+		lat = append(lat, time.Since(start))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Degraded) > 0 || res.TotalTokens > 8000 {
+			b.Fatalf("degraded %v, %d tokens", res.Degraded, res.TotalTokens)
+		}
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
+
+// BenchmarkAssembleFromStore assembles from 200 stored messages, memory, tool outputs and knowledge, read
+// from each backend (the network ones on loopback).
+func BenchmarkAssembleFromStore(b *testing.B) {
+	b.Run("memory", func(b *testing.B) {
+		s := memory.New(store.Options{})
+		defer s.Close()
+		benchAssemble(b, s)
+	})
+	for _, backend := range backends {
+		b.Run(backend.name, func(b *testing.B) {
+			s := backend.open(b)
+			defer s.Close()
+			benchAssemble(b, s)
+		})
+	}
+}
+
+// backends are the persistent stores the engine's tests and benchmarks run on (see backends_test.go).
+var backends []struct {
+	name string
+	open func(testing.TB) store.Store
+}
