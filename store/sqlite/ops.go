@@ -1,0 +1,634 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/tokenizer"
+)
+
+// PutAgent implements store.AgentStore. It returns an error wrapping store.ErrInvalid or store.ErrTooLarge
+// for a bad agent, store.ErrClosed after Close.
+func (s *Store) PutAgent(ctx context.Context, tenant string, a store.Agent) error {
+	if err := store.ValidateID(s.opts.Limits, "tenant", tenant); err != nil {
+		return err
+	}
+	a, err := store.PrepareAgent(s.opts.Limits, s.now(), a)
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(a)
+	if err != nil {
+		return fmt.Errorf("%w: agent %q: %w", store.ErrInvalid, a.ID, err)
+	}
+	return s.write(ctx, "put agent", func(t txn) error {
+		_, err := t.exec(qPutAgent, tenant, a.ID, string(data))
+		return err
+	})
+}
+
+// GetAgent implements store.AgentStore. It returns an error wrapping store.ErrNotFound when there is no
+// such agent.
+func (s *Store) GetAgent(ctx context.Context, tenant, id string) (store.Agent, error) {
+	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "agent", id); err != nil {
+		return store.Agent{}, err
+	}
+	var a store.Agent
+	err := s.read(ctx, "get agent", func(t txn) error {
+		var err error
+		a, err = getAgent(t, tenant, id)
+		return err
+	})
+	return a, err
+}
+
+func getAgent(t txn, tenant, id string) (store.Agent, error) {
+	var data string
+	switch err := t.scan(qGetAgent, []any{tenant, id}, &data); {
+	case errors.Is(err, sql.ErrNoRows):
+		return store.Agent{}, fmt.Errorf("agent %q: %w", id, store.ErrNotFound)
+	case err != nil:
+		return store.Agent{}, err
+	}
+	var a store.Agent
+	if err := json.Unmarshal([]byte(data), &a); err != nil {
+		return store.Agent{}, &decodeError{fmt.Errorf("agent %q: %w", id, err)}
+	}
+	return a, nil
+}
+
+// DeleteAgent implements store.AgentStore. It returns an error wrapping store.ErrNotFound when there is no
+// such agent.
+func (s *Store) DeleteAgent(ctx context.Context, tenant, id string) error {
+	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "agent", id); err != nil {
+		return err
+	}
+	return s.write(ctx, "delete agent", func(t txn) error {
+		return deleted(t.exec(qDeleteAgent, tenant, id))(fmt.Errorf("agent %q: %w", id, store.ErrNotFound))
+	})
+}
+
+// deleted returns a func that returns notFound if the DELETE whose result it is deleted no row.
+func deleted(res sql.Result, err error) func(notFound error) error {
+	return func(notFound error) error {
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		switch {
+		case err != nil:
+			return err
+		case n == 0:
+			return notFound
+		}
+		return nil
+	}
+}
+
+// SetFact implements store.MemoryStore. It returns an error wrapping store.ErrInvalid or store.ErrTooLarge
+// for a bad fact.
+func (s *Store) SetFact(ctx context.Context, tenant, user string, f store.Fact) error {
+	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "user", user); err != nil {
+		return err
+	}
+	f, err := store.PrepareFact(s.opts.Limits, s.now(), f)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, "set fact", func(t txn) error {
+		_, err := t.exec(qSetFact, tenant, user, f.Key, f.Value, f.Pinned, f.UpdatedAt.Unix(), f.UpdatedAt.Nanosecond(), f.Source)
+		return err
+	})
+}
+
+// Facts implements store.MemoryStore.
+func (s *Store) Facts(ctx context.Context, tenant, user string) ([]store.Fact, error) {
+	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "user", user); err != nil {
+		return nil, err
+	}
+	var facts []store.Fact
+	err := s.read(ctx, "facts", func(t txn) error {
+		var err error
+		facts, err = readFacts(t, tenant, user)
+		return err
+	})
+	return facts, err
+}
+
+func readFacts(t txn, tenant, user string) ([]store.Fact, error) {
+	rows, err := t.query(qFacts, tenant, user)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Fact
+	for rows.Next() {
+		var f store.Fact
+		var sec, nsec int64
+		if err := rows.Scan(&f.Key, &f.Value, &f.Pinned, &sec, &nsec, &f.Source); err != nil {
+			return nil, err
+		}
+		f.UpdatedAt = time.Unix(sec, nsec).UTC()
+		out = append(out, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	store.SortFacts(out) // already by key (SQLite's BINARY collation is Go's order); kept for the shared rule
+	return out, nil
+}
+
+// DeleteFact implements store.MemoryStore. It returns an error wrapping store.ErrNotFound when the user has
+// no such fact.
+func (s *Store) DeleteFact(ctx context.Context, tenant, user, key string) error {
+	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "user", user, "fact key", key); err != nil {
+		return err
+	}
+	return s.write(ctx, "delete fact", func(t txn) error {
+		return deleted(t.exec(qDeleteFact, tenant, user, key))(fmt.Errorf("fact %q: %w", key, store.ErrNotFound))
+	})
+}
+
+// decodeError is a stored value that does not decode: Load reports it for its source alone.
+type decodeError struct{ err error }
+
+func (e *decodeError) Error() string { return "sqlite: decode " + e.err.Error() }
+func (e *decodeError) Unwrap() error { return e.err }
+
+// session is a session's row as a write sees it.
+type session struct {
+	exists            bool
+	expires           int64 // Unix nanoseconds; 0: never
+	nextMsg, nextTool int64
+}
+
+// touch reads the session for a write at now. An expired session is deleted (with its rows) and starts
+// again; the expiry is refreshed if the store has a TTL. The caller saves it with put.
+func (s *Store) touch(t txn, tenant, id string, now time.Time) (session, error) {
+	ss := session{exists: true}
+	switch err := t.scan(qSession, []any{tenant, id}, &ss.expires, &ss.nextMsg, &ss.nextTool); {
+	case errors.Is(err, sql.ErrNoRows):
+		ss = session{}
+	case err != nil:
+		return session{}, err
+	}
+	if ss.exists && ss.expires != 0 && ss.expires <= now.UnixNano() {
+		if _, err := t.exec(qDeleteSession, tenant, id); err != nil {
+			return session{}, err
+		}
+		ss = session{}
+	}
+	if !ss.exists {
+		ss.nextMsg, ss.nextTool = 1, 1
+	}
+	if s.opts.SessionTTL > 0 {
+		ss.expires = now.Add(s.opts.SessionTTL).UnixNano()
+	}
+	return ss, nil
+}
+
+// put saves the session's row.
+func (ss session) put(t txn, tenant, id string) error {
+	_, err := t.exec(qPutSession, tenant, id, ss.expires, ss.nextMsg, ss.nextTool)
+	return err
+}
+
+// live reports whether the session exists and has not expired at now.
+func live(t txn, tenant, id string, now time.Time) (bool, error) {
+	var expires int64
+	switch err := t.scan(qSessionExpiry, []any{tenant, id}, &expires); {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return expires == 0 || expires > now.UnixNano(), nil
+}
+
+// AppendMessages implements store.SessionStore: the messages get the session's next seqs in one
+// transaction. It returns an error wrapping store.ErrInvalid or store.ErrTooLarge for bad messages (and
+// then stores none of them).
+func (s *Store) AppendMessages(ctx context.Context, tenant, sessionID string, msgs ...store.Message) ([]store.Message, error) {
+	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "session", sessionID); err != nil {
+		return nil, err
+	}
+	msgs, err := store.PrepareMessages(s.opts.Limits, s.now(), msgs)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]messageRow, len(msgs))
+	for i := range msgs {
+		if rows[i], err = encodeMessage(msgs[i]); err != nil {
+			return nil, err
+		}
+	}
+	err = s.write(ctx, "append messages", func(t txn) error {
+		ss, err := s.touch(t, tenant, sessionID, s.now())
+		if err != nil {
+			return err
+		}
+		first := ss.nextMsg
+		ss.nextMsg += int64(len(msgs))
+		if err := ss.put(t, tenant, sessionID); err != nil {
+			return err
+		}
+		for i, r := range rows {
+			m := msgs[i]
+			if _, err := t.exec(qInsertMessage, tenant, sessionID, first+int64(i), m.Role, m.Content, m.Name, r.toolCalls,
+				m.ToolCallID, m.Time.Unix(), m.Time.Nanosecond(), r.o200k, r.cl100k, r.other); err != nil {
+				return err
+			}
+		}
+		for i := range msgs {
+			msgs[i].Seq = first + int64(i)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return msgs, nil
+}
+
+// messageRow is what of a message is encoded for its columns.
+type messageRow struct {
+	toolCalls     string // JSON, "" for none
+	o200k, cl100k int    // -1: absent
+	other         string // JSON of the other counts, "" for none
+}
+
+func encodeMessage(m store.Message) (messageRow, error) {
+	r := messageRow{o200k: -1, cl100k: -1}
+	if len(m.ToolCalls) > 0 {
+		b, err := json.Marshal(m.ToolCalls)
+		if err != nil {
+			return r, fmt.Errorf("%w: tool calls: %w", store.ErrInvalid, err)
+		}
+		r.toolCalls = string(b)
+	}
+	other := maps.Clone(m.TokenCounts)
+	// The two counted encodings get columns of their own, unless a writer gave a negative count (which
+	// the columns keep for "absent"): then every count goes in the JSON.
+	if other[tokenizer.O200KBase] >= 0 && other[tokenizer.CL100KBase] >= 0 {
+		if n, ok := other[tokenizer.O200KBase]; ok {
+			r.o200k = n
+			delete(other, tokenizer.O200KBase)
+		}
+		if n, ok := other[tokenizer.CL100KBase]; ok {
+			r.cl100k = n
+			delete(other, tokenizer.CL100KBase)
+		}
+	}
+	if len(other) > 0 {
+		b, err := json.Marshal(other)
+		if err != nil {
+			return r, fmt.Errorf("%w: token counts: %w", store.ErrInvalid, err)
+		}
+		r.other = string(b)
+	}
+	return r, nil
+}
+
+// Messages implements store.SessionStore.
+func (s *Store) Messages(ctx context.Context, tenant, sessionID string, q store.MessageQuery) ([]store.Message, error) {
+	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "session", sessionID); err != nil {
+		return nil, err
+	}
+	var msgs []store.Message
+	err := s.read(ctx, "messages", func(t txn) error {
+		ok, err := live(t, tenant, sessionID, s.now())
+		if err != nil || !ok {
+			return err
+		}
+		msgs, err = newestMessages(t, tenant, sessionID, q)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return store.SelectMessages(msgs, q), nil
+}
+
+// newestMessages reads the session's newest messages, oldest first: q.Limit of them, and with q.MaxTokens
+// only as many as may fit (the counts it sums are at most the ones store.SelectMessages sums, so the
+// messages it leaves out are ones SelectMessages would drop). Apply store.SelectMessages to the result.
+func newestMessages(t txn, tenant, sessionID string, q store.MessageQuery) ([]store.Message, error) {
+	limit := int64(-1) // no limit
+	if q.Limit > 0 {
+		limit = int64(q.Limit)
+	}
+	enc := q.Encoding
+	if enc == "" {
+		enc = tokenizer.O200KBase
+	}
+	rows, err := t.query(qNewestMessages, tenant, sessionID, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Message
+	if q.Limit > 0 {
+		out = make([]store.Message, 0, q.Limit)
+	}
+	sum := 0
+	for rows.Next() {
+		var m store.Message
+		var toolCalls, other string
+		var sec, nsec int64
+		var o200k, cl100k int
+		if err := rows.Scan(&m.Seq, &m.Role, &m.Content, &m.Name, &toolCalls, &m.ToolCallID, &sec, &nsec, &o200k, &cl100k, &other); err != nil {
+			return nil, err
+		}
+		m.Time = time.Unix(sec, nsec).UTC()
+		if toolCalls != "" {
+			if err := json.Unmarshal([]byte(toolCalls), &m.ToolCalls); err != nil {
+				return nil, &decodeError{fmt.Errorf("message %d: tool calls: %w", m.Seq, err)}
+			}
+		}
+		if other != "" {
+			if err := json.Unmarshal([]byte(other), &m.TokenCounts); err != nil {
+				return nil, &decodeError{fmt.Errorf("message %d: token counts: %w", m.Seq, err)}
+			}
+		}
+		if o200k >= 0 || cl100k >= 0 {
+			if m.TokenCounts == nil {
+				m.TokenCounts = make(map[string]int, 2)
+			}
+			if o200k >= 0 {
+				m.TokenCounts[tokenizer.O200KBase] = o200k
+			}
+			if cl100k >= 0 {
+				m.TokenCounts[tokenizer.CL100KBase] = cl100k
+			}
+		}
+		out = append(out, m)
+		if q.MaxTokens > 0 {
+			sum += m.TokenCounts[enc] + store.MessageOverhead
+			if sum > q.MaxTokens {
+				break
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	slices.Reverse(out)
+	return out, nil
+}
+
+// AppendToolOutput implements store.SessionStore. It returns an error wrapping store.ErrInvalid or
+// store.ErrTooLarge for a bad output.
+func (s *Store) AppendToolOutput(ctx context.Context, tenant, sessionID string, o store.ToolOutput) (store.ToolOutput, error) {
+	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "session", sessionID); err != nil {
+		return store.ToolOutput{}, err
+	}
+	o, err := store.PrepareToolOutput(s.opts.Limits, s.now(), o)
+	if err != nil {
+		return store.ToolOutput{}, err
+	}
+	err = s.write(ctx, "append tool output", func(t txn) error {
+		ss, err := s.touch(t, tenant, sessionID, s.now())
+		if err != nil {
+			return err
+		}
+		seq := ss.nextTool
+		ss.nextTool++
+		if err := ss.put(t, tenant, sessionID); err != nil {
+			return err
+		}
+		if _, err := t.exec(qInsertToolOutput, tenant, sessionID, seq, o.Tool, o.CallID, o.Args, o.Result, o.Time.Unix(), o.Time.Nanosecond()); err != nil {
+			return err
+		}
+		o.Seq = seq
+		return nil
+	})
+	if err != nil {
+		return store.ToolOutput{}, err
+	}
+	return o, nil
+}
+
+// ToolOutputs implements store.SessionStore.
+func (s *Store) ToolOutputs(ctx context.Context, tenant, sessionID string) ([]store.ToolOutput, error) {
+	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "session", sessionID); err != nil {
+		return nil, err
+	}
+	var outs []store.ToolOutput
+	err := s.read(ctx, "tool outputs", func(t txn) error {
+		ok, err := live(t, tenant, sessionID, s.now())
+		if err != nil || !ok {
+			return err
+		}
+		outs, err = readToolOutputs(t, tenant, sessionID)
+		return err
+	})
+	return outs, err
+}
+
+func readToolOutputs(t txn, tenant, sessionID string) ([]store.ToolOutput, error) {
+	rows, err := t.query(qToolOutputs, tenant, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.ToolOutput
+	for rows.Next() {
+		var o store.ToolOutput
+		var sec, nsec int64
+		if err := rows.Scan(&o.Seq, &o.Tool, &o.CallID, &o.Args, &o.Result, &sec, &nsec); err != nil {
+			return nil, err
+		}
+		o.Time = time.Unix(sec, nsec).UTC()
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// SetKnowledge implements store.SessionStore. It returns an error wrapping store.ErrInvalid or
+// store.ErrTooLarge for bad items.
+func (s *Store) SetKnowledge(ctx context.Context, tenant, sessionID string, items []store.Knowledge) error {
+	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "session", sessionID); err != nil {
+		return err
+	}
+	items, err := store.PrepareKnowledge(s.opts.Limits, items)
+	if err != nil {
+		return err
+	}
+	data := make([]string, len(items))
+	for i, k := range items {
+		b, err := json.Marshal(k)
+		if err != nil {
+			return fmt.Errorf("%w: knowledge %d: %w", store.ErrInvalid, i, err)
+		}
+		data[i] = string(b)
+	}
+	return s.write(ctx, "set knowledge", func(t txn) error {
+		ss, err := s.touch(t, tenant, sessionID, s.now())
+		if err != nil {
+			return err
+		}
+		if err := ss.put(t, tenant, sessionID); err != nil {
+			return err
+		}
+		if _, err := t.exec(qDeleteKnowledge, tenant, sessionID); err != nil {
+			return err
+		}
+		for i, d := range data {
+			if _, err := t.exec(qInsertKnowledge, tenant, sessionID, i, d); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Knowledge implements store.SessionStore.
+func (s *Store) Knowledge(ctx context.Context, tenant, sessionID string) ([]store.Knowledge, error) {
+	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "session", sessionID); err != nil {
+		return nil, err
+	}
+	var items []store.Knowledge
+	err := s.read(ctx, "knowledge", func(t txn) error {
+		ok, err := live(t, tenant, sessionID, s.now())
+		if err != nil || !ok {
+			return err
+		}
+		items, err = readKnowledge(t, tenant, sessionID)
+		return err
+	})
+	return items, err
+}
+
+func readKnowledge(t txn, tenant, sessionID string) ([]store.Knowledge, error) {
+	rows, err := t.query(qKnowledge, tenant, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Knowledge
+	for rows.Next() {
+		var data string
+		if err := rows.Scan(&data); err != nil {
+			return nil, err
+		}
+		var k store.Knowledge
+		if err := json.Unmarshal([]byte(data), &k); err != nil {
+			return nil, &decodeError{fmt.Errorf("knowledge %d: %w", len(out), err)}
+		}
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+// DeleteSession implements store.SessionStore. It returns an error wrapping store.ErrNotFound when the
+// session has no messages, tool outputs or knowledge (or has expired).
+func (s *Store) DeleteSession(ctx context.Context, tenant, sessionID string) error {
+	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "session", sessionID); err != nil {
+		return err
+	}
+	notFound := fmt.Errorf("session %q: %w", sessionID, store.ErrNotFound)
+	return s.write(ctx, "delete session", func(t txn) error {
+		var ss session
+		switch err := t.scan(qSession, []any{tenant, sessionID}, &ss.expires, &ss.nextMsg, &ss.nextTool); {
+		case errors.Is(err, sql.ErrNoRows):
+			return notFound
+		case err != nil:
+			return err
+		}
+		if ss.expires != 0 && ss.expires <= s.now().UnixNano() {
+			return notFound // its rows go with the next cleanup or write
+		}
+		if ss.nextMsg == 1 && ss.nextTool == 1 {
+			var has bool
+			if err := t.scan(qHasKnowledge, []any{tenant, sessionID}, &has); err != nil {
+				return err
+			}
+			if !has {
+				return notFound
+			}
+		}
+		_, err := t.exec(qDeleteSession, tenant, sessionID)
+		return err
+	})
+}
+
+// Load implements store.Loader: it reads every source q names in one read transaction, so the snapshot is
+// consistent. A stored value that does not decode is reported in Snapshot.Errors for its source.
+func (s *Store) Load(ctx context.Context, tenant string, q store.LoadQuery) (*store.Snapshot, error) {
+	if err := store.ValidateID(s.opts.Limits, "tenant", tenant); err != nil {
+		return nil, err
+	}
+	for _, p := range [...][2]string{{"agent", q.Agent}, {"user", q.User}, {"session", q.Session}} {
+		if p[1] != "" {
+			if err := store.ValidateID(s.opts.Limits, p[0], p[1]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	limit := q.MaxMessages
+	if limit <= 0 {
+		limit = store.DefaultLoadMessages
+	}
+	snap := &store.Snapshot{Errors: map[store.Source]error{}}
+	// source records err for src if it is a source's own (a missing agent, a value that does not decode)
+	// and returns it otherwise, to fail the whole read.
+	source := func(src store.Source, err error) error {
+		var de *decodeError
+		if errors.Is(err, store.ErrNotFound) || errors.As(err, &de) {
+			snap.Errors[src] = err
+			return nil
+		}
+		return err
+	}
+	err := s.read(ctx, "load", func(t txn) error {
+		if q.Agent != "" {
+			a, err := getAgent(t, tenant, q.Agent)
+			if err := source(store.SourceAgent, err); err != nil {
+				return err
+			}
+			if err == nil {
+				snap.Agent = &a
+			}
+		}
+		if q.User != "" {
+			facts, err := readFacts(t, tenant, q.User)
+			if err := source(store.SourceMemory, err); err != nil {
+				return err
+			}
+			snap.Facts = facts
+		}
+		if q.Session == "" {
+			return nil
+		}
+		if ok, err := live(t, tenant, q.Session, s.now()); err != nil || !ok {
+			return err
+		}
+		msgs, err := newestMessages(t, tenant, q.Session, store.MessageQuery{Limit: limit})
+		if err := source(store.SourceHistory, err); err != nil {
+			return err
+		}
+		snap.Messages = msgs
+		outs, err := readToolOutputs(t, tenant, q.Session)
+		if err := source(store.SourceToolOutputs, err); err != nil {
+			return err
+		}
+		snap.ToolOutputs = outs
+		items, err := readKnowledge(t, tenant, q.Session)
+		if err := source(store.SourceKnowledge, err); err != nil {
+			return err
+		}
+		snap.Knowledge = items
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return snap, nil
+}

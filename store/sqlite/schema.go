@@ -1,0 +1,124 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// migrations are the schema, one step a version: migrations[i] takes the file from version i to i+1. Steps
+// are only ever appended; a released step never changes.
+//
+// Every table is keyed by tenant first, so no id of one tenant can name a row of another. A session's
+// messages, tool outputs and knowledge reference its row in sessions and go when it goes (ON DELETE
+// CASCADE). Times are kept as Unix seconds plus nanoseconds, exact for any time.Time; expires_at is Unix
+// nanoseconds, 0 for never.
+var migrations = []string{
+	1: `
+CREATE TABLE agents (
+	tenant TEXT NOT NULL,
+	id     TEXT NOT NULL,
+	data   TEXT NOT NULL, -- the store.Agent as JSON
+	PRIMARY KEY (tenant, id)
+);
+CREATE TABLE facts (
+	tenant  TEXT NOT NULL,
+	user    TEXT NOT NULL,
+	key     TEXT NOT NULL,
+	value   TEXT NOT NULL,
+	pinned  INTEGER NOT NULL,
+	updated_s  INTEGER NOT NULL,
+	updated_ns INTEGER NOT NULL,
+	source  TEXT NOT NULL,
+	PRIMARY KEY (tenant, user, key)
+);
+CREATE TABLE sessions (
+	tenant     TEXT NOT NULL,
+	session    TEXT NOT NULL,
+	expires_at INTEGER NOT NULL, -- Unix nanoseconds; 0: never
+	next_msg   INTEGER NOT NULL, -- the seq the next message gets
+	next_tool  INTEGER NOT NULL, -- the seq the next tool output gets
+	PRIMARY KEY (tenant, session)
+);
+CREATE INDEX sessions_expiry ON sessions (expires_at) WHERE expires_at > 0;
+CREATE TABLE messages (
+	tenant       TEXT NOT NULL,
+	session      TEXT NOT NULL,
+	seq          INTEGER NOT NULL,
+	role         TEXT NOT NULL,
+	content      TEXT NOT NULL,
+	name         TEXT NOT NULL,
+	tool_calls   TEXT NOT NULL, -- JSON, '' for none
+	tool_call_id TEXT NOT NULL,
+	ts_s         INTEGER NOT NULL,
+	ts_ns        INTEGER NOT NULL,
+	tok_o200k    INTEGER NOT NULL, -- the o200k_base count, -1 if absent
+	tok_cl100k   INTEGER NOT NULL, -- the cl100k_base count, -1 if absent
+	tok_other    TEXT NOT NULL,    -- other counts as a JSON object, '' for none
+	PRIMARY KEY (tenant, session, seq),
+	FOREIGN KEY (tenant, session) REFERENCES sessions (tenant, session) ON DELETE CASCADE
+);
+CREATE TABLE tool_outputs (
+	tenant  TEXT NOT NULL,
+	session TEXT NOT NULL,
+	seq     INTEGER NOT NULL,
+	tool    TEXT NOT NULL,
+	call_id TEXT NOT NULL,
+	args    TEXT NOT NULL,
+	result  TEXT NOT NULL,
+	ts_s    INTEGER NOT NULL,
+	ts_ns   INTEGER NOT NULL,
+	PRIMARY KEY (tenant, session, seq),
+	FOREIGN KEY (tenant, session) REFERENCES sessions (tenant, session) ON DELETE CASCADE
+);
+CREATE TABLE knowledge (
+	tenant   TEXT NOT NULL,
+	session  TEXT NOT NULL,
+	position INTEGER NOT NULL,
+	data     TEXT NOT NULL, -- the store.Knowledge as JSON
+	PRIMARY KEY (tenant, session, position),
+	FOREIGN KEY (tenant, session) REFERENCES sessions (tenant, session) ON DELETE CASCADE
+);
+`,
+}
+
+// SchemaVersion is the schema version this package writes: a file at a later version (written by a newer
+// Loom) is refused by Open.
+const SchemaVersion = 1
+
+// migrate brings the file to SchemaVersion in one write transaction.
+func migrate(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: see the writer's DSN
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
+		return err
+	}
+	var version int
+	switch err := tx.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&version); {
+	case errors.Is(err, sql.ErrNoRows):
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (0)`); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	}
+	if version > SchemaVersion {
+		return fmt.Errorf("%w: the file has schema version %d, this build knows up to %d", ErrNewerSchema, version, SchemaVersion)
+	}
+	if version == SchemaVersion {
+		return tx.Commit()
+	}
+	for v := version + 1; v <= SchemaVersion; v++ {
+		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+			return fmt.Errorf("migration %d: %w", v, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = ?`, SchemaVersion); err != nil {
+		return err
+	}
+	return tx.Commit()
+}

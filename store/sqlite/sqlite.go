@@ -1,0 +1,455 @@
+// Package sqlite is Loom's embedded default store: everything in one SQLite file, read and written with
+// modernc.org/sqlite (pure Go, no cgo), nothing to set up.
+//
+// # The file
+//
+// [Open] creates the file if need be and brings its schema to [SchemaVersion]: numbered migrations, applied
+// in one transaction and recorded in the schema_version table. Every table is keyed by tenant first (agents,
+// facts, sessions, messages, tool_outputs, knowledge), so a tenant can name any id and never reach another
+// tenant's rows. A session's messages, tool outputs and knowledge belong to its row in sessions, which
+// holds its expiry and the next sequence numbers.
+//
+// # WAL and durability
+//
+// The file is in WAL mode: readers never block the writer and the writer never blocks readers. Each
+// connection gets its pragmas (busy_timeout, journal_mode=WAL, foreign_keys, synchronous) from the DSN, so
+// every pooled connection has them. By default synchronous=FULL: a write transaction's WAL frames are
+// fsynced before the commit returns, so an acknowledged write survives the process being killed and the
+// machine losing power. [WithSynchronous]([SynchronousNormal]) skips that fsync: an acknowledged write
+// still survives the process being killed (kill -9), since the frames are in the operating system's
+// cache, but the last commits may be lost if the machine loses power; writes are then faster.
+//
+// # Concurrency
+//
+// A Store is safe for concurrent use. All writes go through a single connection, one transaction at a
+// time, begun IMMEDIATE: writers from many goroutines queue for it instead of failing with SQLITE_BUSY, and
+// a message batch gets its contiguous sequence numbers inside its own transaction, so concurrent appends
+// lose nothing and never interleave. Reads use a pool of read-only connections; [Store.Load] reads every
+// source in one read transaction, one consistent snapshot. Another process may open the same file: SQLite
+// locks it, and busy_timeout makes each side wait for the other.
+//
+// # Expiry
+//
+// With [store.Options.SessionTTL] set, a session expires that long after its last write. Reads treat an
+// expired session as empty at once; a write to it starts it again from seq 1. A goroutine that [Store.Close]
+// stops deletes expired sessions' rows now and then (see [WithCleanupInterval] and [Store.DeleteExpired]).
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+
+	"github.com/context-loom/loom/store"
+)
+
+// Errors of this package; every other error wraps one of store's.
+var (
+	// ErrNewerSchema is returned by Open for a file written by a newer version of this package.
+	ErrNewerSchema = errors.New("sqlite: the file's schema is newer than this build")
+)
+
+// Synchronous is how hard a commit waits for the disk: SQLite's synchronous pragma.
+type Synchronous int
+
+const (
+	// SynchronousFull fsyncs the WAL before every commit returns: an acknowledged write survives a crash of
+	// the process and of the machine. The default.
+	SynchronousFull Synchronous = iota
+	// SynchronousNormal leaves the fsync to checkpoints: an acknowledged write survives a crash of the
+	// process, but the newest commits may be lost if the machine loses power.
+	SynchronousNormal
+)
+
+func (s Synchronous) pragma() (string, error) {
+	switch s {
+	case SynchronousFull:
+		return "FULL", nil
+	case SynchronousNormal:
+		return "NORMAL", nil
+	}
+	return "", fmt.Errorf("%w: unknown synchronous mode %d", store.ErrInvalid, int(s))
+}
+
+// Option sets what is particular to this backend; [store.Options] holds what every backend shares.
+type Option func(*config)
+
+type config struct {
+	sync        Synchronous
+	busyTimeout time.Duration
+	cleanup     time.Duration
+	readers     int
+}
+
+// Defaults of the options.
+const (
+	// DefaultBusyTimeout is how long a connection waits for a lock another process holds.
+	DefaultBusyTimeout = 10 * time.Second
+	// DefaultCleanupInterval is how often expired sessions are deleted, at most; with a shorter SessionTTL,
+	// they are deleted every SessionTTL (but not more often than once a second).
+	DefaultCleanupInterval = time.Minute
+)
+
+// WithSynchronous sets the durability of a commit; the default is [SynchronousFull].
+func WithSynchronous(s Synchronous) Option { return func(c *config) { c.sync = s } }
+
+// WithBusyTimeout sets how long a statement waits for a lock another process (or a checkpoint) holds
+// before it fails; the default is DefaultBusyTimeout.
+func WithBusyTimeout(d time.Duration) Option { return func(c *config) { c.busyTimeout = d } }
+
+// WithCleanupInterval sets how often the store deletes the rows of expired sessions when a SessionTTL is
+// set; a negative interval turns the goroutine off (call [Store.DeleteExpired] yourself then).
+func WithCleanupInterval(d time.Duration) Option { return func(c *config) { c.cleanup = d } }
+
+// WithReadConns sets the size of the read connection pool; the default is GOMAXPROCS, at least 4.
+func WithReadConns(n int) Option { return func(c *config) { c.readers = n } }
+
+// Store is a store.Store in one SQLite file. It is safe for concurrent use.
+type Store struct {
+	opts store.Options
+	now  func() time.Time
+
+	wdb    *sql.DB // one connection: every write
+	rdb    *sql.DB // the read pool
+	wstmts *statements
+	rstmts *statements
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	stop      context.CancelFunc
+	done      chan struct{} // closed when the cleanup goroutine has returned
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens the store in the file at path, creating it if need be, and migrates its schema. It returns an
+// error wrapping store.ErrInvalid for a bad path or option, ErrNewerSchema for a file of a newer version,
+// and store.ErrUnavailable if the file cannot be opened or is not a database. Close the store when done.
+func Open(ctx context.Context, path string, opts store.Options, options ...Option) (*Store, error) {
+	if path == "" || strings.HasPrefix(path, ":memory:") || strings.HasPrefix(path, "file:") {
+		return nil, fmt.Errorf("%w: sqlite: the path must name a file, got %q", store.ErrInvalid, path)
+	}
+	if opts.SessionTTL < 0 {
+		return nil, fmt.Errorf("%w: sqlite: negative session TTL", store.ErrInvalid)
+	}
+	cfg := config{busyTimeout: DefaultBusyTimeout, readers: max(4, runtime.GOMAXPROCS(0))}
+	for _, o := range options {
+		o(&cfg)
+	}
+	syncMode, err := cfg.sync.pragma()
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	if cfg.busyTimeout < 0 || cfg.readers < 1 {
+		return nil, fmt.Errorf("%w: sqlite: a negative busy timeout or fewer than one read connection", store.ErrInvalid)
+	}
+	opts.Limits = opts.Limits.WithDefaults()
+	s := &Store{opts: opts, now: time.Now}
+
+	fail := func(err error) (*Store, error) {
+		s.closeDBs()
+		if errors.Is(err, ErrNewerSchema) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		}
+		return nil, fmt.Errorf("sqlite: open %s: %w: %w", path, store.ErrUnavailable, err)
+	}
+	if s.wdb, err = sql.Open("sqlite", dsn(path, cfg, syncMode, false)); err != nil {
+		return fail(err)
+	}
+	s.wdb.SetMaxOpenConns(1)
+	s.wdb.SetMaxIdleConns(1)
+	s.wdb.SetConnMaxLifetime(0)
+	s.wdb.SetConnMaxIdleTime(0)
+	var mode string
+	if err := s.wdb.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+		return fail(err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fail(fmt.Errorf("journal mode is %q, not WAL", mode))
+	}
+	if err := migrate(ctx, s.wdb); err != nil {
+		return fail(err)
+	}
+	if s.rdb, err = sql.Open("sqlite", dsn(path, cfg, syncMode, true)); err != nil {
+		return fail(err)
+	}
+	s.rdb.SetMaxOpenConns(cfg.readers)
+	s.rdb.SetMaxIdleConns(cfg.readers)
+	s.rdb.SetConnMaxLifetime(0)
+	s.rdb.SetConnMaxIdleTime(0)
+	if err := s.rdb.PingContext(ctx); err != nil {
+		return fail(err)
+	}
+	if s.wstmts, err = prepare(ctx, s.wdb, writeQueries); err != nil {
+		return fail(err)
+	}
+	if s.rstmts, err = prepare(ctx, s.rdb, readQueries); err != nil {
+		return fail(err)
+	}
+
+	s.done = make(chan struct{})
+	every := cleanupInterval(opts.SessionTTL, cfg.cleanup)
+	if every <= 0 {
+		close(s.done)
+		s.stop = func() {}
+		return s, nil
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	s.stop = cancel
+	go s.cleanup(cctx, every)
+	return s, nil
+}
+
+// cleanupInterval is how often the cleanup goroutine runs; 0 means it does not.
+func cleanupInterval(ttl, set time.Duration) time.Duration {
+	switch {
+	case ttl <= 0 || set < 0:
+		return 0
+	case set > 0:
+		return set
+	}
+	return min(max(ttl, time.Second), DefaultCleanupInterval)
+}
+
+// dsn is the data source name of path for a writer or a reader connection. The path is a URI path, with
+// the characters a URI gives meaning to escaped; the pragmas are applied to every new connection.
+func dsn(path string, cfg config, syncMode string, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", cfg.busyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous("+syncMode+")")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		q.Set("_txlock", "immediate")
+	}
+	escaped := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	return "file:" + escaped + "?" + q.Encode()
+}
+
+// cleanup deletes expired sessions every interval until ctx is done. An error is retried at the next tick.
+func (s *Store) cleanup(ctx context.Context, every time.Duration) {
+	defer close(s.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_, _ = s.DeleteExpired(ctx)
+		}
+	}
+}
+
+// expiredBatch is how many expired sessions one transaction of DeleteExpired deletes, so that writers
+// do not wait long behind it.
+const expiredBatch = 256
+
+// DeleteExpired deletes the rows of the sessions that have expired and returns how many sessions it
+// deleted. Reads never see expired sessions anyway; this reclaims their space. The store calls it every
+// cleanup interval when a SessionTTL is set. It returns an error wrapping store.ErrClosed after Close.
+func (s *Store) DeleteExpired(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		var n int64
+		err := s.write(ctx, "delete expired sessions", func(t txn) error {
+			res, err := t.exec(qDeleteExpired, s.now().UnixNano(), expiredBatch)
+			if err != nil {
+				return err
+			}
+			n, err = res.RowsAffected()
+			return err
+		})
+		total += int(n)
+		if err != nil || n < expiredBatch {
+			return total, err
+		}
+	}
+}
+
+// Ping implements store.Store: it queries the file through the read pool. It returns an error wrapping
+// store.ErrUnavailable if that fails, and store.ErrClosed after Close.
+func (s *Store) Ping(ctx context.Context) error {
+	return s.read(ctx, "ping", func(t txn) error {
+		var v int
+		return t.scan(qPing, nil, &v)
+	})
+}
+
+// Close stops the cleanup goroutine, waits for it and closes the file. Calls after Close return
+// store.ErrClosed; Close itself may be called again, and then returns nil.
+func (s *Store) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.stop()
+		<-s.done
+		err = s.closeDBs()
+	})
+	return err
+}
+
+func (s *Store) closeDBs() error {
+	var errs []error
+	for _, st := range []*statements{s.rstmts, s.wstmts} {
+		if st != nil {
+			errs = append(errs, st.close())
+		}
+	}
+	// The readers first: the writer, closing last, checkpoints the WAL into the file.
+	for _, db := range []*sql.DB{s.rdb, s.wdb} {
+		if db != nil {
+			errs = append(errs, db.Close())
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("sqlite: close: %w", err)
+	}
+	return nil
+}
+
+// check returns an error if the store is closed or ctx is done.
+func (s *Store) check(ctx context.Context) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	return ctx.Err()
+}
+
+// wrap gives err its context and, unless it already matches one, a sentinel of the store package:
+// ErrClosed after Close, ctx's error once ctx is done, ErrUnavailable for a failing database.
+func (s *Store) wrap(ctx context.Context, op string, err error) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrTooLarge),
+		errors.Is(err, store.ErrClosed), errors.Is(err, store.ErrUnavailable):
+		return err
+	case s.closed.Load():
+		return fmt.Errorf("sqlite: %s: %w", op, store.ErrClosed)
+	case ctx.Err() != nil:
+		return fmt.Errorf("sqlite: %s: %w", op, ctx.Err())
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	return fmt.Errorf("sqlite: %s: %w: %w", op, store.ErrUnavailable, err)
+}
+
+// txn is one transaction with the store's prepared statements.
+type txn struct {
+	ctx   context.Context
+	tx    *sql.Tx
+	stmts *statements
+}
+
+func (t txn) stmt(query string) (*sql.Stmt, error) {
+	st, err := t.stmts.get(query)
+	if err != nil {
+		return nil, err
+	}
+	return t.tx.StmtContext(t.ctx, st), nil
+}
+
+func (t txn) exec(query string, args ...any) (sql.Result, error) {
+	st, err := t.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(t.ctx, args...)
+}
+
+func (t txn) query(query string, args ...any) (*sql.Rows, error) {
+	st, err := t.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(t.ctx, args...)
+}
+
+// scan reads the one row query returns into dest; sql.ErrNoRows if there is none.
+func (t txn) scan(query string, args []any, dest ...any) error {
+	st, err := t.stmt(query)
+	if err != nil {
+		return err
+	}
+	return st.QueryRowContext(t.ctx, args...).Scan(dest...)
+}
+
+// read runs fn in a read transaction of the read pool.
+func (s *Store) read(ctx context.Context, op string, fn func(t txn) error) error {
+	if err := s.check(ctx); err != nil {
+		return s.wrap(ctx, op, err)
+	}
+	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return s.wrap(ctx, op, err)
+	}
+	defer func() { _ = tx.Rollback() }() // a read transaction has nothing to commit
+	if err := fn(txn{ctx, tx, s.rstmts}); err != nil {
+		return s.wrap(ctx, op, err)
+	}
+	return nil
+}
+
+// write runs fn in a write transaction of the writer connection and commits it if fn returns nil.
+func (s *Store) write(ctx context.Context, op string, fn func(t txn) error) error {
+	if err := s.check(ctx); err != nil {
+		return s.wrap(ctx, op, err)
+	}
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return s.wrap(ctx, op, err)
+	}
+	if err := fn(txn{ctx, tx, s.wstmts}); err != nil {
+		_ = tx.Rollback()
+		return s.wrap(ctx, op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return s.wrap(ctx, op, err)
+	}
+	return nil
+}
+
+// statements are the prepared statements of one *sql.DB, all prepared at Open (a writer's statement
+// cannot be prepared later: its one connection is busy with the transaction that needs it). database/sql
+// prepares each again on every other connection it runs on, once.
+type statements struct {
+	m map[string]*sql.Stmt
+}
+
+func prepare(ctx context.Context, db *sql.DB, queries []string) (*statements, error) {
+	p := &statements{m: make(map[string]*sql.Stmt, len(queries))}
+	for _, q := range queries {
+		st, err := db.PrepareContext(ctx, q)
+		if err != nil {
+			_ = p.close()
+			return nil, fmt.Errorf("prepare %q: %w", q, err)
+		}
+		p.m[q] = st
+	}
+	return p, nil
+}
+
+func (p *statements) get(query string) (*sql.Stmt, error) {
+	if st := p.m[query]; st != nil {
+		return st, nil
+	}
+	return nil, fmt.Errorf("sqlite: statement not prepared: %q", query) // a bug: add it to the list
+}
+
+func (p *statements) close() error {
+	var errs []error
+	for _, st := range p.m {
+		errs = append(errs, st.Close())
+	}
+	return errors.Join(errs...)
+}
