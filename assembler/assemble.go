@@ -61,9 +61,11 @@ type ctxItem struct {
 	id      string
 	content string // knowledge: the text, for finding duplicates
 	dup     string // knowledge: why it duplicates a kept item
-	raw     bool   // knowledge: parts[2] holds the unescaped text (its count is cached)
+	raw     bool   // knowledge: parts[2] holds the unescaped text, escaped when it is counted or rendered
+	rank    int    // knowledge: position by score; it is costed with the marker [rank+1]
 	parts   []part // rendered, with its trailing separator
-	cost    int
+	cost    int    // -1: not known yet (knowledge, see cost)
+	lower   int    // knowledge whose cost is not known: a lower bound, counted up to a limit
 	kept    bool
 	pinned  bool
 	order   int // position for rendering
@@ -194,29 +196,28 @@ func (a *assembly) run(ctx context.Context) (*Result, error) {
 		return nil, &BudgetError{Required: required, Available: a.budget}
 	}
 	available := a.budget - required
-	demand := map[string]int{
-		RegionMemory:      sumCost(a.memory),
-		RegionToolOutputs: sumCost(a.toolOuts),
-		RegionKnowledge:   sumCost(a.knowledge),
-	}
-	for _, g := range a.groups {
-		demand[RegionHistory] += g.cost
-	}
-	if demand[RegionMemory]+demand[RegionToolOutputs]+demand[RegionKnowledge] > 0 {
+	if len(a.memory)+len(a.toolOuts)+len(a.knowledge) > 0 { // each item's wrapper costs tokens
 		available -= a.contextOverhead()
 	}
-	a.alloc = allocate(a.policy, max(available, 0), demand)
+	// Shares need a region's demand only up to what is available, so candidates are costed lazily, in the
+	// order fill takes them: what can never fit is not counted.
+	a.alloc = allocate(a.policy, max(available, 0), func(region string, upTo int) int {
+		return a.demand(region, upTo, max(available, 0))
+	})
 
-	// Fill each region within its share, then offer what is left to them again, by priority.
+	// Fill each region within its share, then offer what is left to them again, by priority. No region is
+	// ever offered more than what is left of available (room), which only shrinks: a count stopped at the
+	// room is never needed again.
 	used := map[string]int{}
 	a.keepFrom = len(a.groups)
 	for pass := range 2 {
 		for _, r := range a.policy.Regions {
+			room := max(available-sumValues(used), 0)
 			limit := a.alloc[r.Name]
 			if pass == 1 {
-				limit = used[r.Name] + max(available-sumValues(used), 0)
+				limit = used[r.Name] + room
 			}
-			used[r.Name] = a.fill(r.Name, limit, used[r.Name])
+			used[r.Name] = a.fill(r.Name, limit, used[r.Name], room)
 		}
 	}
 
@@ -235,29 +236,86 @@ func (a *assembly) run(ctx context.Context) (*Result, error) {
 	return a.result(out), nil
 }
 
-// fill keeps items of region within limit tokens (used already kept) and returns what it uses.
-func (a *assembly) fill(region string, limit, used int) int {
+// fill keeps items of region within limit tokens (used already kept) and returns what it uses. Room is
+// the most that any region can still be offered, now or later (what is left of the budget); candidates are
+// counted up to it, no further.
+func (a *assembly) fill(region string, limit, used, room int) int {
+	start := used
 	switch region {
 	case RegionHistory:
-		for a.keepFrom > 0 && used+a.groups[a.keepFrom-1].cost <= limit {
+		for a.keepFrom > 0 {
+			cost := a.groupCost(a.groups[a.keepFrom-1])
+			if used+cost > limit {
+				break
+			}
 			a.keepFrom--
-			used += a.groups[a.keepFrom].cost
+			used += cost
 		}
 		return used
 	default:
 		for _, it := range a.items(region) {
-			if !it.kept && it.dup == "" && used+it.cost <= limit {
-				if region == RegionKnowledge {
-					if it.dup = a.duplicate(it); it.dup != "" {
-						continue
-					}
-				}
-				it.kept = true
-				used += it.cost
+			if it.kept || it.dup != "" {
+				continue
 			}
+			cost, exact := a.cost(it, max(room-(used-start), limit-used))
+			if !exact || used+cost > limit {
+				continue
+			}
+			if region == RegionKnowledge {
+				if it.dup = a.duplicate(it); it.dup != "" {
+					continue
+				}
+			}
+			it.kept = true
+			used += cost
 		}
 		return used
 	}
+}
+
+// demand returns what region's candidates cost, but at most upTo (at most room): it costs them in the
+// order fill takes them, only until they cost upTo.
+func (a *assembly) demand(region string, upTo, room int) int {
+	n := 0
+	switch region {
+	case RegionHistory:
+		for i := len(a.groups) - 1; i >= 0 && n < upTo; i-- {
+			n += a.groupCost(a.groups[i])
+		}
+	default:
+		for _, it := range a.items(region) {
+			if n >= upTo {
+				break
+			}
+			cost, _ := a.cost(it, max(room, upTo)) // when not exact, more than upTo
+			n += cost
+		}
+	}
+	return min(n, upTo)
+}
+
+// cost returns what item it costs: exactly (exact true) if that is at most limit, else a count greater
+// than limit. A knowledge item is counted only here, the first time it is asked for, and only up to
+// limit; since later limits are never larger, it is never counted again.
+func (a *assembly) cost(it *ctxItem, limit int) (n int, exact bool) {
+	if it.cost >= 0 {
+		return it.cost, true
+	}
+	if it.lower > limit {
+		return it.lower, false
+	}
+	body := &it.parts[2]
+	if it.raw && body.tokens < 0 { // not cached: count the text as it is rendered
+		body.text, it.raw = escapeText(body.text), false
+	}
+	marker := a.markerCost(it.rank + 1)
+	n, exact = a.m.joinUpTo(it.parts[1:], max(limit-marker, 0))
+	if !exact {
+		it.lower = n + marker
+		return it.lower, false
+	}
+	it.cost = n + marker
+	return it.cost, true
 }
 
 func (a *assembly) items(region string) []*ctxItem {
@@ -318,14 +376,6 @@ func (a *assembly) contextOverhead() int {
 		return a.model.TokensPerMessage + a.m.countShort("system")
 	}
 	return 0
-}
-
-func sumCost(items []*ctxItem) int {
-	n := 0
-	for _, it := range items {
-		n += it.cost
-	}
-	return n
 }
 
 func sumValues(m map[string]int) int {

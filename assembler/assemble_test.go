@@ -516,7 +516,13 @@ func TestAssemble_Errors(t *testing.T) {
 func TestAllocate_SharesAndLeftovers(t *testing.T) {
 	t.Parallel()
 	p := DefaultPolicy()
-	got := allocate(p, 1000, map[string]int{RegionMemory: 500, RegionToolOutputs: 0, RegionHistory: 2000, RegionKnowledge: 2000})
+	demand := map[string]int{RegionMemory: 500, RegionToolOutputs: 0, RegionHistory: 2000, RegionKnowledge: 2000}
+	got := allocate(p, 1000, func(name string, upTo int) int {
+		if upTo > 1000 {
+			t.Errorf("demand of %s asked up to %d, more than is available", name, upTo)
+		}
+		return min(demand[name], upTo)
+	})
 	// memory is capped at 15% first, history and knowledge get their 20% minimums, then history up to 60%;
 	// what is left goes by priority.
 	if got[RegionMemory] != 150 || got[RegionHistory] != 600 || got[RegionKnowledge] != 250 {

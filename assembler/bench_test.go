@@ -69,32 +69,66 @@ func BenchmarkAssembleRequest(b *testing.B) {
 	}
 }
 
-// TestAssemble_CountsEachTextOnce checks that an assembly counts each text at most once, however often it
-// renders and verifies its plan.
+// countingCounter counts texts with an encoding and records each text it counts, in whole or up to a
+// limit.
+type countingCounter struct {
+	enc  *tokenizer.Encoding
+	seen map[string]int
+}
+
+func (c *countingCounter) Count(s string) int {
+	c.seen[s]++
+	return c.enc.Count(s)
+}
+
+func (c *countingCounter) CountUpTo(s string, limit int) (int, bool) {
+	c.seen[s]++
+	return c.enc.CountUpTo(s, limit)
+}
+
+// TestAssemble_CountsEachTextOnce checks that an assembly counts each text at most once, in whole or in
+// part, however often it renders and verifies its plan, and that it does not count what cannot fit.
 func TestAssemble_CountsEachTextOnce(t *testing.T) {
 	t.Parallel()
-	req := benchRequest(&testing.B{}, false)
-	req.ToolOutputs = []ToolOutput{{Tool: "search", Result: strings.Repeat("a long search result ", 30)}}
-	req.Memory = []MemoryFact{{Key: "name", Value: "Bob", Pinned: true}, {Key: "tier", Value: "free"}}
-	a, err := newAssembly(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]int{}
-	inner := a.m.counter
-	a.m.counter = tokenizer.CounterFunc(func(s string) int {
-		seen[s]++
-		return inner.Count(s)
-	})
-	if _, err := a.run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	for text, n := range seen {
-		if n > 1 {
-			t.Errorf("counted %d times: %.60q", n, text)
+	for _, upTo := range []bool{true, false} {
+		req := benchRequest(&testing.B{}, false)
+		req.ToolOutputs = []ToolOutput{{Tool: "search", Result: strings.Repeat("a long search result ", 30)}}
+		req.Memory = []MemoryFact{{Key: "name", Value: "Bob", Pinned: true}, {Key: "tier", Value: "free"}}
+		a, err := newAssembly(req)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if texts := len(req.Knowledge) + len(req.History); a.m.counted < texts {
-		t.Errorf("counted %d texts for %d items: the test does not see the counting", a.m.counted, texts)
+		c := &countingCounter{enc: tokenizer.O200K(), seen: map[string]int{}}
+		a.m.counter = c
+		if !upTo { // a counter that can only count whole texts
+			a.m.counter = tokenizer.CounterFunc(c.Count)
+		}
+		res, err := a.run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for text, n := range c.seen {
+			if n > 1 {
+				t.Errorf("counted %d times: %.60q", n, text)
+			}
+		}
+		kept := 0
+		for _, r := range res.Report.Regions {
+			kept += len(r.Included)
+		}
+		if a.m.counted < kept {
+			t.Errorf("counted %d texts for %d included items: the test does not see the counting", a.m.counted, kept)
+		}
+		counted := 0
+		for _, k := range req.Knowledge {
+			counted += c.seen[RenderedKnowledge(k.Content)]
+		}
+		for _, h := range req.History {
+			counted += c.seen[h.Content]
+		}
+		if items := len(req.Knowledge) + len(req.History); counted > items*3/4 {
+			t.Errorf("counted %d of %d texts, when fewer than half fit", counted, items)
+		}
+		t.Logf("CountUpTo %v: counted %d of %d knowledge and history texts, included %d items", upTo, counted, len(req.Knowledge)+len(req.History), kept)
 	}
 }

@@ -32,6 +32,23 @@ func (m *meter) count(s string) int {
 	return m.counter.Count(s)
 }
 
+// countUpTo counts s, but stops once the count exceeds limit (a negative limit means none) where the
+// counter can (tokenizer.Encoding.CountUpTo): within reports whether s has at most limit tokens, and n is
+// then its exact count; otherwise n is a count greater than limit.
+func (m *meter) countUpTo(s string, limit int) (n int, within bool) {
+	if s == "" {
+		return 0, true
+	}
+	m.counted++
+	if c, ok := m.counter.(interface {
+		CountUpTo(text string, limit int) (int, bool)
+	}); ok && limit >= 0 {
+		return c.CountUpTo(s, limit)
+	}
+	n = m.counter.Count(s)
+	return n, limit < 0 || n <= limit
+}
+
 // shortText is the length up to which a text is remembered by its content: wrappers, roles, markers.
 const shortText = 128
 
@@ -57,28 +74,58 @@ func newPart(text string) part { return part{text: text, tokens: -1} }
 // join returns the exact count of the parts concatenated, counting a part only if its count is unknown
 // (and remembering it in the part), and neighbours together only where their counts may not add up.
 func (m *meter) join(parts []part) int {
+	n, _ := m.joinUpTo(parts, -1)
+	return n
+}
+
+// joinUpTo is join that stops counting once the count exceeds limit (a negative limit means none): within
+// reports whether the parts have at most limit tokens, and n is then their exact count; otherwise n is a
+// count greater than limit (not the total), and nothing counted past limit is remembered.
+func (m *meter) joinUpTo(parts []part, limit int) (n int, within bool) {
 	total := 0
 	run := -1 // index of the first part of the run being merged, or -1
 	var merged strings.Builder
 	prev := -1 // index of the last non-empty part
-	flush := func() {
+	// flush adds the run's count to total, and reports whether total is still within limit.
+	flush := func() bool {
 		if run < 0 {
-			return
+			return true
+		}
+		left := -1 // what the run may count, at most
+		if limit >= 0 {
+			left = max(limit-total, 0)
 		}
 		if merged.Len() == 0 { // a single part
+			p := &parts[run]
+			run = -1
 			switch {
-			case parts[run].tokens >= 0:
-			case len(parts[run].text) <= shortText:
-				parts[run].tokens = m.countShort(parts[run].text)
+			case p.tokens >= 0:
+			case len(p.text) <= shortText:
+				p.tokens = m.countShort(p.text)
 			default:
-				parts[run].tokens = m.count(parts[run].text)
+				n, ok := m.countUpTo(p.text, left)
+				if !ok {
+					total += n
+					return false
+				}
+				p.tokens = n
 			}
-			total += parts[run].tokens
+			total += p.tokens
 		} else {
-			total += m.countShort(merged.String()) // remembered: a plan is rendered more than once
+			run = -1
+			s := merged.String()
 			merged.Reset()
+			n, ok := m.short[s] // remembered: a plan is rendered more than once
+			if !ok {
+				if n, ok = m.countUpTo(s, left); !ok {
+					total += n
+					return false
+				}
+				m.short[s] = n
+			}
+			total += n
 		}
-		run = -1
+		return limit < 0 || total <= limit
 	}
 	for i := range parts {
 		if parts[i].text == "" {
@@ -90,13 +137,17 @@ func (m *meter) join(parts []part) int {
 			}
 			merged.WriteString(parts[i].text)
 		} else {
-			flush()
+			if !flush() {
+				return total, false
+			}
 			run = i
 		}
 		prev = i
 	}
-	flush()
-	return total
+	if !flush() {
+		return total, false
+	}
+	return total, true
 }
 
 // adds reports whether the counts of a and b add up to the count of a+b. Only the characters around the

@@ -135,8 +135,10 @@ func resolvePolicy(p *Policy) (Policy, error) {
 	return out, nil
 }
 
-// allocate shares available tokens among the optional regions, given what each could use (demand).
-func allocate(p Policy, available int, demand map[string]int) map[string]int {
+// allocate shares available tokens among the optional regions, given what each could use: demand(name,
+// upTo) is the smaller of what region name's candidates cost and upTo (at most available), so that a
+// region's candidates are costed only as far as the shares need.
+func allocate(p Policy, available int, demand func(name string, upTo int) int) map[string]int {
 	got := map[string]int{}
 	left := available
 	give := func(name string, want int) {
@@ -147,13 +149,19 @@ func allocate(p Policy, available int, demand map[string]int) map[string]int {
 		}
 	}
 	for _, r := range p.Regions { // minimum shares
-		give(r.Name, min(demand[r.Name], int(r.MinShare*float64(available))))
+		if left > 0 {
+			give(r.Name, demand(r.Name, int(r.MinShare*float64(available))))
+		}
 	}
 	for _, r := range p.Regions { // up to the maximum share, by priority
-		give(r.Name, min(demand[r.Name], int(r.MaxShare*float64(available)))-got[r.Name])
+		if left > 0 {
+			give(r.Name, demand(r.Name, int(r.MaxShare*float64(available)))-got[r.Name])
+		}
 	}
 	for _, r := range p.Regions { // the rest, past the maximum, by priority
-		give(r.Name, demand[r.Name]-got[r.Name])
+		if left > 0 {
+			give(r.Name, demand(r.Name, got[r.Name]+left)-got[r.Name])
+		}
 	}
 	return got
 }

@@ -19,7 +19,7 @@ func (a *assembly) prepareHistory() {
 	store := make([]group, 0, len(h))
 	var groups []*group
 	newGroup := func(i, j int) *group {
-		store = append(store, group{msgs: h[i:j], contents: contents[i:j], first: i})
+		store = append(store, group{msgs: h[i:j], contents: contents[i:j], first: i, cost: -1})
 		return &store[len(store)-1]
 	}
 	for i := 0; i < len(h); i++ {
@@ -66,13 +66,10 @@ func (a *assembly) prepareHistory() {
 		a.required = groups[k:]
 		groups = groups[:k]
 	}
-	for _, g := range groups {
-		g.cost = a.groupCost(g)
-	}
 	for _, g := range a.required {
-		g.cost = a.groupCost(g)
+		a.groupCost(g)
 	}
-	a.groups = groups
+	a.groups = groups // costed when needed (see demand and fill)
 }
 
 func uniqueCalls(calls []ToolCall) map[string]bool {
@@ -122,13 +119,17 @@ var (
 
 func historyID(i int) string { return historyIDs.get(i) }
 
-// groupCost is what a group's messages cost in the format.
+// groupCost is what a group's messages cost in the format, counted the first time it is asked for.
 func (a *assembly) groupCost(g *group) int {
+	if g.cost >= 0 {
+		return g.cost
+	}
 	n := 0
 	for i, msg := range g.msgs {
 		g.contents[i] = a.cachedPart(msg.Content, msg.TokenCounts)
 		n += a.messageCost(msg.Role, g.contents[i:i+1], msg.Name, msg.ToolCalls, msg.ToolCallID)
 	}
+	g.cost = n
 	return n
 }
 
@@ -270,22 +271,18 @@ func (a *assembly) prepareKnowledge() {
 			open += " trusted=\"" + key[2] + "\">\n"
 			tags[key] = open
 		}
-		// With a cached count the text is escaped only if the item is rendered (see render); the count is of
-		// the escaped text, and escaping changes no character at the edges from space to not.
+		// The text is escaped only if the item is counted (see cost) or rendered (see render); a cached count
+		// is of the escaped text, and escaping changes no character at the edges from space to not.
 		body := a.cachedPart(c.content, c.k.TokenCounts)
-		if body.tokens < 0 {
-			body.text = escapeText(c.content)
-		}
 		refs[n] = Reference{
 			ID: c.k.ID, DocumentID: c.k.DocumentID, Source: c.k.Source, Score: c.k.Score,
 			StartOffset: c.k.StartOffset, EndOffset: c.k.EndOffset, Metadata: c.k.Metadata,
 		}
 		it := &items[n]
-		*it = ctxItem{id: c.id, order: c.index, content: c.content, ref: &refs[n], raw: body.tokens >= 0}
+		*it = ctxItem{id: c.id, order: c.index, content: c.content, ref: &refs[n], raw: true, rank: n, cost: -1}
 		// The marker "[n]" is a part of its own: it changes with the order, the rest does not.
 		it.parts = parts[4*n : 4*n+4 : 4*n+4]
 		it.parts[0], it.parts[1], it.parts[2], it.parts[3] = newPart(""), newPart(open), body, newPart(" \n</context>\n\n")
-		it.cost = a.m.join(it.parts[1:]) + a.markerCost(len(a.knowledge)+1)
 		a.knowledge = append(a.knowledge, it)
 	}
 }
