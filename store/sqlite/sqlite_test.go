@@ -1,10 +1,14 @@
 package sqlite_test
 
 import (
+	"database/sql"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/store/sqlite"
@@ -89,3 +93,191 @@ func TestConcurrentWriters_LoseNothing(t *testing.T) {
 }
 
 const tenant = "acme"
+
+func TestReopen_KeepsEverything(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	// A path with the characters a URI gives meaning to.
+	path := filepath.Join(t.TempDir(), "a dir?x=1#frag%20", "loom?.db")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, err := sqlite.Open(ctx, path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(s.PutAgent(ctx, tenant, store.Agent{ID: "bot", Instructions: "Be brief."}))
+	must(s.SetFact(ctx, tenant, "u", store.Fact{Key: "name", Value: "Bob", Pinned: true}))
+	when := time.Date(1600, 1, 2, 3, 4, 5, 6, time.UTC) // before 1678: out of UnixNano's range
+	_, err = s.AppendMessages(ctx, tenant, "s", store.Message{Role: "user", Content: "hello", Time: when,
+		TokenCounts: map[string]int{"o200k_base": -3, "custom": 9}})
+	must(err)
+	_, err = s.AppendToolOutput(ctx, tenant, "s", store.ToolOutput{Tool: "t", Result: "r"})
+	must(err)
+	must(s.SetKnowledge(ctx, tenant, "s", []store.Knowledge{{ID: "k", Content: "c", Score: 0.1 + 0.2}}))
+	must(s.Close())
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the file is not at its path: %v", err)
+	}
+
+	s, err = sqlite.Open(ctx, path, store.Options{})
+	must(err)
+	defer s.Close()
+	snap, err := s.Load(ctx, tenant, store.LoadQuery{Agent: "bot", User: "u", Session: "s"})
+	must(err)
+	if snap.Agent == nil || snap.Agent.Instructions != "Be brief." || len(snap.Facts) != 1 || !snap.Facts[0].Pinned ||
+		len(snap.Messages) != 1 || !snap.Messages[0].Time.Equal(when) || len(snap.ToolOutputs) != 1 ||
+		len(snap.Knowledge) != 1 || snap.Knowledge[0].Score != 0.1+0.2 {
+		t.Fatalf("after reopening, Load = %+v", snap)
+	}
+	if c := snap.Messages[0].TokenCounts; len(c) != 3 || c["o200k_base"] != -3 || c["custom"] != 9 || c["cl100k_base"] != 1 {
+		t.Errorf("token counts = %v", c)
+	}
+	m, err := s.AppendMessages(ctx, tenant, "s", store.Message{Role: "assistant", Content: "hi"})
+	must(err)
+	if m[0].Seq != 2 {
+		t.Errorf("after reopening, the next message has seq %d", m[0].Seq)
+	}
+}
+
+func TestOpen_RefusesANewerSchema(t *testing.T) {
+	t.Parallel()
+	_, path := open(t, store.Options{})
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE schema_version SET version = ?`, sqlite.SchemaVersion+1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sqlite.Open(t.Context(), path, store.Options{}); !errors.Is(err, sqlite.ErrNewerSchema) {
+		t.Fatalf("Open of a newer file: %v, want ErrNewerSchema", err)
+	}
+}
+
+func TestOpen_BadInput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for name, tc := range map[string]struct {
+		path    string
+		opts    store.Options
+		options []sqlite.Option
+		want    error
+	}{
+		"empty path":        {"", store.Options{}, nil, store.ErrInvalid},
+		"memory":            {":memory:", store.Options{}, nil, store.ErrInvalid},
+		"negative TTL":      {filepath.Join(dir, "a.db"), store.Options{SessionTTL: -time.Second}, nil, store.ErrInvalid},
+		"bad synchronous":   {filepath.Join(dir, "b.db"), store.Options{}, []sqlite.Option{sqlite.WithSynchronous(7)}, store.ErrInvalid},
+		"no read conns":     {filepath.Join(dir, "c.db"), store.Options{}, []sqlite.Option{sqlite.WithReadConns(0)}, store.ErrInvalid},
+		"missing directory": {filepath.Join(dir, "none", "d.db"), store.Options{}, nil, store.ErrUnavailable},
+		"not a database":    {writeFile(t, filepath.Join(dir, "e.db"), "this is not a database, just text; long enough to be read as a header."), store.Options{}, nil, store.ErrUnavailable},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, err := sqlite.Open(t.Context(), tc.path, tc.opts, tc.options...)
+			if err == nil {
+				s.Close()
+			}
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Open: %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+func writeFile(t *testing.T, path, content string) string {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestClose_EveryCallReturnsErrClosed(t *testing.T) {
+	t.Parallel()
+	s, _ := open(t, store.Options{SessionTTL: time.Hour})
+	ctx := t.Context()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("a second Close: %v", err)
+	}
+	msg := store.Message{Role: "user", Content: "x"}
+	for name, call := range map[string]func() error{
+		"PutAgent":         func() error { return s.PutAgent(ctx, tenant, store.Agent{ID: "a"}) },
+		"GetAgent":         func() error { _, err := s.GetAgent(ctx, tenant, "a"); return err },
+		"DeleteAgent":      func() error { return s.DeleteAgent(ctx, tenant, "a") },
+		"SetFact":          func() error { return s.SetFact(ctx, tenant, "u", store.Fact{Key: "k"}) },
+		"Facts":            func() error { _, err := s.Facts(ctx, tenant, "u"); return err },
+		"DeleteFact":       func() error { return s.DeleteFact(ctx, tenant, "u", "k") },
+		"AppendMessages":   func() error { _, err := s.AppendMessages(ctx, tenant, "s", msg); return err },
+		"Messages":         func() error { _, err := s.Messages(ctx, tenant, "s", store.MessageQuery{}); return err },
+		"AppendToolOutput": func() error { _, err := s.AppendToolOutput(ctx, tenant, "s", store.ToolOutput{Tool: "t"}); return err },
+		"ToolOutputs":      func() error { _, err := s.ToolOutputs(ctx, tenant, "s"); return err },
+		"SetKnowledge":     func() error { return s.SetKnowledge(ctx, tenant, "s", nil) },
+		"Knowledge":        func() error { _, err := s.Knowledge(ctx, tenant, "s"); return err },
+		"DeleteSession":    func() error { return s.DeleteSession(ctx, tenant, "s") },
+		"Load":             func() error { _, err := s.Load(ctx, tenant, store.LoadQuery{Session: "s"}); return err },
+		"Ping":             func() error { return s.Ping(ctx) },
+		"DeleteExpired":    func() error { _, err := s.DeleteExpired(ctx); return err },
+	} {
+		if err := call(); !errors.Is(err, store.ErrClosed) {
+			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
+		}
+	}
+}
+
+func TestTTL_CleanupDeletesExpiredRows(t *testing.T) {
+	t.Parallel()
+	const ttl = 200 * time.Millisecond
+	s, path := open(t, store.Options{SessionTTL: ttl}, sqlite.WithCleanupInterval(50*time.Millisecond))
+	ctx := t.Context()
+	for i := range 3 {
+		session := fmt.Sprintf("s%d", i)
+		if _, err := s.AppendMessages(ctx, tenant, session, store.Message{Role: "user", Content: "x"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AppendToolOutput(ctx, tenant, session, store.ToolOutput{Tool: "t"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetKnowledge(ctx, tenant, session, []store.Knowledge{{Content: "k"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DeleteSession(ctx, tenant, "s0"); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows := func() int {
+		var n int
+		if err := db.QueryRow(`SELECT (SELECT count(*) FROM sessions) + (SELECT count(*) FROM messages) +
+			(SELECT count(*) FROM tool_outputs) + (SELECT count(*) FROM knowledge)`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := rows(); n != 8 {
+		t.Fatalf("%d rows for 2 sessions, want 8", n)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for rows() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d rows of expired sessions left", rows())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n, err := s.DeleteExpired(ctx); err != nil || n != 0 {
+		t.Errorf("DeleteExpired with nothing expired: %d, %v", n, err)
+	}
+}
