@@ -129,10 +129,12 @@ func readFacts(t txn, tenant, user string) ([]store.Fact, error) {
 	}
 	defer rows.Close()
 	var out []store.Fact
+	var f store.Fact // made once, as are the other scan targets: each escapes to the heap
+	var sec, nsec int64
+	dest := []any{&f.Key, &f.Value, &f.Pinned, &sec, &nsec, &f.Source}
 	for rows.Next() {
-		var f store.Fact
-		var sec, nsec int64
-		if err := rows.Scan(&f.Key, &f.Value, &f.Pinned, &sec, &nsec, &f.Source); err != nil {
+		f = store.Fact{}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
 		f.UpdatedAt = time.Unix(sec, nsec).UTC()
@@ -338,12 +340,17 @@ func newestMessages(t txn, tenant, sessionID string, q store.MessageQuery) ([]st
 		out = make([]store.Message, 0, q.Limit)
 	}
 	sum := 0
+	// The scan targets are made once: each that Scan is given escapes to the heap.
+	var (
+		m                store.Message
+		toolCalls, other string
+		sec, nsec        int64
+		o200k, cl100k    int
+	)
+	dest := []any{&m.Seq, &m.Role, &m.Content, &m.Name, &toolCalls, &m.ToolCallID, &sec, &nsec, &o200k, &cl100k, &other}
 	for rows.Next() {
-		var m store.Message
-		var toolCalls, other string
-		var sec, nsec int64
-		var o200k, cl100k int
-		if err := rows.Scan(&m.Seq, &m.Role, &m.Content, &m.Name, &toolCalls, &m.ToolCallID, &sec, &nsec, &o200k, &cl100k, &other); err != nil {
+		m = store.Message{}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
 		m.Time = time.Unix(sec, nsec).UTC()
@@ -439,10 +446,12 @@ func readToolOutputs(t txn, tenant, sessionID string) ([]store.ToolOutput, error
 	}
 	defer rows.Close()
 	var out []store.ToolOutput
+	var o store.ToolOutput // made once, as are the other scan targets: each escapes to the heap
+	var sec, nsec int64
+	dest := []any{&o.Seq, &o.Tool, &o.CallID, &o.Args, &o.Result, &sec, &nsec}
 	for rows.Next() {
-		var o store.ToolOutput
-		var sec, nsec int64
-		if err := rows.Scan(&o.Seq, &o.Tool, &o.CallID, &o.Args, &o.Result, &sec, &nsec); err != nil {
+		o = store.ToolOutput{}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
 		o.Time = time.Unix(sec, nsec).UTC()
@@ -461,13 +470,18 @@ func (s *Store) SetKnowledge(ctx context.Context, tenant, sessionID string, item
 	if err != nil {
 		return err
 	}
-	data := make([]string, len(items))
+	rows := make([][]any, len(items))
 	for i, k := range items {
-		b, err := json.Marshal(k)
+		metadata, err := jsonOrEmpty(k.Metadata)
 		if err != nil {
-			return fmt.Errorf("%w: knowledge %d: %w", store.ErrInvalid, i, err)
+			return fmt.Errorf("%w: knowledge %d metadata: %w", store.ErrInvalid, i, err)
 		}
-		data[i] = string(b)
+		counts, err := jsonOrEmpty(k.TokenCounts)
+		if err != nil {
+			return fmt.Errorf("%w: knowledge %d token counts: %w", store.ErrInvalid, i, err)
+		}
+		rows[i] = []any{tenant, sessionID, i, k.ID, k.DocumentID, k.Content, k.Score, k.Source, k.Type, k.Trusted,
+			k.StartOffset, k.EndOffset, metadata, counts}
 	}
 	return s.write(ctx, "set knowledge", func(t txn) error {
 		ss, err := s.touch(t, tenant, sessionID, s.now())
@@ -480,8 +494,8 @@ func (s *Store) SetKnowledge(ctx context.Context, tenant, sessionID string, item
 		if _, err := t.exec(qDeleteKnowledge, tenant, sessionID); err != nil {
 			return err
 		}
-		for i, d := range data {
-			if _, err := t.exec(qInsertKnowledge, tenant, sessionID, i, d); err != nil {
+		for _, args := range rows {
+			if _, err := t.exec(qInsertKnowledge, args...); err != nil {
 				return err
 			}
 		}
@@ -513,18 +527,36 @@ func readKnowledge(t txn, tenant, sessionID string) ([]store.Knowledge, error) {
 	}
 	defer rows.Close()
 	var out []store.Knowledge
+	var k store.Knowledge // made once, as are the other scan targets: each escapes to the heap
+	var metadata, counts string
+	dest := []any{&k.ID, &k.DocumentID, &k.Content, &k.Score, &k.Source, &k.Type, &k.Trusted, &k.StartOffset, &k.EndOffset, &metadata, &counts}
 	for rows.Next() {
-		var data string
-		if err := rows.Scan(&data); err != nil {
+		k = store.Knowledge{}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
-		var k store.Knowledge
-		if err := json.Unmarshal([]byte(data), &k); err != nil {
-			return nil, &decodeError{fmt.Errorf("knowledge %d: %w", len(out), err)}
+		if metadata != "" {
+			if err := json.Unmarshal([]byte(metadata), &k.Metadata); err != nil {
+				return nil, &decodeError{fmt.Errorf("knowledge %d metadata: %w", len(out), err)}
+			}
+		}
+		if counts != "" {
+			if err := json.Unmarshal([]byte(counts), &k.TokenCounts); err != nil {
+				return nil, &decodeError{fmt.Errorf("knowledge %d token counts: %w", len(out), err)}
+			}
 		}
 		out = append(out, k)
 	}
 	return out, rows.Err()
+}
+
+// jsonOrEmpty is m as JSON, or "" if m is empty.
+func jsonOrEmpty[M ~map[string]V, V any](m M) (string, error) {
+	if len(m) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(m)
+	return string(b), err
 }
 
 // DeleteSession implements store.SessionStore. It returns an error wrapping store.ErrNotFound when the

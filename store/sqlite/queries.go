@@ -30,8 +30,10 @@ const (
 	qInsertToolOutput = `INSERT INTO tool_outputs (tenant, session, seq, tool, call_id, args, result, ts_s, ts_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qToolOutputs      = `SELECT seq, tool, call_id, args, result, ts_s, ts_ns FROM tool_outputs WHERE tenant = ? AND session = ? ORDER BY seq`
 	qDeleteKnowledge  = `DELETE FROM knowledge WHERE tenant = ? AND session = ?`
-	qInsertKnowledge  = `INSERT INTO knowledge (tenant, session, position, data) VALUES (?, ?, ?, ?)`
-	qKnowledge        = `SELECT data FROM knowledge WHERE tenant = ? AND session = ? ORDER BY position`
+	qInsertKnowledge  = `INSERT INTO knowledge (tenant, session, position, id, document_id, content, score, source, type, trusted,
+		start_offset, end_offset, metadata, token_counts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qKnowledge = `SELECT id, document_id, content, score, source, type, trusted, start_offset, end_offset, metadata, token_counts
+		FROM knowledge WHERE tenant = ? AND session = ? ORDER BY position`
 )
 
 var writeQueries = []string{

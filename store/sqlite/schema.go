@@ -58,7 +58,7 @@ CREATE TABLE messages (
 	tok_other    TEXT NOT NULL,    -- other counts as a JSON object, '' for none
 	PRIMARY KEY (tenant, session, seq),
 	FOREIGN KEY (tenant, session) REFERENCES sessions (tenant, session) ON DELETE CASCADE
-);
+) WITHOUT ROWID;
 CREATE TABLE tool_outputs (
 	tenant  TEXT NOT NULL,
 	session TEXT NOT NULL,
@@ -73,13 +73,23 @@ CREATE TABLE tool_outputs (
 	FOREIGN KEY (tenant, session) REFERENCES sessions (tenant, session) ON DELETE CASCADE
 );
 CREATE TABLE knowledge (
-	tenant   TEXT NOT NULL,
-	session  TEXT NOT NULL,
-	position INTEGER NOT NULL,
-	data     TEXT NOT NULL, -- the store.Knowledge as JSON
+	tenant       TEXT NOT NULL,
+	session      TEXT NOT NULL,
+	position     INTEGER NOT NULL,
+	id           TEXT NOT NULL,
+	document_id  TEXT NOT NULL,
+	content      TEXT NOT NULL,
+	score        REAL NOT NULL,
+	source       TEXT NOT NULL,
+	type         TEXT NOT NULL,
+	trusted      INTEGER NOT NULL,
+	start_offset INTEGER NOT NULL,
+	end_offset   INTEGER NOT NULL,
+	metadata     TEXT NOT NULL, -- JSON, '' for none
+	token_counts TEXT NOT NULL, -- JSON, '' for none
 	PRIMARY KEY (tenant, session, position),
 	FOREIGN KEY (tenant, session) REFERENCES sessions (tenant, session) ON DELETE CASCADE
-);
+) WITHOUT ROWID;
 `,
 }
 
