@@ -202,16 +202,16 @@ func (ss session) put(t txn, tenant, id string) error {
 	return err
 }
 
-// live reports whether the session exists and has not expired at now.
-func live(t txn, tenant, id string, now time.Time) (bool, error) {
+// live reports whether the session exists and has not expired at now, and how many messages it has.
+func live(t txn, tenant, id string, now time.Time) (ok bool, messages int, err error) {
 	var expires int64
-	switch err := t.scan(qSessionExpiry, []any{tenant, id}, &expires); {
+	switch err := t.scan(qLiveSession, []any{tenant, id}, &expires, &messages); {
 	case errors.Is(err, sql.ErrNoRows):
-		return false, nil
+		return false, 0, nil
 	case err != nil:
-		return false, err
+		return false, 0, err
 	}
-	return expires == 0 || expires > now.UnixNano(), nil
+	return expires == 0 || expires > now.UnixNano(), messages, nil
 }
 
 // AppendMessages implements store.SessionStore: the messages get the session's next seqs in one
@@ -305,11 +305,11 @@ func (s *Store) Messages(ctx context.Context, tenant, sessionID string, q store.
 	}
 	var msgs []store.Message
 	err := s.read(ctx, "messages", func(t txn) error {
-		ok, err := live(t, tenant, sessionID, s.now())
+		ok, n, err := live(t, tenant, sessionID, s.now())
 		if err != nil || !ok {
 			return err
 		}
-		msgs, err = newestMessages(t, tenant, sessionID, q)
+		msgs, err = newestMessages(t, tenant, sessionID, q, n)
 		return err
 	})
 	if err != nil {
@@ -321,7 +321,8 @@ func (s *Store) Messages(ctx context.Context, tenant, sessionID string, q store.
 // newestMessages reads the session's newest messages, oldest first: q.Limit of them, and with q.MaxTokens
 // only as many as may fit (the counts it sums are at most the ones store.SelectMessages sums, so the
 // messages it leaves out are ones SelectMessages would drop). Apply store.SelectMessages to the result.
-func newestMessages(t txn, tenant, sessionID string, q store.MessageQuery) ([]store.Message, error) {
+// The session has about n messages: the result's capacity.
+func newestMessages(t txn, tenant, sessionID string, q store.MessageQuery, n int) ([]store.Message, error) {
 	limit := int64(-1) // no limit
 	if q.Limit > 0 {
 		limit = int64(q.Limit)
@@ -335,10 +336,10 @@ func newestMessages(t txn, tenant, sessionID string, q store.MessageQuery) ([]st
 		return nil, err
 	}
 	defer rows.Close()
-	var out []store.Message
 	if q.Limit > 0 {
-		out = make([]store.Message, 0, q.Limit)
+		n = min(n, q.Limit)
 	}
+	out := make([]store.Message, 0, max(n, 0))
 	sum := 0
 	// The scan targets are made once: each that Scan is given escapes to the heap.
 	var (
@@ -429,7 +430,7 @@ func (s *Store) ToolOutputs(ctx context.Context, tenant, sessionID string) ([]st
 	}
 	var outs []store.ToolOutput
 	err := s.read(ctx, "tool outputs", func(t txn) error {
-		ok, err := live(t, tenant, sessionID, s.now())
+		ok, _, err := live(t, tenant, sessionID, s.now())
 		if err != nil || !ok {
 			return err
 		}
@@ -510,7 +511,7 @@ func (s *Store) Knowledge(ctx context.Context, tenant, sessionID string) ([]stor
 	}
 	var items []store.Knowledge
 	err := s.read(ctx, "knowledge", func(t txn) error {
-		ok, err := live(t, tenant, sessionID, s.now())
+		ok, _, err := live(t, tenant, sessionID, s.now())
 		if err != nil || !ok {
 			return err
 		}
@@ -639,10 +640,11 @@ func (s *Store) Load(ctx context.Context, tenant string, q store.LoadQuery) (*st
 		if q.Session == "" {
 			return nil
 		}
-		if ok, err := live(t, tenant, q.Session, s.now()); err != nil || !ok {
+		ok, n, err := live(t, tenant, q.Session, s.now())
+		if err != nil || !ok {
 			return err
 		}
-		msgs, err := newestMessages(t, tenant, q.Session, store.MessageQuery{Limit: limit})
+		msgs, err := newestMessages(t, tenant, q.Session, store.MessageQuery{Limit: limit}, n)
 		if err := source(store.SourceHistory, err); err != nil {
 			return err
 		}

@@ -16,9 +16,9 @@ const (
 		updated_s = excluded.updated_s, updated_ns = excluded.updated_ns, source = excluded.source`
 	qDeleteFact = `DELETE FROM facts WHERE tenant = ? AND user = ? AND key = ?`
 
-	qSession       = `SELECT expires_at, next_msg, next_tool FROM sessions WHERE tenant = ? AND session = ?`
-	qSessionExpiry = `SELECT expires_at FROM sessions WHERE tenant = ? AND session = ?`
-	qPutSession    = `INSERT INTO sessions (tenant, session, expires_at, next_msg, next_tool) VALUES (?, ?, ?, ?, ?)
+	qSession     = `SELECT expires_at, next_msg, next_tool FROM sessions WHERE tenant = ? AND session = ?`
+	qLiveSession = `SELECT expires_at, next_msg - 1 FROM sessions WHERE tenant = ? AND session = ?`
+	qPutSession  = `INSERT INTO sessions (tenant, session, expires_at, next_msg, next_tool) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (tenant, session) DO UPDATE SET expires_at = excluded.expires_at, next_msg = excluded.next_msg,
 		next_tool = excluded.next_tool`
 	qDeleteSession  = `DELETE FROM sessions WHERE tenant = ? AND session = ?`
@@ -43,5 +43,5 @@ var writeQueries = []string{
 }
 
 var readQueries = []string{
-	qPing, qGetAgent, qFacts, qSessionExpiry, qNewestMessages, qToolOutputs, qKnowledge,
+	qPing, qGetAgent, qFacts, qLiveSession, qNewestMessages, qToolOutputs, qKnowledge,
 }
