@@ -281,3 +281,23 @@ func TestTTL_CleanupDeletesExpiredRows(t *testing.T) {
 		t.Errorf("DeleteExpired with nothing expired: %d, %v", n, err)
 	}
 }
+
+func TestTTL_ExpiredSessionIsNotFound(t *testing.T) {
+	t.Parallel()
+	const ttl = 150 * time.Millisecond
+	s, _ := open(t, store.Options{SessionTTL: ttl}, sqlite.WithCleanupInterval(-1)) // no cleanup: reads filter
+	ctx := t.Context()
+	if _, err := s.AppendMessages(ctx, tenant, "s", store.Message{Role: "user", Content: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(ttl + 50*time.Millisecond)
+	if err := s.DeleteSession(ctx, tenant, "s"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("DeleteSession of an expired session: %v, want ErrNotFound", err)
+	}
+	if snap, err := s.Load(ctx, tenant, store.LoadQuery{Session: "s"}); err != nil || len(snap.Messages) != 0 {
+		t.Fatalf("Load of an expired session: %v, %v", snap, err)
+	}
+	if n, err := s.DeleteExpired(ctx); err != nil || n != 1 {
+		t.Fatalf("DeleteExpired: %d, %v; want 1 session", n, err)
+	}
+}
