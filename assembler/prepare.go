@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode"
-	"unicode/utf8"
 )
 
 // prepareHistory groups the history into turns that stay or go together (an assistant's tool calls with
@@ -324,167 +322,11 @@ func markerTokens(encoding string, n int, m *meter) int {
 	return int(counts[n])
 }
 
-// asciiWord maps an ASCII letter or digit to its lower case, anything else to 0.
-var asciiWord = func() (t [128]byte) {
-	for c := byte('0'); c <= '9'; c++ {
-		t[c] = c
-	}
-	for c := byte('a'); c <= 'z'; c++ {
-		t[c], t[c-'a'+'A'] = c, c
-	}
-	return t
-}()
-
 // textHash hashes a (trimmed) text, for finding exact duplicates; texts that differ only in spacing or
 // punctuation are near-duplicates (see nearIndex).
 func textHash(text string) uint64 { return maphash.String(hashSeed, text) }
 
 var hashSeed = maphash.MakeSeed()
-
-// nearIndex finds near-duplicate texts: their word 3-shingles, hashed, overlap by a Jaccard similarity
-// of at least a threshold. Each text is indexed by its few smallest shingle hashes (a bottom-k sketch);
-// texts that similar share most of them, so only texts that share one are compared, exactly.
-type nearIndex struct {
-	sets  [][]uint64         // each text's sorted, unique shingle hashes
-	index map[uint64][]int32 // sketch hash -> texts
-	cands map[int32]bool
-}
-
-const sketchSize = 8
-
-func newNearIndex() *nearIndex {
-	return &nearIndex{index: map[uint64][]int32{}, cands: map[int32]bool{}}
-}
-
-// addUnlessNear reports whether text is a near-duplicate of a text added before; if not, it adds it.
-func (x *nearIndex) addUnlessNear(text string, threshold float64) bool {
-	set := shingles(text)
-	sketch := bottomK(set, sketchSize)
-	clear(x.cands)
-	for _, h := range sketch {
-		for _, other := range x.index[h] {
-			if !x.cands[other] {
-				x.cands[other] = true
-				sortSet(&set)
-				sortSet(&x.sets[other])
-				if jaccardSorted(set, x.sets[other]) >= threshold {
-					return true
-				}
-			}
-		}
-	}
-	id := int32(len(x.sets))
-	x.sets = append(x.sets, set)
-	for _, h := range sketch {
-		x.index[h] = append(x.index[h], id)
-	}
-	return false
-}
-
-// bottomK returns the k smallest distinct values of set (in no order), without sorting it.
-func bottomK(set []uint64, k int) []uint64 {
-	out := make([]uint64, 0, k)
-	maxAt := 0 // index of the largest value in out, once it is full
-	for _, h := range set {
-		if len(out) == k && h >= out[maxAt] || slices.Contains(out, h) {
-			continue
-		}
-		if len(out) < k {
-			out = append(out, h)
-		} else {
-			out[maxAt] = h
-		}
-		if len(out) == k {
-			for i, v := range out {
-				if v > out[maxAt] {
-					maxAt = i
-				}
-			}
-		}
-	}
-	return out
-}
-
-// sortSet sorts a shingle set and drops repeats, once (a sorted set is marked by a sorted length).
-func sortSet(set *[]uint64) {
-	if !slices.IsSorted(*set) {
-		slices.Sort(*set)
-		*set = slices.Compact(*set)
-	}
-}
-
-// shingles returns the hashes of the word 3-shingles of text (of the whole text when it has
-// fewer than three words), words being lowercased runs of letters and digits.
-func shingles(text string) []uint64 {
-	const basis, prime = 14695981039346656037, 1099511628211
-	var w0, w1 uint64 // the two words before the current one
-	n := 0
-	out := make([]uint64, 0, len(text)/6+1)
-	w := uint64(basis)
-	inWord := false
-	for i := 0; i <= len(text); {
-		var c rune
-		word := false
-		switch {
-		case i == len(text):
-			i++
-		case text[i] < utf8.RuneSelf:
-			if lc := asciiWord[text[i]]; lc != 0 {
-				c, word = rune(lc), true
-			}
-			i++
-		default:
-			r, size := utf8.DecodeRuneInString(text[i:])
-			i += size
-			if unicode.IsLetter(r) || unicode.IsNumber(r) {
-				c, word = unicode.ToLower(r), true
-			}
-		}
-		if word {
-			w = (w ^ uint64(c)) * prime
-			inWord = true
-			continue
-		}
-		if inWord { // a word ends: shift it in
-			if n++; n >= 3 {
-				out = append(out, mix3([3]uint64{w0, w1, w}))
-			}
-			w0, w1, w, inWord = w1, w, basis, false
-		}
-	}
-	if n < 3 {
-		out = append(out, mix3([3]uint64{w0, w1, w}))
-	}
-	return out
-}
-
-func mix3(w [3]uint64) uint64 {
-	h := w[0]*0x9E3779B97F4A7C15 ^ w[1]*0xC2B2AE3D27D4EB4F ^ w[2]*0x165667B19E3779F9
-	h ^= h >> 31
-	return h * 0x94D049BB133111EB
-}
-
-// jaccardSorted is the Jaccard similarity of two sorted sets.
-func jaccardSorted(a, b []uint64) float64 {
-	inter, i, j := 0, 0, 0
-	for i < len(a) && j < len(b) {
-		switch {
-		case a[i] == b[j]:
-			inter++
-			i++
-			j++
-		case a[i] < b[j]:
-			i++
-		default:
-			j++
-		}
-	}
-	union := len(a) + len(b) - inter
-	if union == 0 {
-		return 1
-	}
-	return float64(inter) / float64(union)
-}
 
 // toolCallsJSON is the JSON of tool calls as sent, for counting.
 func toolCallsJSON(calls []ToolCall) string {
