@@ -1,0 +1,741 @@
+package valkey
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	valkeygo "github.com/valkey-io/valkey-go"
+
+	"github.com/context-loom/loom/assembler"
+	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/tokenizer"
+)
+
+// cookbook is LayoutCookbook: seed 003's keys, one tenant.
+type cookbook struct {
+	*conn
+}
+
+// maxStepClaims bounds how many step numbers AppendToolOutput tries when other writers take them first.
+const maxStepClaims = 100
+
+// claimStep writes a tool step's hash only if the key does not exist yet, so that concurrent writers never
+// share a step number. KEYS[1] is the step key; ARGV[1] the TTL in milliseconds (0: none); the rest are
+// field-value pairs.
+var claimStep = valkeygo.NewLuaScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+local ttl = tonumber(ARGV[1])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+return 1
+`)
+
+func (c *cookbook) checkTenant(tenant string) error {
+	if err := store.ValidateID(c.limits, "tenant", tenant); err != nil {
+		return err
+	}
+	if tenant != DefaultTenant {
+		return fmt.Errorf("%w: the cookbook layout holds only tenant %q, not %q", store.ErrUnsupported, DefaultTenant, tenant)
+	}
+	return nil
+}
+
+func (c *cookbook) ids(tenant string, kindsAndIDs ...string) error {
+	if err := c.checkTenant(tenant); err != nil {
+		return err
+	}
+	return store.ValidateIDs(c.limits, kindsAndIDs...)
+}
+
+func agentConfigKey(id string) string  { return "agent:config:" + id }
+func memoryKey(user string) string     { return "memory:" + user }
+func chatKey(session string) string    { return "chat:" + session }
+func kbKey(session string) string      { return "kb:results:" + session }
+func stepPrefix(session string) string { return "tool:" + session + ":step_" }
+
+// globEscape escapes the characters SCAN MATCH treats as a pattern.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// pexpire returns the command that refreshes key's TTL, if the store has one.
+func (c *cookbook) pexpire(key string) []valkeygo.Completed {
+	if c.ttl <= 0 {
+		return nil
+	}
+	return []valkeygo.Completed{c.client.B().Pexpire().Key(key).Milliseconds(c.ttl.Milliseconds()).Build()}
+}
+
+// PutAgent implements store.AgentStore: the hash the seed reads (role, constraints, output_format) plus
+// Loom's fields, replacing what was there.
+func (c *cookbook) PutAgent(ctx context.Context, tenant string, a store.Agent) error {
+	if err := c.checkTenant(tenant); err != nil {
+		return err
+	}
+	a, err := store.PrepareAgent(c.limits, c.now(), a)
+	if err != nil {
+		return err
+	}
+	key := agentConfigKey(a.ID)
+	h := c.client.B().Hset().Key(key).FieldValue().FieldValue("role", a.Instructions).
+		FieldValue("updated_at", a.UpdatedAt.Format(time.RFC3339Nano))
+	for _, f := range [][2]string{{"constraints", a.Constraints}, {"output_format", a.OutputFormat}, {"model", a.Model}} {
+		if f[1] != "" {
+			h = h.FieldValue(f[0], f[1])
+		}
+	}
+	if a.MaxTokens != 0 {
+		h = h.FieldValue("max_tokens", strconv.Itoa(a.MaxTokens))
+	}
+	if len(a.Tools) > 0 {
+		b, err := json.Marshal(a.Tools)
+		if err != nil {
+			return fmt.Errorf("valkey: encode agent tools: %w", err)
+		}
+		h = h.FieldValue("tools", string(b))
+	}
+	if a.Policy != nil {
+		b, err := json.Marshal(a.Policy)
+		if err != nil {
+			return fmt.Errorf("valkey: encode agent policy: %w", err)
+		}
+		h = h.FieldValue("policy", string(b))
+	}
+	_, err = c.tx(ctx, c.client.B().Del().Key(key).Build(), h.Build())
+	return err
+}
+
+func (c *cookbook) getAgent(ctx context.Context, id string) (valkeygo.ValkeyResult, error) {
+	if c.cacheTTL <= 0 {
+		return c.do(ctx, c.client.B().Hgetall().Key(agentConfigKey(id)).Build())
+	}
+	cctx, cancel, err := c.call(ctx)
+	if err != nil {
+		return valkeygo.ValkeyResult{}, c.fail(ctx, err)
+	}
+	defer cancel()
+	r := c.client.DoCache(cctx, c.client.B().Hgetall().Key(agentConfigKey(id)).Cache(), c.cacheTTL)
+	if err := r.NonValkeyError(); err != nil {
+		return r, c.fail(ctx, err)
+	}
+	return r, nil
+}
+
+// GetAgent implements store.AgentStore.
+func (c *cookbook) GetAgent(ctx context.Context, tenant, id string) (store.Agent, error) {
+	if err := c.ids(tenant, "agent", id); err != nil {
+		return store.Agent{}, err
+	}
+	r, err := c.getAgent(ctx, id)
+	if err != nil {
+		return store.Agent{}, err
+	}
+	return c.decodeAgent(ctx, id, r)
+}
+
+func (c *cookbook) decodeAgent(ctx context.Context, id string, r valkeygo.ValkeyResult) (store.Agent, error) {
+	h, err := r.AsStrMap()
+	if err != nil {
+		return store.Agent{}, c.fail(ctx, err)
+	}
+	if len(h) == 0 {
+		return store.Agent{}, fmt.Errorf("agent %q: %w", id, store.ErrNotFound)
+	}
+	a := store.Agent{ID: id, Instructions: h["role"], Constraints: h["constraints"], OutputFormat: h["output_format"], Model: h["model"]}
+	if v := h["max_tokens"]; v != "" {
+		if a.MaxTokens, err = strconv.Atoi(v); err != nil {
+			return store.Agent{}, fmt.Errorf("valkey: agent %q: max_tokens %q is not a number", id, v)
+		}
+	}
+	if v := h["tools"]; v != "" {
+		if err := json.Unmarshal([]byte(v), &a.Tools); err != nil {
+			return store.Agent{}, fmt.Errorf("valkey: decode agent %q tools: %w", id, err)
+		}
+	}
+	if v := h["policy"]; v != "" {
+		a.Policy = new(assembler.Policy)
+		if err := json.Unmarshal([]byte(v), a.Policy); err != nil {
+			return store.Agent{}, fmt.Errorf("valkey: decode agent %q policy: %w", id, err)
+		}
+	}
+	if v := h["updated_at"]; v != "" {
+		if a.UpdatedAt, err = time.Parse(time.RFC3339Nano, v); err != nil {
+			return store.Agent{}, fmt.Errorf("valkey: agent %q: updated_at %q is not a time", id, v)
+		}
+	}
+	return a, nil
+}
+
+// DeleteAgent implements store.AgentStore.
+func (c *cookbook) DeleteAgent(ctx context.Context, tenant, id string) error {
+	if err := c.ids(tenant, "agent", id); err != nil {
+		return err
+	}
+	r, err := c.do(ctx, c.client.B().Del().Key(agentConfigKey(id)).Build())
+	return c.deleted(ctx, r, err, "agent", id)
+}
+
+// SetFact implements store.MemoryStore: HSET memory:<user> key value. Pinned, Source and UpdatedAt have no
+// place in the seed's hash and are not kept.
+func (c *cookbook) SetFact(ctx context.Context, tenant, user string, f store.Fact) error {
+	if err := c.ids(tenant, "user", user); err != nil {
+		return err
+	}
+	f, err := store.PrepareFact(c.limits, c.now(), f)
+	if err != nil {
+		return err
+	}
+	_, err = c.do(ctx, c.client.B().Hset().Key(memoryKey(user)).FieldValue().FieldValue(f.Key, f.Value).Build())
+	return err
+}
+
+// factCmds read a memory hash in the server's order: HKEYS and HVALS in one transaction walk the hash alike.
+func (c *cookbook) factCmds(user string) []valkeygo.Completed {
+	b := c.client.B()
+	return []valkeygo.Completed{b.Multi().Build(), b.Hkeys().Key(memoryKey(user)).Build(), b.Hvals().Key(memoryKey(user)).Build(), b.Exec().Build()}
+}
+
+func (c *cookbook) decodeFacts(ctx context.Context, rs []valkeygo.ValkeyResult) ([]store.Fact, error) {
+	arr, err := c.execReplies(ctx, rs[0], rs[3], 2)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := arr[0].AsStrSlice()
+	if err != nil {
+		return nil, c.fail(ctx, err)
+	}
+	vals, err := arr[1].AsStrSlice()
+	if err != nil {
+		return nil, c.fail(ctx, err)
+	}
+	if len(keys) != len(vals) {
+		return nil, fmt.Errorf("valkey: a memory hash read %d keys and %d values", len(keys), len(vals))
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	out := make([]store.Fact, len(keys))
+	for i := range keys {
+		out[i] = store.Fact{Key: keys[i], Value: vals[i]}
+	}
+	return out, nil
+}
+
+// Facts implements store.MemoryStore, in the hash's order (the seed's order), not sorted.
+func (c *cookbook) Facts(ctx context.Context, tenant, user string) ([]store.Fact, error) {
+	if err := c.ids(tenant, "user", user); err != nil {
+		return nil, err
+	}
+	rs, err := c.doMulti(ctx, c.factCmds(user)...)
+	if err != nil {
+		return nil, err
+	}
+	return c.decodeFacts(ctx, rs)
+}
+
+// DeleteFact implements store.MemoryStore.
+func (c *cookbook) DeleteFact(ctx context.Context, tenant, user, key string) error {
+	if err := c.ids(tenant, "user", user, "fact key", key); err != nil {
+		return err
+	}
+	r, err := c.do(ctx, c.client.B().Hdel().Key(memoryKey(user)).Field(key).Build())
+	return c.deleted(ctx, r, err, "fact", key)
+}
+
+// chatEntry is one element of chat:<session>: the seed writes role, content and ts (seconds since the
+// epoch, a float); Loom adds the rest of a message when it has them.
+type chatEntry struct {
+	Role        string               `json:"role"`
+	Content     string               `json:"content"`
+	TS          float64              `json:"ts,omitempty"`
+	Name        string               `json:"name,omitempty"`
+	ToolCalls   []assembler.ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID  string               `json:"tool_call_id,omitempty"`
+	TokenCounts map[string]int       `json:"token_counts,omitempty"`
+}
+
+// fromSeconds converts a Python time.time() value, to the microsecond.
+func fromSeconds(ts float64) time.Time {
+	if ts == 0 || math.IsNaN(ts) || math.IsInf(ts, 0) {
+		return time.Time{}
+	}
+	sec := math.Floor(ts)
+	return time.Unix(int64(sec), int64(math.Round((ts-sec)*1e6))*1e3).UTC()
+}
+
+func toSeconds(t time.Time) float64 { return float64(t.UnixMicro()) / 1e6 }
+
+// AppendMessages implements store.SessionStore: RPUSH chat:<session> of the seed's JSON (with ts), and
+// PEXPIRE of the list when the store has a TTL, in one transaction.
+func (c *cookbook) AppendMessages(ctx context.Context, tenant, session string, msgs ...store.Message) ([]store.Message, error) {
+	if err := c.ids(tenant, "session", session); err != nil {
+		return nil, err
+	}
+	msgs, err := store.PrepareMessages(c.limits, c.now(), msgs)
+	if err != nil {
+		return nil, err
+	}
+	vals := make([]string, len(msgs))
+	for i := range msgs {
+		m := &msgs[i]
+		m.Time = m.Time.Truncate(time.Microsecond) // what ts keeps
+		b, err := json.Marshal(chatEntry{Role: m.Role, Content: m.Content, TS: toSeconds(m.Time), Name: m.Name,
+			ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, TokenCounts: m.TokenCounts})
+		if err != nil {
+			return nil, fmt.Errorf("valkey: encode message %d: %w", i, err)
+		}
+		vals[i] = string(b)
+	}
+	key := chatKey(session)
+	rs, err := c.tx(ctx, append([]valkeygo.Completed{c.client.B().Rpush().Key(key).Element(vals...).Build()}, c.pexpire(key)...)...)
+	if err != nil {
+		return nil, err
+	}
+	length, err := rs[0].AsInt64()
+	if err != nil {
+		return nil, c.fail(ctx, err)
+	}
+	for i := range msgs {
+		msgs[i].Seq = length - int64(len(msgs)) + int64(i) + 1
+	}
+	return msgs, nil
+}
+
+// decodeChat decodes chat list values, the first with seq first, counting the tokens the seed's JSON has
+// no counts for.
+func decodeChat(vals []string, first int64) ([]store.Message, error) {
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	out := make([]store.Message, len(vals))
+	for i, v := range vals {
+		var e chatEntry
+		if err := json.Unmarshal([]byte(v), &e); err != nil {
+			return nil, fmt.Errorf("valkey: decode chat message %d: %w", first+int64(i), err)
+		}
+		counts := e.TokenCounts
+		for _, name := range store.CountedEncodings {
+			if _, ok := counts[name]; !ok {
+				if counts == nil {
+					counts = make(map[string]int, len(store.CountedEncodings))
+				}
+				enc, _ := tokenizer.Get(name)
+				counts[name] = enc.Count(e.Content)
+			}
+		}
+		out[i] = store.Message{Seq: first + int64(i), Role: e.Role, Content: e.Content, Name: e.Name, ToolCalls: e.ToolCalls,
+			ToolCallID: e.ToolCallID, Time: fromSeconds(e.TS), TokenCounts: counts}
+	}
+	return out, nil
+}
+
+// Messages implements store.SessionStore.
+func (c *cookbook) Messages(ctx context.Context, tenant, session string, q store.MessageQuery) ([]store.Message, error) {
+	if err := c.ids(tenant, "session", session); err != nil {
+		return nil, err
+	}
+	start := int64(0)
+	if q.Limit > 0 {
+		start = -int64(q.Limit)
+	}
+	b := c.client.B()
+	arr, err := c.tx(ctx, b.Llen().Key(chatKey(session)).Build(), b.Lrange().Key(chatKey(session)).Start(start).Stop(-1).Build())
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := c.newestChat(ctx, arr[0], arr[1])
+	if err != nil {
+		return nil, err
+	}
+	return store.SelectMessages(msgs, q), nil
+}
+
+func (c *cookbook) newestChat(ctx context.Context, llen, lrange valkeygo.ValkeyMessage) ([]store.Message, error) {
+	total, err := llen.AsInt64()
+	if err != nil {
+		return nil, c.fail(ctx, err)
+	}
+	vals, err := lrange.AsStrSlice()
+	if err != nil {
+		return nil, c.fail(ctx, err)
+	}
+	return decodeChat(vals, total-int64(len(vals))+1)
+}
+
+// step is one tool:<session>:step_<n> key.
+type step struct {
+	key string
+	n   int64
+}
+
+// steps finds a session's step keys with SCAN MATCH on every node and returns them ordered by n. Keys whose
+// suffix is not a number are not steps Loom can order and are left out.
+func (c *cookbook) steps(ctx context.Context, session string) ([]step, error) {
+	cctx, cancel, err := c.call(ctx)
+	if err != nil {
+		return nil, c.fail(ctx, err)
+	}
+	defer cancel()
+	prefix := stepPrefix(session)
+	pattern := globEscape(prefix) + "*"
+	seen := map[string]bool{}
+	var out []step
+	for _, node := range c.client.Nodes() {
+		for cursor := uint64(0); ; {
+			e, err := node.Do(cctx, node.B().Scan().Cursor(cursor).Match(pattern).Count(1000).Build()).AsScanEntry()
+			if err != nil {
+				return nil, c.fail(ctx, err)
+			}
+			for _, k := range e.Elements {
+				n, err := strconv.ParseInt(strings.TrimPrefix(k, prefix), 10, 64)
+				if err != nil || n < 0 || seen[k] {
+					continue
+				}
+				seen[k] = true
+				out = append(out, step{k, n})
+			}
+			if cursor = e.Cursor; cursor == 0 {
+				break
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b step) int { return cmp.Compare(a.n, b.n) })
+	return out, nil
+}
+
+// toolOutputs reads a session's steps: a SCAN, then HGETALL of every step in one DoMulti.
+func (c *cookbook) toolOutputs(ctx context.Context, session string) ([]store.ToolOutput, error) {
+	steps, err := c.steps(ctx, session)
+	if err != nil || len(steps) == 0 {
+		return nil, err
+	}
+	cmds := make([]valkeygo.Completed, len(steps))
+	for i, s := range steps {
+		cmds[i] = c.client.B().Hgetall().Key(s.key).Build()
+	}
+	rs, err := c.doMulti(ctx, cmds...)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]store.ToolOutput, 0, len(steps))
+	for i, r := range rs {
+		h, err := r.AsStrMap()
+		if err != nil {
+			return nil, c.fail(ctx, err)
+		}
+		if len(h) == 0 { // deleted or expired since the SCAN
+			continue
+		}
+		o := store.ToolOutput{Seq: steps[i].n, Tool: h["tool"], CallID: h["call_id"], Args: h["args"], Result: h["result"]}
+		if o.Tool == "" {
+			o.Tool = "unknown" // the seed's reading of a step without a tool
+		}
+		if ts := h["timestamp"]; ts != "" {
+			f, err := strconv.ParseFloat(ts, 64)
+			if err != nil {
+				return nil, fmt.Errorf("valkey: %s: timestamp %q is not a number", steps[i].key, ts)
+			}
+			o.Time = fromSeconds(f)
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// AppendToolOutput implements store.SessionStore: HSET tool:<session>:step_<n> tool, result, timestamp
+// (and call_id, args when set) with n one more than the highest step, claimed atomically by a script so
+// concurrent writers never share a step; the key gets the store's TTL as the seed gives its steps one.
+func (c *cookbook) AppendToolOutput(ctx context.Context, tenant, session string, o store.ToolOutput) (store.ToolOutput, error) {
+	if err := c.ids(tenant, "session", session); err != nil {
+		return store.ToolOutput{}, err
+	}
+	o, err := store.PrepareToolOutput(c.limits, c.now(), o)
+	if err != nil {
+		return store.ToolOutput{}, err
+	}
+	o.Time = o.Time.Truncate(time.Microsecond)
+	steps, err := c.steps(ctx, session)
+	if err != nil {
+		return store.ToolOutput{}, err
+	}
+	n := int64(1)
+	if len(steps) > 0 {
+		n = steps[len(steps)-1].n + 1
+	}
+	args := []string{strconv.FormatInt(max(c.ttl.Milliseconds(), 0), 10), "tool", o.Tool, "result", o.Result,
+		"timestamp", strconv.FormatFloat(toSeconds(o.Time), 'f', 6, 64)}
+	if o.CallID != "" {
+		args = append(args, "call_id", o.CallID)
+	}
+	if o.Args != "" {
+		args = append(args, "args", o.Args)
+	}
+	for range maxStepClaims {
+		cctx, cancel, err := c.call(ctx)
+		if err != nil {
+			return store.ToolOutput{}, c.fail(ctx, err)
+		}
+		claimed, err := claimStep.Exec(cctx, c.client, []string{stepPrefix(session) + strconv.FormatInt(n, 10)}, args).AsInt64()
+		cancel()
+		if err != nil {
+			return store.ToolOutput{}, c.fail(ctx, err)
+		}
+		if claimed == 1 {
+			o.Seq = n
+			return o, nil
+		}
+		n++
+	}
+	return store.ToolOutput{}, fmt.Errorf("valkey: session %q: no free tool step after %d tries", session, maxStepClaims)
+}
+
+// ToolOutputs implements store.SessionStore.
+func (c *cookbook) ToolOutputs(ctx context.Context, tenant, session string) ([]store.ToolOutput, error) {
+	if err := c.ids(tenant, "session", session); err != nil {
+		return nil, err
+	}
+	return c.toolOutputs(ctx, session)
+}
+
+// kbEntry is one element of kb:results:<session>: the seed reads title and content.
+type kbEntry struct {
+	Title       string            `json:"title,omitempty"`
+	Content     string            `json:"content"`
+	ID          string            `json:"id,omitempty"`
+	DocumentID  string            `json:"document_id,omitempty"`
+	Score       float64           `json:"score,omitempty"`
+	Source      string            `json:"source,omitempty"`
+	Type        string            `json:"type,omitempty"`
+	Trusted     bool              `json:"trusted,omitempty"`
+	StartOffset int               `json:"start,omitempty"`
+	EndOffset   int               `json:"end,omitempty"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
+	TokenCounts map[string]int    `json:"token_counts,omitempty"`
+}
+
+// SetKnowledge implements store.SessionStore: the list is replaced in one transaction; each item is
+// written with its Source as the seed's title.
+func (c *cookbook) SetKnowledge(ctx context.Context, tenant, session string, items []store.Knowledge) error {
+	if err := c.ids(tenant, "session", session); err != nil {
+		return err
+	}
+	items, err := store.PrepareKnowledge(c.limits, items)
+	if err != nil {
+		return err
+	}
+	key := kbKey(session)
+	cmds := []valkeygo.Completed{c.client.B().Del().Key(key).Build()}
+	if len(items) > 0 {
+		vals := make([]string, len(items))
+		for i, k := range items {
+			e := kbEntry{Title: k.Source, Content: k.Content, ID: k.ID, DocumentID: k.DocumentID, Score: k.Score,
+				Type: k.Type, Trusted: k.Trusted, StartOffset: k.StartOffset, EndOffset: k.EndOffset,
+				Metadata: k.Metadata, TokenCounts: k.TokenCounts}
+			if e.Title == "" {
+				e.Title = k.Metadata["title"]
+			}
+			b, err := json.Marshal(e)
+			if err != nil {
+				return fmt.Errorf("valkey: encode knowledge %d: %w", i, err)
+			}
+			vals[i] = string(b)
+		}
+		cmds = append(cmds, c.client.B().Rpush().Key(key).Element(vals...).Build())
+		cmds = append(cmds, c.pexpire(key)...)
+	}
+	_, err = c.tx(ctx, cmds...)
+	return err
+}
+
+func decodeKB(vals []string) ([]store.Knowledge, error) {
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	out := make([]store.Knowledge, len(vals))
+	for i, v := range vals {
+		var e kbEntry
+		if err := json.Unmarshal([]byte(v), &e); err != nil {
+			return nil, fmt.Errorf("valkey: decode knowledge %d: %w", i, err)
+		}
+		k := store.Knowledge{ID: e.ID, DocumentID: e.DocumentID, Content: e.Content, Score: e.Score, Source: e.Title,
+			Type: e.Type, Trusted: e.Trusted, StartOffset: e.StartOffset, EndOffset: e.EndOffset,
+			Metadata: maps.Clone(e.Metadata), TokenCounts: e.TokenCounts}
+		if k.Source == "" {
+			k.Source = e.Source
+		}
+		if e.Title != "" {
+			if k.Metadata == nil {
+				k.Metadata = map[string]string{}
+			}
+			if _, ok := k.Metadata["title"]; !ok {
+				k.Metadata["title"] = e.Title
+			}
+		}
+		out[i] = k
+	}
+	return out, nil
+}
+
+// Knowledge implements store.SessionStore.
+func (c *cookbook) Knowledge(ctx context.Context, tenant, session string) ([]store.Knowledge, error) {
+	if err := c.ids(tenant, "session", session); err != nil {
+		return nil, err
+	}
+	r, err := c.do(ctx, c.client.B().Lrange().Key(kbKey(session)).Start(0).Stop(-1).Build())
+	if err != nil {
+		return nil, err
+	}
+	vals, err := r.AsStrSlice()
+	if err != nil {
+		return nil, c.fail(ctx, err)
+	}
+	return decodeKB(vals)
+}
+
+// DeleteSession implements store.SessionStore: DEL of chat:<session>, kb:results:<session> and every step
+// key, one command per key (they may live on different cluster nodes).
+func (c *cookbook) DeleteSession(ctx context.Context, tenant, session string) error {
+	if err := c.ids(tenant, "session", session); err != nil {
+		return err
+	}
+	steps, err := c.steps(ctx, session)
+	if err != nil {
+		return err
+	}
+	b := c.client.B()
+	cmds := []valkeygo.Completed{b.Del().Key(chatKey(session)).Build(), b.Del().Key(kbKey(session)).Build()}
+	for _, s := range steps {
+		cmds = append(cmds, b.Del().Key(s.key).Build())
+	}
+	rs, err := c.doMulti(ctx, cmds...)
+	if err != nil {
+		return err
+	}
+	var total int64
+	for _, r := range rs {
+		n, err := r.AsInt64()
+		if err != nil {
+			return c.fail(ctx, err)
+		}
+		total += n
+	}
+	if total == 0 {
+		return fmt.Errorf("session %q: %w", session, store.ErrNotFound)
+	}
+	return nil
+}
+
+// Load implements store.Loader: one DoMulti for the agent, the memory, the newest messages and the
+// knowledge, and concurrently the SCAN for the tool steps followed by one DoMulti that reads them.
+func (c *cookbook) Load(ctx context.Context, tenant string, q store.LoadQuery) (*store.Snapshot, error) {
+	if err := validateLoad(c.limits, tenant, q); err != nil {
+		return nil, err
+	}
+	if err := c.checkTenant(tenant); err != nil {
+		return nil, err
+	}
+	limit := q.MaxMessages
+	if limit <= 0 {
+		limit = store.DefaultLoadMessages
+	}
+	b := c.client.B()
+	var groups [][]valkeygo.Completed
+	agentAt, memAt, chatAt, kbAt := -1, -1, -1, -1
+	cachedAgent := q.Agent != "" && c.cacheTTL > 0
+	if q.Agent != "" && !cachedAgent {
+		agentAt = len(groups)
+		groups = append(groups, []valkeygo.Completed{b.Hgetall().Key(agentConfigKey(q.Agent)).Build()})
+	}
+	if q.User != "" {
+		memAt = len(groups)
+		groups = append(groups, c.factCmds(q.User))
+	}
+	if q.Session != "" {
+		chatAt = len(groups)
+		groups = append(groups, []valkeygo.Completed{b.Multi().Build(), b.Llen().Key(chatKey(q.Session)).Build(),
+			b.Lrange().Key(chatKey(q.Session)).Start(-int64(limit)).Stop(-1).Build(), b.Exec().Build()})
+		kbAt = len(groups)
+		groups = append(groups, []valkeygo.Completed{b.Lrange().Key(kbKey(q.Session)).Start(0).Stop(-1).Build()})
+	}
+
+	var (
+		wg                 sync.WaitGroup
+		agentRes           valkeygo.ValkeyResult
+		agentErr, toolsErr error
+		tools              []store.ToolOutput
+	)
+	if cachedAgent {
+		wg.Go(func() { agentRes, agentErr = c.getAgent(ctx, q.Agent) })
+	}
+	if q.Session != "" {
+		wg.Go(func() { tools, toolsErr = c.toolOutputs(ctx, q.Session) })
+	}
+	var rs [][]valkeygo.ValkeyResult
+	var err error
+	if len(groups) > 0 {
+		rs, err = c.doGroups(ctx, groups...)
+	} else if err = c.alive(ctx); err != nil {
+		err = c.fail(ctx, err)
+	}
+	wg.Wait()
+	for _, e := range []error{err, agentErr, toolsErr} {
+		if e != nil && whole(e) {
+			return nil, e
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	snap := &store.Snapshot{Errors: map[store.Source]error{}}
+	if agentAt >= 0 {
+		agentRes = rs[agentAt][0]
+	}
+	if q.Agent != "" {
+		if agentErr != nil {
+			snap.Errors[store.SourceAgent] = agentErr
+		} else if a, err := c.decodeAgent(ctx, q.Agent, agentRes); err != nil {
+			snap.Errors[store.SourceAgent] = err
+		} else {
+			snap.Agent = &a
+		}
+	}
+	if memAt >= 0 {
+		if snap.Facts, err = c.decodeFacts(ctx, rs[memAt]); err != nil {
+			snap.Errors[store.SourceMemory] = err
+		}
+	}
+	if chatAt >= 0 {
+		if arr, err := c.execReplies(ctx, rs[chatAt][0], rs[chatAt][3], 2); err != nil {
+			snap.Errors[store.SourceHistory] = err
+		} else if snap.Messages, err = c.newestChat(ctx, arr[0], arr[1]); err != nil {
+			snap.Errors[store.SourceHistory] = err
+		}
+		if vals, err := rs[kbAt][0].AsStrSlice(); err != nil {
+			snap.Errors[store.SourceKnowledge] = c.fail(ctx, err)
+		} else if snap.Knowledge, err = decodeKB(vals); err != nil {
+			snap.Errors[store.SourceKnowledge] = err
+		}
+		if toolsErr != nil {
+			snap.Errors[store.SourceToolOutputs] = toolsErr
+		} else {
+			snap.ToolOutputs = tools
+		}
+	}
+	return snap, nil
+}

@@ -1,0 +1,530 @@
+package valkey
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+
+	valkeygo "github.com/valkey-io/valkey-go"
+
+	"github.com/context-loom/loom/store"
+)
+
+// native is LayoutNative.
+type native struct {
+	*conn
+	prefix string
+}
+
+// escape percent-encodes the bytes of id that could break a key's structure: '%', ':', '{', '}', space and
+// control bytes. It is injective, so distinct ids give distinct keys.
+func escape(id string) string {
+	n := 0
+	for i := 0; i < len(id); i++ {
+		if mustEscape(id[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return id
+	}
+	const hex = "0123456789ABCDEF"
+	b := make([]byte, 0, len(id)+2*n)
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if mustEscape(c) {
+			b = append(b, '%', hex[c>>4], hex[c&15])
+		} else {
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
+
+func mustEscape(c byte) bool {
+	return c <= ' ' || c == 0x7f || c == '%' || c == ':' || c == '{' || c == '}'
+}
+
+// sessionKeys are the keys of one session; they share a hash tag.
+type sessionKeys struct{ msgs, tools, kb string }
+
+func (n *native) session(tenant, session string) sessionKeys {
+	base := n.prefix + ":{t:" + escape(tenant) + ":s:" + escape(session) + "}:"
+	return sessionKeys{base + "msgs", base + "tools", base + "kb"}
+}
+
+func (n *native) memKey(tenant, user string) string {
+	return n.prefix + ":{t:" + escape(tenant) + ":u:" + escape(user) + "}:mem"
+}
+
+func (n *native) agentKey(tenant, id string) string {
+	return n.prefix + ":{t:" + escape(tenant) + "}:agent:" + escape(id)
+}
+
+// PutAgent implements store.AgentStore.
+func (n *native) PutAgent(ctx context.Context, tenant string, a store.Agent) error {
+	if err := store.ValidateID(n.limits, "tenant", tenant); err != nil {
+		return err
+	}
+	a, err := store.PrepareAgent(n.limits, n.now(), a)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(a)
+	if err != nil {
+		return fmt.Errorf("valkey: encode agent %q: %w", a.ID, err)
+	}
+	_, err = n.do(ctx, n.client.B().Set().Key(n.agentKey(tenant, a.ID)).Value(string(b)).Build())
+	return err
+}
+
+// agentCmd reads an agent: from the client-side cache when it is on.
+func (n *native) getAgent(ctx context.Context, tenant, id string) (valkeygo.ValkeyResult, error) {
+	if n.cacheTTL <= 0 {
+		return n.do(ctx, n.client.B().Get().Key(n.agentKey(tenant, id)).Build())
+	}
+	cctx, cancel, err := n.call(ctx)
+	if err != nil {
+		return valkeygo.ValkeyResult{}, n.fail(ctx, err)
+	}
+	defer cancel()
+	r := n.client.DoCache(cctx, n.client.B().Get().Key(n.agentKey(tenant, id)).Cache(), n.cacheTTL)
+	if err := r.NonValkeyError(); err != nil {
+		return r, n.fail(ctx, err)
+	}
+	return r, nil
+}
+
+// GetAgent implements store.AgentStore.
+func (n *native) GetAgent(ctx context.Context, tenant, id string) (store.Agent, error) {
+	if err := store.ValidateIDs(n.limits, "tenant", tenant, "agent", id); err != nil {
+		return store.Agent{}, err
+	}
+	r, err := n.getAgent(ctx, tenant, id)
+	if err != nil {
+		return store.Agent{}, err
+	}
+	return n.decodeAgent(ctx, id, r)
+}
+
+func (n *native) decodeAgent(ctx context.Context, id string, r valkeygo.ValkeyResult) (store.Agent, error) {
+	b, err := r.AsBytes()
+	if valkeygo.IsValkeyNil(err) {
+		return store.Agent{}, fmt.Errorf("agent %q: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Agent{}, n.fail(ctx, err)
+	}
+	var a store.Agent
+	if err := json.Unmarshal(b, &a); err != nil {
+		return store.Agent{}, fmt.Errorf("valkey: decode agent %q: %w", id, err)
+	}
+	return a, nil
+}
+
+// DeleteAgent implements store.AgentStore.
+func (n *native) DeleteAgent(ctx context.Context, tenant, id string) error {
+	if err := store.ValidateIDs(n.limits, "tenant", tenant, "agent", id); err != nil {
+		return err
+	}
+	r, err := n.do(ctx, n.client.B().Del().Key(n.agentKey(tenant, id)).Build())
+	return n.deleted(ctx, r, err, "agent", id)
+}
+
+// deleted turns the count a DEL or HDEL returned into ErrNotFound when it is 0.
+func (c *conn) deleted(ctx context.Context, r valkeygo.ValkeyResult, err error, kind, id string) error {
+	if err != nil {
+		return err
+	}
+	k, err := r.AsInt64()
+	if err != nil {
+		return c.fail(ctx, err)
+	}
+	if k == 0 {
+		return fmt.Errorf("%s %q: %w", kind, id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// SetFact implements store.MemoryStore.
+func (n *native) SetFact(ctx context.Context, tenant, user string, f store.Fact) error {
+	if err := store.ValidateIDs(n.limits, "tenant", tenant, "user", user); err != nil {
+		return err
+	}
+	f, err := store.PrepareFact(n.limits, n.now(), f)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(f)
+	if err != nil {
+		return fmt.Errorf("valkey: encode fact %q: %w", f.Key, err)
+	}
+	_, err = n.do(ctx, n.client.B().Hset().Key(n.memKey(tenant, user)).FieldValue().FieldValue(f.Key, string(b)).Build())
+	return err
+}
+
+// Facts implements store.MemoryStore.
+func (n *native) Facts(ctx context.Context, tenant, user string) ([]store.Fact, error) {
+	if err := store.ValidateIDs(n.limits, "tenant", tenant, "user", user); err != nil {
+		return nil, err
+	}
+	r, err := n.do(ctx, n.client.B().Hgetall().Key(n.memKey(tenant, user)).Build())
+	if err != nil {
+		return nil, err
+	}
+	m, err := r.AsStrMap()
+	if err != nil {
+		return nil, n.fail(ctx, err)
+	}
+	return decodeFacts(m)
+}
+
+func decodeFacts(m map[string]string) ([]store.Fact, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	out := make([]store.Fact, 0, len(m))
+	for k, v := range m {
+		var f store.Fact
+		if err := json.Unmarshal([]byte(v), &f); err != nil {
+			return nil, fmt.Errorf("valkey: decode fact %q: %w", k, err)
+		}
+		f.Key = k
+		out = append(out, f)
+	}
+	store.SortFacts(out)
+	return out, nil
+}
+
+// DeleteFact implements store.MemoryStore.
+func (n *native) DeleteFact(ctx context.Context, tenant, user, key string) error {
+	if err := store.ValidateIDs(n.limits, "tenant", tenant, "user", user, "fact key", key); err != nil {
+		return err
+	}
+	r, err := n.do(ctx, n.client.B().Hdel().Key(n.memKey(tenant, user)).Field(key).Build())
+	return n.deleted(ctx, r, err, "fact", key)
+}
+
+// write runs cmds on a session's keys in one transaction that ends by refreshing the TTL of all of them,
+// and returns the commands' replies.
+func (n *native) write(ctx context.Context, k sessionKeys, cmds ...valkeygo.Completed) ([]valkeygo.ValkeyMessage, error) {
+	if n.ttl > 0 {
+		ms := n.ttl.Milliseconds()
+		for _, key := range []string{k.msgs, k.tools, k.kb} {
+			cmds = append(cmds, n.client.B().Pexpire().Key(key).Milliseconds(ms).Build())
+		}
+	}
+	return n.tx(ctx, cmds...)
+}
+
+// appendMessages appends a batch of messages to a session's list atomically, numbering them from the
+// list's length: each value (a JSON object without seq) is stored with "seq" as its first member, so that a
+// read of the newest N needs no LLEN beside it. Then it refreshes the TTL of all of the session's keys.
+// KEYS are the session's msgs, tools and kb; ARGV[1] is the TTL in milliseconds (0: none), the rest the
+// values. It returns the list's new length.
+var appendMessages = valkeygo.NewLuaScript(`
+local n = redis.call('LLEN', KEYS[1])
+local batch = {}
+for i = 2, #ARGV do
+  batch[#batch + 1] = '{"seq":' .. string.format('%d', n + i - 1) .. ',' .. string.sub(ARGV[i], 2)
+  if #batch == 500 then
+    redis.call('RPUSH', KEYS[1], unpack(batch))
+    batch = {}
+  end
+end
+if #batch > 0 then redis.call('RPUSH', KEYS[1], unpack(batch)) end
+local ttl = tonumber(ARGV[1])
+if ttl > 0 then
+  for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ttl) end
+end
+return n + #ARGV - 1
+`)
+
+// AppendMessages implements store.SessionStore with one script (appendMessages): atomic, seqs contiguous.
+func (n *native) AppendMessages(ctx context.Context, tenant, session string, msgs ...store.Message) ([]store.Message, error) {
+	if err := store.ValidateIDs(n.limits, "tenant", tenant, "session", session); err != nil {
+		return nil, err
+	}
+	msgs, err := store.PrepareMessages(n.limits, n.now(), msgs)
+	if err != nil {
+		return nil, err
+	}
+	args := make([]string, 1, len(msgs)+1)
+	args[0] = strconv.FormatInt(max(n.ttl.Milliseconds(), 0), 10)
+	for i, m := range msgs {
+		b, err := json.Marshal(m) // Seq is 0: omitted, so b starts with {"role":
+		if err != nil {
+			return nil, fmt.Errorf("valkey: encode message %d: %w", i, err)
+		}
+		args = append(args, string(b))
+	}
+	k := n.session(tenant, session)
+	cctx, cancel, err := n.call(ctx)
+	if err != nil {
+		return nil, n.fail(ctx, err)
+	}
+	defer cancel()
+	length, err := appendMessages.Exec(cctx, n.client, []string{k.msgs, k.tools, k.kb}, args).AsInt64()
+	if err != nil {
+		return nil, n.fail(ctx, err)
+	}
+	for i := range msgs {
+		msgs[i].Seq = length - int64(len(msgs)) + int64(i) + 1
+	}
+	return msgs, nil
+}
+
+// Messages implements store.SessionStore: LRANGE of the newest q.Limit (or all) messages.
+func (n *native) Messages(ctx context.Context, tenant, session string, q store.MessageQuery) ([]store.Message, error) {
+	if err := store.ValidateIDs(n.limits, "tenant", tenant, "session", session); err != nil {
+		return nil, err
+	}
+	start := int64(0)
+	if q.Limit > 0 {
+		start = -int64(q.Limit)
+	}
+	r, err := n.do(ctx, n.client.B().Lrange().Key(n.session(tenant, session).msgs).Start(start).Stop(-1).Build())
+	if err != nil {
+		return nil, err
+	}
+	vals, err := r.AsStrSlice()
+	if err != nil {
+		return nil, n.fail(ctx, err)
+	}
+	msgs, err := decodeMessages(vals)
+	if err != nil {
+		return nil, err
+	}
+	return store.SelectMessages(msgs, q), nil
+}
+
+// decodeMessages decodes a message list's values; each has its seq.
+func decodeMessages(vals []string) ([]store.Message, error) {
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	out := make([]store.Message, len(vals))
+	for i, v := range vals {
+		if err := json.Unmarshal([]byte(v), &out[i]); err != nil {
+			return nil, fmt.Errorf("valkey: decode message: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// AppendToolOutput implements store.SessionStore.
+func (n *native) AppendToolOutput(ctx context.Context, tenant, session string, o store.ToolOutput) (store.ToolOutput, error) {
+	if err := store.ValidateIDs(n.limits, "tenant", tenant, "session", session); err != nil {
+		return store.ToolOutput{}, err
+	}
+	o, err := store.PrepareToolOutput(n.limits, n.now(), o)
+	if err != nil {
+		return store.ToolOutput{}, err
+	}
+	b, err := json.Marshal(o)
+	if err != nil {
+		return store.ToolOutput{}, fmt.Errorf("valkey: encode tool output: %w", err)
+	}
+	k := n.session(tenant, session)
+	rs, err := n.write(ctx, k, n.client.B().Rpush().Key(k.tools).Element(string(b)).Build())
+	if err != nil {
+		return store.ToolOutput{}, err
+	}
+	if o.Seq, err = rs[0].AsInt64(); err != nil {
+		return store.ToolOutput{}, n.fail(ctx, err)
+	}
+	return o, nil
+}
+
+// ToolOutputs implements store.SessionStore.
+func (n *native) ToolOutputs(ctx context.Context, tenant, session string) ([]store.ToolOutput, error) {
+	if err := store.ValidateIDs(n.limits, "tenant", tenant, "session", session); err != nil {
+		return nil, err
+	}
+	r, err := n.do(ctx, n.client.B().Lrange().Key(n.session(tenant, session).tools).Start(0).Stop(-1).Build())
+	if err != nil {
+		return nil, err
+	}
+	vals, err := r.AsStrSlice()
+	if err != nil {
+		return nil, n.fail(ctx, err)
+	}
+	return decodeToolOutputs(vals)
+}
+
+func decodeToolOutputs(vals []string) ([]store.ToolOutput, error) {
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	out := make([]store.ToolOutput, len(vals))
+	for i, v := range vals {
+		if err := json.Unmarshal([]byte(v), &out[i]); err != nil {
+			return nil, fmt.Errorf("valkey: decode tool output %d: %w", i+1, err)
+		}
+		out[i].Seq = int64(i + 1)
+	}
+	return out, nil
+}
+
+// SetKnowledge implements store.SessionStore.
+func (n *native) SetKnowledge(ctx context.Context, tenant, session string, items []store.Knowledge) error {
+	if err := store.ValidateIDs(n.limits, "tenant", tenant, "session", session); err != nil {
+		return err
+	}
+	items, err := store.PrepareKnowledge(n.limits, items)
+	if err != nil {
+		return err
+	}
+	k := n.session(tenant, session)
+	cmds := []valkeygo.Completed{n.client.B().Del().Key(k.kb).Build()}
+	if len(items) > 0 {
+		vals := make([]string, len(items))
+		for i, it := range items {
+			b, err := json.Marshal(it)
+			if err != nil {
+				return fmt.Errorf("valkey: encode knowledge %d: %w", i, err)
+			}
+			vals[i] = string(b)
+		}
+		cmds = append(cmds, n.client.B().Rpush().Key(k.kb).Element(vals...).Build())
+	}
+	_, err = n.write(ctx, k, cmds...)
+	return err
+}
+
+// Knowledge implements store.SessionStore.
+func (n *native) Knowledge(ctx context.Context, tenant, session string) ([]store.Knowledge, error) {
+	if err := store.ValidateIDs(n.limits, "tenant", tenant, "session", session); err != nil {
+		return nil, err
+	}
+	r, err := n.do(ctx, n.client.B().Lrange().Key(n.session(tenant, session).kb).Start(0).Stop(-1).Build())
+	if err != nil {
+		return nil, err
+	}
+	vals, err := r.AsStrSlice()
+	if err != nil {
+		return nil, n.fail(ctx, err)
+	}
+	return decodeKnowledge(vals)
+}
+
+func decodeKnowledge(vals []string) ([]store.Knowledge, error) {
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	out := make([]store.Knowledge, len(vals))
+	for i, v := range vals {
+		if err := json.Unmarshal([]byte(v), &out[i]); err != nil {
+			return nil, fmt.Errorf("valkey: decode knowledge %d: %w", i, err)
+		}
+	}
+	return out, nil
+}
+
+// DeleteSession implements store.SessionStore: one DEL of the session's keys (one slot).
+func (n *native) DeleteSession(ctx context.Context, tenant, session string) error {
+	if err := store.ValidateIDs(n.limits, "tenant", tenant, "session", session); err != nil {
+		return err
+	}
+	k := n.session(tenant, session)
+	r, err := n.do(ctx, n.client.B().Del().Key(k.msgs, k.tools, k.kb).Build())
+	return n.deleted(ctx, r, err, "session", session)
+}
+
+// Load implements store.Loader with one DoMulti: GET of the agent, HGETALL of the user's memory, and
+// LRANGE of the newest messages, the tool outputs and the knowledge. With the agent cache on, the agent
+// comes from the cache, or on a miss from a GET sent concurrently.
+func (n *native) Load(ctx context.Context, tenant string, q store.LoadQuery) (*store.Snapshot, error) {
+	if err := validateLoad(n.limits, tenant, q); err != nil {
+		return nil, err
+	}
+	limit := q.MaxMessages
+	if limit <= 0 {
+		limit = store.DefaultLoadMessages
+	}
+	b := n.client.B()
+	cmds := make([]valkeygo.Completed, 0, 5)
+	agentAt, memAt, sessAt := -1, -1, -1
+	cachedAgent := q.Agent != "" && n.cacheTTL > 0
+	if q.Agent != "" && !cachedAgent {
+		agentAt = len(cmds)
+		cmds = append(cmds, b.Get().Key(n.agentKey(tenant, q.Agent)).Build())
+	}
+	if q.User != "" {
+		memAt = len(cmds)
+		cmds = append(cmds, b.Hgetall().Key(n.memKey(tenant, q.User)).Build())
+	}
+	if q.Session != "" {
+		k := n.session(tenant, q.Session)
+		sessAt = len(cmds)
+		cmds = append(cmds, b.Lrange().Key(k.msgs).Start(-int64(limit)).Stop(-1).Build(),
+			b.Lrange().Key(k.tools).Start(0).Stop(-1).Build(),
+			b.Lrange().Key(k.kb).Start(0).Stop(-1).Build())
+	}
+
+	var (
+		wg       sync.WaitGroup
+		agentRes valkeygo.ValkeyResult
+		agentErr error
+	)
+	if cachedAgent {
+		wg.Go(func() { agentRes, agentErr = n.getAgent(ctx, tenant, q.Agent) })
+	}
+	var rs []valkeygo.ValkeyResult
+	var err error
+	if len(cmds) > 0 {
+		rs, err = n.doMulti(ctx, cmds...)
+	} else if err = n.alive(ctx); err != nil {
+		err = n.fail(ctx, err)
+	}
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	if agentErr != nil {
+		return nil, agentErr
+	}
+
+	snap := &store.Snapshot{Errors: map[store.Source]error{}}
+	if agentAt >= 0 {
+		agentRes = rs[agentAt]
+	}
+	if q.Agent != "" {
+		if a, err := n.decodeAgent(ctx, q.Agent, agentRes); err != nil {
+			snap.Errors[store.SourceAgent] = err
+		} else {
+			snap.Agent = &a
+		}
+	}
+	if memAt >= 0 {
+		m, err := rs[memAt].AsStrMap()
+		if err == nil {
+			snap.Facts, err = decodeFacts(m)
+		} else {
+			err = n.fail(ctx, err)
+		}
+		if err != nil {
+			snap.Errors[store.SourceMemory] = err
+		}
+	}
+	if sessAt >= 0 {
+		if vals, err := rs[sessAt].AsStrSlice(); err != nil {
+			snap.Errors[store.SourceHistory] = n.fail(ctx, err)
+		} else if snap.Messages, err = decodeMessages(vals); err != nil {
+			snap.Errors[store.SourceHistory] = err
+		}
+		if vals, err := rs[sessAt+1].AsStrSlice(); err != nil {
+			snap.Errors[store.SourceToolOutputs] = n.fail(ctx, err)
+		} else if snap.ToolOutputs, err = decodeToolOutputs(vals); err != nil {
+			snap.Errors[store.SourceToolOutputs] = err
+		}
+		if vals, err := rs[sessAt+2].AsStrSlice(); err != nil {
+			snap.Errors[store.SourceKnowledge] = n.fail(ctx, err)
+		} else if snap.Knowledge, err = decodeKnowledge(vals); err != nil {
+			snap.Errors[store.SourceKnowledge] = err
+		}
+	}
+	return snap, nil
+}

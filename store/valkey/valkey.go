@@ -1,0 +1,467 @@
+// Package valkey is a store.Store on a Valkey server, or any server that speaks the Redis protocol
+// (Redis 6+ for RESP3; Redis 7+ for everything this package tests), standalone, behind Sentinel or as a
+// cluster, through github.com/valkey-io/valkey-go.
+//
+// # Native layout
+//
+// The default layout ([LayoutNative]) keeps everything under a prefix (default "loom"), tenant-scoped, with
+// every id escaped (see below):
+//
+//	loom:{t:<tenant>:s:<session>}:msgs   list: a session's messages as JSON, oldest first; seq = position + 1
+//	loom:{t:<tenant>:s:<session>}:tools  list: its tool outputs as JSON; seq = position + 1
+//	loom:{t:<tenant>:s:<session>}:kb     list: its pre-retrieved knowledge as JSON
+//	loom:{t:<tenant>:u:<user>}:mem       hash: fact key -> fact as JSON
+//	loom:{t:<tenant>}:agent:<id>         string: the agent as JSON
+//
+// The part in braces is the key's hash tag: all keys of one session live in one cluster slot, so a session's
+// writes are single MULTI/EXEC transactions (append, then PEXPIRE of all three keys when
+// store.Options.SessionTTL is set) and a Load reads the session, the user's memory and the agent with one
+// DoMulti: one round trip to each node involved (at most three in a cluster, one on a standalone server).
+// Nothing is ever listed, so there is no index and never a KEYS or SCAN.
+//
+// Ids are escaped before they go into a key: '%', ':', '{', '}', space and control bytes become %XX (upper
+// case hex), so no id can close a hash tag or pose as another tenant's or session's key.
+//
+// # Cookbook layout
+//
+// [LayoutCookbook] reads and writes the keys of the Valkey cookbook's context assembly pipeline (seed 003) as
+// that Python code does, so its users can point Loom at their server unchanged:
+//
+//	agent:config:<agent>       hash: role (Agent.Instructions), constraints, output_format; Loom adds model,
+//	                           max_tokens, tools, policy and updated_at when it writes one
+//	memory:<user>              hash: fact key -> value; Facts come in the server's order (insertion order
+//	                           for small hashes), not sorted, so the cookbook's output is reproduced
+//	chat:<session>             list of JSON {"role", "content", "ts"}; seq = position + 1; token counts are
+//	                           counted on read when the JSON has none
+//	kb:results:<session>       list of JSON {"title", "content", ...}; the title is Knowledge.Source and
+//	                           Metadata["title"]
+//	tool:<session>:step_<n>    hash: tool, result, timestamp (and call_id, args when Loom writes them); found
+//	                           with SCAN MATCH, never KEYS, and ordered by n as a number, so step_2 comes
+//	                           before step_10 (the cookbook sorts them as strings, which puts step_10 first)
+//
+// The cookbook's keys carry no tenant, so this layout holds the single tenant "default" ([DefaultTenant]);
+// any other tenant gets an error wrapping store.ErrUnsupported. Its Load takes more than one round trip:
+// the tool steps must be found with SCAN before they can be read (concurrently with the other sources).
+//
+// # Errors
+//
+// A server that cannot be reached, a timeout (Options.Timeout) and replies such as LOADING or CLUSTERDOWN
+// give errors wrapping store.ErrUnavailable; calls after Close give store.ErrClosed. Passwords never appear
+// in errors.
+package valkey
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	valkeygo "github.com/valkey-io/valkey-go"
+
+	"github.com/context-loom/loom/store"
+)
+
+// Layout names a key layout.
+type Layout string
+
+// Layouts.
+const (
+	// LayoutNative is Loom's own tenant-scoped, cluster-ready layout (the default).
+	LayoutNative Layout = "native"
+	// LayoutCookbook reads and writes seed 003's keys; it holds the single tenant DefaultTenant.
+	LayoutCookbook Layout = "cookbook"
+)
+
+// Defaults of Options.
+const (
+	DefaultPrefix  = "loom"
+	DefaultTimeout = 2 * time.Second
+	// DefaultTenant is the only tenant LayoutCookbook holds.
+	DefaultTenant = "default"
+)
+
+// Errors of Open.
+var (
+	// ErrNoClientCache is returned by Open when Options.CacheAgents is set but the server cannot do
+	// client-side caching (it needs RESP3 and CLIENT TRACKING: Redis 6 or later, or Valkey).
+	ErrNoClientCache = errors.New("valkey: CacheAgents needs a server with RESP3 and CLIENT TRACKING (Redis 6+ or Valkey); set CacheAgents to 0")
+	// ErrBadOptions is wrapped by Open's and ParseURL's errors about options that cannot work.
+	ErrBadOptions = errors.New("valkey: bad options")
+)
+
+// Options configure a Store. The zero value of each field means its documented default, except
+// Client.InitAddress, which must name at least one server.
+type Options struct {
+	// Options are the settings every store backend shares (session TTL, limits).
+	store.Options
+	// Client configures the connection: addresses (Client.InitAddress), credentials, TLS, Sentinel
+	// (Client.Sentinel.MasterSet) or cluster (found by itself when the server is one). When CacheAgents is 0,
+	// Open sets Client.DisableCache, so servers without RESP3 work too.
+	Client valkeygo.ClientOption
+	// Timeout bounds every call that reaches the server unless the caller's context ends sooner; 0 means
+	// DefaultTimeout. A call that times out returns an error wrapping store.ErrUnavailable.
+	Timeout time.Duration
+	// Prefix starts every key of LayoutNative; "" means DefaultPrefix. It may not contain '{' or '}' (they
+	// would move the hash tag). LayoutCookbook uses the seed's keys as they are and takes no prefix.
+	Prefix string
+	// Layout is the key layout; "" means LayoutNative.
+	Layout Layout
+	// CacheAgents, when positive, keeps agent configurations in a client-side cache (valkey-go's DoCache)
+	// for up to this long. The server invalidates cached entries when an agent changes, so a change is seen
+	// as soon as the invalidation arrives, and at the latest after CacheAgents. It needs RESP3 and CLIENT
+	// TRACKING; Open returns ErrNoClientCache if the server has neither. 0 disables the cache.
+	CacheAgents time.Duration
+}
+
+// Store is a store.Store on a Valkey server. It is safe for concurrent use.
+type Store struct {
+	c *conn
+	l layout
+}
+
+var _ store.Store = (*Store)(nil)
+
+// layout is what a key layout implements: store.Store without Ping and Close.
+type layout interface {
+	store.AgentStore
+	store.MemoryStore
+	store.SessionStore
+	store.Loader
+}
+
+// conn is the connection and the settings a layout shares.
+type conn struct {
+	client   valkeygo.Client
+	limits   store.Limits
+	ttl      time.Duration // session TTL; 0: none
+	timeout  time.Duration
+	cacheTTL time.Duration // agents' client-side cache; 0: none
+	closed   atomic.Bool
+	now      func() time.Time
+}
+
+// Open connects to the server opts.Client names and returns a Store. It returns an error wrapping
+// ErrBadOptions for options that cannot work, ErrNoClientCache (see Options.CacheAgents), or an error
+// wrapping store.ErrUnavailable when the server cannot be reached.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if opts.Timeout < 0 || opts.CacheAgents < 0 || opts.SessionTTL < 0 {
+		return nil, fmt.Errorf("%w: negative Timeout, CacheAgents or SessionTTL", ErrBadOptions)
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if len(opts.Client.InitAddress) == 0 {
+		return nil, fmt.Errorf("%w: no server address (Client.InitAddress)", ErrBadOptions)
+	}
+	switch opts.Layout {
+	case "", LayoutNative:
+		if opts.Prefix == "" {
+			opts.Prefix = DefaultPrefix
+		}
+		if strings.ContainsAny(opts.Prefix, "{}") || strings.ContainsFunc(opts.Prefix, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			return nil, fmt.Errorf("%w: prefix %q has a brace or a control character", ErrBadOptions, opts.Prefix)
+		}
+	case LayoutCookbook:
+		if opts.Prefix != "" {
+			return nil, fmt.Errorf("%w: the cookbook layout uses the seed's keys and takes no prefix", ErrBadOptions)
+		}
+	default:
+		return nil, fmt.Errorf("%w: unknown layout %q (known: native, cookbook)", ErrBadOptions, opts.Layout)
+	}
+	copt := opts.Client
+	copt.DisableCache = opts.CacheAgents == 0
+	if copt.Dialer.Timeout == 0 || copt.Dialer.Timeout > opts.Timeout {
+		copt.Dialer.Timeout = opts.Timeout
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	client, err := valkeygo.NewClient(copt)
+	if err != nil {
+		if errors.Is(err, valkeygo.ErrNoCache) {
+			return nil, ErrNoClientCache
+		}
+		return nil, fmt.Errorf("valkey: connect: %w", classify(err))
+	}
+	c := &conn{client: client, limits: opts.Limits.WithDefaults(), ttl: opts.SessionTTL, timeout: opts.Timeout,
+		cacheTTL: opts.CacheAgents, now: time.Now}
+	s := &Store{c: c}
+	if opts.Layout == LayoutCookbook {
+		s.l = &cookbook{conn: c}
+	} else {
+		s.l = &native{conn: c, prefix: opts.Prefix}
+	}
+	if err := s.Ping(ctx); err != nil {
+		client.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// call returns a context for one call to the server, bounded by the store's timeout, or an error if the
+// store is closed or ctx is done.
+func (c *conn) call(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	if err := c.alive(ctx); err != nil {
+		return nil, nil, err
+	}
+	if d, ok := ctx.Deadline(); ok && time.Until(d) <= c.timeout {
+		ctx, cancel := context.WithCancel(ctx)
+		return ctx, cancel, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	return ctx, cancel, nil
+}
+
+// alive returns store.ErrClosed after Close, else ctx's error.
+func (c *conn) alive(ctx context.Context) error {
+	if c.closed.Load() {
+		return store.ErrClosed
+	}
+	return ctx.Err()
+}
+
+// fail maps an error of a call made with a context from call(parent) to the store's errors: ErrClosed after
+// Close, the parent's own error when it ended, ErrUnavailable for the network, timeouts and a server that
+// cannot serve.
+func (c *conn) fail(parent context.Context, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case c.closed.Load():
+		return store.ErrClosed
+	case parent.Err() != nil:
+		return fmt.Errorf("valkey: %w", parent.Err())
+	}
+	return fmt.Errorf("valkey: %w", classify(err))
+}
+
+// classify wraps err in store.ErrUnavailable when it means the server cannot be reached or cannot serve now.
+func classify(err error) error {
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, valkeygo.ErrClosing) || errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	}
+	if ve, ok := valkeygo.IsValkeyErr(err); ok {
+		for _, p := range []string{"LOADING", "CLUSTERDOWN", "MASTERDOWN", "TRYAGAIN", "BUSY", "NOREPLICAS", "READONLY"} {
+			if strings.HasPrefix(ve.Error(), p) {
+				return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+			}
+		}
+	}
+	return err
+}
+
+// do sends one command.
+func (c *conn) do(ctx context.Context, cmd valkeygo.Completed) (valkeygo.ValkeyResult, error) {
+	cctx, cancel, err := c.call(ctx)
+	if err != nil {
+		return valkeygo.ValkeyResult{}, c.fail(ctx, err)
+	}
+	defer cancel()
+	r := c.client.Do(cctx, cmd)
+	if err := r.NonValkeyError(); err != nil {
+		return r, c.fail(ctx, err)
+	}
+	return r, nil
+}
+
+// doMulti sends cmds in one pipeline. It fails if any reply is a network error; replies that are server
+// errors are left to the caller.
+func (c *conn) doMulti(ctx context.Context, cmds ...valkeygo.Completed) ([]valkeygo.ValkeyResult, error) {
+	cctx, cancel, err := c.call(ctx)
+	if err != nil {
+		return nil, c.fail(ctx, err)
+	}
+	defer cancel()
+	rs := c.client.DoMulti(cctx, cmds...)
+	for _, r := range rs {
+		if err := r.NonValkeyError(); err != nil {
+			return nil, c.fail(ctx, err)
+		}
+	}
+	return rs, nil
+}
+
+// doGroups sends groups of commands, each of which stays in one slot (a MULTI/EXEC transaction may be one):
+// as one DoMulti, except on a cluster, where a DoMulti cannot mix a transaction with other slots' commands;
+// there each group is a DoMulti of its own, all sent concurrently.
+func (c *conn) doGroups(ctx context.Context, groups ...[]valkeygo.Completed) ([][]valkeygo.ValkeyResult, error) {
+	out := make([][]valkeygo.ValkeyResult, len(groups))
+	if c.client.Mode() != valkeygo.ClientModeCluster {
+		var all []valkeygo.Completed
+		for _, g := range groups {
+			all = append(all, g...)
+		}
+		rs, err := c.doMulti(ctx, all...)
+		if err != nil {
+			return nil, err
+		}
+		for i, g := range groups {
+			out[i], rs = rs[:len(g)], rs[len(g):]
+		}
+		return out, nil
+	}
+	errs := make([]error, len(groups))
+	var wg sync.WaitGroup
+	for i, g := range groups {
+		wg.Go(func() { out[i], errs[i] = c.doMulti(ctx, g...) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// tx runs cmds in one MULTI/EXEC transaction and returns their replies. A server error of any command is
+// returned (mapped) as the error.
+func (c *conn) tx(ctx context.Context, cmds ...valkeygo.Completed) ([]valkeygo.ValkeyMessage, error) {
+	all := make([]valkeygo.Completed, 0, len(cmds)+2)
+	all = append(all, c.client.B().Multi().Build())
+	all = append(all, cmds...)
+	all = append(all, c.client.B().Exec().Build())
+	rs, err := c.doMulti(ctx, all...)
+	if err != nil {
+		return nil, err
+	}
+	return c.execReplies(ctx, rs[0], rs[len(rs)-1], len(cmds))
+}
+
+// execReplies checks a MULTI and its EXEC's replies and returns the n replies of the transaction.
+func (c *conn) execReplies(ctx context.Context, multi, exec valkeygo.ValkeyResult, n int) ([]valkeygo.ValkeyMessage, error) {
+	if err := multi.Error(); err != nil {
+		return nil, c.fail(ctx, err)
+	}
+	arr, err := exec.ToArray()
+	if err != nil {
+		return nil, c.fail(ctx, err)
+	}
+	if len(arr) != n {
+		return nil, fmt.Errorf("valkey: a transaction of %d commands returned %d replies", n, len(arr))
+	}
+	for _, m := range arr {
+		if err := m.Error(); err != nil {
+			return nil, c.fail(ctx, err)
+		}
+	}
+	return arr, nil
+}
+
+// whole reports whether a mapped error ends a whole read rather than one source of it.
+func whole(err error) bool {
+	return errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrClosed) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// validateLoad checks the ids of a Load.
+func validateLoad(l store.Limits, tenant string, q store.LoadQuery) error {
+	if err := store.ValidateID(l, "tenant", tenant); err != nil {
+		return err
+	}
+	for _, p := range [][2]string{{"agent", q.Agent}, {"user", q.User}, {"session", q.Session}} {
+		if p[1] != "" {
+			if err := store.ValidateID(l, p[0], p[1]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// PutAgent implements store.AgentStore.
+func (s *Store) PutAgent(ctx context.Context, tenant string, a store.Agent) error {
+	return s.l.PutAgent(ctx, tenant, a)
+}
+
+// GetAgent implements store.AgentStore. With Options.CacheAgents it may answer from the client-side cache.
+func (s *Store) GetAgent(ctx context.Context, tenant, id string) (store.Agent, error) {
+	return s.l.GetAgent(ctx, tenant, id)
+}
+
+// DeleteAgent implements store.AgentStore.
+func (s *Store) DeleteAgent(ctx context.Context, tenant, id string) error {
+	return s.l.DeleteAgent(ctx, tenant, id)
+}
+
+// SetFact implements store.MemoryStore. The cookbook layout keeps only the fact's value.
+func (s *Store) SetFact(ctx context.Context, tenant, user string, f store.Fact) error {
+	return s.l.SetFact(ctx, tenant, user, f)
+}
+
+// Facts implements store.MemoryStore: ordered by key in the native layout, in the server's order in the
+// cookbook layout.
+func (s *Store) Facts(ctx context.Context, tenant, user string) ([]store.Fact, error) {
+	return s.l.Facts(ctx, tenant, user)
+}
+
+// DeleteFact implements store.MemoryStore.
+func (s *Store) DeleteFact(ctx context.Context, tenant, user, key string) error {
+	return s.l.DeleteFact(ctx, tenant, user, key)
+}
+
+// AppendMessages implements store.SessionStore: one atomic transaction that also refreshes the session's
+// TTL.
+func (s *Store) AppendMessages(ctx context.Context, tenant, session string, msgs ...store.Message) ([]store.Message, error) {
+	return s.l.AppendMessages(ctx, tenant, session, msgs...)
+}
+
+// Messages implements store.SessionStore.
+func (s *Store) Messages(ctx context.Context, tenant, session string, q store.MessageQuery) ([]store.Message, error) {
+	return s.l.Messages(ctx, tenant, session, q)
+}
+
+// AppendToolOutput implements store.SessionStore.
+func (s *Store) AppendToolOutput(ctx context.Context, tenant, session string, o store.ToolOutput) (store.ToolOutput, error) {
+	return s.l.AppendToolOutput(ctx, tenant, session, o)
+}
+
+// ToolOutputs implements store.SessionStore.
+func (s *Store) ToolOutputs(ctx context.Context, tenant, session string) ([]store.ToolOutput, error) {
+	return s.l.ToolOutputs(ctx, tenant, session)
+}
+
+// SetKnowledge implements store.SessionStore.
+func (s *Store) SetKnowledge(ctx context.Context, tenant, session string, items []store.Knowledge) error {
+	return s.l.SetKnowledge(ctx, tenant, session, items)
+}
+
+// Knowledge implements store.SessionStore.
+func (s *Store) Knowledge(ctx context.Context, tenant, session string) ([]store.Knowledge, error) {
+	return s.l.Knowledge(ctx, tenant, session)
+}
+
+// DeleteSession implements store.SessionStore.
+func (s *Store) DeleteSession(ctx context.Context, tenant, session string) error {
+	return s.l.DeleteSession(ctx, tenant, session)
+}
+
+// Load implements store.Loader. In the native layout it is one DoMulti: one round trip to each server
+// that holds a key it reads.
+func (s *Store) Load(ctx context.Context, tenant string, q store.LoadQuery) (*store.Snapshot, error) {
+	return s.l.Load(ctx, tenant, q)
+}
+
+// Ping implements store.Store: it sends PING and returns an error wrapping store.ErrUnavailable if no reply
+// comes within the timeout, or store.ErrClosed after Close.
+func (s *Store) Ping(ctx context.Context) error {
+	_, err := s.c.do(ctx, s.c.client.B().Ping().Build())
+	return err
+}
+
+// Close implements store.Store: it closes the connections, waiting for calls in flight. Calls after Close
+// return store.ErrClosed; closing twice does nothing.
+func (s *Store) Close() error {
+	if s.c.closed.Swap(true) {
+		return nil
+	}
+	s.c.client.Close()
+	return nil
+}

@@ -1,0 +1,392 @@
+package valkey_test
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	valkeygo "github.com/valkey-io/valkey-go"
+
+	"github.com/context-loom/loom/internal/valkeytest"
+	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/store/storetest"
+	"github.com/context-loom/loom/store/valkey"
+)
+
+var prefixes atomic.Int64
+
+// open opens a store on addrs with a prefix of its own, closed when the test ends.
+func open(t testing.TB, opts valkey.Options, addrs ...string) *valkey.Store {
+	t.Helper()
+	opts.Client.InitAddress = addrs
+	if opts.Prefix == "" && opts.Layout != valkey.LayoutCookbook {
+		opts.Prefix = fmt.Sprintf("test%d", prefixes.Add(1))
+	}
+	s, err := valkey.Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	addr := valkeytest.Start(t)
+	storetest.Run(t, func(t *testing.T, opts store.Options) store.Store {
+		return open(t, valkey.Options{Options: opts}, addr)
+	})
+}
+
+// TestConformance_Cluster runs the suite on a three-node cluster: a command that touched keys of two
+// slots would fail with CROSSSLOT (or make the client's command builder panic).
+func TestConformance_Cluster(t *testing.T) {
+	t.Parallel()
+	c := valkeytest.StartCluster(t, 3)
+	storetest.Run(t, func(t *testing.T, opts store.Options) store.Store {
+		s := open(t, valkey.Options{Options: opts}, c.Addrs()...)
+		return s
+	})
+}
+
+// writeCounter counts the writes to the network of the connections it dials, per address.
+type writeCounter struct {
+	mu     sync.Mutex
+	writes map[string]int
+}
+
+func (w *writeCounter) dial(ctx context.Context, dst string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+	c, err := d.DialContext(ctx, "tcp", dst)
+	if err != nil {
+		return nil, err
+	}
+	return &countedConn{Conn: c, w: w, dst: dst}, nil
+}
+
+// take returns the writes since the last take.
+func (w *writeCounter) take() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.writes
+	w.writes = map[string]int{}
+	return out
+}
+
+type countedConn struct {
+	net.Conn
+	w   *writeCounter
+	dst string
+}
+
+func (c *countedConn) Write(p []byte) (int, error) {
+	c.w.mu.Lock()
+	if c.w.writes == nil {
+		c.w.writes = map[string]int{}
+	}
+	c.w.writes[c.dst]++
+	c.w.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+func seedLoad(t testing.TB, s store.Store, tenant string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.PutAgent(ctx, tenant, store.Agent{ID: "demo_agent", Instructions: "You are a helpful AI assistant."}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"name", "tier"} {
+		if err := s.SetFact(ctx, tenant, "user_42", store.Fact{Key: k, Value: "v"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var msgs []store.Message
+	for i := range 30 {
+		msgs = append(msgs, store.Message{Role: []string{"user", "assistant"}[i%2], Content: fmt.Sprintf("turn %d", i)})
+	}
+	if _, err := s.AppendMessages(ctx, tenant, "sess_42", msgs...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AppendToolOutput(ctx, tenant, "sess_42", store.ToolOutput{Tool: "t", Result: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetKnowledge(ctx, tenant, "sess_42", []store.Knowledge{{Content: "k"}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLoad_OneRoundTripPerNode counts the writes the client makes to each server's connections during a
+// Load: one per server means one round trip per server (a reply cannot come before its request is
+// written). The counter is first shown to see two sequential calls as two writes.
+func TestLoad_OneRoundTripPerNode(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		addrs func(t *testing.T) []string
+	}{
+		{"Standalone", func(t *testing.T) []string { return []string{valkeytest.Start(t)} }},
+		{"Cluster", func(t *testing.T) []string { return valkeytest.StartCluster(t, 3).Addrs() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := &writeCounter{}
+			s := open(t, valkey.Options{Client: valkeygo.ClientOption{DialCtxFn: w.dial}}, tc.addrs(t)...)
+			seedLoad(t, s, "acme")
+			ctx := context.Background()
+
+			w.take()
+			if _, err := s.Messages(ctx, "acme", "sess_42", store.MessageQuery{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Knowledge(ctx, "acme", "sess_42"); err != nil {
+				t.Fatal(err)
+			}
+			if n := total(w.take()); n != 2 {
+				t.Fatalf("two sequential reads made %d writes; the counter cannot prove anything", n)
+			}
+
+			snap, err := s.Load(ctx, "acme", store.LoadQuery{Agent: "demo_agent", User: "user_42", Session: "sess_42", MaxMessages: 10})
+			writes := w.take()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if snap.Agent == nil || len(snap.Facts) != 2 || len(snap.Messages) != 10 || len(snap.ToolOutputs) != 1 || len(snap.Knowledge) != 1 {
+				t.Fatalf("Load = %+v", snap)
+			}
+			if len(writes) == 0 {
+				t.Fatal("Load wrote nothing")
+			}
+			for addr, n := range writes {
+				if n != 1 {
+					t.Errorf("Load wrote %d times to %s, want one round trip per node (all writes: %v)", n, addr, writes)
+				}
+			}
+		})
+	}
+}
+
+func total(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// TestFault_StopRestart stops the server under a store: calls fail with ErrUnavailable within the timeout
+// and work again once the server is back.
+func TestFault_StopRestart(t *testing.T) {
+	t.Parallel()
+	srv := valkeytest.StartServer(t)
+	const timeout = 300 * time.Millisecond
+	s := open(t, valkey.Options{Timeout: timeout}, srv.Addr)
+	ctx := context.Background()
+	if _, err := s.AppendMessages(ctx, "acme", "s", store.Message{Role: "user", Content: "before"}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	for name, call := range map[string]func() error{
+		"Ping": func() error { return s.Ping(ctx) },
+		"Messages": func() error {
+			_, err := s.Messages(ctx, "acme", "s", store.MessageQuery{})
+			return err
+		},
+		"AppendMessages": func() error {
+			_, err := s.AppendMessages(ctx, "acme", "s", store.Message{Role: "user", Content: "lost"})
+			return err
+		},
+		"Load": func() error {
+			_, err := s.Load(ctx, "acme", store.LoadQuery{Agent: "a", User: "u", Session: "s"})
+			return err
+		},
+	} {
+		start := time.Now()
+		err := call()
+		if !errors.Is(err, store.ErrUnavailable) {
+			t.Errorf("%s with the server down: %v, want ErrUnavailable", name, err)
+		}
+		if d := time.Since(start); d > timeout+time.Second {
+			t.Errorf("%s took %v with a timeout of %v", name, d, timeout)
+		}
+	}
+	srv.Restart()
+	deadline := time.Now().Add(5 * time.Second)
+	for s.Ping(ctx) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the store did not reconnect")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	m, err := s.AppendMessages(ctx, "acme", "s", store.Message{Role: "user", Content: "after"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m[0].Seq != 1 { // the restarted server kept nothing
+		t.Errorf("seq %d after a restart without persistence", m[0].Seq)
+	}
+}
+
+func TestOpen_Errors(t *testing.T) {
+	t.Parallel()
+	free := func() string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		return l.Addr().String()
+	}()
+	ctx := context.Background()
+	_, err := valkey.Open(ctx, valkey.Options{Timeout: 300 * time.Millisecond, Client: valkeygo.ClientOption{InitAddress: []string{free}, Password: "s3cret"}})
+	if !errors.Is(err, store.ErrUnavailable) || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("Open of a closed port: %v, want ErrUnavailable without the password", err)
+	}
+	for name, opts := range map[string]valkey.Options{
+		"no address":         {},
+		"brace in prefix":    {Prefix: "a{b}", Client: valkeygo.ClientOption{InitAddress: []string{free}}},
+		"unknown layout":     {Layout: "flat", Client: valkeygo.ClientOption{InitAddress: []string{free}}},
+		"cookbook prefix":    {Layout: valkey.LayoutCookbook, Prefix: "x", Client: valkeygo.ClientOption{InitAddress: []string{free}}},
+		"negative timeout":   {Timeout: -1, Client: valkeygo.ClientOption{InitAddress: []string{free}}},
+		"negative cache ttl": {CacheAgents: -1, Client: valkeygo.ClientOption{InitAddress: []string{free}}},
+	} {
+		if _, err := valkey.Open(ctx, opts); !errors.Is(err, valkey.ErrBadOptions) {
+			t.Errorf("%s: %v, want ErrBadOptions", name, err)
+		}
+	}
+}
+
+func TestCacheAgents(t *testing.T) {
+	t.Parallel()
+	addr := valkeytest.Start(t)
+	w := &writeCounter{}
+	cached := open(t, valkey.Options{Prefix: "cache", CacheAgents: time.Minute, Client: valkeygo.ClientOption{DialCtxFn: w.dial}}, addr)
+	plain := open(t, valkey.Options{Prefix: "cache"}, addr)
+	ctx := context.Background()
+	if err := plain.PutAgent(ctx, "acme", store.Agent{ID: "bot", Instructions: "v1"}); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := cached.GetAgent(ctx, "acme", "bot"); err != nil || a.Instructions != "v1" {
+		t.Fatalf("GetAgent = %+v, %v", a, err)
+	}
+	w.take()
+	for range 3 {
+		if a, err := cached.GetAgent(ctx, "acme", "bot"); err != nil || a.Instructions != "v1" {
+			t.Fatalf("GetAgent = %+v, %v", a, err)
+		}
+		snap, err := cached.Load(ctx, "acme", store.LoadQuery{Agent: "bot"})
+		if err != nil || snap.Agent == nil || snap.Agent.Instructions != "v1" {
+			t.Fatalf("Load = %+v, %v", snap, err)
+		}
+	}
+	if n := total(w.take()); n != 0 {
+		t.Errorf("cached agent reads made %d writes to the server", n)
+	}
+	// A change elsewhere invalidates the cached copy.
+	if err := plain.PutAgent(ctx, "acme", store.Agent{ID: "bot", Instructions: "v2"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		a, err := cached.GetAgent(ctx, "acme", "bot")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Instructions == "v2" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cached agent was not invalidated")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := plain.DeleteAgent(ctx, "acme", "bot"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline = time.Now().Add(2 * time.Second); ; {
+		_, err := cached.GetAgent(ctx, "acme", "bot")
+		if errors.Is(err, store.ErrNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a deleted cached agent: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	_, err := valkey.Open(ctx, valkey.Options{CacheAgents: time.Minute, Client: valkeygo.ClientOption{InitAddress: []string{addr}, AlwaysRESP2: true}})
+	if !errors.Is(err, valkey.ErrNoClientCache) {
+		t.Errorf("CacheAgents over RESP2: %v, want ErrNoClientCache", err)
+	}
+	// Without the cache RESP2 is fine.
+	s := open(t, valkey.Options{Client: valkeygo.ClientOption{AlwaysRESP2: true}}, addr)
+	if err := s.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLoad_SourceErrors: a value that does not decode fails its own source, not the Load.
+func TestLoad_SourceErrors(t *testing.T) {
+	t.Parallel()
+	addr := valkeytest.Start(t)
+	s := open(t, valkey.Options{Prefix: "bad"}, addr)
+	ctx := context.Background()
+	if _, err := s.AppendMessages(ctx, "acme", "s", store.Message{Role: "user", Content: "fine"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetFact(ctx, "acme", "u", store.Fact{Key: "k", Value: "fine"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range [][]string{
+		{"RPUSH", "bad:{t:acme:s:s}:tools", "{not json"},
+		{"SET", "bad:{t:acme}:agent:bot", "[]"},
+		{"SET", "bad:{t:acme:s:s}:kb", "a string, not a list"},
+	} {
+		if _, err := valkeytest.Do(addr, cmd...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap, err := s.Load(ctx, "acme", store.LoadQuery{Agent: "bot", User: "u", Session: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Messages) != 1 || len(snap.Facts) != 1 {
+		t.Errorf("the good sources: %+v", snap)
+	}
+	for _, src := range []store.Source{store.SourceAgent, store.SourceToolOutputs} {
+		if snap.Errors[src] == nil {
+			t.Errorf("no error for %s: %v", src, snap.Errors)
+		}
+	}
+	// WRONGTYPE inside the session's transaction aborts only the session's sources.
+	if snap.Errors[store.SourceKnowledge] == nil {
+		t.Errorf("no error for knowledge: %v", snap.Errors)
+	}
+}
+
+// TestKeys_Escaped checks the key layout the package documents, escapes included.
+func TestKeys_Escaped(t *testing.T) {
+	t.Parallel()
+	addr := valkeytest.Start(t)
+	s := open(t, valkey.Options{Prefix: "loom"}, addr)
+	ctx := context.Background()
+	if _, err := s.AppendMessages(ctx, "a:b", "{x} 100%", store.Message{Role: "user", Content: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetFact(ctx, "a:b", "u}", store.Fact{Key: "k", Value: "v"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutAgent(ctx, "a:b", store.Agent{ID: "bot:1"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"loom:{t:a%3Ab:s:%7Bx%7D%20100%25}:msgs", "loom:{t:a%3Ab:u:u%7D}:mem", "loom:{t:a%3Ab}:agent:bot%3A1"} {
+		if n, err := valkeytest.Do(addr, "EXISTS", key); err != nil || n[0] != "1" {
+			t.Errorf("EXISTS %s = %v, %v", key, n, err)
+		}
+	}
+}
