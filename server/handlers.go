@@ -1,0 +1,481 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/context-loom/loom/assembler"
+	"github.com/context-loom/loom/chunker"
+	"github.com/context-loom/loom/engine"
+	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/tokenizer"
+)
+
+// classify maps an error of the engine, store, assembler, tokenizer or chunker to its status and code.
+func (s *Server) classify(err error) *apiError {
+	var be *assembler.BudgetError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &be):
+		return errorf(http.StatusUnprocessableEntity, "budget_exceeded", "%s", be.Error())
+	case errors.As(err, &mbe):
+		return errorf(http.StatusRequestEntityTooLarge, "too_large", "the body is larger than %d bytes", mbe.Limit)
+	case errors.Is(err, store.ErrNotFound):
+		return errorf(http.StatusNotFound, "not_found", "%s", err.Error())
+	case errors.Is(err, store.ErrTooLarge):
+		return errorf(http.StatusRequestEntityTooLarge, "too_large", "%s", err.Error())
+	case errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrUnsupported), errors.Is(err, assembler.ErrInvalidRequest),
+		errors.Is(err, assembler.ErrUnknownFormat), errors.Is(err, engine.ErrInvalidRequest), errors.Is(err, tokenizer.ErrUnknownModel),
+		errors.Is(err, tokenizer.ErrUnknownEncoding), isChunkOptionError(err):
+		return errorf(http.StatusBadRequest, "invalid_request", "%s", err.Error())
+	case errors.Is(err, store.ErrUnavailable), errors.Is(err, engine.ErrSourceFailed), errors.Is(err, store.ErrClosed):
+		return errorf(http.StatusServiceUnavailable, "unavailable", "the store is unavailable; retry later")
+	case errors.Is(err, context.DeadlineExceeded):
+		return errorf(http.StatusServiceUnavailable, "timeout", "the request took longer than %s", s.limits.RequestTimeout)
+	}
+	return errorf(http.StatusInternalServerError, "internal", "internal error")
+}
+
+// isClientError reports whether a store error is the caller's doing (bad input, a missing item).
+func isClientError(err error) bool {
+	return errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrTooLarge) ||
+		errors.Is(err, store.ErrUnsupported) || errors.Is(err, context.Canceled)
+}
+
+func isChunkOptionError(err error) bool {
+	for _, target := range []error{chunker.ErrNegativeSize, chunker.ErrNegativeOverlap, chunker.ErrOverlapTooLarge,
+		chunker.ErrUnknownStrategy, chunker.ErrUnknownLanguage, chunker.ErrNotApplicable, chunker.ErrSizeTooSmall,
+		chunker.ErrNoTokenOffsets, chunker.ErrBadPercentile} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeJSON writes v with status. HTML characters are not escaped: the text is for models and programs.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		status = http.StatusInternalServerError
+		b.Reset()
+		b.WriteString(`{"error":{"code":"internal","message":"cannot encode the response"}}` + "\n")
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(b.Bytes())
+}
+
+// decode reads the body into v strictly: valid UTF-8, one JSON value, no unknown fields, within the body
+// limit.
+func decode(r *http.Request, v any) error {
+	data, err := io.ReadAll(r.Body)
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return errorf(http.StatusRequestEntityTooLarge, "too_large", "the body is larger than %d bytes", mbe.Limit)
+	case err != nil:
+		return errorf(http.StatusBadRequest, "invalid_body", "cannot read the body: %v", err)
+	case len(bytes.TrimSpace(data)) == 0:
+		return errorf(http.StatusBadRequest, "invalid_json", "the body is empty; want a JSON object")
+	case !utf8.Valid(data):
+		return errorf(http.StatusBadRequest, "invalid_utf8", "the body is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return errorf(http.StatusBadRequest, "invalid_json", "malformed JSON: %v", err)
+	}
+	if dec.More() {
+		return errorf(http.StatusBadRequest, "invalid_json", "malformed JSON: data after the value")
+	}
+	return nil
+}
+
+// checkText checks one text against the message size limit.
+func (s *Server) checkText(what, text string) error {
+	if len(text) > s.limits.MaxMessageBytes {
+		return errorf(http.StatusRequestEntityTooLarge, "too_large", "%s is %d bytes, the limit is %d", what, len(text), s.limits.MaxMessageBytes)
+	}
+	return nil
+}
+
+func (s *Server) checkItems(what string, n int) error {
+	if n > s.limits.MaxItems {
+		return errorf(http.StatusRequestEntityTooLarge, "too_large", "%d %s, the limit is %d", n, what, s.limits.MaxItems)
+	}
+	return nil
+}
+
+// checkRequest applies the size limits to an assembly's inline parts.
+func (s *Server) checkRequest(req *engine.Request) error {
+	r := &req.Request
+	if err := s.checkItems("items in the request", len(r.Tools)+len(r.Memory)+len(r.Knowledge)+len(r.History)+len(r.ToolOutputs)); err != nil {
+		return err
+	}
+	texts := []string{r.Instructions, r.Message}
+	for _, m := range r.Memory {
+		texts = append(texts, m.Value)
+	}
+	for _, k := range r.Knowledge {
+		texts = append(texts, k.Content)
+	}
+	for _, m := range r.History {
+		texts = append(texts, m.Content)
+	}
+	for _, o := range r.ToolOutputs {
+		texts = append(texts, o.Result)
+	}
+	for _, t := range texts {
+		if err := s.checkText("a text of the request", t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Server) assemble(w http.ResponseWriter, r *http.Request) error {
+	var req engine.Request
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if err := s.checkRequest(&req); err != nil {
+		return err
+	}
+	req.Tenant = tenant(r.Context())
+	res, err := s.eng.Assemble(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	s.metrics.assembled(res)
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+// messagesBody is the body of POST /v1/sessions/{session}/messages: one message, or {"messages": [...]}.
+type messagesBody struct {
+	Messages []store.Message `json:"messages"`
+	store.Message
+}
+
+func (s *Server) appendMessages(w http.ResponseWriter, r *http.Request) error {
+	var body messagesBody
+	if err := decode(r, &body); err != nil {
+		return err
+	}
+	msgs := body.Messages
+	if body.Messages == nil {
+		msgs = []store.Message{body.Message}
+	} else if body.Message.Role != "" || body.Message.Content != "" {
+		return errorf(http.StatusBadRequest, "invalid_request", "give one message or {\"messages\": [...]}, not both")
+	}
+	if err := s.checkItems("messages", len(msgs)); err != nil {
+		return err
+	}
+	for i := range msgs {
+		if err := s.checkText("a message", msgs[i].Content); err != nil {
+			return err
+		}
+		msgs[i].TokenCounts = nil // counted by the store, never taken from a client
+	}
+	stored, err := s.st.AppendMessages(r.Context(), tenant(r.Context()), r.PathValue("session"), msgs...)
+	if err != nil {
+		s.metrics.storeError("append_messages", err)
+		return err
+	}
+	writeJSON(w, http.StatusCreated, map[string][]store.Message{"messages": stored})
+	return nil
+}
+
+func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
+	q := store.MessageQuery{}
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return errorf(http.StatusBadRequest, "invalid_request", "limit must be a non-negative integer")
+		}
+		q.Limit = n
+	}
+	msgs, err := s.st.Messages(r.Context(), tenant(r.Context()), r.PathValue("session"), q)
+	if err != nil {
+		s.metrics.storeError("messages", err)
+		return err
+	}
+	if msgs == nil {
+		msgs = []store.Message{}
+	}
+	writeJSON(w, http.StatusOK, map[string][]store.Message{"messages": msgs})
+	return nil
+}
+
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
+	if err := s.st.DeleteSession(r.Context(), tenant(r.Context()), r.PathValue("session")); err != nil {
+		s.metrics.storeError("delete_session", err)
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) appendToolOutput(w http.ResponseWriter, r *http.Request) error {
+	var o store.ToolOutput
+	if err := decode(r, &o); err != nil {
+		return err
+	}
+	if err := s.checkText("a tool output", o.Result); err != nil {
+		return err
+	}
+	stored, err := s.st.AppendToolOutput(r.Context(), tenant(r.Context()), r.PathValue("session"), o)
+	if err != nil {
+		s.metrics.storeError("append_tool_output", err)
+		return err
+	}
+	writeJSON(w, http.StatusCreated, stored)
+	return nil
+}
+
+func (s *Server) setKnowledge(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		Knowledge []store.Knowledge `json:"knowledge"`
+	}
+	if err := decode(r, &body); err != nil {
+		return err
+	}
+	if err := s.checkItems("knowledge items", len(body.Knowledge)); err != nil {
+		return err
+	}
+	for _, k := range body.Knowledge {
+		if err := s.checkText("a knowledge item", k.Content); err != nil {
+			return err
+		}
+	}
+	if err := s.st.SetKnowledge(r.Context(), tenant(r.Context()), r.PathValue("session"), body.Knowledge); err != nil {
+		s.metrics.storeError("set_knowledge", err)
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) setFact(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		Value  string `json:"value"`
+		Pinned bool   `json:"pinned"`
+		Source string `json:"source"`
+	}
+	if err := decode(r, &body); err != nil {
+		return err
+	}
+	if err := s.checkText("a fact", body.Value); err != nil {
+		return err
+	}
+	f := store.Fact{Key: r.PathValue("key"), Value: body.Value, Pinned: body.Pinned, Source: body.Source}
+	if err := s.st.SetFact(r.Context(), tenant(r.Context()), r.PathValue("user"), f); err != nil {
+		s.metrics.storeError("set_fact", err)
+		return err
+	}
+	writeJSON(w, http.StatusOK, f)
+	return nil
+}
+
+func (s *Server) listFacts(w http.ResponseWriter, r *http.Request) error {
+	facts, err := s.st.Facts(r.Context(), tenant(r.Context()), r.PathValue("user"))
+	if err != nil {
+		s.metrics.storeError("facts", err)
+		return err
+	}
+	if facts == nil {
+		facts = []store.Fact{}
+	}
+	writeJSON(w, http.StatusOK, map[string][]store.Fact{"facts": facts})
+	return nil
+}
+
+func (s *Server) deleteFact(w http.ResponseWriter, r *http.Request) error {
+	if err := s.st.DeleteFact(r.Context(), tenant(r.Context()), r.PathValue("user"), r.PathValue("key")); err != nil {
+		s.metrics.storeError("delete_fact", err)
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) putAgent(w http.ResponseWriter, r *http.Request) error {
+	var a store.Agent
+	if err := decode(r, &a); err != nil {
+		return err
+	}
+	id := r.PathValue("agent")
+	if a.ID != "" && a.ID != id {
+		return errorf(http.StatusBadRequest, "invalid_request", "the body's id %q is not the path's %q", a.ID, id)
+	}
+	a.ID = id
+	for _, t := range []string{a.Instructions, a.Constraints, a.OutputFormat} {
+		if err := s.checkText("an agent's text", t); err != nil {
+			return err
+		}
+	}
+	if err := s.checkItems("tools", len(a.Tools)); err != nil {
+		return err
+	}
+	if err := s.st.PutAgent(r.Context(), tenant(r.Context()), a); err != nil {
+		s.metrics.storeError("put_agent", err)
+		return err
+	}
+	got, err := s.st.GetAgent(r.Context(), tenant(r.Context()), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, got)
+	return nil
+}
+
+func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.st.GetAgent(r.Context(), tenant(r.Context()), r.PathValue("agent"))
+	if err != nil {
+		s.metrics.storeError("get_agent", err)
+		return err
+	}
+	writeJSON(w, http.StatusOK, a)
+	return nil
+}
+
+func (s *Server) deleteAgent(w http.ResponseWriter, r *http.Request) error {
+	if err := s.st.DeleteAgent(r.Context(), tenant(r.Context()), r.PathValue("agent")); err != nil {
+		s.metrics.storeError("delete_agent", err)
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// counterFor returns the counter a body's model or encoding names, and what to report about it.
+func counterFor(model, encoding string) (c tokenizer.Counter, name, enc string, exact bool, err error) {
+	switch {
+	case model != "" && encoding != "":
+		return nil, "", "", false, errorf(http.StatusBadRequest, "invalid_request", "give a model or an encoding, not both")
+	case model != "":
+		m, err := tokenizer.ForModel(model)
+		if err != nil {
+			return nil, "", "", false, err
+		}
+		enc = m.Encoding
+		if !m.Exact() {
+			enc = "estimate"
+		}
+		return m.Counter(), m.Name, enc, m.Exact(), nil
+	default:
+		if encoding == "" {
+			encoding = tokenizer.CL100KBase
+		}
+		e, err := tokenizer.Get(encoding)
+		if err != nil {
+			return nil, "", "", false, err
+		}
+		return e, "", e.Name(), true, nil
+	}
+}
+
+func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		Text     *string `json:"text"`
+		Model    string  `json:"model"`
+		Encoding string  `json:"encoding"`
+	}
+	if err := decode(r, &body); err != nil {
+		return err
+	}
+	if body.Text == nil {
+		return errorf(http.StatusBadRequest, "invalid_request", "text is required")
+	}
+	c, model, enc, exact, err := counterFor(body.Model, body.Encoding)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tokens": c.Count(*body.Text), "encoding": enc, "model": model, "exact": exact, "bytes": len(*body.Text)})
+	return nil
+}
+
+// chunkJSON is one chunk in POST /v1/chunk's answer, as loom chunk prints it.
+type chunkJSON struct {
+	Index    int               `json:"index"`
+	Start    int               `json:"start"`
+	End      int               `json:"end"`
+	Tokens   int               `json:"tokens"`
+	Text     string            `json:"text"`
+	Metadata map[string]string `json:"metadata"`
+}
+
+func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		Text         *string `json:"text"`
+		Strategy     string  `json:"strategy"`
+		ChunkSize    int     `json:"chunk_size"`
+		ChunkOverlap *int    `json:"chunk_overlap"`
+		Language     string  `json:"language"`
+		Model        string  `json:"model"`
+		Encoding     string  `json:"encoding"`
+	}
+	if err := decode(r, &body); err != nil {
+		return err
+	}
+	if body.Text == nil {
+		return errorf(http.StatusBadRequest, "invalid_request", "text is required")
+	}
+	c, _, _, _, err := counterFor(body.Model, body.Encoding)
+	if err != nil {
+		return err
+	}
+	if body.Strategy == "" {
+		body.Strategy = chunker.DefaultStrategy
+	}
+	ch, err := chunker.New(body.Strategy)
+	if err != nil {
+		return err
+	}
+	opts := &chunker.Options{Strategy: body.Strategy, ChunkSize: body.ChunkSize, Counter: c, Language: body.Language}
+	if body.ChunkOverlap != nil {
+		opts.ChunkOverlap = *body.ChunkOverlap
+		opts.NoOverlap = *body.ChunkOverlap == 0
+	}
+	chunks, err := ch.Chunk(r.Context(), *body.Text, opts)
+	if err != nil {
+		if isChunkOptionError(err) || r.Context().Err() != nil {
+			return err
+		}
+		return fmt.Errorf("chunk: %w", err)
+	}
+	out := make([]chunkJSON, len(chunks))
+	for i, c := range chunks {
+		meta := c.Metadata
+		if meta == nil {
+			meta = map[string]string{}
+		}
+		out[i] = chunkJSON{Index: c.Index, Start: c.StartOffset, End: c.EndOffset, Tokens: c.TokenCount, Text: c.Content, Metadata: meta}
+	}
+	writeJSON(w, http.StatusOK, map[string][]chunkJSON{"chunks": out})
+	return nil
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
+	if err := s.st.Ping(r.Context()); err != nil {
+		s.metrics.storeError("ping", err)
+		return errorf(http.StatusServiceUnavailable, "unavailable", "the store is not reachable")
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	return nil
+}

@@ -1,0 +1,75 @@
+package server
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/context-loom/loom/engine"
+)
+
+// metrics are the server's Prometheus metrics.
+type metrics struct {
+	latency     *prometheus.HistogramVec
+	tokens      prometheus.Counter
+	dropped     *prometheus.CounterVec
+	degraded    *prometheus.CounterVec
+	storeErrors *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "loom_http_request_duration_seconds",
+			Help:    "Time to answer an HTTP request, by route and status code.",
+			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
+		}, []string{"route", "code"}),
+		tokens: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "loom_tokens_assembled_total",
+			Help: "Tokens of all assembled contexts (their total_tokens).",
+		}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loom_items_dropped_total",
+			Help: "Items left out of assemblies, by region and reason.",
+		}, []string{"region", "reason"}),
+		degraded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loom_assemblies_degraded_total",
+			Help: "Assemblies returned without a source that could not be read, by source.",
+		}, []string{"source"}),
+		storeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loom_store_errors_total",
+			Help: "Store calls that failed other than for bad input or a missing item, by operation.",
+		}, []string{"op"}),
+	}
+	for _, c := range []prometheus.Collector{m.latency, m.tokens, m.dropped, m.degraded, m.storeErrors} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) observe(route string, status int, d time.Duration) {
+	m.latency.WithLabelValues(route, strconv.Itoa(status)).Observe(d.Seconds())
+}
+
+func (m *metrics) assembled(res *engine.Result) {
+	m.tokens.Add(float64(res.TotalTokens))
+	for _, r := range res.Report.Regions {
+		for _, d := range r.Dropped {
+			m.dropped.WithLabelValues(r.Name, d.Reason).Inc()
+		}
+	}
+	for _, d := range res.Degraded {
+		m.degraded.WithLabelValues(d.Source).Inc()
+	}
+}
+
+// storeError counts a failed store call, unless it failed for the caller's input.
+func (m *metrics) storeError(op string, err error) {
+	if isClientError(err) {
+		return
+	}
+	m.storeErrors.WithLabelValues(op).Inc()
+}

@@ -1,0 +1,230 @@
+// Package server is Loom's HTTP API: assembly from stored and inline state, the stores' sessions, memory,
+// agents and tool outputs, token counting and chunking, health, readiness, Prometheus metrics and an
+// OpenAPI document. Every request is authenticated by an API key bound to one tenant (unless no keys are
+// configured), limited in size and time, and answered with JSON; errors are {"error": {"code", "message"}}.
+package server
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/context-loom/loom/engine"
+	"github.com/context-loom/loom/store"
+)
+
+// Limits bound what one request may ask. Zero fields mean the Default* values.
+type Limits struct {
+	// MaxBodyBytes is the largest request body; larger ones get 413.
+	MaxBodyBytes int64
+	// MaxMessageBytes is the largest text of one message, fact, tool output or knowledge item.
+	MaxMessageBytes int
+	// MaxItems is the most items one request may carry: messages in one append, and in an assembly the
+	// inline tools, memory facts, knowledge items, history messages and tool outputs together.
+	MaxItems int
+	// RequestTimeout bounds the time one request may take.
+	RequestTimeout time.Duration
+}
+
+// Default limits.
+const (
+	DefaultMaxBodyBytes    = 8 << 20
+	DefaultMaxMessageBytes = 1 << 20
+	DefaultMaxItems        = 2000
+	DefaultRequestTimeout  = 30 * time.Second
+	// DefaultRetryAfter is what a 503's Retry-After says while the store is unreachable.
+	DefaultRetryAfter = 2 * time.Second
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxBodyBytes <= 0 {
+		l.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if l.MaxMessageBytes <= 0 {
+		l.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if l.MaxItems <= 0 {
+		l.MaxItems = DefaultMaxItems
+	}
+	if l.RequestTimeout <= 0 {
+		l.RequestTimeout = DefaultRequestTimeout
+	}
+	return l
+}
+
+// Config configures a Server.
+type Config struct {
+	// Engine assembles and holds the store. Required.
+	Engine *engine.Engine
+	// Keys maps API keys to tenants. Empty: no authentication, every request is the default tenant's (the
+	// command binds such a server to loopback only).
+	Keys map[string]string
+	// Limits bound requests.
+	Limits Limits
+	// Logger receives one line per request (never a key or a body). Nil: no logs.
+	Logger *slog.Logger
+	// Registerer registers the server's metrics and Gatherer serves them at /metrics. Both nil: a registry
+	// of the server's own.
+	Registerer prometheus.Registerer
+	Gatherer   prometheus.Gatherer
+	// RetryAfter is what a 503 tells clients to wait; 0 means DefaultRetryAfter.
+	RetryAfter time.Duration
+}
+
+// Server is the HTTP API. It is safe for concurrent use.
+type Server struct {
+	eng        *engine.Engine
+	st         store.Store
+	keys       map[[sha256.Size]byte]string // hashes of API keys -> tenant
+	limits     Limits
+	log        *slog.Logger
+	retryAfter string
+	metrics    *metrics
+	gatherer   prometheus.Gatherer
+	handler    http.Handler
+}
+
+// New returns a server for cfg. It returns an error for a missing engine, an empty key or tenant, or
+// metrics that cannot be registered.
+func New(cfg Config) (*Server, error) {
+	if cfg.Engine == nil {
+		return nil, errors.New("server: no engine")
+	}
+	s := &Server{eng: cfg.Engine, st: cfg.Engine.Store(), limits: cfg.Limits.withDefaults(), log: cfg.Logger,
+		keys: map[[sha256.Size]byte]string{}}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	for k, t := range cfg.Keys {
+		if k == "" || t == "" {
+			return nil, errors.New("server: an API key and its tenant must not be empty")
+		}
+		if err := store.ValidateID(store.Limits{}, "tenant", t); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		s.keys[sha256.Sum256([]byte(k))] = t
+	}
+	ra := cfg.RetryAfter
+	if ra <= 0 {
+		ra = DefaultRetryAfter
+	}
+	s.retryAfter = strconv.Itoa(int((ra + time.Second - 1) / time.Second))
+	reg, gat := cfg.Registerer, cfg.Gatherer
+	if reg == nil && gat == nil {
+		r := prometheus.NewRegistry()
+		reg, gat = r, r
+	}
+	if reg == nil || gat == nil {
+		return nil, errors.New("server: give both a Registerer and a Gatherer, or neither")
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.metrics, s.gatherer = m, gat
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Handler returns the server's handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// AuthEnabled reports whether requests need an API key.
+func (s *Server) AuthEnabled() bool { return len(s.keys) > 0 }
+
+// route is one API route: its pattern for http.ServeMux, whether it needs a key, and its handler.
+type route struct {
+	pattern string
+	public  bool
+	handle  func(w http.ResponseWriter, r *http.Request) error
+}
+
+// Routes lists the API's routes as "METHOD /path" patterns, as the OpenAPI document describes them.
+func (s *Server) Routes() []string {
+	var out []string
+	for _, rt := range s.routeTable() {
+		out = append(out, rt.pattern)
+	}
+	return out
+}
+
+func (s *Server) routeTable() []route {
+	return []route{
+		{"POST /v1/assemble", false, s.assemble},
+		{"POST /v1/sessions/{session}/messages", false, s.appendMessages},
+		{"GET /v1/sessions/{session}/messages", false, s.listMessages},
+		{"DELETE /v1/sessions/{session}", false, s.deleteSession},
+		{"POST /v1/sessions/{session}/tool-outputs", false, s.appendToolOutput},
+		{"PUT /v1/sessions/{session}/knowledge", false, s.setKnowledge},
+		{"PUT /v1/users/{user}/memory/{key}", false, s.setFact},
+		{"GET /v1/users/{user}/memory", false, s.listFacts},
+		{"DELETE /v1/users/{user}/memory/{key}", false, s.deleteFact},
+		{"PUT /v1/agents/{agent}", false, s.putAgent},
+		{"GET /v1/agents/{agent}", false, s.getAgent},
+		{"DELETE /v1/agents/{agent}", false, s.deleteAgent},
+		{"POST /v1/tokens/count", false, s.countTokens},
+		{"POST /v1/chunk", false, s.chunk},
+		{"GET /healthz", true, s.healthz},
+		{"GET /readyz", true, s.readyz},
+		{"GET /metrics", true, nil},
+		{"GET /openapi.json", true, s.openAPI},
+	}
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	for _, rt := range s.routeTable() {
+		var h http.Handler
+		if rt.handle == nil { // /metrics
+			h = promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{})
+		} else {
+			h = s.wrap(rt)
+		}
+		mux.Handle(rt.pattern, s.observe(rt.pattern, h))
+	}
+	// Everything else: a JSON 404, or 405 with Allow when the path exists with other methods.
+	mux.Handle("/", s.observe("other", s.wrap(route{pattern: "/", public: true, handle: func(w http.ResponseWriter, r *http.Request) error {
+		var allow []string
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+			probe := r.Clone(r.Context())
+			probe.Method = m
+			if _, p := mux.Handler(probe); p != "/" && p != "" {
+				allow = append(allow, m)
+			}
+		}
+		if len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			return errorf(http.StatusMethodNotAllowed, "method_not_allowed", "%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", "))
+		}
+		return errorf(http.StatusNotFound, "not_found", "no route %s %s", r.Method, r.URL.Path)
+	}})))
+	return s.requestID(mux)
+}
+
+// requestIDPattern is what a client's X-Request-Id must look like to be kept.
+var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
+
+// requestID gives every request an id (the client's X-Request-Id if it is sane) and puts it on the response.
+func (s *Server) requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if !requestIDPattern.MatchString(id) {
+			var b [8]byte
+			rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(withRequestID(r.Context(), id)))
+	})
+}
