@@ -42,6 +42,7 @@ import (
 	"fmt"
 	"net/url"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -156,7 +157,7 @@ func Open(ctx context.Context, path string, opts store.Options, options ...Optio
 	s := &Store{opts: opts, now: time.Now}
 
 	fail := func(err error) (*Store, error) {
-		s.closeDBs()
+		_ = s.closeDBs() // the error that made Open fail is the one to report
 		if errors.Is(err, ErrNewerSchema) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 		}
@@ -224,7 +225,7 @@ func cleanupInterval(ttl, set time.Duration) time.Duration {
 // the characters a URI gives meaning to escaped; the pragmas are applied to every new connection.
 func dsn(path string, cfg config, syncMode string, readOnly bool) string {
 	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", cfg.busyTimeout.Milliseconds()))
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(cfg.busyTimeout.Milliseconds(), 10)+")")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous("+syncMode+")")
