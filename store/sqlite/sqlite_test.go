@@ -301,3 +301,62 @@ func TestTTL_ExpiredSessionIsNotFound(t *testing.T) {
 		t.Fatalf("DeleteExpired: %d, %v; want 1 session", n, err)
 	}
 }
+
+func TestLoad_SeesWholeBatchesWhileWritersWrite(t *testing.T) {
+	t.Parallel()
+	s, _ := open(t, store.Options{})
+	ctx := t.Context()
+	const writers, batches, readers = 4, 30, 4
+	var wg sync.WaitGroup
+	errs := make(chan error, writers+readers)
+	done := make(chan struct{})
+	for w := range writers {
+		wg.Go(func() {
+			for b := range batches {
+				if _, err := s.AppendMessages(ctx, tenant, "s",
+					store.Message{Role: "user", Content: fmt.Sprintf("w%d b%d q", w, b)},
+					store.Message{Role: "assistant", Content: fmt.Sprintf("w%d b%d a", w, b)}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	var rg sync.WaitGroup
+	for range readers {
+		rg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				snap, err := s.Load(ctx, tenant, store.LoadQuery{Session: "s"})
+				if err != nil {
+					errs <- err
+					return
+				}
+				for i, m := range snap.Messages {
+					if m.Seq != int64(i+1) || (i%2 == 1) != (m.Role == "assistant") {
+						errs <- fmt.Errorf("a Load of %d messages saw message %d as %d %s: a batch split", len(snap.Messages), i, m.Seq, m.Role)
+						return
+					}
+				}
+				if len(snap.Messages)%2 != 0 {
+					errs <- fmt.Errorf("a Load saw %d messages: half a batch", len(snap.Messages))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(done)
+	rg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if msgs, err := s.Messages(ctx, tenant, "s", store.MessageQuery{}); err != nil || len(msgs) != writers*batches*2 {
+		t.Fatalf("%d messages (%v), want %d", len(msgs), err, writers*batches*2)
+	}
+}
