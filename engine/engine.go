@@ -142,7 +142,7 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 	if req.Agent != "" || req.User != "" || req.Session != "" {
 		s, err := e.load(ctx, tenant, req)
 		switch {
-		case errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrTooLarge):
+		case errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrTooLarge) || errors.Is(err, store.ErrUnsupported):
 			return nil, err
 		case err != nil && ctx.Err() != nil:
 			return nil, err

@@ -1,22 +1,32 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/context-loom/loom/assembler"
+	"github.com/context-loom/loom/engine"
+	"github.com/context-loom/loom/store"
 )
 
-const assembleUsage = `Usage: loom assemble --request FILE.json [--format openai|anthropic|text]
+const assembleUsage = `Usage:
 
-Assemble fits a request (FILE.json, "-" for standard input) into its token budget and prints the result
-as one JSON object: the provider-ready messages (or system and messages for anthropic, or text), the
-exact total_tokens, the citations, the stable prefix's hash and a report of every item kept or dropped.
+	loom assemble --request FILE.json [--format openai|anthropic|text]
+	loom assemble [--store URL] [--layout native|cookbook] [--tenant T] --agent A --user U --session S
+	              --message M [--max-tokens N] [--model M] [--format F] [--preset cookbook] [--strict]
+
+Assemble fits a request into its token budget and prints the result as one JSON object: the provider-ready
+messages (or system and messages for anthropic, or text), the exact total_tokens, the citations, the stable
+prefix's hash and a report of every item kept or dropped.
+
+With --request, the request is read from FILE.json ("-" for standard input). With --agent, --user or
+--session, the agent's configuration, the user's memory and the session's history, tool outputs and
+knowledge are read from the store and merged with the request's own parts (the flags, and the file if
+--request is given too, which may also name "agent", "user" and "session"). A store that cannot be read
+leaves a "degraded" list in the result; --strict makes that an error. --preset cookbook renders the
+messages as seed 003's assemble_context does.
 
 The request:
 
@@ -26,9 +36,10 @@ The request:
 	 "trusted", "metadata"}], "history": [{"role", "content", "tool_calls", "tool_call_id", "name"}],
 	 "tool_outputs": [{"tool", "call_id", "result"}], "message": "...", "policy": {...}}
 
-Exit status: 0 on success; 1 if the file cannot be read; 2 for a malformed request or bad usage; 3 when
-the required items (instructions, tools, the message, the latest tool exchange) do not fit the budget.
-`
+Exit status: 0 on success; 1 if the file or store cannot be read or the agent does not exist; 2 for a
+malformed request or bad usage; 3 when the required items (instructions, tools, the message, the latest tool
+exchange) do not fit the budget.
+` + storeFlagsUsage
 
 // exitBudget is the exit status for a budget the required items cannot meet.
 const exitBudget = 3
@@ -39,59 +50,68 @@ const maxRequestBytes = 64 << 20
 func runAssemble(ctx context.Context, args []string, s streams) error {
 	fs, help := newFlagSet("assemble", assembleUsage, s)
 	path := fs.String("request", "", "the request `FILE`, or - for standard input")
-	format := fs.String("format", "", "the output format, overriding the request's")
+	fs.String("format", "", "the output format, overriding the request's")
+	sf := addStoreFlags(fs)
+	fs.String("agent", "", "the stored agent whose configuration to use")
+	fs.String("user", "", "the user whose stored memory to use")
+	fs.String("session", "", "the session whose stored history, tool outputs and knowledge to use")
+	fs.String("message", "", "the current user `message`")
+	maxTokens := fs.Int("max-tokens", 0, "the prompt budget in tokens (0: the agent's, or the model's window)")
+	fs.String("model", "", "the `model`, overriding the agent's and the request's")
+	fs.String("preset", "", "render with a `preset`: cookbook")
+	strict := fs.Bool("strict", false, "fail when a source cannot be read, instead of a degraded result")
 	if err := parseFlags(fs, help, args); err != nil {
 		return err
 	}
-	if *path == "" || fs.NArg() > 0 {
-		return usageError(errors.New("assemble: want --request FILE.json (or -) and no other arguments"))
+	if fs.NArg() > 0 {
+		return usageError(errors.New("assemble: unexpected arguments (run 'loom help assemble')"))
 	}
-	var r io.Reader = s.stdin
-	if *path != "-" {
-		f, err := os.Open(*path)
+	var req engine.Request
+	if *path != "" {
+		data, err := readLimited(*path, s)
 		if err != nil {
 			return fmt.Errorf("assemble: %w", err)
 		}
-		defer f.Close()
-		r = f
+		if err := decodeStrict(data, &req); err != nil {
+			return usageError(fmt.Errorf("assemble: malformed request: %w", err))
+		}
 	}
-	data, err := io.ReadAll(io.LimitReader(r, maxRequestBytes+1))
-	if err != nil {
-		return fmt.Errorf("assemble: %w", err)
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for name, dst := range map[string]*string{"agent": &req.Agent, "user": &req.User, "session": &req.Session, "message": &req.Message, "model": &req.Model, "format": &req.Format, "preset": &req.Preset} {
+		if set[name] {
+			*dst = fs.Lookup(name).Value.String()
+		}
 	}
-	if len(data) > maxRequestBytes {
-		return usageError(fmt.Errorf("assemble: request is larger than %d bytes", maxRequestBytes))
+	if set["max-tokens"] {
+		req.MaxTokens = *maxTokens
 	}
-	req, err := decodeRequest(data)
-	if err != nil {
-		return usageError(fmt.Errorf("assemble: malformed request: %w", err))
+	req.Strict = req.Strict || *strict
+	useStore := req.Agent != "" || req.User != "" || req.Session != "" || set["store"]
+	if *path == "" && !useStore {
+		return usageError(errors.New("assemble: want --request FILE.json, or --agent, --user or --session with a store (run 'loom help assemble')"))
 	}
-	if *format != "" {
-		req.Format = *format
+	var res any
+	var err error
+	if useStore {
+		res, err = assembleFromStore(ctx, sf, req, s)
+	} else {
+		if req.Preset != "" {
+			return usageError(errors.New("assemble: --preset needs stored state (--agent, --user or --session)"))
+		}
+		res, err = assembler.AssembleRequest(ctx, &req.Request)
 	}
-	res, err := assembler.AssembleRequest(ctx, req)
 	var be *assembler.BudgetError
+	var ee *exitError
 	switch {
 	case errors.As(err, &be):
 		return &exitError{code: exitBudget, err: fmt.Errorf("assemble: the required items need %d tokens, the budget is %d", be.Required, be.Available)}
+	case errors.As(err, &ee):
+		return err
+	case errors.Is(err, engine.ErrAgentNotFound), errors.Is(err, engine.ErrSourceFailed), errors.Is(err, store.ErrUnavailable):
+		return fmt.Errorf("assemble: %w", err)
 	case err != nil:
 		return usageError(fmt.Errorf("assemble: %w", err))
 	}
-	enc := json.NewEncoder(s.stdout)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(res)
-}
-
-// decodeRequest parses a request strictly: unknown fields and trailing data are errors.
-func decodeRequest(data []byte) (*assembler.Request, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var req assembler.Request
-	if err := dec.Decode(&req); err != nil {
-		return nil, err
-	}
-	if dec.More() {
-		return nil, errors.New("data after the request object")
-	}
-	return &req, nil
+	return writeJSON(s.stdout, res)
 }

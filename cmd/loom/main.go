@@ -27,7 +27,10 @@ type command struct {
 var commands = []command{
 	{"tokens", "count the tokens of files or standard input", runTokens},
 	{"chunk", "split a file into chunks, printed as JSON Lines", runChunk},
-	{"assemble", "fit a request into its token budget and print the result", runAssemble},
+	{"assemble", "fit a request, or stored state, into its token budget and print the result", runAssemble},
+	{"session", "append to, show or delete a stored session", runSession},
+	{"memory", "set, get or delete facts about a user", runMemory},
+	{"agent", "put or get an agent's configuration", runAgent},
 	{"version", "print Loom's version", runVersion},
 }
 

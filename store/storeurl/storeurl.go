@@ -1,0 +1,87 @@
+// Package storeurl opens a store from a URL, as the command line and the server name stores:
+// "sqlite:PATH", "memory:", "valkey://[user:pass@]host:port[/db]" (or valkeys://, redis://, rediss://).
+package storeurl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/store/memory"
+	"github.com/context-loom/loom/store/sqlite"
+	"github.com/context-loom/loom/store/valkey"
+)
+
+// Layouts of a Valkey store.
+const (
+	LayoutNative   = "native"   // Loom's own keys (see package valkey)
+	LayoutCookbook = "cookbook" // seed 003's keys
+)
+
+// ErrBadURL is returned for a URL that names no store Open knows, or a layout the store cannot have.
+var ErrBadURL = errors.New("storeurl: bad store URL")
+
+// Options are what Open passes to the store besides what the URL says.
+type Options struct {
+	// Layout is the Valkey key layout: "" or LayoutNative, or LayoutCookbook. Other stores only have
+	// the native layout.
+	Layout string
+	// Store are the options every backend takes (TTL, limits).
+	Store store.Options
+}
+
+// Open opens the store rawURL names. It returns an error wrapping ErrBadURL for a URL it cannot use, and the
+// backend's error (wrapping store.ErrUnavailable when a server cannot be reached) otherwise.
+func Open(ctx context.Context, rawURL string, opts Options) (store.Store, error) {
+	layout := opts.Layout
+	if layout == "" {
+		layout = LayoutNative
+	}
+	if layout != LayoutNative && layout != LayoutCookbook {
+		return nil, fmt.Errorf("%w: layout %q (known: native, cookbook)", ErrBadURL, layout)
+	}
+	scheme, rest, _ := strings.Cut(rawURL, ":")
+	switch strings.ToLower(scheme) {
+	case "memory":
+		if layout != LayoutNative {
+			return nil, fmt.Errorf("%w: the %s layout is for Valkey stores", ErrBadURL, layout)
+		}
+		return memory.New(opts.Store), nil
+	case "sqlite":
+		if layout != LayoutNative {
+			return nil, fmt.Errorf("%w: the %s layout is for Valkey stores", ErrBadURL, layout)
+		}
+		path := strings.TrimPrefix(rest, "//")
+		if path == "" {
+			return nil, fmt.Errorf("%w: %q names no file (want sqlite:PATH)", ErrBadURL, rawURL)
+		}
+		return sqlite.Open(ctx, path, opts.Store)
+	case "valkey", "valkeys", "redis", "rediss":
+		vo, err := valkey.ParseURL(rawURL)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadURL, err)
+		}
+		vo.Options = opts.Store
+		vo.Layout = valkey.Layout(layout)
+		return valkey.Open(ctx, vo)
+	}
+	return nil, fmt.Errorf("%w: %q (want sqlite:PATH, memory: or valkey://host:port)", ErrBadURL, redact(rawURL))
+}
+
+// redact hides a password in a URL, for error messages.
+func redact(u string) string {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return u
+	}
+	host, path, _ := strings.Cut(rest, "/")
+	if at := strings.LastIndex(host, "@"); at >= 0 {
+		host = "***@" + host[at+1:]
+	}
+	if path != "" {
+		return scheme + "://" + host + "/" + path
+	}
+	return scheme + "://" + host
+}
