@@ -365,8 +365,10 @@ var errDown = fmt.Errorf("%w: dial tcp 127.0.0.1:1: connection refused", store.E
 func (downStore) AppendMessages(context.Context, string, string, ...store.Message) ([]store.Message, error) {
 	return nil, errDown
 }
-func (downStore) Load(context.Context, string, store.LoadQuery) (*store.Snapshot, error) { return nil, errDown }
-func (downStore) Ping(context.Context) error                                          { return errDown }
+func (downStore) Load(context.Context, string, store.LoadQuery) (*store.Snapshot, error) {
+	return nil, errDown
+}
+func (downStore) Ping(context.Context) error { return errDown }
 
 func TestAPI_StoreDown(t *testing.T) {
 	t.Parallel()
