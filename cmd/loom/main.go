@@ -25,6 +25,8 @@ type command struct {
 
 // commands are the subcommands, in the order `loom help` lists them. Adding one is one line here.
 var commands = []command{
+	{"demo", "run seed 003's scenario on a temporary SQLite file and show the assembled context", runDemo},
+	{"serve", "run the HTTP API", runServe},
 	{"tokens", "count the tokens of files or standard input", runTokens},
 	{"chunk", "split a file into chunks, printed as JSON Lines", runChunk},
 	{"assemble", "fit a request, or stored state, into its token budget and print the result", runAssemble},

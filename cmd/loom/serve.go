@@ -1,0 +1,233 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/context-loom/loom/engine"
+	"github.com/context-loom/loom/server"
+	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/store/storeurl"
+)
+
+const serveUsage = `Usage: loom serve [--addr HOST:PORT] [--store URL] [--keys FILE] [flags]
+
+Serve runs Loom's HTTP API (GET /openapi.json describes it) until SIGINT or SIGTERM, then stops accepting
+connections, finishes the requests in flight (up to --shutdown-timeout) and closes the store.
+
+API keys: LOOM_API_KEYS="KEY1=TENANT1,KEY2=TENANT2", or --keys FILE with one "KEY TENANT" pair a line (#
+starts a comment). Clients send "Authorization: Bearer KEY" and see only their tenant's agents, users and
+sessions. With no keys, every request is the tenant "default" and the server refuses to listen on anything
+but a loopback address.
+
+Every flag can also be set by an environment variable: LOOM_ and the flag's name in capitals with _ for -
+(--max-body-bytes is LOOM_MAX_BODY_BYTES). A flag on the command line wins.
+` + storeFlagsUsage
+
+// serveConfig is what loom serve's flags and environment say.
+type serveConfig struct {
+	addr, storeURL, layout, keysFile, logFormat         string
+	maxBody                                             int64
+	maxMessage, maxItems                                int
+	requestTimeout, sourceTimeout, shutdownTimeout, ttl time.Duration
+}
+
+func runServe(ctx context.Context, args []string, s streams) error {
+	fs, help := newFlagSet("serve", serveUsage, s)
+	var c serveConfig
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:7070", "listen on `HOST:PORT`")
+	fs.StringVar(&c.storeURL, "store", defaultStore, "the store `URL`")
+	fs.StringVar(&c.layout, "layout", storeurl.LayoutNative, "the Valkey key `layout`: native or cookbook")
+	fs.StringVar(&c.keysFile, "keys", "", "read API keys from `FILE` (lines of KEY TENANT)")
+	fs.StringVar(&c.logFormat, "log-format", "text", "log as `text` or json")
+	fs.Int64Var(&c.maxBody, "max-body-bytes", server.DefaultMaxBodyBytes, "the largest request body, in `bytes`")
+	fs.IntVar(&c.maxMessage, "max-message-bytes", server.DefaultMaxMessageBytes, "the largest message, fact or item text, in `bytes`")
+	fs.IntVar(&c.maxItems, "max-items", server.DefaultMaxItems, "the most items (messages, knowledge, ...) in one request")
+	fs.DurationVar(&c.requestTimeout, "request-timeout", server.DefaultRequestTimeout, "the longest a request may take")
+	fs.DurationVar(&c.sourceTimeout, "source-timeout", engine.DefaultSourceTimeout, "how long an assembly waits for the store")
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long to wait for requests in flight at shutdown")
+	fs.DurationVar(&c.ttl, "session-ttl", 0, "expire sessions this long after their last write (0: never)")
+	if err := parseFlags(fs, help, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError(fmt.Errorf("serve: unexpected arguments %q", fs.Args()))
+	}
+	if err := flagsFromEnv(fs); err != nil {
+		return usageError(fmt.Errorf("serve: %w", err))
+	}
+	keys, err := loadKeys(os.Getenv("LOOM_API_KEYS"), c.keysFile)
+	if err != nil {
+		return usageError(fmt.Errorf("serve: %w", err))
+	}
+	var handler slog.Handler
+	switch c.logFormat {
+	case "text":
+		handler = slog.NewTextHandler(s.stderr, nil)
+	case "json":
+		handler = slog.NewJSONHandler(s.stderr, nil)
+	default:
+		return usageError(fmt.Errorf("serve: --log-format %q (want text or json)", c.logFormat))
+	}
+	log := slog.New(handler)
+	if len(keys) == 0 {
+		if err := requireLoopback(c.addr); err != nil {
+			return usageError(fmt.Errorf("serve: %w", err))
+		}
+		log.Warn("no API keys configured: every request is the tenant \"default\"; listening on loopback only", "addr", c.addr)
+	}
+
+	st, err := storeurl.Open(ctx, c.storeURL, storeurl.Options{Layout: c.layout, Store: store.Options{SessionTTL: c.ttl,
+		Limits: store.Limits{MaxValueBytes: c.maxMessage, MaxBatch: c.maxItems}}})
+	if errors.Is(err, storeurl.ErrBadURL) {
+		return usageError(fmt.Errorf("serve: %w", err))
+	}
+	if err != nil {
+		return fmt.Errorf("serve: open the store: %w", err)
+	}
+	defer st.Close()
+	eng, err := engine.New(st, engine.WithSourceTimeout(c.sourceTimeout))
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(server.Config{Engine: eng, Keys: keys, Logger: log, Limits: server.Limits{
+		MaxBodyBytes: c.maxBody, MaxMessageBytes: c.maxMessage, MaxItems: c.maxItems, RequestTimeout: c.requestTimeout}})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: c.requestTimeout + 10*time.Second,
+		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(handler, slog.LevelWarn)}
+	log.Info("listening", "addr", "http://"+ln.Addr().String(), "store", storeKind(c.storeURL), "tenants", len(distinct(keys)))
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: finishing requests in flight")
+	sctx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		return fmt.Errorf("serve: shutdown: %w", err)
+	}
+	if err := st.Close(); err != nil {
+		return fmt.Errorf("serve: close the store: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// flagsFromEnv sets each flag not given on the command line from LOOM_<NAME>, if set.
+func flagsFromEnv(fs *flag.FlagSet) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := "LOOM_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(name); ok && !set[f.Name] && err == nil {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = fmt.Errorf("%s=%q: %w", name, v, e)
+			}
+		}
+	})
+	return err
+}
+
+// loadKeys reads API keys from LOOM_API_KEYS ("KEY=TENANT,...") and a keys file ("KEY TENANT" lines).
+func loadKeys(env, file string) (map[string]string, error) {
+	keys := map[string]string{}
+	add := func(where, key, tenant string) error {
+		key, tenant = strings.TrimSpace(key), strings.TrimSpace(tenant)
+		if key == "" || tenant == "" {
+			return fmt.Errorf("%s: want KEY and TENANT", where)
+		}
+		if err := store.ValidateID(store.Limits{}, "tenant", tenant); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		if t, dup := keys[key]; dup && t != tenant {
+			return fmt.Errorf("%s: a key is bound to two tenants", where) // never print the key
+		}
+		keys[key] = tenant
+		return nil
+	}
+	if strings.TrimSpace(env) != "" {
+		for i, pair := range strings.Split(env, ",") {
+			k, t, ok := strings.Cut(pair, "=")
+			if !ok {
+				return nil, fmt.Errorf("LOOM_API_KEYS entry %d: want KEY=TENANT", i+1)
+			}
+			if err := add(fmt.Sprintf("LOOM_API_KEYS entry %d", i+1), k, t); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if file != "" {
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(io.LimitReader(f, 16<<20))
+		for n := 1; sc.Scan(); n++ {
+			line := strings.TrimSpace(sc.Text())
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			fields := strings.Fields(line)
+			if len(fields) != 2 {
+				return nil, fmt.Errorf("%s line %d: want KEY TENANT", file, n)
+			}
+			if err := add(fmt.Sprintf("%s line %d", file, n), fields[0], fields[1]); err != nil {
+				return nil, err
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+	}
+	return keys, nil
+}
+
+// requireLoopback returns an error unless addr's host is a loopback address or localhost.
+func requireLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("refusing to listen on %q without API keys: set LOOM_API_KEYS or --keys, or listen on 127.0.0.1", addr)
+}
+
+// storeKind names a store URL's kind without its credentials, for the log.
+func storeKind(u string) string {
+	scheme, _, _ := strings.Cut(u, ":")
+	return scheme
+}
+
+func distinct(keys map[string]string) map[string]bool {
+	out := map[string]bool{}
+	for _, t := range keys {
+		out[t] = true
+	}
+	return out
+}
