@@ -307,7 +307,7 @@ func decodeMessages(vals []string) ([]store.Message, error) {
 	}
 	out := make([]store.Message, len(vals))
 	for i, v := range vals {
-		if err := json.Unmarshal([]byte(v), &out[i]); err != nil {
+		if err := decodeMessage(v, &out[i]); err != nil {
 			return nil, fmt.Errorf("valkey: decode message: %w", err)
 		}
 	}
@@ -416,7 +416,7 @@ func decodeKnowledge(vals []string) ([]store.Knowledge, error) {
 	}
 	out := make([]store.Knowledge, len(vals))
 	for i, v := range vals {
-		if err := json.Unmarshal([]byte(v), &out[i]); err != nil {
+		if err := decodeKnowledgeItem(v, &out[i]); err != nil {
 			return nil, fmt.Errorf("valkey: decode knowledge %d: %w", i, err)
 		}
 	}

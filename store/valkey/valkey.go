@@ -7,17 +7,22 @@
 // The default layout ([LayoutNative]) keeps everything under a prefix (default "loom"), tenant-scoped, with
 // every id escaped (see below):
 //
-//	loom:{t:<tenant>:s:<session>}:msgs   list: a session's messages as JSON, oldest first; seq = position + 1
+//	loom:{t:<tenant>:s:<session>}:msgs   list: a session's messages as JSON (with "seq" and "token_counts"),
+//	                                     oldest first
 //	loom:{t:<tenant>:s:<session>}:tools  list: its tool outputs as JSON; seq = position + 1
 //	loom:{t:<tenant>:s:<session>}:kb     list: its pre-retrieved knowledge as JSON
 //	loom:{t:<tenant>:u:<user>}:mem       hash: fact key -> fact as JSON
 //	loom:{t:<tenant>}:agent:<id>         string: the agent as JSON
 //
-// The part in braces is the key's hash tag: all keys of one session live in one cluster slot, so a session's
-// writes are single MULTI/EXEC transactions (append, then PEXPIRE of all three keys when
-// store.Options.SessionTTL is set) and a Load reads the session, the user's memory and the agent with one
-// DoMulti: one round trip to each node involved (at most three in a cluster, one on a standalone server).
-// Nothing is ever listed, so there is no index and never a KEYS or SCAN.
+// The part in braces is the key's hash tag: all keys of one session live in one cluster slot, so every
+// write to a session is atomic and ends by refreshing the PEXPIRE of all three keys when
+// store.Options.SessionTTL is set. Appending messages is one Lua script that numbers the batch from the
+// list's length (contiguous seqs under any concurrency) and stores each seq in its message, so that
+// reading the newest N is a bare LRANGE -N -1; tool outputs and knowledge are written in MULTI/EXEC. A
+// Load reads the agent, the user's memory and the session with one DoMulti of single-key commands: one
+// round trip to each node involved (at most three in a cluster, one on a standalone server). Nothing is
+// ever listed, so there is no index and never a KEYS or SCAN. A session that expired or was deleted starts
+// again from seq 1.
 //
 // Ids are escaped before they go into a key: '%', ':', '{', '}', space and control bytes become %XX (upper
 // case hex), so no id can close a hash tag or pose as another tenant's or session's key.

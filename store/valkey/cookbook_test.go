@@ -1,0 +1,365 @@
+package valkey_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/context-loom/loom/internal/valkeytest"
+	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/store/valkey"
+	"github.com/context-loom/loom/tokenizer"
+)
+
+func do(t testing.TB, addr string, args ...string) []string {
+	t.Helper()
+	r, err := valkeytest.Do(addr, args...)
+	if err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return r
+}
+
+// putTogether writes seed 003's "Putting It Together" data as its Python does (json.dumps spacing, ts from
+// time.time(), the EXPIREs).
+func putTogether(t testing.TB, addr string) {
+	do(t, addr, "HSET", "agent:config:demo_agent", "role", "You are a helpful AI assistant.",
+		"constraints", "Be concise and accurate.", "output_format", "Plain text.")
+	do(t, addr, "HSET", "memory:user_42", "name", "Bob", "preferred_language", "English", "tier", "free")
+	for i, m := range [][2]string{
+		{"user", "Hi, I need help with my account"},
+		{"assistant", "Sure! What do you need help with?"},
+		{"user", "I want to upgrade to premium"},
+	} {
+		do(t, addr, "RPUSH", "chat:sess_42", fmt.Sprintf(`{"role": %q, "content": %q, "ts": 1718000000.12345%d}`, m[0], m[1], i))
+	}
+	do(t, addr, "EXPIRE", "chat:sess_42", "1800")
+	do(t, addr, "HSET", "tool:sess_42:step_1", "tool", "check_account",
+		"result", `{"plan": "free", "eligible_upgrade": true}`, "timestamp", "1718000001.5")
+	do(t, addr, "EXPIRE", "tool:sess_42:step_1", "3600")
+}
+
+func openCookbook(t testing.TB, addr string, opts valkey.Options) *valkey.Store {
+	t.Helper()
+	opts.Layout = valkey.LayoutCookbook
+	return open(t, opts, addr)
+}
+
+func TestCookbook_ReadsTheSeedsData(t *testing.T) {
+	t.Parallel()
+	addr := valkeytest.Start(t)
+	putTogether(t, addr)
+	s := openCookbook(t, addr, valkey.Options{})
+	ctx := context.Background()
+
+	a, err := s.GetAgent(ctx, "default", "demo_agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The seed's system prompt, exactly.
+	if want := "You are a helpful AI assistant.\n\nConstraints: Be concise and accurate.\nFormat: Plain text."; a.SystemPrompt() != want {
+		t.Errorf("SystemPrompt = %q, want %q", a.SystemPrompt(), want)
+	}
+	facts, err := s.Facts(ctx, "default", "user_42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range facts {
+		got = append(got, f.Key+"="+f.Value)
+	}
+	if strings.Join(got, ",") != "name=Bob,preferred_language=English,tier=free" {
+		t.Errorf("Facts = %v", got)
+	}
+	msgs, err := s.Messages(ctx, "default", "sess_42", store.MessageQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 3 || msgs[0].Role != "user" || msgs[0].Content != "Hi, I need help with my account" || msgs[2].Seq != 3 ||
+		msgs[1].Role != "assistant" || !msgs[0].Time.Equal(time.Unix(1718000000, 123450000)) {
+		t.Fatalf("Messages = %+v", msgs)
+	}
+	for _, m := range msgs {
+		if m.TokenCounts[tokenizer.O200KBase] != tokenizer.O200K().Count(m.Content) || m.TokenCounts[tokenizer.CL100KBase] != tokenizer.CL100K().Count(m.Content) {
+			t.Errorf("counts of %q: %v", m.Content, m.TokenCounts)
+		}
+	}
+	outs, err := s.ToolOutputs(ctx, "default", "sess_42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outs) != 1 || outs[0].Tool != "check_account" || outs[0].Result != `{"plan": "free", "eligible_upgrade": true}` ||
+		outs[0].Seq != 1 || !outs[0].Time.Equal(time.Unix(1718000001, 5e8)) {
+		t.Fatalf("ToolOutputs = %+v", outs)
+	}
+
+	snap, err := s.Load(ctx, "default", store.LoadQuery{Agent: "demo_agent", User: "user_42", Session: "sess_42", MaxMessages: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Errors) != 0 || snap.Agent == nil || snap.Agent.Instructions != a.Instructions || len(snap.Facts) != 3 ||
+		snap.Facts[0].Key != "name" || len(snap.Messages) != 3 || snap.Messages[0].Seq != 1 || len(snap.ToolOutputs) != 1 || len(snap.Knowledge) != 0 {
+		t.Fatalf("Load = %+v", snap)
+	}
+	last, err := s.Load(ctx, "default", store.LoadQuery{Session: "sess_42", MaxMessages: 2})
+	if err != nil || len(last.Messages) != 2 || last.Messages[0].Seq != 2 {
+		t.Fatalf("Load of the newest 2 = %+v, %v", last, err)
+	}
+	missing, err := s.Load(ctx, "default", store.LoadQuery{Agent: "ghost"})
+	if err != nil || !errors.Is(missing.Errors[store.SourceAgent], store.ErrNotFound) {
+		t.Fatalf("Load of a missing agent = %+v, %v", missing, err)
+	}
+}
+
+func TestCookbook_OrderOfFactsAndSteps(t *testing.T) {
+	t.Parallel()
+	addr := valkeytest.Start(t)
+	s := openCookbook(t, addr, valkey.Options{})
+	ctx := context.Background()
+	// The hash's own order, not sorted: what the seed's hgetall shows.
+	do(t, addr, "HSET", "memory:u", "zeta", "1", "alpha", "2", "mid", "3")
+	facts, err := s.Facts(ctx, "default", "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(facts) != 3 || facts[0].Key != "zeta" || facts[1].Key != "alpha" || facts[2].Key != "mid" {
+		t.Errorf("Facts = %+v, want the hash's order zeta, alpha, mid", facts)
+	}
+	// Steps by number: step_2 before step_10 (the seed's sorted() puts step_10 first).
+	for _, n := range []int{10, 2, 1, 11} {
+		do(t, addr, "HSET", fmt.Sprintf("tool:s:step_%d", n), "tool", "t", "result", strconv.Itoa(n), "timestamp", "1718000000")
+	}
+	do(t, addr, "HSET", "tool:s:step_x", "tool", "t", "result", "not a numbered step")
+	do(t, addr, "HSET", "tool:s*:step_3", "tool", "t", "result", "another session whose id is a glob")
+	outs, err := s.ToolOutputs(ctx, "default", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, o := range outs {
+		order = append(order, o.Result)
+	}
+	if strings.Join(order, ",") != "1,2,10,11" {
+		t.Errorf("steps in order %v, want 1,2,10,11", order)
+	}
+	// A session id with glob characters matches only its own steps.
+	outs, err = s.ToolOutputs(ctx, "default", "s*")
+	if err != nil || len(outs) != 1 || outs[0].Seq != 3 {
+		t.Errorf("ToolOutputs of s* = %+v, %v", outs, err)
+	}
+	// The next step continues after the highest.
+	o, err := s.AppendToolOutput(ctx, "default", "s", store.ToolOutput{Tool: "t", Result: "12"})
+	if err != nil || o.Seq != 12 {
+		t.Fatalf("AppendToolOutput = %+v, %v", o, err)
+	}
+}
+
+func TestCookbook_WritesTheSeedsShapes(t *testing.T) {
+	t.Parallel()
+	addr := valkeytest.Start(t)
+	s := openCookbook(t, addr, valkey.Options{Options: store.Options{SessionTTL: 30 * time.Minute}})
+	ctx := context.Background()
+	if err := s.PutAgent(ctx, "default", store.Agent{ID: "demo_agent", Instructions: "You are a helpful AI assistant.",
+		Constraints: "Be concise and accurate.", OutputFormat: "Plain text.", Model: "gpt-4o", MaxTokens: 4000}); err != nil {
+		t.Fatal(err)
+	}
+	if r := do(t, addr, "HMGET", "agent:config:demo_agent", "role", "constraints", "output_format", "model", "max_tokens"); strings.Join(r, "|") !=
+		"You are a helpful AI assistant.|Be concise and accurate.|Plain text.|gpt-4o|4000" {
+		t.Errorf("agent hash = %q", r)
+	}
+	if a, err := s.GetAgent(ctx, "default", "demo_agent"); err != nil || a.Model != "gpt-4o" || a.MaxTokens != 4000 || a.UpdatedAt.IsZero() {
+		t.Errorf("GetAgent = %+v, %v", a, err)
+	}
+	for _, kv := range [][2]string{{"tier", "free"}, {"name", "Bob"}} {
+		if err := s.SetFact(ctx, "default", "user_42", store.Fact{Key: kv[0], Value: kv[1]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := do(t, addr, "HGET", "memory:user_42", "name"); r[0] != "Bob" {
+		t.Errorf("HGET memory:user_42 name = %q", r)
+	}
+	when := time.Date(2025, 6, 1, 12, 0, 0, 123456789, time.UTC)
+	stored, err := s.AppendMessages(ctx, "default", "sess_42", store.Message{Role: "user", Content: "Hi", Time: when},
+		store.Message{Role: "assistant", Content: "Hello!"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored[0].Seq != 1 || stored[1].Seq != 2 {
+		t.Errorf("seqs %d, %d", stored[0].Seq, stored[1].Seq)
+	}
+	raw := do(t, addr, "LRANGE", "chat:sess_42", "0", "-1")
+	var seed struct {
+		Role    string   `json:"role"`
+		Content string   `json:"content"`
+		TS      *float64 `json:"ts"`
+	}
+	if err := json.Unmarshal([]byte(raw[0]), &seed); err != nil || seed.Role != "user" || seed.Content != "Hi" || seed.TS == nil ||
+		*seed.TS != 1748779200.123456 {
+		t.Errorf("chat JSON %s: %+v, %v", raw[0], seed, err)
+	}
+	read, err := s.Messages(ctx, "default", "sess_42", store.MessageQuery{})
+	if err != nil || len(read) != 2 || !read[0].Time.Equal(stored[0].Time) || !read[0].Time.Equal(when.Truncate(time.Microsecond)) {
+		t.Errorf("Messages = %+v, %v (stored %+v)", read, err, stored)
+	}
+	o, err := s.AppendToolOutput(ctx, "default", "sess_42", store.ToolOutput{Tool: "check_account", CallID: "call_1", Result: `{"plan": "free"}`})
+	if err != nil || o.Seq != 1 {
+		t.Fatalf("AppendToolOutput = %+v, %v", o, err)
+	}
+	if r := do(t, addr, "HMGET", "tool:sess_42:step_1", "tool", "result", "call_id"); strings.Join(r, "|") != `check_account|{"plan": "free"}|call_1` {
+		t.Errorf("step hash = %q", r)
+	}
+	if ts := do(t, addr, "HGET", "tool:sess_42:step_1", "timestamp")[0]; ts == "" {
+		t.Error("a step without timestamp")
+	} else if _, err := strconv.ParseFloat(ts, 64); err != nil {
+		t.Errorf("timestamp %q is not Python's str(time.time())", ts)
+	}
+	if err := s.SetKnowledge(ctx, "default", "sess_42", []store.Knowledge{{Source: "Pricing", Content: "Premium costs $20/month.", Score: 0.9}}); err != nil {
+		t.Fatal(err)
+	}
+	var kb struct{ Title, Content string }
+	if err := json.Unmarshal([]byte(do(t, addr, "LINDEX", "kb:results:sess_42", "0")[0]), &kb); err != nil || kb.Title != "Pricing" || kb.Content != "Premium costs $20/month." {
+		t.Errorf("kb JSON: %+v, %v", kb, err)
+	}
+	for _, key := range []string{"chat:sess_42", "tool:sess_42:step_1", "kb:results:sess_42"} {
+		if ms, _ := strconv.Atoi(do(t, addr, "PTTL", key)[0]); ms <= 0 || ms > int(30*time.Minute/time.Millisecond) {
+			t.Errorf("PTTL %s = %d", key, ms)
+		}
+	}
+	if err := s.DeleteSession(ctx, "default", "sess_42"); err != nil {
+		t.Fatal(err)
+	}
+	if n := do(t, addr, "EXISTS", "chat:sess_42", "tool:sess_42:step_1", "kb:results:sess_42"); n[0] != "0" {
+		t.Errorf("%s keys left after DeleteSession", n[0])
+	}
+	if err := s.DeleteSession(ctx, "default", "sess_42"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("DeleteSession twice: %v", err)
+	}
+}
+
+func TestCookbook_Knowledge(t *testing.T) {
+	t.Parallel()
+	addr := valkeytest.Start(t)
+	s := openCookbook(t, addr, valkey.Options{})
+	ctx := context.Background()
+	do(t, addr, "RPUSH", "kb:results:s", `{"title": "Pricing", "content": "Premium costs $20/month.", "url": "https://example.com"}`,
+		`{"content": "No title."}`)
+	kb, err := s.Knowledge(ctx, "default", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kb) != 2 || kb[0].Source != "Pricing" || kb[0].Metadata["title"] != "Pricing" || kb[0].Content != "Premium costs $20/month." ||
+		kb[1].Source != "" || kb[1].Content != "No title." {
+		t.Fatalf("Knowledge = %+v", kb)
+	}
+	in := []store.Knowledge{{ID: "k1", DocumentID: "d", Source: "Doc", Content: "c", Score: 0.5, Trusted: true, StartOffset: 1, EndOffset: 2, Metadata: map[string]string{"lang": "en"}}}
+	if err := s.SetKnowledge(ctx, "default", "s", in); err != nil {
+		t.Fatal(err)
+	}
+	kb, err = s.Knowledge(ctx, "default", "s")
+	if err != nil || len(kb) != 1 || kb[0].ID != "k1" || kb[0].DocumentID != "d" || kb[0].Source != "Doc" || kb[0].Score != 0.5 || !kb[0].Trusted ||
+		kb[0].StartOffset != 1 || kb[0].EndOffset != 2 || kb[0].Metadata["lang"] != "en" || kb[0].Metadata["title"] != "Doc" {
+		t.Fatalf("Knowledge after SetKnowledge = %+v, %v", kb, err)
+	}
+}
+
+func TestCookbook_SingleTenant(t *testing.T) {
+	t.Parallel()
+	addr := valkeytest.Start(t)
+	s := openCookbook(t, addr, valkey.Options{})
+	ctx := context.Background()
+	if _, err := s.GetAgent(ctx, "acme", "a"); !errors.Is(err, store.ErrUnsupported) {
+		t.Errorf("GetAgent of tenant acme: %v, want ErrUnsupported", err)
+	}
+	if _, err := s.AppendMessages(ctx, "acme", "s", store.Message{Role: "user", Content: "x"}); !errors.Is(err, store.ErrUnsupported) {
+		t.Errorf("AppendMessages of tenant acme: %v", err)
+	}
+	if _, err := s.Load(ctx, "acme", store.LoadQuery{Session: "s"}); !errors.Is(err, store.ErrUnsupported) {
+		t.Errorf("Load of tenant acme: %v", err)
+	}
+	if _, err := s.Messages(ctx, "a\nb", "s", store.MessageQuery{}); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("a bad tenant id: %v", err)
+	}
+}
+
+// TestCookbook_ConcurrentSteps: writers racing for the next step number each get one of their own.
+func TestCookbook_ConcurrentSteps(t *testing.T) {
+	t.Parallel()
+	addr := valkeytest.Start(t)
+	s := openCookbook(t, addr, valkey.Options{})
+	ctx := context.Background()
+	const writers, each = 6, 5
+	var wg sync.WaitGroup
+	seqs := make(chan int64, writers*each)
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				o, err := s.AppendToolOutput(ctx, "default", "busy", store.ToolOutput{Tool: "t", Result: fmt.Sprintf("w%d i%d", w, i)})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				seqs <- o.Seq
+			}
+		})
+	}
+	wg.Wait()
+	close(seqs)
+	seen := map[int64]bool{}
+	for n := range seqs {
+		if seen[n] {
+			t.Fatalf("step %d given twice", n)
+		}
+		seen[n] = true
+	}
+	outs, err := s.ToolOutputs(ctx, "default", "busy")
+	if err != nil || len(outs) != writers*each {
+		t.Fatalf("%d steps, %v", len(outs), err)
+	}
+}
+
+// TestCookbook_Cluster: the seed's keys spread over a cluster's nodes are found and read.
+func TestCookbook_Cluster(t *testing.T) {
+	t.Parallel()
+	c := valkeytest.StartCluster(t, 3)
+	opts := valkey.Options{Layout: valkey.LayoutCookbook}
+	s := open(t, opts, c.Addrs()...)
+	ctx := context.Background()
+	if err := s.PutAgent(ctx, "default", store.Agent{ID: "demo_agent", Instructions: "You are a helpful AI assistant."}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetFact(ctx, "default", "user_42", store.Fact{Key: "name", Value: "Bob"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AppendMessages(ctx, "default", "sess_42", store.Message{Role: "user", Content: "Hi"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		if _, err := s.AppendToolOutput(ctx, "default", "sess_42", store.ToolOutput{Tool: "t", Result: strconv.Itoa(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.SetKnowledge(ctx, "default", "sess_42", []store.Knowledge{{Source: "t", Content: "k"}}); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := s.Load(ctx, "default", store.LoadQuery{Agent: "demo_agent", User: "user_42", Session: "sess_42"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Errors) != 0 || snap.Agent == nil || len(snap.Facts) != 1 || len(snap.Messages) != 1 || len(snap.ToolOutputs) != 6 || len(snap.Knowledge) != 1 {
+		t.Fatalf("Load = %+v", snap)
+	}
+	for i, o := range snap.ToolOutputs {
+		if o.Seq != int64(i+1) || o.Result != strconv.Itoa(i) {
+			t.Errorf("step %d = %+v", i, o)
+		}
+	}
+	if err := s.DeleteSession(ctx, "default", "sess_42"); err != nil {
+		t.Fatal(err)
+	}
+}
