@@ -77,14 +77,16 @@ type group struct {
 	msgs     []Message // a slice of the request's history
 	contents []part    // each message's content, counted once
 	first    int       // index of msgs[0] in the history
-	cost     int
+	cost     int       // -1: not known yet (see groupCost)
+	orphaned bool      // dropped, and reported, for starting the kept history mid-turn
 }
 
-// each calls f with the history id of each of the group's messages.
-func (g *group) each(f func(id string)) {
+// appendIDs appends the history ids of the group's messages to ids.
+func (g *group) appendIDs(ids []string) []string {
 	for i := range g.msgs {
-		f(historyID(g.first + i))
+		ids = append(ids, historyID(g.first+i))
 	}
+	return ids
 }
 
 func newAssembly(req *Request) (*assembly, error) {
@@ -407,9 +409,12 @@ func (a *assembly) result(out rendering) *Result {
 	}
 	sum := sha256.Sum256([]byte(out.prefix))
 	res.PrefixHash = hex.EncodeToString(sum[:16])
-	for _, it := range a.keptKnowledge() {
-		res.Citations = append(res.Citations, *it.ref)
+	kept := a.keptKnowledge()
+	res.Citations = make([]Reference, len(kept))
+	for i, it := range kept {
+		res.Citations[i] = *it.ref
 	}
+	res.Report.Regions = make([]RegionReport, 0, 3+len(a.policy.Regions))
 
 	// The report: required regions, then the optional ones in priority order.
 	add := func(name string, budget, used int, included []string) {
@@ -428,29 +433,39 @@ func (a *assembly) result(out rendering) *Result {
 		var included []string
 		used := 0
 		if r.Name == RegionHistory {
-			reported := map[string]bool{}
-			for _, d := range a.dropped[RegionHistory] {
-				reported[d.ID] = true
-			}
-			include := func(id string) { included = append(included, id) }
+			kept, dropped := 0, 0
 			for i, g := range a.groups {
 				if i >= a.keepFrom {
-					g.each(include)
-					used += g.cost
-				} else {
-					g.each(func(id string) {
-						if !reported[id] {
-							a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: id, Reason: ReasonBudget})
-						}
-					})
+					kept += len(g.msgs)
+				} else if !g.orphaned {
+					dropped += len(g.msgs)
 				}
 			}
 			for _, g := range a.required {
-				g.each(include)
+				kept += len(g.msgs)
+			}
+			included = make([]string, 0, kept)
+			a.dropped[RegionHistory] = slices.Grow(a.dropped[RegionHistory], dropped)
+			for i, g := range a.groups {
+				switch {
+				case i >= a.keepFrom:
+					included = g.appendIDs(included)
+					used += g.cost
+				case !g.orphaned: // an orphaned turn is reported so already
+					for j := range g.msgs {
+						a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(g.first + j), Reason: ReasonBudget})
+					}
+				}
+			}
+			for _, g := range a.required {
+				included = g.appendIDs(included)
 				used += g.cost
 			}
 		} else {
-			for _, it := range a.items(r.Name) {
+			items := a.items(r.Name)
+			included = make([]string, 0, len(items))
+			a.dropped[r.Name] = slices.Grow(a.dropped[r.Name], len(items))
+			for _, it := range items {
 				if it.kept {
 					included = append(included, it.id)
 					used += it.cost

@@ -15,7 +15,7 @@ func (a *assembly) prepareHistory() {
 	h := a.req.History
 	contents := make([]part, len(h)) // every message's content, counted once
 	store := make([]group, 0, len(h))
-	var groups []*group
+	groups := make([]*group, 0, len(h))
 	newGroup := func(i, j int) *group {
 		store = append(store, group{msgs: h[i:j], contents: contents[i:j], first: i, cost: -1})
 		return &store[len(store)-1]
@@ -225,13 +225,14 @@ func isRuneStart(s string, i int) bool { return i >= len(s) || s[i]&0xC0 != 0x80
 // prepareKnowledge filters, deduplicates and orders knowledge by score, and renders each item.
 func (a *assembly) prepareKnowledge() {
 	type cand struct {
-		k       Knowledge
+		k       *Knowledge
 		id      string
 		index   int
 		content string
 	}
-	var cands []cand
-	for i, k := range a.req.Knowledge {
+	cands := make([]cand, 0, len(a.req.Knowledge))
+	for i := range a.req.Knowledge {
+		k := &a.req.Knowledge[i]
 		id := idOf(k.ID, "knowledge", i)
 		content := strings.TrimSpace(k.Content)
 		switch {
@@ -253,6 +254,7 @@ func (a *assembly) prepareKnowledge() {
 	refs := make([]Reference, len(cands))
 	parts := make([]part, 4*len(cands))
 	tags := map[[3]string]string{}
+	a.knowledge = make([]*ctxItem, 0, len(cands))
 	for n, ci := range order {
 		c := &cands[ci]
 		typ := c.k.Type

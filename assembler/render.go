@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -59,7 +60,7 @@ func (a *assembly) render(requiredOnly bool) rendering {
 	}
 
 	// The volatile context: other memory, tool outputs, knowledge.
-	var ctxParts, knowledgeParts []part
+	var ctxParts []part
 	if len(recent) > 0 {
 		ctxParts = append(ctxParts, newPart(memoryOpen))
 		for _, it := range recent {
@@ -73,16 +74,29 @@ func (a *assembly) render(requiredOnly bool) rendering {
 				ctxParts = append(ctxParts, it.parts...)
 			}
 		}
-		for _, it := range a.keptKnowledge() {
+	}
+	// The knowledge, the context's last parts, is also returned alone: the context text is joined once, and
+	// the knowledge's is its end.
+	knowledgeAt := 0 // where the knowledge starts in the context text
+	for _, p := range ctxParts {
+		knowledgeAt += len(p.text)
+	}
+	if !requiredOnly {
+		kept := a.keptKnowledge()
+		ctxParts = slices.Grow(ctxParts, 4*len(kept))
+		for _, it := range kept {
 			if it.raw {
 				it.parts[2].text, it.raw = escapeText(it.parts[2].text), false
 			}
 			it.parts[0] = part{text: marker(it.ref.Marker), tokens: a.markerCost(it.ref.Marker)}
-			knowledgeParts = append(knowledgeParts, it.parts...)
+			ctxParts = append(ctxParts, it.parts...)
 		}
 	}
-	ctxParts = append(ctxParts, knowledgeParts...)
-	r.context = strings.TrimSuffix(joinText(knowledgeParts), "\n\n")
+	ctxText := joinText(ctxParts)
+	r.context = strings.TrimSuffix(ctxText[knowledgeAt:], "\n\n")
+	if n := len(ctxParts); n > 0 && strings.HasSuffix(ctxParts[n-1].text, "\n\n") { // as trimTrailingBlank does
+		ctxText = ctxText[:len(ctxText)-2]
+	}
 	ctxParts = trimTrailingBlank(ctxParts)
 
 	// History: kept turns (from the first that a provider accepts as a start), then the required exchange.
@@ -101,9 +115,9 @@ func (a *assembly) render(requiredOnly bool) rendering {
 
 	switch a.format {
 	case FormatOpenAI:
-		a.renderOpenAI(&r, stable, history, ctxParts)
+		a.renderOpenAI(&r, stable, history, ctxParts, ctxText)
 	case FormatAnthropic:
-		a.renderAnthropic(&r, stable, history, ctxParts)
+		a.renderAnthropic(&r, stable, history, ctxParts, ctxText)
 	case FormatText:
 		a.renderText(&r, stable, history, ctxParts)
 	}
@@ -116,33 +130,33 @@ func (a *assembly) render(requiredOnly bool) rendering {
 func (a *assembly) keptGroups() []*group {
 	kept := a.groups[a.keepFrom:]
 	for len(kept) > 0 && kept[0].msgs[0].Role != "user" && kept[0].msgs[0].Role != "system" {
-		kept[0].each(func(id string) {
-			a.dropped[RegionHistory] = appendOnce(a.dropped[RegionHistory], Dropped{ID: id, Reason: ReasonOrphan})
-		})
+		if g := kept[0]; !g.orphaned {
+			g.orphaned = true
+			for i := range g.msgs {
+				a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(g.first + i), Reason: ReasonOrphan})
+			}
+		}
 		a.keepFrom++
 		kept = kept[1:]
 	}
 	return kept
 }
 
-func appendOnce(list []Dropped, d Dropped) []Dropped {
-	for _, x := range list {
-		if x.ID == d.ID {
-			return list
-		}
-	}
-	return append(list, d)
-}
-
-func (a *assembly) renderOpenAI(r *rendering, stable []part, history []*group, ctxParts []part) {
-	add := func(region, role string, parts []part, name string, calls []ToolCall, callID string) {
+func (a *assembly) renderOpenAI(r *rendering, stable []part, history []*group, ctxParts []part, ctxText string) {
+	// add adds a message with content, made of parts.
+	add := func(region, role string, parts []part, content string, name string, calls []ToolCall, callID string) {
 		cost := a.messageCost(role, parts, name, calls, callID)
 		r.total += cost
 		r.costs[region] += cost
-		r.messages = append(r.messages, ChatMessage{Role: role, Content: joinText(parts), Name: name, ToolCalls: calls, ToolCallID: callID})
+		r.messages = append(r.messages, ChatMessage{Role: role, Content: content, Name: name, ToolCalls: calls, ToolCallID: callID})
 	}
+	n := 3
+	for _, g := range history {
+		n += len(g.msgs)
+	}
+	r.messages = make([]ChatMessage, 0, n)
 	if len(stable) > 0 {
-		add(RegionInstructions, "system", stable, "", nil, "")
+		add(RegionInstructions, "system", stable, joinText(stable), "", nil, "")
 	}
 	for _, g := range history {
 		for i, msg := range g.msgs {
@@ -150,19 +164,19 @@ func (a *assembly) renderOpenAI(r *rendering, stable []part, history []*group, c
 			if msg.Role == "tool" { // Chat Completions' tool messages have no name
 				name = ""
 			}
-			add(RegionHistory, msg.Role, g.contents[i:i+1], name, msg.ToolCalls, msg.ToolCallID)
+			add(RegionHistory, msg.Role, g.contents[i:i+1], g.contents[i].text, name, msg.ToolCalls, msg.ToolCallID)
 		}
 	}
 	if len(ctxParts) > 0 {
-		add("context", "system", ctxParts, "", nil, "")
+		add("context", "system", ctxParts, ctxText, "", nil, "")
 	}
 	if a.message != "" {
-		add(RegionMessage, "user", []part{newPart(a.message)}, "", nil, "")
+		add(RegionMessage, "user", []part{newPart(a.message)}, a.message, "", nil, "")
 	}
 	r.total += a.model.ReplyPriming
 }
 
-func (a *assembly) renderAnthropic(r *rendering, stable []part, history []*group, ctxParts []part) {
+func (a *assembly) renderAnthropic(r *rendering, stable []part, history []*group, ctxParts []part, ctxText string) {
 	if len(stable) > 0 {
 		r.system = joinText(stable)
 		cost := a.model.TokensPerMessage + a.m.join(stable)
@@ -213,7 +227,7 @@ func (a *assembly) renderAnthropic(r *rendering, stable []part, history []*group
 	var last []Block
 	lastCost := 0
 	if len(ctxParts) > 0 {
-		last = append(last, Block{Type: "text", Text: joinText(ctxParts)})
+		last = append(last, Block{Type: "text", Text: ctxText})
 		lastCost += a.m.join(ctxParts)
 	}
 	if a.message != "" {
@@ -369,7 +383,12 @@ func joinText(parts []part) string {
 	default:
 		return parts[only].text
 	}
+	n := 0
+	for _, p := range parts {
+		n += len(p.text)
+	}
 	var b strings.Builder
+	b.Grow(n)
 	for _, p := range parts {
 		b.WriteString(p.text)
 	}
