@@ -12,7 +12,7 @@ import (
 
 // The README's set-up commands, each in a code block of its own.
 const (
-	mainCommand = "go run ./cmd/loom tokens --model gpt-4o README.md"
+	mainCommand = "go run ./cmd/loom demo"
 	testCommand = "make test"
 )
 
@@ -53,9 +53,13 @@ func fencedBlocks(readme string) [][2]string {
 // run in TestREADME_LibraryExample) stands verbatim in an Example that `go test` runs.
 func TestREADME_FragmentsAreRun(t *testing.T) {
 	t.Parallel()
-	examples, err := os.ReadFile(filepath.Join("chunker", "example_test.go"))
-	if err != nil {
-		t.Fatal(err)
+	var examples []byte
+	for _, path := range []string{filepath.Join("chunker", "example_test.go"), filepath.Join("engine", "example_test.go")} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		examples = append(examples, data...)
 	}
 	for _, b := range fencedBlocks(readREADME(t)) {
 		if b[0] != "go" || strings.HasPrefix(b[1], "package ") {
@@ -100,8 +104,17 @@ func TestREADME_MainCommandRuns(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%s: %v\n%s", mainCommand, err, stderr.String())
 	}
-	if !regexp.MustCompile(`^[1-9][0-9]*\tREADME\.md\n$`).Match(stdout.Bytes()) {
-		t.Errorf("%s printed %q, want COUNT<TAB>README.md", mainCommand, stdout.String())
+	// The seed's scenario, assembled: the agent's instructions, the history, Bob's memory, the tool's
+	// result, the question last, and the table's total within the seed's budget of 4000.
+	out := stdout.String()
+	for _, want := range []string{"You are a helpful AI assistant.", "I want to upgrade to premium", "- name: Bob",
+		`"eligible_upgrade": true`, "[user]\n  How much does premium cost?\n", "Nothing was left out"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("%s does not print %q:\n%s", mainCommand, want, out)
+		}
+	}
+	if !regexp.MustCompile(`total \(with the format's overhead\) +[1-9][0-9]* +4000`).MatchString(out) {
+		t.Errorf("%s prints no total out of 4000:\n%s", mainCommand, out)
 	}
 }
 

@@ -1,0 +1,62 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+
+	"github.com/context-loom/loom/assembler"
+	"github.com/context-loom/loom/engine"
+	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/store/storeurl"
+)
+
+// Assemble from stored state: seed 003's scenario on an SQLite file, one call per LLM turn, then Record the
+// reply so that the next turn sees it.
+func ExampleEngine_Assemble() {
+	dir, _ := os.MkdirTemp("", "loom-example-")
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+
+	st, err := storeurl.Open(ctx, "sqlite:"+filepath.Join(dir, "loom.db"), storeurl.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()
+	st.PutAgent(ctx, "acme", store.Agent{ID: "demo_agent", Instructions: "You are a helpful AI assistant."})
+	st.SetFact(ctx, "acme", "user_42", store.Fact{Key: "tier", Value: "free", Pinned: true})
+	st.AppendMessages(ctx, "acme", "sess_42", store.Message{Role: "user", Content: "I want to upgrade to premium"})
+
+	eng, err := engine.New(st)
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := eng.Assemble(ctx, engine.Request{
+		Tenant: "acme", Agent: "demo_agent", User: "user_42", Session: "sess_42",
+		Request: assembler.Request{Model: "gpt-4o", MaxTokens: 4000, Message: "How much does premium cost?"},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, m := range res.Messages {
+		fmt.Printf("%s: %q\n", m.Role, m.Content)
+	}
+	fmt.Println(res.TotalTokens <= res.Budget, len(res.Degraded))
+
+	_, err = eng.Record(ctx, engine.Turn{Tenant: "acme", Session: "sess_42",
+		Message: "How much does premium cost?",
+		Reply:   []store.Message{{Role: "assistant", Content: "Premium is $20 a month."}}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	msgs, _ := st.Messages(ctx, "acme", "sess_42", store.MessageQuery{})
+	fmt.Println(len(msgs), "messages stored")
+	// Output:
+	// system: "You are a helpful AI assistant.\n\n<user_memory pinned=\"true\" trusted=\"false\">\n- tier: free\n</user_memory>"
+	// user: "I want to upgrade to premium"
+	// user: "How much does premium cost?"
+	// true 0
+	// 3 messages stored
+}
