@@ -311,7 +311,10 @@ func (a *assembly) cost(it *ctxItem, limit int) (n int, exact bool) {
 		body.text, it.raw = escapeText(body.text), false
 	}
 	marker := a.markerCost(it.rank + 1)
-	n, exact = a.m.joinUpTo(it.parts[1:], max(limit-marker, 0))
+	// A cached count is of the escaped text, while the parts hold the text unescaped until it is rendered:
+	// a join that does not add up is then counted whole, unescaped, unless escaping changes nothing.
+	cuts := !it.raw || !needsEscape(body.text)
+	n, exact = a.m.joinUpTo(it.parts[1:], max(limit-marker, 0), cuts)
 	if !exact {
 		it.lower = n + marker
 		return it.lower, false

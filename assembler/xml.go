@@ -35,6 +35,11 @@ func escapeText(s string) string {
 	return textEscaper.Replace(s)
 }
 
+// needsEscape reports whether escapeText changes s.
+func needsEscape(s string) bool {
+	return !utf8.ValidString(s) || strings.IndexByte(s, '<') >= 0 || strings.IndexByte(s, '>') >= 0 || strings.IndexByte(s, '&') >= 0
+}
+
 // escapeAttr escapes text for a double-quoted XML attribute.
 func escapeAttr(s string) string {
 	if !utf8.ValidString(s) {
