@@ -8,5 +8,28 @@
 // stored state) and server (the HTTP API). Collections and retrieval are planned.
 package loom
 
+import "context"
+
 // Version is the version of Loom.
 const Version = "0.1.0-dev"
+
+// tenantKey is the context key of the tenant.
+type tenantKey struct{}
+
+// WithTenant returns a context that scopes every operation of the engine to tenantID: collections,
+// documents, retrieval, agents, memory and sessions. An operation never reaches another tenant's data,
+// whatever ids it names.
+func WithTenant(ctx context.Context, tenantID string) context.Context {
+	return context.WithValue(ctx, tenantKey{}, tenantID)
+}
+
+// DefaultTenant is the tenant of a context without one.
+const DefaultTenant = "default"
+
+// Tenant returns the tenant of ctx, or DefaultTenant if ctx has none.
+func Tenant(ctx context.Context) string {
+	if t, ok := ctx.Value(tenantKey{}).(string); ok && t != "" {
+		return t
+	}
+	return DefaultTenant
+}

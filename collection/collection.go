@@ -1,0 +1,136 @@
+// Package collection holds knowledge: collections of documents, cut into chunks that are embedded and
+// indexed for retrieval. The types and the storage interface are here; the stores that keep collections are
+// the store backends (store/memory, store/sqlite, store/valkey), which implement [Store] beside store.Store,
+// and the conformance suite they pass is [github.com/context-loom/loom/collection/collectiontest].
+//
+// Everything is scoped by tenant: a tenant that names another tenant's collection or document id gets
+// ErrNotFound, never the other tenant's data.
+package collection
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/context-loom/loom/chunk"
+)
+
+// Errors every collection store returns (wrapped; match them with errors.Is). Stores also return the
+// store package's ErrInvalid, ErrTooLarge, ErrUnavailable and ErrClosed.
+var (
+	ErrNotFound = errors.New("collection: not found")
+	ErrExists   = errors.New("collection: a collection of that name exists")
+)
+
+// Collection is a set of documents chunked and embedded alike. Zero chunk fields take the engine's
+// defaults (DefaultChunkSize 512, DefaultChunkOverlap 50, the recursive strategy) when the collection is
+// created, and are stored as resolved.
+type Collection struct {
+	// ID is assigned by the store when empty.
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// ChunkStrategy names the chunker: a built-in strategy (recursive, fixed, sliding, semantic, code,
+	// markdown) or one registered with engine.WithChunker.
+	ChunkStrategy string `json:"chunk_strategy,omitempty"`
+	ChunkSize     int    `json:"chunk_size,omitempty"`
+	ChunkOverlap  int    `json:"chunk_overlap,omitempty"`
+	// Embedder names the embedder (embed.Embedder's Name) whose vectors the collection holds; vectors of
+	// another embedder are never compared with them. "" means the engine's default.
+	Embedder string `json:"embedder,omitempty"`
+	// Dimensions is the length of the collection's vectors, set when the first document is stored.
+	Dimensions int       `json:"dimensions,omitempty"`
+	CreatedAt  time.Time `json:"created_at,omitzero"`
+}
+
+// Document is one ingested document: its identity, where it came from and the hash that makes ingesting
+// it again a no-op. Its text lives in its chunks, whose offsets index the document's text as extracted.
+type Document struct {
+	// ID identifies the document in its collection (by default the source path, or the content's hash).
+	ID           string `json:"id"`
+	CollectionID string `json:"collection_id"`
+	// Source is where the document came from: a path or URL. Chunks carry it as Metadata["source"].
+	Source string `json:"source,omitempty"`
+	// ContentType is how the text was read: "text", "markdown", "html" or "code".
+	ContentType string `json:"content_type,omitempty"`
+	// Hash is the SHA-256 (hex) of the document's raw bytes and the settings it was chunked with.
+	Hash      string            `json:"hash"`
+	Bytes     int               `json:"bytes"`  // size of the extracted text
+	Chunks    int               `json:"chunks"` // how many chunks it was cut into
+	Metadata  map[string]string `json:"metadata,omitempty"`
+	UpdatedAt time.Time         `json:"updated_at,omitzero"`
+}
+
+// Chunk is a chunk as stored: the chunk and its vector. Chunk.ID is unique within the collection.
+type Chunk struct {
+	chunk.Chunk
+	Vector []float32
+}
+
+// Change is one change to a collection's contents, as a store's change feed reports it, so that every
+// server's in-memory index can follow what any server (or the CLI) wrote.
+type Change struct {
+	// Seq orders changes; a store's feed gives them in increasing Seq. Its format is the store's own.
+	Seq          string `json:"seq"`
+	Tenant       string `json:"tenant"`
+	CollectionID string `json:"collection_id"`
+	// DocumentID is the document put or deleted; "" when the whole collection was deleted.
+	DocumentID string `json:"document_id,omitempty"`
+	Op         string `json:"op"` // OpPut, OpDelete or OpDeleteCollection
+}
+
+// Change operations.
+const (
+	OpPut              = "put"
+	OpDelete           = "delete"
+	OpDeleteCollection = "delete_collection"
+)
+
+// Store keeps collections, documents and chunks.
+type Store interface {
+	// CreateCollection stores c (assigning an ID if empty) and returns it. It returns ErrExists if the
+	// tenant has a collection with c.Name or c.ID.
+	CreateCollection(ctx context.Context, tenant string, c Collection) (Collection, error)
+	// GetCollection returns the collection with the id, or else the name, idOrName; ErrNotFound if none.
+	GetCollection(ctx context.Context, tenant, idOrName string) (Collection, error)
+	// ListCollections returns the tenant's collections ordered by name.
+	ListCollections(ctx context.Context, tenant string) ([]Collection, error)
+	// DeleteCollection deletes the collection, its documents and chunks; ErrNotFound if none.
+	DeleteCollection(ctx context.Context, tenant, id string) error
+
+	// PutDocument stores doc and its chunks in collection doc.CollectionID, atomically replacing the
+	// document of the same ID and all of its old chunks. If the stored document has the same Hash, it
+	// changes nothing and returns false. It sets the collection's Dimensions from the first vectors and
+	// returns ErrInvalid for vectors of another length, or chunks that are not doc's.
+	PutDocument(ctx context.Context, tenant string, doc Document, chunks []Chunk) (changed bool, err error)
+	// GetDocument returns ErrNotFound if the collection or document does not exist.
+	GetDocument(ctx context.Context, tenant, collectionID, documentID string) (Document, error)
+	// ListDocuments returns the collection's documents ordered by ID.
+	ListDocuments(ctx context.Context, tenant, collectionID string) ([]Document, error)
+	// DeleteDocument deletes the document and its chunks; ErrNotFound if none.
+	DeleteDocument(ctx context.Context, tenant, collectionID, documentID string) error
+	// DocumentChunks returns a document's chunks ordered by Index.
+	DocumentChunks(ctx context.Context, tenant, collectionID, documentID string) ([]Chunk, error)
+	// ScanChunks calls fn for every chunk of the collection (in no particular order), to build an index.
+	ScanChunks(ctx context.Context, tenant, collectionID string, fn func(Chunk) error) error
+
+	// Changes returns the changes after the one with Seq after ("" for the start of the feed, which may
+	// have been trimmed: build from ScanChunks, then follow from the Seq LastChange gave before the scan),
+	// waiting up to wait for one if there is none. It returns at most limit changes.
+	Changes(ctx context.Context, after string, limit int, wait time.Duration) ([]Change, error)
+	// LastChange returns the Seq of the newest change, "" if none.
+	LastChange(ctx context.Context) (string, error)
+}
+
+// KeywordSearcher is implemented by stores that keep a keyword index of their own (SQLite's FTS5). The
+// engine uses it instead of an in-memory BM25 index when the store has it.
+type KeywordSearcher interface {
+	// SearchKeywords returns up to k chunk IDs of the collection best matching query, with BM25 scores
+	// (higher is better), best first.
+	SearchKeywords(ctx context.Context, tenant, collectionID, query string, k int) ([]ScoredID, error)
+}
+
+// ScoredID is a chunk ID and a score.
+type ScoredID struct {
+	ID    string
+	Score float64
+}

@@ -1,0 +1,418 @@
+// Package collectiontest is the conformance suite every collection.Store passes:
+// `collectiontest.Run(t, newStore)`.
+package collectiontest
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/context-loom/loom/chunk"
+	"github.com/context-loom/loom/collection"
+	"github.com/context-loom/loom/store"
+)
+
+// NewStore opens a fresh, empty collection store for one test; the suite does not close it (register the
+// close with t.Cleanup).
+type NewStore func(t *testing.T) collection.Store
+
+// Run runs the suite.
+func Run(t *testing.T, newStore NewStore) {
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T, collection.Store)
+	}{
+		{"Collections", testCollections},
+		{"PutDocument", testPutDocument},
+		{"Idempotent", testIdempotent},
+		{"ReplaceAndDelete", testReplaceAndDelete},
+		{"Dimensions", testDimensions},
+		{"TenantIsolation", testTenantIsolation},
+		{"Changes", testChanges},
+		{"ConcurrentPuts", testConcurrentPuts},
+		{"Unicode", testUnicode},
+		{"DeleteCollection", testDeleteCollection},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.run(t, newStore(t))
+		})
+	}
+}
+
+const tenant = "acme"
+
+func check(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantErr(t *testing.T, err, target error, what string) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("%s: got %v, want %v", what, err, target)
+	}
+}
+
+// doc makes a document of n chunks whose texts say which document and version they are.
+func doc(collID, id, version string, n int) (collection.Document, []collection.Chunk) {
+	d := collection.Document{ID: id, CollectionID: collID, Source: id + ".md", ContentType: "markdown", Hash: "h-" + id + "-" + version,
+		Metadata: map[string]string{"lang": "en"}}
+	var chunks []collection.Chunk
+	off := 0
+	for i := range n {
+		text := fmt.Sprintf("%s %s chunk %d", id, version, i)
+		chunks = append(chunks, collection.Chunk{Chunk: chunk.Chunk{ID: fmt.Sprintf("%s#%d", id, i), DocumentID: id, Content: text, Index: i,
+			StartOffset: off, EndOffset: off + len(text), TokenCount: 5, Metadata: map[string]string{"source": d.Source, "section": fmt.Sprint(i)}},
+			Vector: []float32{float32(i), 1, 0.5}})
+		off += len(text)
+	}
+	d.Bytes, d.Chunks = off, n
+	return d, chunks
+}
+
+func create(t *testing.T, s collection.Store, tn, name string) collection.Collection {
+	t.Helper()
+	c, err := s.CreateCollection(t.Context(), tn, collection.Collection{Name: name, ChunkStrategy: "recursive", ChunkSize: 512, ChunkOverlap: 50, Embedder: "lexical"})
+	check(t, err)
+	if c.ID == "" || c.Name != name || c.CreatedAt.IsZero() {
+		t.Fatalf("CreateCollection = %+v", c)
+	}
+	return c
+}
+
+func testCollections(t *testing.T, s collection.Store) {
+	ctx := t.Context()
+	if l, err := s.ListCollections(ctx, tenant); err != nil || len(l) != 0 {
+		t.Fatalf("ListCollections of a new store = %v, %v", l, err)
+	}
+	b := create(t, s, tenant, "manuals")
+	a := create(t, s, tenant, "faq")
+	_, err := s.CreateCollection(ctx, tenant, collection.Collection{Name: "faq"})
+	wantErr(t, err, collection.ErrExists, "a second collection named faq")
+	_, err = s.CreateCollection(ctx, tenant, collection.Collection{ID: b.ID, Name: "other"})
+	wantErr(t, err, collection.ErrExists, "a second collection with an existing id")
+	_, err = s.CreateCollection(ctx, tenant, collection.Collection{})
+	wantErr(t, err, store.ErrInvalid, "a collection without a name")
+	l, err := s.ListCollections(ctx, tenant)
+	check(t, err)
+	if len(l) != 2 || l[0].Name != "faq" || l[1].Name != "manuals" {
+		t.Fatalf("ListCollections = %+v", l)
+	}
+	for _, key := range []string{a.ID, "faq"} {
+		got, err := s.GetCollection(ctx, tenant, key)
+		check(t, err)
+		if got.ID != a.ID || got.ChunkStrategy != "recursive" || got.ChunkSize != 512 || got.ChunkOverlap != 50 || got.Embedder != "lexical" {
+			t.Fatalf("GetCollection(%q) = %+v", key, got)
+		}
+	}
+	_, err = s.GetCollection(ctx, tenant, "nope")
+	wantErr(t, err, collection.ErrNotFound, "GetCollection of a missing collection")
+	wantErr(t, s.DeleteCollection(ctx, tenant, "nope"), collection.ErrNotFound, "DeleteCollection of a missing collection")
+}
+
+func testPutDocument(t *testing.T, s collection.Store) {
+	ctx := t.Context()
+	c := create(t, s, tenant, "docs")
+	d, chunks := doc(c.ID, "guide", "v1", 4)
+	changed, err := s.PutDocument(ctx, tenant, d, chunks)
+	check(t, err)
+	if !changed {
+		t.Fatal("PutDocument of a new document changed nothing")
+	}
+	got, err := s.GetDocument(ctx, tenant, c.ID, "guide")
+	check(t, err)
+	if got.Hash != d.Hash || got.Source != "guide.md" || got.ContentType != "markdown" || got.Chunks != 4 || got.Bytes != d.Bytes ||
+		got.Metadata["lang"] != "en" || got.UpdatedAt.IsZero() || got.CollectionID != c.ID {
+		t.Fatalf("GetDocument = %+v", got)
+	}
+	stored, err := s.DocumentChunks(ctx, tenant, c.ID, "guide")
+	check(t, err)
+	if len(stored) != 4 {
+		t.Fatalf("%d chunks", len(stored))
+	}
+	for i, ch := range stored {
+		w := chunks[i]
+		if ch.ID != w.ID || ch.DocumentID != "guide" || ch.Content != w.Content || ch.Index != i || ch.StartOffset != w.StartOffset ||
+			ch.EndOffset != w.EndOffset || ch.TokenCount != 5 || ch.Metadata["source"] != "guide.md" || ch.Metadata["section"] != fmt.Sprint(i) ||
+			!slices.Equal(ch.Vector, w.Vector) {
+			t.Fatalf("chunk %d = %+v, want %+v", i, ch, w)
+		}
+	}
+	coll, err := s.GetCollection(ctx, tenant, c.ID)
+	check(t, err)
+	if coll.Dimensions != 3 {
+		t.Errorf("Dimensions = %d after the first vectors of 3", coll.Dimensions)
+	}
+	n := 0
+	check(t, s.ScanChunks(ctx, tenant, c.ID, func(collection.Chunk) error { n++; return nil }))
+	if n != 4 {
+		t.Errorf("ScanChunks saw %d chunks", n)
+	}
+	stop := errors.New("stop")
+	if err := s.ScanChunks(ctx, tenant, c.ID, func(collection.Chunk) error { return stop }); !errors.Is(err, stop) {
+		t.Errorf("ScanChunks does not return fn's error: %v", err)
+	}
+	docs, err := s.ListDocuments(ctx, tenant, c.ID)
+	check(t, err)
+	if len(docs) != 1 || docs[0].ID != "guide" {
+		t.Fatalf("ListDocuments = %+v", docs)
+	}
+	_, err = s.GetDocument(ctx, tenant, c.ID, "nope")
+	wantErr(t, err, collection.ErrNotFound, "GetDocument of a missing document")
+	_, err = s.PutDocument(ctx, tenant, collection.Document{ID: "x", CollectionID: "no-such-collection", Hash: "h"}, nil)
+	wantErr(t, err, collection.ErrNotFound, "PutDocument into a missing collection")
+	bad := chunks[0]
+	bad.DocumentID = "other"
+	_, err = s.PutDocument(ctx, tenant, collection.Document{ID: "y", CollectionID: c.ID, Hash: "h"}, []collection.Chunk{bad})
+	wantErr(t, err, store.ErrInvalid, "a chunk of another document")
+}
+
+func testIdempotent(t *testing.T, s collection.Store) {
+	ctx := t.Context()
+	c := create(t, s, tenant, "docs")
+	d, chunks := doc(c.ID, "guide", "v1", 3)
+	_, err := s.PutDocument(ctx, tenant, d, chunks)
+	check(t, err)
+	before, err := s.GetDocument(ctx, tenant, c.ID, "guide")
+	check(t, err)
+	last, err := s.LastChange(ctx)
+	check(t, err)
+	changed, err := s.PutDocument(ctx, tenant, d, chunks)
+	check(t, err)
+	if changed {
+		t.Error("PutDocument of the same hash reported a change")
+	}
+	after, err := s.GetDocument(ctx, tenant, c.ID, "guide")
+	check(t, err)
+	if !after.UpdatedAt.Equal(before.UpdatedAt) {
+		t.Error("PutDocument of the same hash touched the document")
+	}
+	if l, _ := s.LastChange(ctx); l != last {
+		t.Error("PutDocument of the same hash wrote a change")
+	}
+}
+
+func testReplaceAndDelete(t *testing.T, s collection.Store) {
+	ctx := t.Context()
+	c := create(t, s, tenant, "docs")
+	d1, c1 := doc(c.ID, "guide", "v1", 5)
+	_, err := s.PutDocument(ctx, tenant, d1, c1)
+	check(t, err)
+	other, oc := doc(c.ID, "other", "v1", 2)
+	_, err = s.PutDocument(ctx, tenant, other, oc)
+	check(t, err)
+	d2, c2 := doc(c.ID, "guide", "v2", 2) // fewer chunks: the old ones must go
+	changed, err := s.PutDocument(ctx, tenant, d2, c2)
+	check(t, err)
+	if !changed {
+		t.Fatal("a new version changed nothing")
+	}
+	var texts []string
+	check(t, s.ScanChunks(ctx, tenant, c.ID, func(ch collection.Chunk) error { texts = append(texts, ch.Content); return nil }))
+	slices.Sort(texts)
+	if want := []string{"guide v2 chunk 0", "guide v2 chunk 1", "other v1 chunk 0", "other v1 chunk 1"}; !slices.Equal(texts, want) {
+		t.Fatalf("after replacing, chunks = %q, want %q", texts, want)
+	}
+	check(t, s.DeleteDocument(ctx, tenant, c.ID, "guide"))
+	wantErr(t, s.DeleteDocument(ctx, tenant, c.ID, "guide"), collection.ErrNotFound, "deleting a document twice")
+	texts = nil
+	check(t, s.ScanChunks(ctx, tenant, c.ID, func(ch collection.Chunk) error { texts = append(texts, ch.Content); return nil }))
+	if len(texts) != 2 || !strings.HasPrefix(texts[0], "other") {
+		t.Fatalf("after deleting, chunks = %q", texts)
+	}
+	if chunks, err := s.DocumentChunks(ctx, tenant, c.ID, "guide"); err == nil && len(chunks) != 0 {
+		t.Fatalf("a deleted document has chunks %v", chunks)
+	}
+}
+
+func testDimensions(t *testing.T, s collection.Store) {
+	ctx := t.Context()
+	c := create(t, s, tenant, "docs")
+	d, chunks := doc(c.ID, "a", "v1", 2)
+	_, err := s.PutDocument(ctx, tenant, d, chunks)
+	check(t, err)
+	d2, c2 := doc(c.ID, "b", "v1", 1)
+	c2[0].Vector = []float32{1, 2}
+	_, err = s.PutDocument(ctx, tenant, d2, c2)
+	wantErr(t, err, store.ErrInvalid, "vectors of another length")
+	if _, err := s.GetDocument(ctx, tenant, c.ID, "b"); !errors.Is(err, collection.ErrNotFound) {
+		t.Fatal("a rejected document was stored")
+	}
+}
+
+func testTenantIsolation(t *testing.T, s collection.Store) {
+	ctx := t.Context()
+	a := create(t, s, "acme", "docs")
+	g := create(t, s, "globex", "docs") // the same name in another tenant is fine
+	d, chunks := doc(a.ID, "secret", "v1", 2)
+	_, err := s.PutDocument(ctx, "acme", d, chunks)
+	check(t, err)
+	// globex names acme's collection id and document id.
+	_, err = s.GetCollection(ctx, "globex", a.ID)
+	if err == nil && a.ID != g.ID {
+		t.Fatal("globex reads acme's collection by id")
+	}
+	_, err = s.GetDocument(ctx, "globex", a.ID, "secret")
+	wantErr(t, err, collection.ErrNotFound, "globex reading acme's document")
+	n := 0
+	_ = s.ScanChunks(ctx, "globex", a.ID, func(collection.Chunk) error { n++; return nil })
+	if n != 0 {
+		t.Fatal("globex scans acme's chunks")
+	}
+	_, err = s.PutDocument(ctx, "globex", collection.Document{ID: "secret", CollectionID: a.ID, Hash: "x"}, nil)
+	if err == nil && a.ID != g.ID {
+		t.Fatal("globex writes into acme's collection")
+	}
+	if a.ID != g.ID {
+		wantErr(t, s.DeleteCollection(ctx, "globex", a.ID), collection.ErrNotFound, "globex deleting acme's collection")
+	}
+	if docs, _ := s.ListDocuments(ctx, "globex", g.ID); len(docs) != 0 {
+		t.Fatalf("globex's collection has %v", docs)
+	}
+	got, err := s.GetDocument(ctx, "acme", a.ID, "secret")
+	check(t, err)
+	if got.Hash != d.Hash {
+		t.Fatal("acme's document changed")
+	}
+}
+
+func testChanges(t *testing.T, s collection.Store) {
+	ctx := t.Context()
+	start, err := s.LastChange(ctx)
+	check(t, err)
+	c := create(t, s, tenant, "docs")
+	d, chunks := doc(c.ID, "guide", "v1", 2)
+	_, err = s.PutDocument(ctx, tenant, d, chunks)
+	check(t, err)
+	check(t, s.DeleteDocument(ctx, tenant, c.ID, "guide"))
+	got, err := s.Changes(ctx, start, 100, 0)
+	check(t, err)
+	var ops []string
+	for _, ch := range got {
+		if ch.Tenant == tenant && ch.CollectionID == c.ID {
+			ops = append(ops, ch.Op+":"+ch.DocumentID)
+		}
+	}
+	if want := []string{"put:guide", "delete:guide"}; !slices.Equal(ops, want) {
+		t.Fatalf("changes = %q, want %q", ops, want)
+	}
+	last := got[len(got)-1].Seq
+	if l, _ := s.LastChange(ctx); l != last {
+		t.Errorf("LastChange = %q, the last change's Seq is %q", l, last)
+	}
+	// Waiting: a change written while Changes waits is returned before the wait is over.
+	done := make(chan []collection.Change, 1)
+	go func() {
+		ch, err := s.Changes(ctx, last, 100, 5*time.Second)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- ch
+	}()
+	time.Sleep(100 * time.Millisecond)
+	startWait := time.Now()
+	d2, c2 := doc(c.ID, "later", "v1", 1)
+	_, err = s.PutDocument(ctx, tenant, d2, c2)
+	check(t, err)
+	select {
+	case ch := <-done:
+		if len(ch) == 0 || ch[0].DocumentID != "later" || ch[0].Op != collection.OpPut {
+			t.Fatalf("waiting Changes returned %+v", ch)
+		}
+		if time.Since(startWait) > 2*time.Second {
+			t.Errorf("the change came %v after it was written", time.Since(startWait))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Changes did not return")
+	}
+	// Nothing new: an empty answer after the wait.
+	l, _ := s.LastChange(ctx)
+	t0 := time.Now()
+	none, err := s.Changes(ctx, l, 100, 200*time.Millisecond)
+	check(t, err)
+	if len(none) != 0 || time.Since(t0) < 150*time.Millisecond {
+		t.Errorf("Changes with nothing new: %v after %v", none, time.Since(t0))
+	}
+	check(t, s.DeleteCollection(ctx, tenant, c.ID))
+	got, err = s.Changes(ctx, l, 100, 0)
+	check(t, err)
+	if len(got) != 1 || got[0].Op != collection.OpDeleteCollection || got[0].CollectionID != c.ID {
+		t.Fatalf("deleting the collection: changes %+v", got)
+	}
+}
+
+func testConcurrentPuts(t *testing.T, s collection.Store) {
+	ctx := t.Context()
+	c := create(t, s, tenant, "docs")
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 10 {
+				d, chunks := doc(c.ID, fmt.Sprintf("d%d-%d", w, i), "v1", 3)
+				if _, err := s.PutDocument(ctx, tenant, d, chunks); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	docs, err := s.ListDocuments(ctx, tenant, c.ID)
+	check(t, err)
+	n := 0
+	check(t, s.ScanChunks(ctx, tenant, c.ID, func(collection.Chunk) error { n++; return nil }))
+	if len(docs) != 80 || n != 240 {
+		t.Fatalf("%d documents and %d chunks, want 80 and 240", len(docs), n)
+	}
+}
+
+func testUnicode(t *testing.T, s collection.Store) {
+	ctx := t.Context()
+	c := create(t, s, "テナント", "文書 {x}:y")
+	text := "Привет, 世界! 🧵 nul:\x00 crlf:\r\n e\u0301"
+	d := collection.Document{ID: "док/1 {a}", CollectionID: c.ID, Source: "ファイル.md", Hash: "h"}
+	chunks := []collection.Chunk{{Chunk: chunk.Chunk{ID: "док/1 {a}#0", DocumentID: d.ID, Content: text, EndOffset: len(text), Metadata: map[string]string{"ключ": text}}, Vector: []float32{1}}}
+	_, err := s.PutDocument(ctx, "テナント", d, chunks)
+	check(t, err)
+	got, err := s.DocumentChunks(ctx, "テナント", c.ID, d.ID)
+	check(t, err)
+	if len(got) != 1 || got[0].Content != text || got[0].Metadata["ключ"] != text {
+		t.Fatalf("unicode chunk = %+v", got)
+	}
+	if byName, err := s.GetCollection(ctx, "テナント", "文書 {x}:y"); err != nil || byName.ID != c.ID {
+		t.Fatalf("GetCollection by a unicode name: %+v %v", byName, err)
+	}
+}
+
+func testDeleteCollection(t *testing.T, s collection.Store) {
+	ctx := t.Context()
+	c := create(t, s, tenant, "docs")
+	keep := create(t, s, tenant, "keep")
+	for _, coll := range []collection.Collection{c, keep} {
+		d, chunks := doc(coll.ID, "guide", "v1", 3)
+		_, err := s.PutDocument(ctx, tenant, d, chunks)
+		check(t, err)
+	}
+	check(t, s.DeleteCollection(ctx, tenant, c.ID))
+	_, err := s.GetCollection(ctx, tenant, c.ID)
+	wantErr(t, err, collection.ErrNotFound, "GetCollection after DeleteCollection")
+	_, err = s.GetDocument(ctx, tenant, c.ID, "guide")
+	wantErr(t, err, collection.ErrNotFound, "a document of a deleted collection")
+	n := 0
+	_ = s.ScanChunks(ctx, tenant, c.ID, func(collection.Chunk) error { n++; return nil })
+	if n != 0 {
+		t.Fatalf("a deleted collection still has %d chunks", n)
+	}
+	if chunks, err := s.DocumentChunks(ctx, tenant, keep.ID, "guide"); err != nil || len(chunks) != 3 {
+		t.Fatalf("another collection lost its chunks: %d %v", len(chunks), err)
+	}
+	// The name is free again.
+	create(t, s, tenant, "docs")
+}
