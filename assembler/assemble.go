@@ -313,7 +313,10 @@ func (a *assembly) cost(it *ctxItem, limit int) (n int, exact bool) {
 	marker := a.markerCost(it.rank + 1)
 	// A cached count is of the escaped text, while the parts hold the text unescaped until it is rendered:
 	// a join that does not add up is then counted whole, unescaped, unless escaping changes nothing.
-	cuts := !it.raw || !needsEscape(body.text)
+	var cuts func() bool
+	if it.raw {
+		cuts = func() bool { return !needsEscape(body.text) }
+	}
 	n, exact = a.m.joinUpTo(it.parts[1:], max(limit-marker, 0), cuts)
 	if !exact {
 		it.lower = n + marker

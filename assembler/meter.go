@@ -82,16 +82,16 @@ func newPart(text string) part { return part{text: text, tokens: -1} }
 // join returns the exact count of the parts concatenated, counting a part only if its count is unknown
 // (and remembering it in the part), and neighbours together only where their counts may not add up.
 func (m *meter) join(parts []part) int {
-	n, _ := m.joinUpTo(parts, -1, true)
+	n, _ := m.joinUpTo(parts, -1, nil)
 	return n
 }
 
 // joinUpTo is join that stops counting once the count exceeds limit (a negative limit means none): within
 // reports whether the parts have at most limit tokens, and n is then their exact count; otherwise n is a
-// count greater than limit (not the total), and nothing counted past limit is remembered. With cuts, a run
-// of parts whose counts do not add up is counted from its parts' counts and the texts around its joins
-// (see cutCount) where it can be; else the run is counted whole.
-func (m *meter) joinUpTo(parts []part, limit int, cuts bool) (n int, within bool) {
+// count greater than limit (not the total), and nothing counted past limit is remembered. A run of parts
+// whose counts do not add up is counted from its parts' counts and the texts around its joins (see
+// cutCount) where it can be, unless cuts (nil: always) says no; else the run is counted whole.
+func (m *meter) joinUpTo(parts []part, limit int, cuts func() bool) (n int, within bool) {
 	total := 0
 	run, last := -1, -1 // the first and the last part of the run being merged, or -1
 	// flush adds the run's count to total, and reports whether total is still within limit.
@@ -123,7 +123,7 @@ func (m *meter) joinUpTo(parts []part, limit int, cuts bool) (n int, within bool
 		}
 		merged := parts[run : last+1]
 		run = -1
-		if cuts {
+		if cuts == nil || cuts() {
 			if n, ok := m.cutCount(merged); ok {
 				total += n
 				return limit < 0 || total <= limit
@@ -257,9 +257,12 @@ func (m *meter) adds(a, b string) bool {
 			return false
 		}
 	}
-	var sb strings.Builder
-	sb.Grow(len(tail) + len(b))
-	sb.WriteString(tail)
-	sb.WriteString(b)
-	return m.split.SplitsAt(sb.String(), len(tail))
+	if e, ok := m.split.(*tokenizer.Encoding); ok && len(tail)+len(b) <= 32 {
+		// Joined on the stack: the encoding does not keep the text.
+		var buf [32]byte
+		n := copy(buf[:], tail)
+		n += copy(buf[n:], b)
+		return e.SplitsAt(string(buf[:n]), len(tail))
+	}
+	return m.split.SplitsAt(tail+b, len(tail))
 }

@@ -64,7 +64,7 @@ func TestMeter_JoinCountsExactly(t *testing.T) {
 				limit = r.IntN(want + 10)
 			}
 			fresh := append([]part(nil), parts...)
-			n, within := m.joinUpTo(fresh, limit, true)
+			n, within := m.joinUpTo(fresh, limit, nil)
 			switch {
 			case limit < 0 || want <= limit:
 				if !within || n != want {
