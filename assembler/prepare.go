@@ -244,32 +244,50 @@ func (a *assembly) prepareKnowledge() {
 			cands = append(cands, cand{k, id, i, content})
 		}
 	}
-	order := make([]int32, len(cands)) // sorting indexes is cheaper than sorting candidates
-	for i := range order {
-		order[i] = int32(i)
+	// By score, best first, in the request's order among equals (as a stable sort would).
+	type ranked struct {
+		score float64
+		cand  int32
 	}
-	slices.SortStableFunc(order, func(x, y int32) int { return cmp.Compare(cands[y].k.Score, cands[x].k.Score) })
+	order := make([]ranked, len(cands))
+	for i, c := range cands {
+		order[i] = ranked{c.k.Score, int32(i)}
+	}
+	slices.SortFunc(order, func(x, y ranked) int {
+		if c := cmp.Compare(y.score, x.score); c != 0 {
+			return c
+		}
+		return int(x.cand - y.cand)
+	})
 
 	items := make([]ctxItem, len(cands))
 	refs := make([]Reference, len(cands))
 	parts := make([]part, 4*len(cands))
-	tags := map[[3]string]string{}
+	// The tags, counted once: most items share one.
+	tags := map[[3]string]part{}
+	var lastKey [3]string
+	var open part
+	closeTag := part{text: " \n</context>\n\n"}
+	closeTag.tokens = a.m.countShort(closeTag.text)
 	a.knowledge = make([]*ctxItem, 0, len(cands))
-	for n, ci := range order {
-		c := &cands[ci]
+	for n, r := range order {
+		c := &cands[r.cand]
 		typ := c.k.Type
 		if typ == "" {
 			typ = "rag"
 		}
-		key := [3]string{typ, c.k.Source, strconv.FormatBool(c.k.Trusted)}
-		open, ok := tags[key]
-		if !ok {
-			open = " <context type=\"" + escapeAttr(typ) + "\""
-			if c.k.Source != "" {
-				open += " source=\"" + escapeAttr(c.k.Source) + "\""
+		if key := [3]string{typ, c.k.Source, strconv.FormatBool(c.k.Trusted)}; n == 0 || key != lastKey {
+			var ok bool
+			if open, ok = tags[key]; !ok {
+				text := " <context type=\"" + escapeAttr(typ) + "\""
+				if c.k.Source != "" {
+					text += " source=\"" + escapeAttr(c.k.Source) + "\""
+				}
+				text += " trusted=\"" + key[2] + "\">\n"
+				open = part{text: text, tokens: a.m.countShort(text)}
+				tags[key] = open
 			}
-			open += " trusted=\"" + key[2] + "\">\n"
-			tags[key] = open
+			lastKey = key
 		}
 		// The text is escaped only if the item is counted (see cost) or rendered (see render); a cached count
 		// is of the escaped text, and escaping changes no character at the edges from space to not.
@@ -282,7 +300,7 @@ func (a *assembly) prepareKnowledge() {
 		*it = ctxItem{id: c.id, order: c.index, content: c.content, ref: &refs[n], raw: true, rank: n, cost: -1}
 		// The marker "[n]" is a part of its own: it changes with the order, the rest does not.
 		it.parts = parts[4*n : 4*n+4 : 4*n+4]
-		it.parts[0], it.parts[1], it.parts[2], it.parts[3] = newPart(""), newPart(open), body, newPart(" \n</context>\n\n")
+		it.parts[0], it.parts[1], it.parts[2], it.parts[3] = newPart(""), open, body, closeTag
 		a.knowledge = append(a.knowledge, it)
 	}
 }
