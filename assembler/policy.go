@@ -141,27 +141,26 @@ func resolvePolicy(p *Policy) (Policy, error) {
 func allocate(p Policy, available int, demand func(name string, upTo int) int) map[string]int {
 	got := map[string]int{}
 	left := available
-	give := func(name string, want int) {
-		n := min(want, left)
+	// give gives name what it could use up to a total of upTo, as far as what is left goes: its demand is
+	// asked for only that far.
+	give := func(name string, upTo int) {
+		if left <= 0 {
+			return
+		}
+		n := demand(name, min(upTo, got[name]+left)) - got[name]
 		if n > 0 {
 			got[name] += n
 			left -= n
 		}
 	}
 	for _, r := range p.Regions { // minimum shares
-		if left > 0 {
-			give(r.Name, demand(r.Name, int(r.MinShare*float64(available))))
-		}
+		give(r.Name, int(r.MinShare*float64(available)))
 	}
 	for _, r := range p.Regions { // up to the maximum share, by priority
-		if left > 0 {
-			give(r.Name, demand(r.Name, int(r.MaxShare*float64(available)))-got[r.Name])
-		}
+		give(r.Name, int(r.MaxShare*float64(available)))
 	}
 	for _, r := range p.Regions { // the rest, past the maximum, by priority
-		if left > 0 {
-			give(r.Name, demand(r.Name, got[r.Name]+left)-got[r.Name])
-		}
+		give(r.Name, available)
 	}
 	return got
 }
