@@ -36,7 +36,51 @@ const (
 		FROM knowledge WHERE tenant = ? AND session = ? ORDER BY position`
 )
 
+// Collections (collection.Store and collection.KeywordSearcher).
+const (
+	collectionColumns    = `key, id, name, chunk_strategy, chunk_size, chunk_overlap, embedder, dimensions, created_s, created_ns`
+	qCollectionByID      = `SELECT ` + collectionColumns + ` FROM collections WHERE tenant = ? AND id = ?`
+	qCollectionByName    = `SELECT ` + collectionColumns + ` FROM collections WHERE tenant = ? AND name = ?`
+	qCollections         = `SELECT ` + collectionColumns + ` FROM collections WHERE tenant = ? ORDER BY name`
+	qCollectionKey       = `SELECT key, dimensions FROM collections WHERE tenant = ? AND id = ?`
+	qInsertCollection    = `INSERT INTO collections (tenant, id, name, chunk_strategy, chunk_size, chunk_overlap, embedder, dimensions, created_s, created_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qSetDimensions       = `UPDATE collections SET dimensions = ? WHERE tenant = ? AND id = ?`
+	qDeleteCollection    = `DELETE FROM collections WHERE tenant = ? AND id = ?`
+	qDeleteCollChunks    = `DELETE FROM chunks WHERE tenant = ? AND collection_id = ?`
+	qDeleteCollDocuments = `DELETE FROM documents WHERE tenant = ? AND collection_id = ?`
+
+	documentColumns = `id, source, content_type, hash, bytes, chunks, metadata, updated_s, updated_ns`
+	qDocument       = `SELECT ` + documentColumns + ` FROM documents WHERE tenant = ? AND collection_id = ? AND id = ?`
+	qDocuments      = `SELECT ` + documentColumns + ` FROM documents WHERE tenant = ? AND collection_id = ? ORDER BY id`
+	qDocumentHash   = `SELECT hash FROM documents WHERE tenant = ? AND collection_id = ? AND id = ?`
+	qDocumentExists = `SELECT EXISTS (SELECT 1 FROM documents WHERE tenant = ? AND collection_id = ? AND id = ?)`
+	qPutDocument    = `INSERT INTO documents (tenant, collection_id, id, source, content_type, hash, bytes, chunks, metadata, updated_s, updated_ns)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, collection_id, id) DO UPDATE SET source = excluded.source,
+		content_type = excluded.content_type, hash = excluded.hash, bytes = excluded.bytes, chunks = excluded.chunks,
+		metadata = excluded.metadata, updated_s = excluded.updated_s, updated_ns = excluded.updated_ns`
+	qDeleteDocument   = `DELETE FROM documents WHERE tenant = ? AND collection_id = ? AND id = ?`
+	qDeleteDocChunks  = `DELETE FROM chunks WHERE tenant = ? AND collection_id = ? AND document_id = ?`
+	chunkColumns      = `id, document_id, idx, start_offset, end_offset, token_count, content, metadata, vector`
+	qInsertChunk      = `INSERT INTO chunks (tenant, collection_id, id, document_id, idx, start_offset, end_offset, token_count, content, metadata, vector, scope) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qDocumentChunks   = `SELECT ` + chunkColumns + ` FROM chunks WHERE tenant = ? AND collection_id = ? AND document_id = ? ORDER BY idx, id`
+	qCollectionChunks = `SELECT ` + chunkColumns + ` FROM chunks WHERE tenant = ? AND collection_id = ?`
+
+	// qSearchKeywords ranks the collection's chunks by the configured rank, bm25(0.0, 1.0): the MATCH
+	// expression names the collection's scope, so the LIMIT applies to its rows alone. The join checks the
+	// tenant and collection again, which the scope already implies.
+	qSearchKeywords = `SELECT c.id, f.rank FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?) AS f
+		JOIN chunks AS c ON c.rid = f.rowid WHERE c.tenant = ? AND c.collection_id = ? ORDER BY f.rank`
+
+	qInsertChange = `INSERT INTO changes (tenant, collection_id, document_id, op, at) VALUES (?, ?, ?, ?, ?)`
+	qTrimChanges  = `DELETE FROM changes WHERE seq <= ?`
+	qChanges      = `SELECT seq, tenant, collection_id, document_id, op FROM changes WHERE seq > ? ORDER BY seq LIMIT ?`
+	qLastChange   = `SELECT coalesce(max(seq), 0) FROM changes`
+)
+
 var writeQueries = []string{
+	qCollectionKey, qInsertCollection, qSetDimensions, qDeleteCollection, qDeleteCollChunks, qDeleteCollDocuments,
+	qDocumentHash, qPutDocument, qDeleteDocument, qDeleteDocChunks, qInsertChunk, qInsertChange, qTrimChanges,
+
 	qPutAgent, qDeleteAgent, qSetFact, qDeleteFact,
 	qSession, qPutSession, qDeleteSession, qHasKnowledge, qDeleteExpired,
 	qInsertMessage, qInsertToolOutput, qDeleteKnowledge, qInsertKnowledge,
@@ -44,4 +88,6 @@ var writeQueries = []string{
 
 var readQueries = []string{
 	qPing, qGetAgent, qFacts, qLiveSession, qNewestMessages, qToolOutputs, qKnowledge,
+	qCollectionByID, qCollectionByName, qCollections, qCollectionKey, qDocument, qDocuments, qDocumentExists,
+	qDocumentChunks, qCollectionChunks, qSearchKeywords, qChanges, qLastChange,
 }

@@ -91,11 +91,88 @@ CREATE TABLE knowledge (
 	FOREIGN KEY (tenant, session) REFERENCES sessions (tenant, session) ON DELETE CASCADE
 ) WITHOUT ROWID;
 `,
+	// Knowledge collections (collection.Store). A collection has an integer key besides its id: chunks carry
+	// it as their scope ('k' || key), an indexed column of the FTS5 index, so that a keyword search matches
+	// only the collection's rows instead of filtering every tenant's matches. Chunks have a rowid, the rowid
+	// of their row in chunks_fts (an external-content index over chunks.scope and chunks.content), and the
+	// triggers keep the index exact on every insert, delete (cascades included) and update. The changes
+	// table is the change feed other stores and processes follow.
+	2: `
+CREATE TABLE collections (
+	key            INTEGER PRIMARY KEY AUTOINCREMENT, -- never reused: a scope names one collection ever
+	tenant         TEXT NOT NULL,
+	id             TEXT NOT NULL,
+	name           TEXT NOT NULL,
+	chunk_strategy TEXT NOT NULL,
+	chunk_size     INTEGER NOT NULL,
+	chunk_overlap  INTEGER NOT NULL,
+	embedder       TEXT NOT NULL,
+	dimensions     INTEGER NOT NULL, -- 0 until the first vectors
+	created_s      INTEGER NOT NULL,
+	created_ns     INTEGER NOT NULL,
+	UNIQUE (tenant, id),
+	UNIQUE (tenant, name)
+);
+CREATE TABLE documents (
+	tenant        TEXT NOT NULL,
+	collection_id TEXT NOT NULL,
+	id            TEXT NOT NULL,
+	source        TEXT NOT NULL,
+	content_type  TEXT NOT NULL,
+	hash          TEXT NOT NULL,
+	bytes         INTEGER NOT NULL,
+	chunks        INTEGER NOT NULL,
+	metadata      TEXT NOT NULL, -- JSON, '' for none
+	updated_s     INTEGER NOT NULL,
+	updated_ns    INTEGER NOT NULL,
+	PRIMARY KEY (tenant, collection_id, id),
+	FOREIGN KEY (tenant, collection_id) REFERENCES collections (tenant, id) ON DELETE CASCADE
+) WITHOUT ROWID;
+CREATE TABLE chunks (
+	rid           INTEGER PRIMARY KEY, -- the rowid in chunks_fts
+	tenant        TEXT NOT NULL,
+	collection_id TEXT NOT NULL,
+	id            TEXT NOT NULL,
+	document_id   TEXT NOT NULL,
+	idx           INTEGER NOT NULL,
+	start_offset  INTEGER NOT NULL,
+	end_offset    INTEGER NOT NULL,
+	token_count   INTEGER NOT NULL,
+	content       TEXT NOT NULL,
+	metadata      TEXT NOT NULL, -- JSON, '' for none
+	vector        BLOB,          -- little-endian float32s, NULL for none
+	scope         TEXT NOT NULL, -- 'k' || collections.key
+	UNIQUE (tenant, collection_id, id),
+	FOREIGN KEY (tenant, collection_id, document_id) REFERENCES documents (tenant, collection_id, id) ON DELETE CASCADE
+);
+CREATE INDEX chunks_document ON chunks (tenant, collection_id, document_id, idx);
+CREATE VIRTUAL TABLE chunks_fts USING fts5 (scope, content, content = 'chunks', content_rowid = 'rid',
+	tokenize = 'unicode61 remove_diacritics 2');
+INSERT INTO chunks_fts (chunks_fts, rank) VALUES ('rank', 'bm25(0.0, 1.0)'); -- the scope does not score
+CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN
+	INSERT INTO chunks_fts (rowid, scope, content) VALUES (new.rid, new.scope, new.content);
+END;
+CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN
+	INSERT INTO chunks_fts (chunks_fts, rowid, scope, content) VALUES ('delete', old.rid, old.scope, old.content);
+END;
+CREATE TRIGGER chunks_fts_update AFTER UPDATE ON chunks BEGIN
+	INSERT INTO chunks_fts (chunks_fts, rowid, scope, content) VALUES ('delete', old.rid, old.scope, old.content);
+	INSERT INTO chunks_fts (rowid, scope, content) VALUES (new.rid, new.scope, new.content);
+END;
+CREATE TABLE changes (
+	seq           INTEGER PRIMARY KEY AUTOINCREMENT, -- never reused, even after trimming
+	tenant        TEXT NOT NULL,
+	collection_id TEXT NOT NULL,
+	document_id   TEXT NOT NULL, -- '' when the whole collection was deleted
+	op            TEXT NOT NULL,
+	at            INTEGER NOT NULL -- Unix nanoseconds
+);
+`,
 }
 
 // SchemaVersion is the schema version this package writes: a file at a later version (written by a newer
 // Loom) is refused by Open.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // migrate brings the file to SchemaVersion in one write transaction.
 func migrate(ctx context.Context, db *sql.DB) error {

@@ -5,9 +5,18 @@
 //
 // [Open] creates the file if need be and brings its schema to [SchemaVersion]: numbered migrations, applied
 // in one transaction and recorded in the schema_version table. Every table is keyed by tenant first (agents,
-// facts, sessions, messages, tool_outputs, knowledge), so a tenant can name any id and never reach another
-// tenant's rows. A session's messages, tool outputs and knowledge belong to its row in sessions, which
-// holds its expiry and the next sequence numbers.
+// facts, sessions, messages, tool_outputs, knowledge, collections, documents, chunks), so a tenant can name
+// any id and never reach another tenant's rows. A session's messages, tool outputs and knowledge belong to
+// its row in sessions, which holds its expiry and the next sequence numbers.
+//
+// # Collections
+//
+// A Store is also a [collection.Store] and a [collection.KeywordSearcher]: collections, their documents and
+// chunks (vectors included, as little-endian float32s) live in the same file, and an FTS5 index over the
+// chunks' text (tokenizer unicode61 with diacritics removed) ranks keyword searches by BM25. Triggers keep
+// the index exact when chunks are replaced or deleted. Every write to a collection appends to a change feed
+// in the same transaction; [Store.Changes] follows it, and sees the writes of other processes on the file
+// too. BM25's document frequencies are the whole file's, not one collection's.
 //
 // # WAL and durability
 //
@@ -50,6 +59,7 @@ import (
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
+	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/store"
 )
 
@@ -124,6 +134,11 @@ type Store struct {
 	wstmts *statements
 	rstmts *statements
 
+	// feed is closed and replaced whenever this Store commits a change to a collection, waking the Changes
+	// calls that wait; changes of other processes are polled for.
+	feedMu sync.Mutex
+	feed   chan struct{}
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 	stop      context.CancelFunc
@@ -154,7 +169,7 @@ func Open(ctx context.Context, path string, opts store.Options, options ...Optio
 		return nil, fmt.Errorf("%w: sqlite: a negative busy timeout or fewer than one read connection", store.ErrInvalid)
 	}
 	opts.Limits = opts.Limits.WithDefaults()
-	s := &Store{opts: opts, now: time.Now}
+	s := &Store{opts: opts, now: time.Now, feed: make(chan struct{})}
 
 	fail := func(err error) (*Store, error) {
 		_ = s.closeDBs() // the error that made Open fail is the one to report
@@ -333,7 +348,8 @@ func (s *Store) check(ctx context.Context) error {
 func (s *Store) wrap(ctx context.Context, op string, err error) error {
 	switch {
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrTooLarge),
-		errors.Is(err, store.ErrClosed), errors.Is(err, store.ErrUnavailable):
+		errors.Is(err, store.ErrClosed), errors.Is(err, store.ErrUnavailable),
+		errors.Is(err, collection.ErrNotFound), errors.Is(err, collection.ErrExists):
 		return err
 	case s.closed.Load():
 		return fmt.Errorf("sqlite: %s: %w", op, store.ErrClosed)

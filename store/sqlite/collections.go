@@ -1,0 +1,704 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/context-loom/loom/collection"
+	"github.com/context-loom/loom/store"
+)
+
+var (
+	_ collection.Store           = (*Store)(nil)
+	_ collection.KeywordSearcher = (*Store)(nil)
+)
+
+// The change feed.
+const (
+	// DefaultChangesLimit is how many changes Changes returns at most when its limit is 0 or less.
+	DefaultChangesLimit = 1000
+	// ChangesKept is how many of the newest changes the feed keeps at least; older ones are deleted now
+	// and then (every trimEvery changes).
+	ChangesKept = 100_000
+	trimEvery   = 1024
+	// changesPoll is how often a waiting Changes looks for the changes of other processes.
+	changesPoll = 25 * time.Millisecond
+)
+
+// CreateCollection implements collection.Store. It assigns an ID when c.ID is empty and sets CreatedAt
+// when zero. It returns an error wrapping collection.ErrExists if the tenant has a collection of that name
+// or ID, store.ErrInvalid or store.ErrTooLarge for a bad collection.
+func (s *Store) CreateCollection(ctx context.Context, tenant string, c collection.Collection) (collection.Collection, error) {
+	if err := store.ValidateID(s.opts.Limits, "tenant", tenant); err != nil {
+		return collection.Collection{}, err
+	}
+	c, err := prepareCollection(s.opts.Limits, s.now(), c)
+	if err != nil {
+		return collection.Collection{}, err
+	}
+	err = s.write(ctx, "create collection", func(t txn) error {
+		_, err := t.exec(qInsertCollection, tenant, c.ID, c.Name, c.ChunkStrategy, c.ChunkSize, c.ChunkOverlap, c.Embedder,
+			c.Dimensions, c.CreatedAt.Unix(), c.CreatedAt.Nanosecond())
+		if isConstraint(err) {
+			return fmt.Errorf("collection %q (id %q): %w", c.Name, c.ID, collection.ErrExists)
+		}
+		return err
+	})
+	if err != nil {
+		return collection.Collection{}, err
+	}
+	return c, nil
+}
+
+// GetCollection implements collection.Store. It returns an error wrapping collection.ErrNotFound if the
+// tenant has no collection with the id or name idOrName.
+func (s *Store) GetCollection(ctx context.Context, tenant, idOrName string) (collection.Collection, error) {
+	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "collection", idOrName); err != nil {
+		return collection.Collection{}, err
+	}
+	var c collection.Collection
+	err := s.read(ctx, "get collection", func(t txn) error {
+		var err error
+		c, _, err = scanCollection(func(dest ...any) error { return t.scan(qCollectionByID, []any{tenant, idOrName}, dest...) })
+		if errors.Is(err, sql.ErrNoRows) {
+			c, _, err = scanCollection(func(dest ...any) error { return t.scan(qCollectionByName, []any{tenant, idOrName}, dest...) })
+		}
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("collection %q: %w", idOrName, collection.ErrNotFound)
+		}
+		return err
+	})
+	return c, err
+}
+
+// ListCollections implements collection.Store.
+func (s *Store) ListCollections(ctx context.Context, tenant string) ([]collection.Collection, error) {
+	if err := store.ValidateID(s.opts.Limits, "tenant", tenant); err != nil {
+		return nil, err
+	}
+	var out []collection.Collection
+	err := s.read(ctx, "list collections", func(t txn) error {
+		rows, err := t.query(qCollections, tenant)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			c, _, err := scanCollection(rows.Scan)
+			if err != nil {
+				return err
+			}
+			out = append(out, c)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// DeleteCollection implements collection.Store: it deletes the collection, its documents, chunks and their
+// index entries, and records an OpDeleteCollection change, in one transaction. It returns an error
+// wrapping collection.ErrNotFound if the tenant has no collection with the id.
+func (s *Store) DeleteCollection(ctx context.Context, tenant, id string) error {
+	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "collection", id); err != nil {
+		return err
+	}
+	err := s.write(ctx, "delete collection", func(t txn) error {
+		// Chunks first, then documents: the foreign keys would cascade, but explicitly is cheaper to follow.
+		if _, err := t.exec(qDeleteCollChunks, tenant, id); err != nil {
+			return err
+		}
+		if _, err := t.exec(qDeleteCollDocuments, tenant, id); err != nil {
+			return err
+		}
+		if err := deleted(t.exec(qDeleteCollection, tenant, id))(fmt.Errorf("collection %q: %w", id, collection.ErrNotFound)); err != nil {
+			return err
+		}
+		return s.addChange(t, tenant, id, "", collection.OpDeleteCollection)
+	})
+	if err == nil {
+		s.notify()
+	}
+	return err
+}
+
+// PutDocument implements collection.Store. In one write transaction it replaces the document doc.ID and
+// all of its chunks (and their index entries) with doc and chunks, sets the collection's Dimensions from
+// the first vectors, and records an OpPut change; if the stored document has doc's Hash, it does nothing
+// and returns false. doc.Chunks is set to len(chunks) and doc.UpdatedAt to now. A chunk without a vector
+// is stored without one.
+//
+// It returns an error wrapping collection.ErrNotFound if the collection does not exist, store.ErrInvalid
+// for a bad document or chunk (a chunk of another document, a chunk ID used twice or by another document
+// of the collection, vectors of a length other than the collection's), store.ErrTooLarge for a chunk's
+// content over the MaxValueBytes limit.
+func (s *Store) PutDocument(ctx context.Context, tenant string, doc collection.Document, chunks []collection.Chunk) (bool, error) {
+	if err := store.ValidateID(s.opts.Limits, "tenant", tenant); err != nil {
+		return false, err
+	}
+	dims, err := prepareDocument(s.opts.Limits, doc, chunks)
+	if err != nil {
+		return false, err
+	}
+	meta, err := encodeMetadata(doc.Metadata)
+	if err != nil {
+		return false, err
+	}
+	doc.Chunks = len(chunks)
+	doc.UpdatedAt = s.now().UTC()
+	changed := false
+	err = s.write(ctx, "put document", func(t txn) error {
+		var key int64
+		var have int
+		switch err := t.scan(qCollectionKey, []any{tenant, doc.CollectionID}, &key, &have); {
+		case errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("collection %q: %w", doc.CollectionID, collection.ErrNotFound)
+		case err != nil:
+			return err
+		}
+		var hash string
+		exists := true
+		switch err := t.scan(qDocumentHash, []any{tenant, doc.CollectionID, doc.ID}, &hash); {
+		case errors.Is(err, sql.ErrNoRows):
+			exists = false
+		case err != nil:
+			return err
+		case hash == doc.Hash:
+			return nil // the same document: nothing to do
+		}
+		switch {
+		case dims == 0:
+		case have == 0:
+			if _, err := t.exec(qSetDimensions, dims, tenant, doc.CollectionID); err != nil {
+				return err
+			}
+		case have != dims:
+			return fmt.Errorf("%w: document %q: vectors of %d dimensions, the collection's have %d", store.ErrInvalid, doc.ID, dims, have)
+		}
+		if exists {
+			if _, err := t.exec(qDeleteDocChunks, tenant, doc.CollectionID, doc.ID); err != nil {
+				return err
+			}
+		}
+		if _, err := t.exec(qPutDocument, tenant, doc.CollectionID, doc.ID, doc.Source, doc.ContentType, doc.Hash, doc.Bytes,
+			doc.Chunks, meta, doc.UpdatedAt.Unix(), doc.UpdatedAt.Nanosecond()); err != nil {
+			return err
+		}
+		scope := "k" + strconv.FormatInt(key, 10)
+		for _, ch := range chunks {
+			cmeta, err := encodeMetadata(ch.Metadata)
+			if err != nil {
+				return err
+			}
+			_, err = t.exec(qInsertChunk, tenant, doc.CollectionID, ch.ID, doc.ID, ch.Index, ch.StartOffset, ch.EndOffset,
+				ch.TokenCount, ch.Content, cmeta, encodeVector(ch.Vector), scope)
+			if isConstraint(err) {
+				return fmt.Errorf("%w: chunk %q is another document's", store.ErrInvalid, ch.ID)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if err := s.addChange(t, tenant, doc.CollectionID, doc.ID, collection.OpPut); err != nil {
+			return err
+		}
+		changed = true
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	if changed {
+		s.notify()
+	}
+	return changed, nil
+}
+
+// GetDocument implements collection.Store. It returns an error wrapping collection.ErrNotFound if the
+// collection or the document does not exist.
+func (s *Store) GetDocument(ctx context.Context, tenant, collectionID, documentID string) (collection.Document, error) {
+	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "collection", collectionID, "document", documentID); err != nil {
+		return collection.Document{}, err
+	}
+	var d collection.Document
+	err := s.read(ctx, "get document", func(t txn) error {
+		var err error
+		d, err = scanDocument(func(dest ...any) error {
+			return t.scan(qDocument, []any{tenant, collectionID, documentID}, dest...)
+		})
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("document %q of collection %q: %w", documentID, collectionID, collection.ErrNotFound)
+		}
+		d.CollectionID = collectionID
+		return err
+	})
+	return d, err
+}
+
+// ListDocuments implements collection.Store. It returns an error wrapping collection.ErrNotFound if the
+// collection does not exist.
+func (s *Store) ListDocuments(ctx context.Context, tenant, collectionID string) ([]collection.Document, error) {
+	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "collection", collectionID); err != nil {
+		return nil, err
+	}
+	var out []collection.Document
+	err := s.read(ctx, "list documents", func(t txn) error {
+		if _, _, err := collectionKey(t, tenant, collectionID); err != nil {
+			return err
+		}
+		rows, err := t.query(qDocuments, tenant, collectionID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			d, err := scanDocument(rows.Scan)
+			if err != nil {
+				return err
+			}
+			d.CollectionID = collectionID
+			out = append(out, d)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// DeleteDocument implements collection.Store: it deletes the document, its chunks and their index entries
+// and records an OpDelete change, in one transaction. It returns an error wrapping collection.ErrNotFound
+// if there is no such document.
+func (s *Store) DeleteDocument(ctx context.Context, tenant, collectionID, documentID string) error {
+	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "collection", collectionID, "document", documentID); err != nil {
+		return err
+	}
+	err := s.write(ctx, "delete document", func(t txn) error {
+		if _, err := t.exec(qDeleteDocChunks, tenant, collectionID, documentID); err != nil {
+			return err
+		}
+		notFound := fmt.Errorf("document %q of collection %q: %w", documentID, collectionID, collection.ErrNotFound)
+		if err := deleted(t.exec(qDeleteDocument, tenant, collectionID, documentID))(notFound); err != nil {
+			return err
+		}
+		return s.addChange(t, tenant, collectionID, documentID, collection.OpDelete)
+	})
+	if err == nil {
+		s.notify()
+	}
+	return err
+}
+
+// DocumentChunks implements collection.Store. It returns an error wrapping collection.ErrNotFound if the
+// collection or the document does not exist.
+func (s *Store) DocumentChunks(ctx context.Context, tenant, collectionID, documentID string) ([]collection.Chunk, error) {
+	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "collection", collectionID, "document", documentID); err != nil {
+		return nil, err
+	}
+	var out []collection.Chunk
+	err := s.read(ctx, "document chunks", func(t txn) error {
+		var exists bool
+		if err := t.scan(qDocumentExists, []any{tenant, collectionID, documentID}, &exists); err != nil {
+			return err
+		}
+		if !exists {
+			return fmt.Errorf("document %q of collection %q: %w", documentID, collectionID, collection.ErrNotFound)
+		}
+		rows, err := t.query(qDocumentChunks, tenant, collectionID, documentID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var r chunkRow
+		for rows.Next() {
+			ch, err := r.scan(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, ch)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// ScanChunks implements collection.Store: it reads the collection's chunks in one read transaction (one
+// consistent snapshot) and calls fn with each as it is read, so no more than one chunk is held at a time.
+// It returns fn's error as is, and an error wrapping collection.ErrNotFound if the collection does not
+// exist.
+func (s *Store) ScanChunks(ctx context.Context, tenant, collectionID string, fn func(collection.Chunk) error) error {
+	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "collection", collectionID); err != nil {
+		return err
+	}
+	var fnErr error
+	err := s.read(ctx, "scan chunks", func(t txn) error {
+		if _, _, err := collectionKey(t, tenant, collectionID); err != nil {
+			return err
+		}
+		rows, err := t.query(qCollectionChunks, tenant, collectionID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var r chunkRow
+		for rows.Next() {
+			ch, err := r.scan(rows)
+			if err != nil {
+				return err
+			}
+			if fnErr = fn(ch); fnErr != nil {
+				return fnErr
+			}
+		}
+		return rows.Err()
+	})
+	if fnErr != nil {
+		return fnErr
+	}
+	return err
+}
+
+// Changes implements collection.Store. Seqs are decimal numbers, increasing; after is one of them, or ""
+// for the start of the feed. limit <= 0 means DefaultChangesLimit. While there is no change after after,
+// it looks again when this Store writes one and every 25 ms (for other processes' writes) until wait has
+// passed. It returns an error wrapping store.ErrInvalid for a Seq that is not one.
+func (s *Store) Changes(ctx context.Context, after string, limit int, wait time.Duration) ([]collection.Change, error) {
+	from, err := parseSeq(after)
+	if err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = DefaultChangesLimit
+	}
+	var deadline <-chan time.Time
+	var poll *time.Ticker
+	for {
+		s.feedMu.Lock()
+		wake := s.feed // taken before reading: a change committed after the read closes it
+		s.feedMu.Unlock()
+		var out []collection.Change
+		err := s.read(ctx, "changes", func(t txn) error {
+			rows, err := t.query(qChanges, from, limit)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var seq int64
+				var c collection.Change
+				if err := rows.Scan(&seq, &c.Tenant, &c.CollectionID, &c.DocumentID, &c.Op); err != nil {
+					return err
+				}
+				c.Seq = strconv.FormatInt(seq, 10)
+				out = append(out, c)
+			}
+			return rows.Err()
+		})
+		if err != nil || len(out) > 0 || wait <= 0 {
+			return out, err
+		}
+		if deadline == nil {
+			timer := time.NewTimer(wait)
+			defer timer.Stop()
+			deadline = timer.C
+			poll = time.NewTicker(changesPoll)
+			defer poll.Stop()
+		}
+		select {
+		case <-wake:
+		case <-poll.C:
+		case <-deadline:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, s.wrap(ctx, "changes", ctx.Err())
+		}
+	}
+}
+
+// LastChange implements collection.Store: the Seq of the newest change, "" if there is none.
+func (s *Store) LastChange(ctx context.Context) (string, error) {
+	var seq int64
+	err := s.read(ctx, "last change", func(t txn) error { return t.scan(qLastChange, nil, &seq) })
+	if err != nil || seq == 0 {
+		return "", err
+	}
+	return strconv.FormatInt(seq, 10), nil
+}
+
+// addChange records a change in t and, every trimEvery changes, deletes those older than the newest
+// ChangesKept.
+func (s *Store) addChange(t txn, tenant, collectionID, documentID, op string) error {
+	res, err := t.exec(qInsertChange, tenant, collectionID, documentID, op, s.now().UnixNano())
+	if err != nil {
+		return err
+	}
+	seq, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	if seq%trimEvery == 0 && seq > ChangesKept {
+		_, err = t.exec(qTrimChanges, seq-ChangesKept)
+	}
+	return err
+}
+
+// notify wakes the Changes calls waiting for a change.
+func (s *Store) notify() {
+	s.feedMu.Lock()
+	close(s.feed)
+	s.feed = make(chan struct{})
+	s.feedMu.Unlock()
+}
+
+func parseSeq(seq string) (int64, error) {
+	if seq == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(seq, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%w: change seq %q is not a decimal number", store.ErrInvalid, seq)
+	}
+	return n, nil
+}
+
+// collectionKey returns the collection's key and dimensions; collection.ErrNotFound if there is none.
+func collectionKey(t txn, tenant, id string) (key int64, dims int, err error) {
+	err = t.scan(qCollectionKey, []any{tenant, id}, &key, &dims)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = fmt.Errorf("collection %q: %w", id, collection.ErrNotFound)
+	}
+	return key, dims, err
+}
+
+func scanCollection(scan func(dest ...any) error) (collection.Collection, int64, error) {
+	var c collection.Collection
+	var key, sec, nsec int64
+	if err := scan(&key, &c.ID, &c.Name, &c.ChunkStrategy, &c.ChunkSize, &c.ChunkOverlap, &c.Embedder, &c.Dimensions, &sec, &nsec); err != nil {
+		return collection.Collection{}, 0, err
+	}
+	c.CreatedAt = time.Unix(sec, nsec).UTC()
+	return c, key, nil
+}
+
+func scanDocument(scan func(dest ...any) error) (collection.Document, error) {
+	var d collection.Document
+	var meta string
+	var sec, nsec int64
+	if err := scan(&d.ID, &d.Source, &d.ContentType, &d.Hash, &d.Bytes, &d.Chunks, &meta, &sec, &nsec); err != nil {
+		return collection.Document{}, err
+	}
+	var err error
+	if d.Metadata, err = decodeMetadata(meta); err != nil {
+		return collection.Document{}, &decodeError{fmt.Errorf("document %q metadata: %w", d.ID, err)}
+	}
+	d.UpdatedAt = time.Unix(sec, nsec).UTC()
+	return d, nil
+}
+
+// chunkRow holds the scan targets of a chunk's row, made once for all the rows of a query.
+type chunkRow struct {
+	ch     collection.Chunk
+	meta   string
+	vector []byte
+	dest   []any
+}
+
+func (r *chunkRow) scan(rows *sql.Rows) (collection.Chunk, error) {
+	if r.dest == nil {
+		c := &r.ch.Chunk
+		r.dest = []any{&c.ID, &c.DocumentID, &c.Index, &c.StartOffset, &c.EndOffset, &c.TokenCount, &c.Content, &r.meta, &r.vector}
+	}
+	if err := rows.Scan(r.dest...); err != nil {
+		return collection.Chunk{}, err
+	}
+	ch := r.ch
+	var err error
+	if ch.Metadata, err = decodeMetadata(r.meta); err != nil {
+		return collection.Chunk{}, &decodeError{fmt.Errorf("chunk %q metadata: %w", ch.ID, err)}
+	}
+	if ch.Vector, err = decodeVector(r.vector); err != nil {
+		return collection.Chunk{}, &decodeError{fmt.Errorf("chunk %q vector: %w", ch.ID, err)}
+	}
+	return ch, nil
+}
+
+// encodeVector is v as little-endian float32s; nil for none (stored as NULL).
+func encodeVector(v []float32) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	b := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+	}
+	return b
+}
+
+func decodeVector(b []byte) ([]float32, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	if len(b)%4 != 0 {
+		return nil, fmt.Errorf("%d bytes is not a whole number of float32s", len(b))
+	}
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v, nil
+}
+
+func encodeMetadata(m map[string]string) (string, error) {
+	if len(m) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", fmt.Errorf("%w: metadata: %w", store.ErrInvalid, err)
+	}
+	return string(b), nil
+}
+
+func decodeMetadata(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var m map[string]string
+	err := json.Unmarshal([]byte(s), &m)
+	return m, err
+}
+
+// isConstraint reports whether err is SQLite's constraint violation (a UNIQUE or PRIMARY KEY conflict).
+func isConstraint(err error) bool {
+	var coded interface{ Code() int }
+	return errors.As(err, &coded) && coded.Code()&0xff == 19 // SQLITE_CONSTRAINT and its extended codes
+}
+
+// prepareCollection validates c and returns it with an ID (a new one if empty) and CreatedAt (now, if
+// zero, in UTC) set.
+func prepareCollection(l store.Limits, now time.Time, c collection.Collection) (collection.Collection, error) {
+	if c.Name == "" {
+		return collection.Collection{}, fmt.Errorf("%w: a collection needs a name", store.ErrInvalid)
+	}
+	if err := store.ValidateID(l, "collection name", c.Name); err != nil {
+		return collection.Collection{}, err
+	}
+	if c.ID == "" {
+		c.ID = newID(now)
+	} else if err := store.ValidateID(l, "collection", c.ID); err != nil {
+		return collection.Collection{}, err
+	}
+	for _, f := range []struct{ kind, v string }{{"chunk strategy", c.ChunkStrategy}, {"embedder", c.Embedder}} {
+		if f.v != "" {
+			if err := store.ValidateID(l, f.kind, f.v); err != nil {
+				return collection.Collection{}, err
+			}
+		}
+	}
+	if c.ChunkSize < 0 || c.ChunkOverlap < 0 || c.Dimensions < 0 {
+		return collection.Collection{}, fmt.Errorf("%w: collection %q: negative chunk size, overlap or dimensions", store.ErrInvalid, c.Name)
+	}
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = now
+	}
+	c.CreatedAt = c.CreatedAt.UTC()
+	return c, nil
+}
+
+// newID is a new collection id: 32 hex digits, the first 12 the time in milliseconds (so that ids sort by
+// creation), the rest random.
+func newID(now time.Time) string {
+	var b [16]byte
+	ms := uint64(now.UnixMilli())
+	for i := range 6 {
+		b[i] = byte(ms >> (8 * (5 - i)))
+	}
+	_, _ = rand.Read(b[6:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}
+
+// prepareDocument validates doc and its chunks and returns the length of their vectors (0 if none has
+// one).
+func prepareDocument(l store.Limits, doc collection.Document, chunks []collection.Chunk) (int, error) {
+	if err := store.ValidateIDs(l, "collection", doc.CollectionID, "document", doc.ID, "document hash", doc.Hash); err != nil {
+		return 0, err
+	}
+	if doc.Bytes < 0 {
+		return 0, fmt.Errorf("%w: document %q: negative size", store.ErrInvalid, doc.ID)
+	}
+	for _, f := range []struct{ what, v string }{{"source", doc.Source}, {"content type", doc.ContentType}} {
+		if err := validText(l, "document "+f.what, f.v); err != nil {
+			return 0, err
+		}
+	}
+	if err := validMetadata(l, "document "+doc.ID, doc.Metadata); err != nil {
+		return 0, err
+	}
+	dims := 0
+	seen := make(map[string]struct{}, len(chunks))
+	for i, ch := range chunks {
+		what := fmt.Sprintf("document %q chunk %d", doc.ID, i)
+		if ch.DocumentID != doc.ID {
+			return 0, fmt.Errorf("%w: %s is document %q's", store.ErrInvalid, what, ch.DocumentID)
+		}
+		if err := store.ValidateID(l, "chunk", ch.ID); err != nil {
+			return 0, fmt.Errorf("%s: %w", what, err)
+		}
+		if _, ok := seen[ch.ID]; ok {
+			return 0, fmt.Errorf("%w: %s: chunk id %q used twice", store.ErrInvalid, what, ch.ID)
+		}
+		seen[ch.ID] = struct{}{}
+		if err := validText(l, what+" content", ch.Content); err != nil {
+			return 0, err
+		}
+		if ch.Index < 0 || ch.StartOffset < 0 || ch.EndOffset < ch.StartOffset || ch.TokenCount < 0 {
+			return 0, fmt.Errorf("%w: %s: negative index, offset or token count, or an end before the start", store.ErrInvalid, what)
+		}
+		if err := validMetadata(l, what, ch.Metadata); err != nil {
+			return 0, err
+		}
+		if len(ch.Vector) == 0 {
+			continue
+		}
+		if dims == 0 {
+			dims = len(ch.Vector)
+		} else if len(ch.Vector) != dims {
+			return 0, fmt.Errorf("%w: %s: a vector of %d dimensions among vectors of %d", store.ErrInvalid, what, len(ch.Vector), dims)
+		}
+		for _, f := range ch.Vector {
+			if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+				return 0, fmt.Errorf("%w: %s: the vector has NaN or infinite values", store.ErrInvalid, what)
+			}
+		}
+	}
+	return dims, nil
+}
+
+func validText(l store.Limits, what, s string) error {
+	if len(s) > l.MaxValueBytes {
+		return fmt.Errorf("%w: %s is %d bytes, the limit is %d", store.ErrTooLarge, what, len(s), l.MaxValueBytes)
+	}
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%w: %s is not valid UTF-8", store.ErrInvalid, what)
+	}
+	return nil
+}
+
+func validMetadata(l store.Limits, what string, m map[string]string) error {
+	for k, v := range m {
+		if err := validText(l, what+" metadata key", k); err != nil {
+			return err
+		}
+		if err := validText(l, what+" metadata value", v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
