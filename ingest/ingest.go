@@ -1,0 +1,317 @@
+// Package ingest turns files into documents ready for chunking: plain text, Markdown, HTML (its text
+// extracted as Markdown, so that structure survives for the markdown chunker) and source code, one file at a
+// time with [Read] or a whole directory with [Walk].
+//
+// A [Document]'s Text is what gets chunked; its Hash is the hex SHA-256 of the raw bytes, so the same file
+// read twice gives the same Hash and re-ingesting it can be recognised and skipped. Nothing is silently
+// dropped: binary content and oversized input are errors ([ErrBinary], [ErrTooLarge]), and [Walk] reports
+// every file it skips for such a reason.
+//
+// Text must be UTF-8. A leading UTF-8 byte order mark is removed from Text; UTF-16 with a byte order mark is
+// decoded. A few invalid UTF-8 sequences (at most 4, or one byte in 64 of a longer input) are tolerated:
+// each run of invalid bytes becomes one U+FFFD, and Metadata["invalid_utf8"] counts the bytes replaced. More
+// than that is taken for binary content. Other encodings (Latin-1, Shift JIS, ...) are not detected.
+package ingest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/context-loom/loom/chunker"
+)
+
+// Content types of a [Document].
+const (
+	TypeText     = "text"
+	TypeMarkdown = "markdown"
+	TypeHTML     = "html"
+	TypeCode     = "code"
+)
+
+// DefaultMaxBytes is the largest input [Read] and [Walk] accept when [Limits.MaxBytes] is 0.
+const DefaultMaxBytes = 32 << 20
+
+// Errors returned by [Read] and reported by [Walk].
+var (
+	ErrBinary     = errors.New("ingest: binary content")
+	ErrTooLarge   = errors.New("ingest: input larger than the limit")
+	ErrNotRegular = errors.New("ingest: not a regular file")
+)
+
+// sniffLen is how much of the input is searched for NUL bytes and for an HTML doctype.
+const sniffLen = 8 << 10
+
+// Document is one file, ready for chunking.
+type Document struct {
+	// ID identifies the document in its collection: the source given to [Read], or the path relative to
+	// the root, with forward slashes, for [Walk]. Callers may set their own.
+	ID string
+	// Source is where the document came from: the name given to [Read], or the file's path for [Walk].
+	Source string
+	// ContentType is TypeText, TypeMarkdown, TypeHTML or TypeCode.
+	ContentType string
+	// Text is what gets chunked: the file's text, or for HTML the text extracted as Markdown.
+	Text string
+	// Hash is the hex SHA-256 of the raw bytes: identical input gives an identical Hash.
+	Hash string
+	// Metadata describes the document. Keys, each present only when it applies:
+	//   - "source": Source.
+	//   - "format": the syntax of Text, "markdown" (Markdown files and extracted HTML), "code" or "text";
+	//     see [Document.Strategy].
+	//   - "title": an HTML document's <title> (or its first <h1>), a Markdown document's first H1.
+	//   - "language": a code document's language, a name [chunker.Options].Language accepts.
+	//   - "encoding": "utf-16le" or "utf-16be" when the input was UTF-16.
+	//   - "invalid_utf8": how many invalid UTF-8 bytes were replaced by U+FFFD.
+	Metadata map[string]string
+}
+
+// Strategy returns the chunker strategy that suits the document's Text: [chunker.Markdown] for Markdown and
+// HTML (whose Text is Markdown, so sections split at the page's headings), [chunker.Code] for code (with
+// Metadata["language"] as [chunker.Options].Language) and [chunker.Recursive] for plain text. A collection
+// that names its own strategy overrides it.
+func (d Document) Strategy() string {
+	switch d.ContentType {
+	case TypeMarkdown, TypeHTML:
+		return chunker.Markdown
+	case TypeCode:
+		return chunker.Code
+	default:
+		return chunker.Recursive
+	}
+}
+
+// Limits bound what is read. The zero value means the documented defaults.
+type Limits struct {
+	// MaxBytes is the largest input accepted, in bytes; 0 means DefaultMaxBytes and a negative value means
+	// no limit.
+	MaxBytes int64
+}
+
+func (l Limits) maxBytes() int64 {
+	switch {
+	case l.MaxBytes == 0:
+		return DefaultMaxBytes
+	case l.MaxBytes < 0:
+		return -1
+	}
+	return l.MaxBytes
+}
+
+// Read turns raw, the content of the file named source, into a Document, with the default [Limits].
+// See [Limits.Read].
+func Read(source string, raw []byte) (Document, error) {
+	return Limits{}.Read(source, raw)
+}
+
+// Read turns raw, the content of the file named source, into a Document. The content type comes from
+// source's extension: .md and .markdown are Markdown; .html, .htm and .xhtml are HTML; a language
+// [chunker.LanguageForFile] knows is code; anything else is text, unless its first bytes (after a byte order
+// mark and white space) are "<!doctype html" or "<html", in any case, which make it HTML.
+//
+// Read returns an error wrapping [ErrTooLarge] when raw is larger than MaxBytes, and one wrapping
+// [ErrBinary] when the first 8 KiB hold a NUL byte or raw has more invalid UTF-8 than the package
+// tolerates (see the package documentation). Empty input is an empty Document, not an error.
+func (l Limits) Read(source string, raw []byte) (Document, error) {
+	if max := l.maxBytes(); max >= 0 && int64(len(raw)) > max {
+		return Document{}, fmt.Errorf("%w: %s is %d bytes, the limit is %d", ErrTooLarge, source, len(raw), max)
+	}
+	sum := sha256.Sum256(raw)
+	doc := Document{
+		ID:       source,
+		Source:   source,
+		Hash:     hex.EncodeToString(sum[:]),
+		Metadata: map[string]string{"source": source},
+	}
+	text, err := decode(raw, doc.Metadata)
+	if err != nil {
+		return Document{}, fmt.Errorf("%w: %s: %v", ErrBinary, source, err)
+	}
+
+	doc.ContentType = detect(source, text)
+	switch doc.ContentType {
+	case TypeHTML:
+		doc.Text, doc.Metadata["title"] = htmlToMarkdown(text)
+		doc.Metadata["format"] = "markdown"
+	case TypeMarkdown:
+		doc.Text = text
+		doc.Metadata["title"] = markdownTitle(text)
+		doc.Metadata["format"] = "markdown"
+	case TypeCode:
+		doc.Text = text
+		doc.Metadata["language"] = chunker.LanguageForFile(source)
+		doc.Metadata["format"] = "code"
+	default:
+		doc.Text = text
+		doc.Metadata["format"] = "text"
+	}
+	if doc.Metadata["title"] == "" {
+		delete(doc.Metadata, "title")
+	}
+	return doc, nil
+}
+
+// detect returns the content type of text read from the file called name.
+func detect(name, text string) string {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".md", ".markdown":
+		return TypeMarkdown
+	case ".html", ".htm", ".xhtml":
+		return TypeHTML
+	}
+	if chunker.LanguageForFile(name) != "" {
+		return TypeCode
+	}
+	if looksLikeHTML(text) {
+		return TypeHTML
+	}
+	return TypeText
+}
+
+// looksLikeHTML reports whether text starts, after white space, with an HTML doctype or <html> tag.
+func looksLikeHTML(text string) bool {
+	head := strings.TrimLeft(text[:min(len(text), sniffLen)], " \t\r\n\f")
+	return hasPrefixFold(head, "<!doctype html") || hasPrefixFold(head, "<html") &&
+		len(head) > len("<html") && strings.IndexByte(" \t\r\n\f>", head[len("<html")]) >= 0
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// decode returns raw as valid UTF-8 text, or an error saying why raw looks binary. It strips a UTF-8 byte
+// order mark, decodes UTF-16 with a byte order mark and records what it did in meta.
+func decode(raw []byte, meta map[string]string) (string, error) {
+	if len(raw) >= 2 && (raw[0] == 0xFF && raw[1] == 0xFE || raw[0] == 0xFE && raw[1] == 0xFF) {
+		return decodeUTF16(raw, meta)
+	}
+	raw = bytes.TrimPrefix(raw, []byte("\xEF\xBB\xBF"))
+	if i := bytes.IndexByte(raw[:min(len(raw), sniffLen)], 0); i >= 0 {
+		return "", fmt.Errorf("NUL byte at offset %d", i)
+	}
+	if utf8.Valid(raw) {
+		return string(raw), nil
+	}
+	invalid := 0
+	for i := 0; i < len(raw); {
+		r, n := utf8.DecodeRune(raw[i:])
+		if r == utf8.RuneError && n == 1 {
+			invalid++
+		}
+		i += n
+	}
+	if invalid > max(4, len(raw)/64) {
+		return "", fmt.Errorf("%d of %d bytes are not UTF-8", invalid, len(raw))
+	}
+	meta["invalid_utf8"] = strconv.Itoa(invalid)
+	return strings.ToValidUTF8(string(raw), "\uFFFD"), nil
+}
+
+// decodeUTF16 decodes raw, which starts with a UTF-16 byte order mark. Unpaired surrogates and an odd last
+// byte become U+FFFD.
+func decodeUTF16(raw []byte, meta map[string]string) (string, error) {
+	big := raw[0] == 0xFE
+	units := make([]uint16, 0, len(raw)/2-1)
+	for i := 2; i+1 < len(raw); i += 2 {
+		if big {
+			units = append(units, uint16(raw[i])<<8|uint16(raw[i+1]))
+		} else {
+			units = append(units, uint16(raw[i+1])<<8|uint16(raw[i]))
+		}
+	}
+	runes := utf16.Decode(units)
+	if len(raw)%2 == 1 {
+		runes = append(runes, utf8.RuneError)
+	}
+	invalid := 0
+	for i, r := range runes {
+		switch {
+		case r == 0 && i < sniffLen/2:
+			return "", fmt.Errorf("NUL character at UTF-16 unit %d", i)
+		case r == utf8.RuneError:
+			invalid++
+		}
+	}
+	if invalid > max(4, len(runes)/64) {
+		return "", fmt.Errorf("%d of %d UTF-16 units are unpaired surrogates", invalid, len(runes))
+	}
+	if big {
+		meta["encoding"] = "utf-16be"
+	} else {
+		meta["encoding"] = "utf-16le"
+	}
+	return string(runes), nil
+}
+
+// markdownTitle returns the text of the first level-1 heading of a Markdown document, ATX ("# Title") or
+// setext (a line underlined with "="), outside fenced code blocks and front matter; "" when there is none.
+func markdownTitle(text string) string {
+	lines := strings.Split(text, "\n")
+	start := 0
+	if len(lines) > 0 && (strings.TrimRight(lines[0], " \r") == "---" || strings.TrimRight(lines[0], " \r") == "+++") {
+		for i := 1; i < len(lines); i++ {
+			if strings.TrimRight(lines[i], " \r") == strings.TrimRight(lines[0], " \r") {
+				start = i + 1
+				break
+			}
+		}
+	}
+	fence := ""
+	prev := ""
+	for _, line := range lines[start:] {
+		line = strings.TrimRight(line, "\r")
+		indented := strings.TrimLeft(line, " ")
+		if len(line)-len(indented) > 3 {
+			prev = line
+			continue
+		}
+		if fence != "" {
+			if strings.HasPrefix(indented, fence) && strings.Trim(indented, fence[:1]+" \t") == "" {
+				fence = ""
+			}
+			prev = ""
+			continue
+		}
+		if f := fenceOf(indented); f != "" {
+			fence = f
+			prev = ""
+			continue
+		}
+		if rest, ok := strings.CutPrefix(indented, "#"); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t') {
+			title := strings.TrimSpace(rest)
+			if t := strings.TrimRight(title, "#"); t == "" || strings.HasSuffix(t, " ") || strings.HasSuffix(t, "\t") {
+				title = strings.TrimSpace(t)
+			}
+			if title != "" {
+				return title
+			}
+		}
+		if strings.TrimSpace(prev) != "" && strings.Trim(indented, "= \t") == "" && strings.Contains(indented, "=") {
+			return strings.TrimSpace(prev)
+		}
+		prev = line
+	}
+	return ""
+}
+
+// fenceOf returns the opening fence (three or more backticks or tildes) a line starts with, or "".
+func fenceOf(line string) string {
+	if len(line) < 3 || line[0] != '`' && line[0] != '~' {
+		return ""
+	}
+	n := 0
+	for n < len(line) && line[n] == line[0] {
+		n++
+	}
+	if n < 3 || line[0] == '`' && strings.Contains(line[n:], "`") {
+		return ""
+	}
+	return line[:n]
+}
