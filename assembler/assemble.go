@@ -311,6 +311,15 @@ func (a *assembly) cost(it *ctxItem, limit int) (n int, exact bool) {
 		body.text, it.raw = escapeText(body.text), false
 	}
 	marker := a.markerCost(it.rank + 1)
+	// Text not counted yet that is plainly too long is not counted (see letterRuns). A text of b bytes has
+	// at most b/2+1 runs: below that, the scan cannot tell.
+	if room := limit - marker; body.tokens < 0 && room >= 0 && a.model.Exact() && boundsRuns(a.model.Encoding) &&
+		len(it.parts[1].text)+len(body.text)+len(it.parts[3].text) > 2*room {
+		if runs := letterRuns(it.parts[1:], room); runs > room {
+			it.lower = runs + marker
+			return it.lower, false
+		}
+	}
 	// A cached count is of the escaped text, while the parts hold the text unescaped until it is rendered:
 	// a join that does not add up is then counted whole, unescaped, unless escaping changes nothing.
 	var cuts func() bool

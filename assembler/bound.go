@@ -1,0 +1,85 @@
+package assembler
+
+import "github.com/context-loom/loom/tokenizer"
+
+// A lower bound on token counts that costs a byte scan, for the knowledge that cannot fit: counting it
+// only to learn that it is too long is most of an assembly's counting.
+//
+// The pre-tokenizers of cl100k_base and o200k_base put the letters of one piece in one run of letters and
+// marks, but for a contraction ('s, 't, 're, 've, 'm, 'll, 'd) after an apostrophe; and every piece is at
+// least one token. So count the runs of word bytes (ASCII letters, and every byte of a non-ASCII character:
+// letters, marks and more, so runs are only ever longer than the tokenizer's) that hold an ASCII letter
+// and do not follow an apostrophe: two such runs have their ASCII letters in different pieces, and the
+// text has at least that many tokens.
+
+// boundsRuns reports whether letterRuns bounds the counts of encoding.
+func boundsRuns(encoding string) bool {
+	return encoding == tokenizer.O200KBase || encoding == tokenizer.CL100KBase
+}
+
+// runScan is the state of a scan for letter runs across the parts of one text.
+type runScan struct {
+	runs     int
+	inRun    bool // the last byte is a word byte
+	letter   bool // the current run holds an ASCII letter
+	apostrof bool // the current run follows an apostrophe
+	prev     byte // the last byte
+}
+
+// byteKind: 0 separates runs, 1 is an ASCII letter, 2 is part of a non-ASCII character.
+var byteKind = func() (t [256]byte) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = 1, 1
+	}
+	for c := 0x80; c < 0x100; c++ {
+		t[c] = 2
+	}
+	return t
+}()
+
+// scan goes on with s, and reports whether more than limit runs have been counted (it then stops).
+func (r *runScan) scan(s string, limit int) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch byteKind[c] {
+		case 0:
+			if r.inRun && r.letter && !r.apostrof {
+				if r.runs++; r.runs > limit {
+					return true
+				}
+			}
+			r.inRun = false
+		case 1:
+			if !r.inRun {
+				r.inRun, r.letter, r.apostrof = true, false, r.prev == '\''
+			}
+			r.letter = true
+		default:
+			if !r.inRun {
+				r.inRun, r.letter, r.apostrof = true, false, r.prev == '\''
+			}
+		}
+		r.prev = c
+	}
+	return r.runs > limit
+}
+
+// end counts the run the text ends in, and returns the count.
+func (r *runScan) end() int {
+	if r.inRun && r.letter && !r.apostrof {
+		r.runs++
+	}
+	r.inRun = false
+	return r.runs
+}
+
+// letterRuns returns the bound for the parts joined, or a number greater than limit, once it is.
+func letterRuns(parts []part, limit int) int {
+	var r runScan
+	for _, p := range parts {
+		if r.scan(p.text, limit) {
+			return r.runs
+		}
+	}
+	return r.end()
+}
