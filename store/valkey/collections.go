@@ -1,0 +1,878 @@
+package valkey
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	valkeygo "github.com/valkey-io/valkey-go"
+
+	"github.com/context-loom/loom/collection"
+	"github.com/context-loom/loom/store"
+)
+
+// Collections in the native layout
+//
+// Every key of one collection shares the hash tag {t:<tenant>:c:<collection id>}, so each write to a
+// collection is one script on one slot (atomic, and valid on a cluster):
+//
+//	loom:{t:<tenant>:c:<id>}:meta    hash: "c" -> the collection as JSON (Dimensions left out),
+//	                                 "dims" -> its vectors' length ("0" until the first vectors)
+//	loom:{t:<tenant>:c:<id>}:docs    hash: document id -> the document as JSON
+//	loom:{t:<tenant>:c:<id>}:chunks  hash: document id -> all of the document's chunks as one binary value
+//	                                 (see chunkcodec.go; vectors as little-endian float32)
+//	loom:{t:<tenant>}:colls          hash, the tenant's index: "n:<name>" -> id and "i:<id>" -> name
+//	loom:changes                     stream: the change feed of the whole deployment (one per prefix)
+//
+// A document's chunks are one hash field rather than a key of their own, so that deleting a collection is
+// one UNLINK of three keys (nothing to enumerate) and ScanChunks is an HSCAN of one key, a batch of
+// documents per reply.
+//
+// Creating and deleting a collection touch two slots (the tenant's index and the collection's keys), so
+// they are two steps, ordered so that the index never names a collection whose keys are missing:
+// creation writes the meta (failing if the id is taken) and then reserves the name and id in the index
+// (failing if either is taken, after which the meta is removed again); deletion removes the index entry
+// and then the collection's keys. A crash between the steps leaves a collection's keys without an index
+// entry: invisible to GetCollection and ListCollections, and never blocking a name. Deleting the id again
+// removes them.
+//
+// # The change feed
+//
+// Every put and delete of a document and every deleted collection adds an entry to the stream
+// (XADD MAXLEN ~ DefaultChangesMaxLen) whose id is the change's Seq. On a standalone server (or behind
+// Sentinel) the entry is added by the same script that writes the collection, so the feed has exactly one
+// entry per change, in the order of the writes. On a cluster the stream lives in a slot of its own, which
+// a script on the collection's slot cannot touch: the entry is added right after the write succeeds. Then
+// entries of concurrent writes may come in another order than the writes, and a crash (or a lost
+// connection) between the write and the XADD loses the entry: the write is stored, PutDocument returns
+// an error wrapping store.ErrUnavailable that says so, and other servers' indexes miss the change until
+// the next change of that document or until they rebuild (at start). A reader must therefore treat an
+// entry as "this document may have changed" and reload the document's current state; a late or
+// duplicated entry is then harmless.
+//
+// The stream keeps about DefaultChangesMaxLen entries; a reader that falls further behind misses the
+// trimmed ones and must rebuild from ScanChunks.
+
+// DefaultChangesMaxLen is about how many entries the change stream keeps (XADD MAXLEN ~).
+const DefaultChangesMaxLen = 100000
+
+// scanBatch is the COUNT of the HSCANs of ScanChunks and ListDocuments: about how many documents one reply
+// holds.
+const scanBatch = 64
+
+var _ collection.Store = (*Store)(nil)
+
+// collections returns the layout's collections: the native layout only.
+func (s *Store) collections() (*native, error) {
+	n, ok := s.l.(*native)
+	if !ok {
+		return nil, fmt.Errorf("%w: the cookbook layout keeps no collections", store.ErrUnsupported)
+	}
+	return n, nil
+}
+
+// CreateCollection implements collection.Store. It assigns a random ID when c.ID is empty and sets
+// CreatedAt when it is zero. It returns collection.ErrExists if the tenant has a collection of that name
+// or id, store.ErrInvalid for a collection without a name, and store.ErrUnsupported in the cookbook
+// layout.
+func (s *Store) CreateCollection(ctx context.Context, tenant string, c collection.Collection) (collection.Collection, error) {
+	n, err := s.collections()
+	if err != nil {
+		return collection.Collection{}, err
+	}
+	return n.createCollection(ctx, tenant, c)
+}
+
+// GetCollection implements collection.Store: collection.ErrNotFound if the tenant has no collection of
+// that id or name.
+func (s *Store) GetCollection(ctx context.Context, tenant, idOrName string) (collection.Collection, error) {
+	n, err := s.collections()
+	if err != nil {
+		return collection.Collection{}, err
+	}
+	return n.getCollection(ctx, tenant, idOrName)
+}
+
+// ListCollections implements collection.Store.
+func (s *Store) ListCollections(ctx context.Context, tenant string) ([]collection.Collection, error) {
+	n, err := s.collections()
+	if err != nil {
+		return nil, err
+	}
+	return n.listCollections(ctx, tenant)
+}
+
+// DeleteCollection implements collection.Store: collection.ErrNotFound if there is none.
+func (s *Store) DeleteCollection(ctx context.Context, tenant, id string) error {
+	n, err := s.collections()
+	if err != nil {
+		return err
+	}
+	return n.deleteCollection(ctx, tenant, id)
+}
+
+// PutDocument implements collection.Store with one script on the collection's slot. It returns
+// collection.ErrNotFound if the collection does not exist, store.ErrInvalid for chunks of another
+// document, repeated chunk ids or vectors of differing lengths, and store.ErrTooLarge for a chunk larger
+// than Options.Limits.MaxValueBytes. On a cluster, an error wrapping store.ErrUnavailable with changed
+// true means the document was stored but its change may be missing from the feed (see the package's
+// notes on the change feed).
+func (s *Store) PutDocument(ctx context.Context, tenant string, doc collection.Document, chunks []collection.Chunk) (bool, error) {
+	n, err := s.collections()
+	if err != nil {
+		return false, err
+	}
+	return n.putDocument(ctx, tenant, doc, chunks)
+}
+
+// GetDocument implements collection.Store: collection.ErrNotFound if the collection or document does not
+// exist.
+func (s *Store) GetDocument(ctx context.Context, tenant, collectionID, documentID string) (collection.Document, error) {
+	n, err := s.collections()
+	if err != nil {
+		return collection.Document{}, err
+	}
+	return n.getDocument(ctx, tenant, collectionID, documentID)
+}
+
+// ListDocuments implements collection.Store: collection.ErrNotFound if the collection does not exist.
+func (s *Store) ListDocuments(ctx context.Context, tenant, collectionID string) ([]collection.Document, error) {
+	n, err := s.collections()
+	if err != nil {
+		return nil, err
+	}
+	return n.listDocuments(ctx, tenant, collectionID)
+}
+
+// DeleteDocument implements collection.Store: collection.ErrNotFound if there is none.
+func (s *Store) DeleteDocument(ctx context.Context, tenant, collectionID, documentID string) error {
+	n, err := s.collections()
+	if err != nil {
+		return err
+	}
+	return n.deleteDocument(ctx, tenant, collectionID, documentID)
+}
+
+// DocumentChunks implements collection.Store: collection.ErrNotFound if the collection or document does
+// not exist.
+func (s *Store) DocumentChunks(ctx context.Context, tenant, collectionID, documentID string) ([]collection.Chunk, error) {
+	n, err := s.collections()
+	if err != nil {
+		return nil, err
+	}
+	return n.documentChunks(ctx, tenant, collectionID, documentID)
+}
+
+// ScanChunks implements collection.Store: HSCANs of the collection's chunks, about 64 documents a reply,
+// each document's chunks passed to fn exactly once. It is not a snapshot: a document written during the
+// scan may be seen in its old or new version (follow the change feed from before the scan). It returns
+// collection.ErrNotFound if the collection does not exist, and fn's error as it is.
+func (s *Store) ScanChunks(ctx context.Context, tenant, collectionID string, fn func(collection.Chunk) error) error {
+	n, err := s.collections()
+	if err != nil {
+		return err
+	}
+	return n.scanChunks(ctx, tenant, collectionID, fn)
+}
+
+// Changes implements collection.Store with XREAD on the change stream (XREAD BLOCK when wait is positive,
+// on one of the client's dedicated connections). Seqs are the stream's entry ids. It returns
+// store.ErrInvalid for a limit below 1 or an after that is not an entry id.
+func (s *Store) Changes(ctx context.Context, after string, limit int, wait time.Duration) ([]collection.Change, error) {
+	n, err := s.collections()
+	if err != nil {
+		return nil, err
+	}
+	return n.changes(ctx, after, limit, wait)
+}
+
+// LastChange implements collection.Store: the id of the stream's newest entry.
+func (s *Store) LastChange(ctx context.Context) (string, error) {
+	n, err := s.collections()
+	if err != nil {
+		return "", err
+	}
+	return n.lastChange(ctx)
+}
+
+// collKeys are the keys of one collection; they share a hash tag.
+type collKeys struct{ meta, docs, chunks string }
+
+func (n *native) coll(tenant, id string) collKeys {
+	base := n.prefix + ":{t:" + escape(tenant) + ":c:" + escape(id) + "}:"
+	return collKeys{base + "meta", base + "docs", base + "chunks"}
+}
+
+func (n *native) collIndex(tenant string) string {
+	return n.prefix + ":{t:" + escape(tenant) + "}:colls"
+}
+
+func (n *native) changesKey() string { return n.prefix + ":changes" }
+
+// feedInScript reports whether write scripts add their change to the stream themselves: everywhere but on
+// a cluster, where the stream's slot is not the collection's.
+func (n *native) feedInScript() bool { return n.client.Mode() != valkeygo.ClientModeCluster }
+
+// eval runs a script and returns its reply; a server error is returned (mapped) as the error.
+func (n *native) eval(ctx context.Context, s *valkeygo.Lua, keys, args []string) (valkeygo.ValkeyMessage, error) {
+	cctx, cancel, err := n.call(ctx)
+	if err != nil {
+		return valkeygo.ValkeyMessage{}, n.fail(ctx, err)
+	}
+	defer cancel()
+	m, err := s.Exec(cctx, n.client, keys, args).ToMessage()
+	if err != nil {
+		return m, n.fail(ctx, err)
+	}
+	return m, nil
+}
+
+// Scripts of the change feed append XADD <stream> MAXLEN ~ <max> * tenant <t> coll <c> doc <d> op <op>
+// when they are given the stream as their last key.
+
+// createMeta writes a new collection's meta unless it exists. KEYS[1] is the meta; ARGV the collection's
+// JSON and its dimensions.
+var createMeta = valkeygo.NewLuaScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'c', ARGV[1], 'dims', ARGV[2])
+return 1
+`)
+
+// reserveName enters a collection in the tenant's index unless its name or id is there. KEYS[1] is the
+// index; ARGV the name and the id.
+var reserveName = valkeygo.NewLuaScript(`
+if redis.call('HEXISTS', KEYS[1], 'n:' .. ARGV[1]) == 1 or redis.call('HEXISTS', KEYS[1], 'i:' .. ARGV[2]) == 1 then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'n:' .. ARGV[1], ARGV[2], 'i:' .. ARGV[2], ARGV[1])
+return 1
+`)
+
+// dropMeta undoes createMeta when the meta is still the one it wrote. KEYS are the collection's meta, docs
+// and chunks; ARGV[1] the JSON createMeta wrote.
+var dropMeta = valkeygo.NewLuaScript(`
+if redis.call('HGET', KEYS[1], 'c') ~= ARGV[1] then return 0 end
+return redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3])
+`)
+
+// unreserveName removes a collection from the tenant's index and returns 1, or 0 if it is not there.
+// KEYS[1] is the index; ARGV[1] the id.
+var unreserveName = valkeygo.NewLuaScript(`
+local name = redis.call('HGET', KEYS[1], 'i:' .. ARGV[1])
+if not name then return 0 end
+redis.call('HDEL', KEYS[1], 'i:' .. ARGV[1])
+if redis.call('HGET', KEYS[1], 'n:' .. name) == ARGV[1] then redis.call('HDEL', KEYS[1], 'n:' .. name) end
+return 1
+`)
+
+// dropCollection removes a collection's keys. KEYS are its meta, docs and chunks (and the stream);
+// ARGV: tenant, id, "1" if the index had it, the stream's MAXLEN. It returns 0 if there was nothing to
+// remove, else 1 or the change's stream id.
+var dropCollection = valkeygo.NewLuaScript(`
+local n = redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3])
+if n == 0 and ARGV[3] ~= '1' then return 0 end
+if #KEYS == 4 then
+  return redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[4], '*', 'tenant', ARGV[1], 'coll', ARGV[2], 'doc', '', 'op', 'delete_collection')
+end
+return 1
+`)
+
+// putDocument replaces a document and its chunks unless the stored one has the same hash, and sets the
+// collection's dimensions on its first vectors. KEYS are the collection's meta, docs and chunks (and the
+// stream); ARGV: document id, hash, document JSON, chunks, dimensions (0: no vectors), tenant, collection
+// id, the stream's MAXLEN. It returns {-1} if the collection does not exist, {-2, dims} for vectors of
+// another length than the collection's dims, {0} if unchanged, else {1} or {1, the change's stream id}.
+var putDocument = valkeygo.NewLuaScript(`
+local dims = redis.call('HGET', KEYS[1], 'dims')
+if not dims then return {-1} end
+local old = redis.call('HGET', KEYS[2], ARGV[1])
+if old and cjson.decode(old)['hash'] == ARGV[2] then return {0} end
+local want = tonumber(ARGV[5])
+if want > 0 then
+  local have = tonumber(dims)
+  if have == 0 then
+    redis.call('HSET', KEYS[1], 'dims', ARGV[5])
+  elseif have ~= want then
+    return {-2, have}
+  end
+end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[4])
+if #KEYS == 4 then
+  return {1, redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[8], '*', 'tenant', ARGV[6], 'coll', ARGV[7], 'doc', ARGV[1], 'op', 'put')}
+end
+return {1}
+`)
+
+// deleteDocument removes a document and its chunks. KEYS are the collection's docs and chunks (and the
+// stream); ARGV: document id, tenant, collection id, the stream's MAXLEN. It returns 0 if there was no such
+// document, else 1 or the change's stream id.
+var deleteDocument = valkeygo.NewLuaScript(`
+if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 0 end
+redis.call('HDEL', KEYS[2], ARGV[1])
+if #KEYS == 3 then
+  return redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[4], '*', 'tenant', ARGV[2], 'coll', ARGV[3], 'doc', ARGV[1], 'op', 'delete')
+end
+return 1
+`)
+
+var maxLenArg = strconv.Itoa(DefaultChangesMaxLen)
+
+// publish adds a change to the stream (on a cluster, after the write).
+func (n *native) publish(ctx context.Context, tenant, coll, doc, op string) error {
+	_, err := n.do(ctx, n.client.B().Xadd().Key(n.changesKey()).Maxlen().Almost().Threshold(maxLenArg).Id("*").
+		FieldValue().FieldValue("tenant", tenant).FieldValue("coll", coll).FieldValue("doc", doc).FieldValue("op", op).Build())
+	if err != nil {
+		return fmt.Errorf("the %s of %s/%s is stored but its change was not published: %w", op, coll, doc, err)
+	}
+	return nil
+}
+
+// checkText checks a field stored as JSON: valid UTF-8 (JSON would replace invalid bytes) and at most
+// l.MaxValueBytes.
+func checkText(l store.Limits, what, s string) error {
+	if len(s) > l.MaxValueBytes {
+		return fmt.Errorf("%w: %s is %d bytes, the limit is %d", store.ErrTooLarge, what, len(s), l.MaxValueBytes)
+	}
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%w: %s is not valid UTF-8", store.ErrInvalid, what)
+	}
+	return nil
+}
+
+// newCollectionID returns a random id: 26 characters of base32, 130 bits.
+func newCollectionID() string { return rand.Text() }
+
+func (n *native) createCollection(ctx context.Context, tenant string, c collection.Collection) (collection.Collection, error) {
+	if err := store.ValidateID(n.limits, "tenant", tenant); err != nil {
+		return collection.Collection{}, err
+	}
+	if c.Name == "" {
+		return collection.Collection{}, fmt.Errorf("%w: a collection needs a name", store.ErrInvalid)
+	}
+	if err := store.ValidateID(n.limits, "collection name", c.Name); err != nil {
+		return collection.Collection{}, err
+	}
+	if c.ID == "" {
+		c.ID = newCollectionID()
+	} else if err := store.ValidateID(n.limits, "collection", c.ID); err != nil {
+		return collection.Collection{}, err
+	}
+	if c.ChunkSize < 0 || c.ChunkOverlap < 0 || c.Dimensions < 0 {
+		return collection.Collection{}, fmt.Errorf("%w: collection %q has a negative chunk size, overlap or dimensions", store.ErrInvalid, c.Name)
+	}
+	for what, s := range map[string]string{"chunk strategy": c.ChunkStrategy, "embedder": c.Embedder} {
+		if err := checkText(n.limits, what, s); err != nil {
+			return collection.Collection{}, err
+		}
+	}
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = n.now().UTC()
+	}
+	stored := c
+	stored.Dimensions = 0
+	b, err := json.Marshal(stored)
+	if err != nil {
+		return collection.Collection{}, fmt.Errorf("valkey: encode collection %q: %w", c.Name, err)
+	}
+	k := n.coll(tenant, c.ID)
+	m, err := n.eval(ctx, createMeta, []string{k.meta}, []string{string(b), strconv.Itoa(c.Dimensions)})
+	if err != nil {
+		return collection.Collection{}, err
+	}
+	if ok, err := m.AsInt64(); err != nil {
+		return collection.Collection{}, n.fail(ctx, err)
+	} else if ok == 0 {
+		return collection.Collection{}, fmt.Errorf("collection id %q: %w", c.ID, collection.ErrExists)
+	}
+	// An error here may hide a reservation that was made: the meta stays (invisible if it was not).
+	m, err = n.eval(ctx, reserveName, []string{n.collIndex(tenant)}, []string{c.Name, c.ID})
+	if err != nil {
+		return collection.Collection{}, err
+	}
+	if ok, err := m.AsInt64(); err != nil {
+		return collection.Collection{}, n.fail(ctx, err)
+	} else if ok == 0 {
+		if _, err := n.eval(ctx, dropMeta, []string{k.meta, k.docs, k.chunks}, []string{string(b)}); err != nil {
+			return collection.Collection{}, fmt.Errorf("collection %q: %w (and its meta stays: %w)", c.Name, collection.ErrExists, err)
+		}
+		return collection.Collection{}, fmt.Errorf("collection %q: %w", c.Name, collection.ErrExists)
+	}
+	return c, nil
+}
+
+// metaCmd reads a collection's meta.
+func (n *native) metaCmd(k collKeys) valkeygo.Completed {
+	return n.client.B().Hmget().Key(k.meta).Field("c", "dims").Build()
+}
+
+// decodeMeta decodes an HMGET of a collection's meta; ok is false if there is none.
+func (n *native) decodeMeta(ctx context.Context, r valkeygo.ValkeyResult) (c collection.Collection, ok bool, err error) {
+	vals, err := r.ToArray()
+	if err != nil {
+		return c, false, n.fail(ctx, err)
+	}
+	if len(vals) != 2 || vals[0].IsNil() {
+		return c, false, nil
+	}
+	js, err := vals[0].ToString()
+	if err != nil {
+		return c, false, n.fail(ctx, err)
+	}
+	if err := json.Unmarshal([]byte(js), &c); err != nil {
+		return c, false, fmt.Errorf("valkey: decode collection: %w", err)
+	}
+	if !vals[1].IsNil() {
+		d, err := vals[1].ToString()
+		if err != nil {
+			return c, false, n.fail(ctx, err)
+		}
+		if c.Dimensions, err = strconv.Atoi(d); err != nil {
+			return c, false, fmt.Errorf("valkey: decode dimensions of collection %q: %w", c.ID, err)
+		}
+	}
+	return c, true, nil
+}
+
+func (n *native) getCollection(ctx context.Context, tenant, idOrName string) (collection.Collection, error) {
+	if err := store.ValidateIDs(n.limits, "tenant", tenant, "collection", idOrName); err != nil {
+		return collection.Collection{}, err
+	}
+	index := n.collIndex(tenant)
+	b := n.client.B()
+	rs, err := n.doMulti(ctx, b.Hexists().Key(index).Field("i:"+idOrName).Build(), b.Hget().Key(index).Field("n:"+idOrName).Build(),
+		n.metaCmd(n.coll(tenant, idOrName)))
+	if err != nil {
+		return collection.Collection{}, err
+	}
+	if indexed, err := rs[0].AsBool(); err != nil {
+		return collection.Collection{}, n.fail(ctx, err)
+	} else if indexed {
+		c, ok, err := n.decodeMeta(ctx, rs[2])
+		if err != nil || ok {
+			return c, err
+		}
+	}
+	id, err := rs[1].ToString()
+	if valkeygo.IsValkeyNil(err) {
+		return collection.Collection{}, fmt.Errorf("collection %q: %w", idOrName, collection.ErrNotFound)
+	}
+	if err != nil {
+		return collection.Collection{}, n.fail(ctx, err)
+	}
+	r, err := n.do(ctx, n.metaCmd(n.coll(tenant, id)))
+	if err != nil {
+		return collection.Collection{}, err
+	}
+	c, ok, err := n.decodeMeta(ctx, r)
+	if err == nil && !ok {
+		err = fmt.Errorf("collection %q: %w", idOrName, collection.ErrNotFound)
+	}
+	return c, err
+}
+
+func (n *native) listCollections(ctx context.Context, tenant string) ([]collection.Collection, error) {
+	if err := store.ValidateID(n.limits, "tenant", tenant); err != nil {
+		return nil, err
+	}
+	r, err := n.do(ctx, n.client.B().Hgetall().Key(n.collIndex(tenant)).Build())
+	if err != nil {
+		return nil, err
+	}
+	index, err := r.AsStrMap()
+	if err != nil {
+		return nil, n.fail(ctx, err)
+	}
+	var cmds []valkeygo.Completed
+	for f := range index {
+		if id, ok := strings.CutPrefix(f, "i:"); ok {
+			cmds = append(cmds, n.metaCmd(n.coll(tenant, id)))
+		}
+	}
+	if len(cmds) == 0 {
+		return nil, nil
+	}
+	rs, err := n.doMulti(ctx, cmds...)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]collection.Collection, 0, len(rs))
+	for _, r := range rs {
+		c, ok, err := n.decodeMeta(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b collection.Collection) int { return cmp.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+func (n *native) deleteCollection(ctx context.Context, tenant, id string) error {
+	if err := store.ValidateIDs(n.limits, "tenant", tenant, "collection", id); err != nil {
+		return err
+	}
+	m, err := n.eval(ctx, unreserveName, []string{n.collIndex(tenant)}, []string{id})
+	if err != nil {
+		return err
+	}
+	indexed, err := m.AsInt64()
+	if err != nil {
+		return n.fail(ctx, err)
+	}
+	k := n.coll(tenant, id)
+	keys := []string{k.meta, k.docs, k.chunks}
+	if n.feedInScript() {
+		keys = append(keys, n.changesKey())
+	}
+	m, err = n.eval(ctx, dropCollection, keys, []string{tenant, id, strconv.FormatInt(indexed, 10), maxLenArg})
+	if err != nil {
+		return err
+	}
+	if m.IsString() {
+		return nil
+	}
+	done, err := m.AsInt64()
+	if err != nil {
+		return n.fail(ctx, err)
+	}
+	if done == 0 {
+		return fmt.Errorf("collection %q: %w", id, collection.ErrNotFound)
+	}
+	return n.publish(ctx, tenant, id, "", collection.OpDeleteCollection)
+}
+
+// prepareDocument validates a document and its chunks and returns the document as stored, its JSON, the
+// encoded chunks and their vectors' length.
+func (n *native) prepareDocument(tenant string, doc collection.Document, chunks []collection.Chunk) (collection.Document, string, []byte, int, error) {
+	fail := func(err error) (collection.Document, string, []byte, int, error) { return doc, "", nil, 0, err }
+	if err := store.ValidateIDs(n.limits, "tenant", tenant, "collection", doc.CollectionID, "document", doc.ID); err != nil {
+		return fail(err)
+	}
+	if doc.Hash == "" {
+		return fail(fmt.Errorf("%w: document %q has no hash", store.ErrInvalid, doc.ID))
+	}
+	if doc.Bytes < 0 {
+		return fail(fmt.Errorf("%w: document %q has a negative size", store.ErrInvalid, doc.ID))
+	}
+	for what, s := range map[string]string{"hash": doc.Hash, "source": doc.Source, "content type": doc.ContentType} {
+		if err := checkText(n.limits, "document "+what, s); err != nil {
+			return fail(err)
+		}
+	}
+	for k, v := range doc.Metadata {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return fail(fmt.Errorf("%w: metadata of document %q is not valid UTF-8", store.ErrInvalid, doc.ID))
+		}
+	}
+	dims := -1
+	ids := make(map[string]struct{}, len(chunks))
+	for i, c := range chunks {
+		switch {
+		case c.DocumentID != doc.ID:
+			return fail(fmt.Errorf("%w: chunk %d is of document %q, not %q", store.ErrInvalid, i, c.DocumentID, doc.ID))
+		case c.StartOffset < 0 || c.EndOffset < c.StartOffset || c.Index < 0 || c.TokenCount < 0:
+			return fail(fmt.Errorf("%w: chunk %q has a negative index, offset or count, or ends before it starts", store.ErrInvalid, c.ID))
+		case len(c.Content) > n.limits.MaxValueBytes:
+			return fail(fmt.Errorf("%w: chunk %q is %d bytes, the limit is %d", store.ErrTooLarge, c.ID, len(c.Content), n.limits.MaxValueBytes))
+		case dims >= 0 && len(c.Vector) != dims:
+			return fail(fmt.Errorf("%w: chunk %q has a vector of %d dimensions, chunk %q of %d", store.ErrInvalid, c.ID, len(c.Vector), chunks[0].ID, dims))
+		}
+		if err := store.ValidateID(n.limits, "chunk", c.ID); err != nil {
+			return fail(err)
+		}
+		if _, dup := ids[c.ID]; dup {
+			return fail(fmt.Errorf("%w: document %q has two chunks %q", store.ErrInvalid, doc.ID, c.ID))
+		}
+		ids[c.ID] = struct{}{}
+		dims = len(c.Vector)
+	}
+	sorted := slices.Clone(chunks)
+	slices.SortStableFunc(sorted, func(a, b collection.Chunk) int { return cmp.Compare(a.Index, b.Index) })
+	doc.Chunks = len(chunks)
+	doc.UpdatedAt = n.now().UTC()
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return fail(fmt.Errorf("valkey: encode document %q: %w", doc.ID, err))
+	}
+	return doc, string(b), encodeChunks(sorted), max(dims, 0), nil
+}
+
+func (n *native) putDocument(ctx context.Context, tenant string, doc collection.Document, chunks []collection.Chunk) (bool, error) {
+	doc, js, enc, dims, err := n.prepareDocument(tenant, doc, chunks)
+	if err != nil {
+		return false, err
+	}
+	k := n.coll(tenant, doc.CollectionID)
+	keys := []string{k.meta, k.docs, k.chunks}
+	if n.feedInScript() {
+		keys = append(keys, n.changesKey())
+	}
+	m, err := n.eval(ctx, putDocument, keys,
+		[]string{doc.ID, doc.Hash, js, string(enc), strconv.Itoa(dims), tenant, doc.CollectionID, maxLenArg})
+	if err != nil {
+		return false, err
+	}
+	reply, err := m.ToArray()
+	if err != nil || len(reply) == 0 {
+		return false, n.fail(ctx, fmt.Errorf("putDocument returned %v: %w", m, err))
+	}
+	code, err := reply[0].AsInt64()
+	if err != nil {
+		return false, n.fail(ctx, err)
+	}
+	switch code {
+	case -1:
+		return false, fmt.Errorf("collection %q: %w", doc.CollectionID, collection.ErrNotFound)
+	case -2:
+		have := int64(-1)
+		if len(reply) > 1 {
+			have, _ = reply[1].AsInt64()
+		}
+		return false, fmt.Errorf("%w: vectors of %d dimensions in collection %q of %d", store.ErrInvalid, dims, doc.CollectionID, have)
+	case 0:
+		return false, nil
+	}
+	if len(reply) > 1 { // the script published the change
+		return true, nil
+	}
+	return true, n.publish(ctx, tenant, doc.CollectionID, doc.ID, collection.OpPut)
+}
+
+func (n *native) getDocument(ctx context.Context, tenant, collectionID, documentID string) (collection.Document, error) {
+	if err := store.ValidateIDs(n.limits, "tenant", tenant, "collection", collectionID, "document", documentID); err != nil {
+		return collection.Document{}, err
+	}
+	r, err := n.do(ctx, n.client.B().Hget().Key(n.coll(tenant, collectionID).docs).Field(documentID).Build())
+	if err != nil {
+		return collection.Document{}, err
+	}
+	js, err := r.ToString()
+	if valkeygo.IsValkeyNil(err) {
+		return collection.Document{}, fmt.Errorf("document %q of collection %q: %w", documentID, collectionID, collection.ErrNotFound)
+	}
+	if err != nil {
+		return collection.Document{}, n.fail(ctx, err)
+	}
+	var d collection.Document
+	if err := json.Unmarshal([]byte(js), &d); err != nil {
+		return collection.Document{}, fmt.Errorf("valkey: decode document %q: %w", documentID, err)
+	}
+	return d, nil
+}
+
+// scan HSCANs a collection's hash (docs or chunks) and calls fn once for each field, after checking that
+// the collection exists.
+func (n *native) scan(ctx context.Context, k collKeys, key, collectionID string, fn func(field, value string) error) error {
+	b := n.client.B()
+	rs, err := n.doMulti(ctx, b.Exists().Key(k.meta).Build(), b.Hscan().Key(key).Cursor(0).Count(scanBatch).Build())
+	if err != nil {
+		return err
+	}
+	if ok, err := rs[0].AsBool(); err != nil {
+		return n.fail(ctx, err)
+	} else if !ok {
+		return fmt.Errorf("collection %q: %w", collectionID, collection.ErrNotFound)
+	}
+	seen := map[string]struct{}{}
+	r := rs[1]
+	for {
+		e, err := r.AsScanEntry()
+		if err != nil {
+			return n.fail(ctx, err)
+		}
+		for i := 0; i+1 < len(e.Elements); i += 2 {
+			if _, dup := seen[e.Elements[i]]; dup { // HSCAN may return a field twice
+				continue
+			}
+			seen[e.Elements[i]] = struct{}{}
+			if err := fn(e.Elements[i], e.Elements[i+1]); err != nil {
+				return err
+			}
+		}
+		if e.Cursor == 0 {
+			return nil
+		}
+		if r, err = n.do(ctx, b.Hscan().Key(key).Cursor(e.Cursor).Count(scanBatch).Build()); err != nil {
+			return err
+		}
+	}
+}
+
+func (n *native) listDocuments(ctx context.Context, tenant, collectionID string) ([]collection.Document, error) {
+	if err := store.ValidateIDs(n.limits, "tenant", tenant, "collection", collectionID); err != nil {
+		return nil, err
+	}
+	k := n.coll(tenant, collectionID)
+	var out []collection.Document
+	err := n.scan(ctx, k, k.docs, collectionID, func(id, js string) error {
+		var d collection.Document
+		if err := json.Unmarshal([]byte(js), &d); err != nil {
+			return fmt.Errorf("valkey: decode document %q: %w", id, err)
+		}
+		out = append(out, d)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b collection.Document) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+func (n *native) deleteDocument(ctx context.Context, tenant, collectionID, documentID string) error {
+	if err := store.ValidateIDs(n.limits, "tenant", tenant, "collection", collectionID, "document", documentID); err != nil {
+		return err
+	}
+	k := n.coll(tenant, collectionID)
+	keys := []string{k.docs, k.chunks}
+	if n.feedInScript() {
+		keys = append(keys, n.changesKey())
+	}
+	m, err := n.eval(ctx, deleteDocument, keys, []string{documentID, tenant, collectionID, maxLenArg})
+	if err != nil {
+		return err
+	}
+	if m.IsString() {
+		return nil
+	}
+	done, err := m.AsInt64()
+	if err != nil {
+		return n.fail(ctx, err)
+	}
+	if done == 0 {
+		return fmt.Errorf("document %q of collection %q: %w", documentID, collectionID, collection.ErrNotFound)
+	}
+	return n.publish(ctx, tenant, collectionID, documentID, collection.OpDelete)
+}
+
+func (n *native) documentChunks(ctx context.Context, tenant, collectionID, documentID string) ([]collection.Chunk, error) {
+	if err := store.ValidateIDs(n.limits, "tenant", tenant, "collection", collectionID, "document", documentID); err != nil {
+		return nil, err
+	}
+	r, err := n.do(ctx, n.client.B().Hget().Key(n.coll(tenant, collectionID).chunks).Field(documentID).Build())
+	if err != nil {
+		return nil, err
+	}
+	v, err := r.ToString()
+	if valkeygo.IsValkeyNil(err) {
+		return nil, fmt.Errorf("document %q of collection %q: %w", documentID, collectionID, collection.ErrNotFound)
+	}
+	if err != nil {
+		return nil, n.fail(ctx, err)
+	}
+	var out []collection.Chunk
+	if err := decodeChunks(documentID, v, func(c collection.Chunk) error { out = append(out, c); return nil }); err != nil {
+		return nil, fmt.Errorf("%w (document %q)", err, documentID)
+	}
+	return out, nil
+}
+
+func (n *native) scanChunks(ctx context.Context, tenant, collectionID string, fn func(collection.Chunk) error) error {
+	if err := store.ValidateIDs(n.limits, "tenant", tenant, "collection", collectionID); err != nil {
+		return err
+	}
+	k := n.coll(tenant, collectionID)
+	return n.scan(ctx, k, k.chunks, collectionID, func(doc, v string) error {
+		var fnErr error
+		err := decodeChunks(doc, v, func(c collection.Chunk) error {
+			fnErr = fn(c)
+			return fnErr
+		})
+		if err != nil && fnErr == nil {
+			return fmt.Errorf("%w (document %q)", err, doc)
+		}
+		return err
+	})
+}
+
+// validSeq reports whether s is a stream entry id: <ms>-<seq> or <ms>.
+func validSeq(s string) bool {
+	ms, seq, dash := strings.Cut(s, "-")
+	digits := func(s string) bool {
+		if s == "" || len(s) > 20 {
+			return false
+		}
+		for i := 0; i < len(s); i++ {
+			if s[i] < '0' || s[i] > '9' {
+				return false
+			}
+		}
+		return true
+	}
+	return digits(ms) && (!dash || digits(seq))
+}
+
+func (n *native) changes(ctx context.Context, after string, limit int, wait time.Duration) ([]collection.Change, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("%w: a limit of %d changes", store.ErrInvalid, limit)
+	}
+	if wait < 0 {
+		return nil, fmt.Errorf("%w: a negative wait", store.ErrInvalid)
+	}
+	if after == "" {
+		after = "0-0"
+	} else if !validSeq(after) {
+		return nil, fmt.Errorf("%w: %q is not a change's seq", store.ErrInvalid, after)
+	}
+	if err := n.alive(ctx); err != nil {
+		return nil, n.fail(ctx, err)
+	}
+	key := n.changesKey()
+	xread := n.client.B().Xread().Count(int64(limit))
+	var cmd valkeygo.Completed
+	timeout := n.timeout
+	if wait > 0 {
+		ms := max(wait.Milliseconds(), 1)
+		cmd = xread.Block(ms).Streams().Key(key).Id(after).Build()
+		timeout += time.Duration(ms) * time.Millisecond
+	} else {
+		cmd = xread.Streams().Key(key).Id(after).Build()
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	// A command built with Block goes to a dedicated connection of valkey-go's blocking pool, so waiting
+	// holds up no other call.
+	r := n.client.Do(cctx, cmd)
+	streams, err := r.AsXRead()
+	if valkeygo.IsValkeyNil(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, n.fail(ctx, err)
+	}
+	entries := streams[key]
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	out := make([]collection.Change, len(entries))
+	for i, e := range entries {
+		out[i] = collection.Change{Seq: e.ID, Tenant: e.FieldValues["tenant"], CollectionID: e.FieldValues["coll"],
+			DocumentID: e.FieldValues["doc"], Op: e.FieldValues["op"]}
+	}
+	return out, nil
+}
+
+func (n *native) lastChange(ctx context.Context) (string, error) {
+	r, err := n.do(ctx, n.client.B().Xrevrange().Key(n.changesKey()).End("+").Start("-").Count(1).Build())
+	if err != nil {
+		return "", err
+	}
+	entries, err := r.AsXRange()
+	if err != nil {
+		return "", n.fail(ctx, err)
+	}
+	if len(entries) == 0 {
+		return "", nil
+	}
+	return entries[0].ID, nil
+}

@@ -1,0 +1,367 @@
+package valkey_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/context-loom/loom/chunk"
+	"github.com/context-loom/loom/collection"
+	"github.com/context-loom/loom/collection/collectiontest"
+	"github.com/context-loom/loom/internal/valkeytest"
+	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/store/valkey"
+)
+
+func TestCollections_Conformance(t *testing.T) {
+	t.Parallel()
+	addr := valkeytest.Start(t)
+	collectiontest.Run(t, func(t *testing.T) collection.Store {
+		return open(t, valkey.Options{}, addr)
+	})
+}
+
+// TestCollections_ConformanceCluster runs the suite on a three-node cluster: a script or transaction that
+// touched keys of two slots would fail with CROSSSLOT (or make the client's command builder panic).
+func TestCollections_ConformanceCluster(t *testing.T) {
+	t.Parallel()
+	c := valkeytest.StartCluster(t, 3)
+	collectiontest.Run(t, func(t *testing.T) collection.Store {
+		return open(t, valkey.Options{}, c.Addrs()...)
+	})
+}
+
+func TestCollections_CookbookUnsupported(t *testing.T) {
+	t.Parallel()
+	s := open(t, valkey.Options{Layout: valkey.LayoutCookbook}, valkeytest.Start(t))
+	_, err := s.CreateCollection(t.Context(), valkey.DefaultTenant, collection.Collection{Name: "docs"})
+	if !errors.Is(err, store.ErrUnsupported) {
+		t.Fatalf("CreateCollection in the cookbook layout: %v, want ErrUnsupported", err)
+	}
+	if _, err := s.Changes(t.Context(), "", 10, 0); !errors.Is(err, store.ErrUnsupported) {
+		t.Fatalf("Changes in the cookbook layout: %v, want ErrUnsupported", err)
+	}
+}
+
+func testDoc(collID, id, version string, n, dims int) (collection.Document, []collection.Chunk) {
+	d := collection.Document{ID: id, CollectionID: collID, Source: id + ".md", Hash: id + "@" + version, Chunks: n}
+	chunks := make([]collection.Chunk, n)
+	for i := range chunks {
+		text := fmt.Sprintf("%s %s chunk %d: %s", id, version, i, strings.Repeat("lorem ipsum ", 40))
+		v := make([]float32, dims)
+		for j := range v {
+			v[j] = float32(i*dims+j) / 7
+		}
+		chunks[i] = collection.Chunk{Chunk: chunk.Chunk{ID: fmt.Sprintf("%s#%d", id, i), DocumentID: id, Content: text, Index: i,
+			StartOffset: i * len(text), EndOffset: (i + 1) * len(text), TokenCount: 90, Metadata: map[string]string{"source": d.Source}}, Vector: v}
+		d.Bytes += len(text)
+	}
+	return d, chunks
+}
+
+// followers returns two stores sharing one server (or cluster) and prefix, as two Loom servers would.
+func followers(t *testing.T, addrs []string) (a, b *valkey.Store) {
+	prefix := fmt.Sprintf("shared%d", prefixes.Add(1))
+	return open(t, valkey.Options{Prefix: prefix}, addrs...), open(t, valkey.Options{Prefix: prefix}, addrs...)
+}
+
+// TestChanges_TwoServers: a document put through one store is seen through the other's change feed, by a
+// reader already waiting in Changes, within a second; then the reader reloads the document and finds its
+// chunks.
+func TestChanges_TwoServers(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		addrs func(t *testing.T) []string
+	}{
+		{"Standalone", func(t *testing.T) []string { return []string{valkeytest.Start(t)} }},
+		{"Cluster", func(t *testing.T) []string { return valkeytest.StartCluster(t, 3).Addrs() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			writer, reader := followers(t, tc.addrs(t))
+			ctx := t.Context()
+			c, err := writer.CreateCollection(ctx, "acme", collection.Collection{Name: "manuals"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			from, err := reader.LastChange(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			type result struct {
+				changes []collection.Change
+				at      time.Time
+				err     error
+			}
+			got := make(chan result, 1)
+			go func() {
+				ch, err := reader.Changes(ctx, from, 10, 5*time.Second)
+				got <- result{ch, time.Now(), err}
+			}()
+			time.Sleep(50 * time.Millisecond) // let the reader block
+			d, chunks := testDoc(c.ID, "install", "v1", 3, 8)
+			written := time.Now()
+			if changed, err := writer.PutDocument(ctx, "acme", d, chunks); err != nil || !changed {
+				t.Fatalf("PutDocument = %v, %v", changed, err)
+			}
+			r := <-got
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if lag := r.at.Sub(written); lag > time.Second {
+				t.Errorf("the change was seen %v after the write", lag)
+			}
+			if len(r.changes) != 1 || r.changes[0].Op != collection.OpPut || r.changes[0].DocumentID != "install" ||
+				r.changes[0].Tenant != "acme" || r.changes[0].CollectionID != c.ID {
+				t.Fatalf("changes = %+v", r.changes)
+			}
+			stored, err := reader.DocumentChunks(ctx, "acme", c.ID, "install")
+			if err != nil || len(stored) != 3 || !slices.Equal(stored[2].Vector, chunks[2].Vector) {
+				t.Fatalf("the reader's DocumentChunks = %d chunks, %v", len(stored), err)
+			}
+			if l, _ := writer.LastChange(ctx); l != r.changes[0].Seq {
+				t.Errorf("the writer's LastChange %q, the reader saw %q", l, r.changes[0].Seq)
+			}
+		})
+	}
+}
+
+// TestCollections_CraftedIDs: ids made to look like another tenant's or collection's keys stay apart, and
+// the keys are those the package documents.
+func TestCollections_CraftedIDs(t *testing.T) {
+	t.Parallel()
+	addr := valkeytest.Start(t)
+	s := open(t, valkey.Options{Prefix: "loom"}, addr)
+	ctx := t.Context()
+	// "a" with collection "b:c:x" would make the key {t:a:c:b:c:x} without escaping, as would tenant
+	// "a:c:b" with collection "x"; "a}" would close the hash tag.
+	pairs := [][2]string{{"a", "b:c:x"}, {"a:c:b", "x"}, {"a}", "{b}"}, {"a", "b"}}
+	for i, p := range pairs {
+		c, err := s.CreateCollection(ctx, p[0], collection.Collection{ID: p[1], Name: "name " + p[1]})
+		if err != nil {
+			t.Fatalf("create %q/%q: %v", p[0], p[1], err)
+		}
+		d, chunks := testDoc(c.ID, "doc", fmt.Sprint(i), 1, 2)
+		if _, err := s.PutDocument(ctx, p[0], d, chunks); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, p := range pairs {
+		d, err := s.GetDocument(ctx, p[0], p[1], "doc")
+		if err != nil || d.Hash != "doc@"+fmt.Sprint(i) {
+			t.Errorf("%q/%q holds %+v, %v", p[0], p[1], d, err)
+		}
+		l, err := s.ListCollections(ctx, p[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, c := range l {
+			ids = append(ids, c.ID)
+		}
+		want := map[string][]string{"a": {"b:c:x"}, "a:c:b": {"x"}, "a}": {"{b}"}}[p[0]]
+		if p[0] == "a" {
+			want = []string{"b:c:x", "b"}
+		}
+		if len(ids) != len(want) {
+			t.Errorf("tenant %q lists %q, want %q", p[0], ids, want)
+		}
+	}
+	for _, key := range []string{"loom:{t:a:c:b%3Ac%3Ax}:meta", "loom:{t:a%3Ac%3Ab:c:x}:docs", "loom:{t:a%7D:c:%7Bb%7D}:chunks", "loom:{t:a}:colls", "loom:changes"} {
+		if n, err := valkeytest.Do(addr, "EXISTS", key); err != nil || n[0] != "1" {
+			t.Errorf("EXISTS %s = %v, %v", key, n, err)
+		}
+	}
+}
+
+// TestDeleteCollection_RemovesEveryKey: after deleting the tenant's only collection nothing of it is left.
+func TestDeleteCollection_RemovesEveryKey(t *testing.T) {
+	t.Parallel()
+	addr := valkeytest.Start(t)
+	s := open(t, valkey.Options{Prefix: "del"}, addr)
+	ctx := t.Context()
+	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "docs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		d, chunks := testDoc(c.ID, fmt.Sprintf("d {%d}", i), "v1", 3, 4)
+		if _, err := s.PutDocument(ctx, "acme", d, chunks); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DeleteCollection(ctx, "acme", c.ID); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := valkeytest.Do(addr, "KEYS", "del:*") // the test's own server
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(keys, []string{"del:changes"}) {
+		t.Fatalf("keys left: %q", keys)
+	}
+}
+
+// TestCollections_Unavailable: with the server gone every call fails with ErrUnavailable within the
+// timeout (plus the wait, for Changes).
+func TestCollections_Unavailable(t *testing.T) {
+	t.Parallel()
+	srv := valkeytest.StartServer(t)
+	const timeout = 300 * time.Millisecond
+	s := open(t, valkey.Options{Timeout: timeout}, srv.Addr)
+	ctx := t.Context()
+	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "docs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, chunks := testDoc(c.ID, "d", "v1", 2, 3)
+	srv.Stop()
+	for name, call := range map[string]func() error{
+		"CreateCollection": func() error {
+			_, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "other"})
+			return err
+		},
+		"GetCollection":    func() error { _, err := s.GetCollection(ctx, "acme", c.ID); return err },
+		"ListCollections":  func() error { _, err := s.ListCollections(ctx, "acme"); return err },
+		"DeleteCollection": func() error { return s.DeleteCollection(ctx, "acme", c.ID) },
+		"PutDocument":      func() error { _, err := s.PutDocument(ctx, "acme", d, chunks); return err },
+		"GetDocument":      func() error { _, err := s.GetDocument(ctx, "acme", c.ID, "d"); return err },
+		"ListDocuments":    func() error { _, err := s.ListDocuments(ctx, "acme", c.ID); return err },
+		"DeleteDocument":   func() error { return s.DeleteDocument(ctx, "acme", c.ID, "d") },
+		"DocumentChunks":   func() error { _, err := s.DocumentChunks(ctx, "acme", c.ID, "d"); return err },
+		"ScanChunks": func() error {
+			return s.ScanChunks(ctx, "acme", c.ID, func(collection.Chunk) error { return nil })
+		},
+		"Changes":        func() error { _, err := s.Changes(ctx, "", 10, 0); return err },
+		"Changes (wait)": func() error { _, err := s.Changes(ctx, "", 10, 200*time.Millisecond); return err },
+		"LastChange":     func() error { _, err := s.LastChange(ctx); return err },
+	} {
+		start := time.Now()
+		if err := call(); !errors.Is(err, store.ErrUnavailable) {
+			t.Errorf("%s with the server down: %v, want ErrUnavailable", name, err)
+		}
+		if d := time.Since(start); d > timeout+time.Second {
+			t.Errorf("%s took %v with a timeout of %v", name, d, timeout)
+		}
+	}
+}
+
+func TestChanges_BadInput(t *testing.T) {
+	t.Parallel()
+	s := open(t, valkey.Options{}, valkeytest.Start(t))
+	for _, tc := range []struct {
+		after string
+		limit int
+		wait  time.Duration
+	}{{"", 0, 0}, {"x", 10, 0}, {"1-", 10, 0}, {"-1", 10, 0}, {"1-2-3", 10, 0}, {"", 10, -time.Second}} {
+		if _, err := s.Changes(t.Context(), tc.after, tc.limit, tc.wait); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("Changes(%q, %d, %v) = %v, want ErrInvalid", tc.after, tc.limit, tc.wait, err)
+		}
+	}
+	if ch, err := s.Changes(t.Context(), "12345", 10, 0); err != nil || len(ch) != 0 {
+		t.Errorf("Changes after a bare millisecond id: %v, %v", ch, err)
+	}
+}
+
+// TestPutDocument_Rejects: bad chunks are refused before anything is written.
+func TestPutDocument_Rejects(t *testing.T) {
+	t.Parallel()
+	s := open(t, valkey.Options{Options: store.Options{Limits: store.Limits{MaxValueBytes: 1000}}}, valkeytest.Start(t))
+	ctx := t.Context()
+	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "docs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		edit func(*collection.Document, []collection.Chunk)
+		want error
+	}{
+		"no hash":          {func(d *collection.Document, _ []collection.Chunk) { d.Hash = "" }, store.ErrInvalid},
+		"mixed dimensions": {func(_ *collection.Document, c []collection.Chunk) { c[1].Vector = c[1].Vector[:1] }, store.ErrInvalid},
+		"repeated chunk":   {func(_ *collection.Document, c []collection.Chunk) { c[1].ID = c[0].ID }, store.ErrInvalid},
+		"negative offset":  {func(_ *collection.Document, c []collection.Chunk) { c[0].StartOffset = -1 }, store.ErrInvalid},
+		"large chunk":      {func(_ *collection.Document, c []collection.Chunk) { c[0].Content = strings.Repeat("x", 1001) }, store.ErrTooLarge},
+		"bad utf-8 source": {func(d *collection.Document, _ []collection.Chunk) { d.Source = "\xff" }, store.ErrInvalid},
+	} {
+		d, chunks := testDoc(c.ID, "d", "v1", 2, 3)
+		tc.edit(&d, chunks)
+		if _, err := s.PutDocument(ctx, "acme", d, chunks); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", name, err, tc.want)
+		}
+	}
+	if docs, err := s.ListDocuments(ctx, "acme", c.ID); err != nil || len(docs) != 0 {
+		t.Errorf("rejected documents were stored: %v, %v", docs, err)
+	}
+	if _, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "neg", ChunkSize: -1}); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("a negative chunk size: %v", err)
+	}
+}
+
+// TestScanChunks_ManyDocuments scans more documents than one HSCAN reply holds, each chunk exactly once.
+func TestScanChunks_ManyDocuments(t *testing.T) {
+	t.Parallel()
+	s := open(t, valkey.Options{}, valkeytest.Start(t))
+	ctx := t.Context()
+	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "docs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const docs, per = 300, 4
+	for i := range docs {
+		d, chunks := testDoc(c.ID, fmt.Sprintf("doc%03d", i), "v1", per, 2)
+		if _, err := s.PutDocument(ctx, "acme", d, chunks); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]int{}
+	if err := s.ScanChunks(ctx, "acme", c.ID, func(ch collection.Chunk) error { seen[ch.ID]++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != docs*per {
+		t.Fatalf("%d distinct chunks, want %d", len(seen), docs*per)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Fatalf("chunk %s seen %d times", id, n)
+		}
+	}
+	l, err := s.ListDocuments(ctx, "acme", c.ID)
+	if err != nil || len(l) != docs || l[0].ID != "doc000" || l[docs-1].ID != "doc299" {
+		t.Fatalf("ListDocuments = %d documents, %v", len(l), err)
+	}
+	if err := s.ScanChunks(ctx, "acme", "missing", func(collection.Chunk) error { return nil }); !errors.Is(err, collection.ErrNotFound) {
+		t.Errorf("ScanChunks of a missing collection: %v", err)
+	}
+}
+
+// TestChanges_WaitIsBounded: a waiting Changes on an empty feed returns empty after the wait, and the
+// caller's context ends it sooner.
+func TestChanges_WaitIsBounded(t *testing.T) {
+	t.Parallel()
+	s := open(t, valkey.Options{Timeout: 200 * time.Millisecond}, valkeytest.Start(t))
+	start := time.Now()
+	ch, err := s.Changes(t.Context(), "", 10, 600*time.Millisecond) // longer than the timeout
+	if err != nil || len(ch) != 0 {
+		t.Fatalf("Changes on an empty feed = %v, %v", ch, err)
+	}
+	if d := time.Since(start); d < 550*time.Millisecond || d > 2*time.Second {
+		t.Errorf("waited %v for 600ms", d)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	if _, err := s.Changes(ctx, "", 10, 5*time.Second); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Changes past the caller's deadline: %v", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("the caller's deadline ended the wait after %v", d)
+	}
+	if err := s.Ping(t.Context()); err != nil { // the store still works
+		t.Fatal(err)
+	}
+}
