@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/internal/valkeytest"
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/store/valkey"
@@ -79,4 +80,68 @@ func BenchmarkLoad(b *testing.B) {
 	pct := func(p float64) float64 { return float64(durations[int(p*float64(len(durations)-1))].Nanoseconds()) }
 	b.ReportMetric(pct(0.50), "p50-ns")
 	b.ReportMetric(pct(0.99), "p99-ns")
+}
+
+// BenchmarkPutDocument stores a document of 20 chunks (about 500 bytes of text and 256 float32 each) in
+// one script; each iteration is a new version of one of 100 documents, so every put replaces one. The
+// bytes are the chunks' text and vectors.
+func BenchmarkPutDocument(b *testing.B) {
+	s := open(b, valkey.Options{Prefix: "benchput"}, valkeytest.Start(b))
+	ctx := context.Background()
+	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "docs"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, chunks := testDoc(c.ID, "doc", "v", 20, 256)
+	size := 0
+	for _, ch := range chunks {
+		size += len(ch.Content) + 4*len(ch.Vector)
+	}
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		d.ID = fmt.Sprintf("doc%d", i%100)
+		d.Hash = fmt.Sprint(i)
+		for j := range chunks {
+			chunks[j].DocumentID = d.ID
+		}
+		if changed, err := s.PutDocument(ctx, "acme", d, chunks); err != nil || !changed {
+			b.Fatal(changed, err)
+		}
+		i++
+	}
+}
+
+// BenchmarkScanChunks reads a collection of 10,000 chunks (500 documents of 20 chunks, about 500 bytes of
+// text and 256 float32 each), as a server does to build its index at start.
+func BenchmarkScanChunks(b *testing.B) {
+	s := open(b, valkey.Options{Prefix: "benchscan"}, valkeytest.Start(b))
+	ctx := context.Background()
+	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "docs"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	size := 0
+	for i := range 500 {
+		d, chunks := testDoc(c.ID, fmt.Sprintf("doc%d", i), "v1", 20, 256)
+		for _, ch := range chunks {
+			size += len(ch.Content) + 4*len(ch.Vector)
+		}
+		if _, err := s.PutDocument(ctx, "acme", d, chunks); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	for b.Loop() {
+		n := 0
+		if err := s.ScanChunks(ctx, "acme", c.ID, func(collection.Chunk) error { n++; return nil }); err != nil {
+			b.Fatal(err)
+		}
+		if n != 10000 {
+			b.Fatalf("%d chunks", n)
+		}
+	}
+	b.ReportMetric(float64(10000*b.N)/b.Elapsed().Seconds(), "chunks/s")
 }
