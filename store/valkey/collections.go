@@ -43,9 +43,7 @@ import (
 // entry: invisible to GetCollection and ListCollections, and never blocking a name. Deleting the id again
 // removes them.
 //
-// # The change feed
-//
-// Every put and delete of a document and every deleted collection adds an entry to the stream
+// The change feed. Every put and delete of a document and every deleted collection adds an entry to the stream
 // (XADD MAXLEN ~ DefaultChangesMaxLen) whose id is the change's Seq. On a standalone server (or behind
 // Sentinel) the entry is added by the same script that writes the collection, so the feed has exactly one
 // entry per change, in the order of the writes. On a cluster the stream lives in a slot of its own, which

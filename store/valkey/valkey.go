@@ -14,14 +14,24 @@
 //	loom:{t:<tenant>:u:<user>}:mem       hash: fact key -> fact as JSON
 //	loom:{t:<tenant>}:agent:<id>         string: the agent as JSON
 //
+// and, for collection.Store (collections.go has the details and the guarantees of the change feed):
+//
+//	loom:{t:<tenant>:c:<collection>}:meta    hash: the collection as JSON, its vectors' dimensions
+//	loom:{t:<tenant>:c:<collection>}:docs    hash: document id -> the document as JSON
+//	loom:{t:<tenant>:c:<collection>}:chunks  hash: document id -> its chunks and vectors, binary
+//	loom:{t:<tenant>}:colls                  hash: the tenant's collections by name and by id
+//	loom:changes                             stream: every change to every collection, for the
+//	                                         in-memory indexes of all Loom servers to follow
+//
 // The part in braces is the key's hash tag: all keys of one session live in one cluster slot, so every
 // write to a session is atomic and ends by refreshing the PEXPIRE of all three keys when
 // store.Options.SessionTTL is set. Appending messages is one Lua script that numbers the batch from the
 // list's length (contiguous seqs under any concurrency) and stores each seq in its message, so that
 // reading the newest N is a bare LRANGE -N -1; tool outputs and knowledge are written in MULTI/EXEC. A
 // Load reads the agent, the user's memory and the session with one DoMulti of single-key commands: one
-// round trip to each node involved (at most three in a cluster, one on a standalone server). Nothing is
-// ever listed, so there is no index and never a KEYS or SCAN. A session that expired or was deleted starts
+// round trip to each node involved (at most three in a cluster, one on a standalone server). Sessions are
+// never listed, and nothing is ever found by key pattern: no KEYS, and no SCAN (collections are listed from
+// the tenant's index hash, documents and chunks with HSCAN of their collection's hashes). A session that expired or was deleted starts
 // again from seq 1.
 //
 // Ids are escaped before they go into a key: '%', ':', '{', '}', space and control bytes become %XX (upper
