@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -380,12 +383,23 @@ func checkOutageWindow(sec *section, run *outageRun, tl timeline) {
 			bad[e.kind]++
 		}
 	}
-	for _, kind := range []string{kindAppend, kindAssembleStrict, kindReadyz} {
+	for _, kind := range []string{kindAppend, kindReadyz} {
 		sec.check(counts[kind] > 0 && bad[kind] == 0, "during the outage every %s got 503 (%d of %d did not)", kind, bad[kind], counts[kind])
 	}
-	sec.check(counts[kindAssemble] > 0 && bad[kindAssemble] == 0,
-		"during the outage every %s got a 200 flagged degraded or a 503 (%d of %d did not)", kindAssemble, bad[kindAssemble], counts[kindAssemble])
-	sec.check(noRetryAfter == 0, "every 503 during the outage had a Retry-After header (%d did not; values seen: %v)", noRetryAfter, retryAfter)
+	// An assembly waits up to the source timeout for the store, so a short outage may hold none whole.
+	for _, kind := range []string{kindAssembleStrict, kindAssemble} {
+		if counts[kind] == 0 {
+			sec.note("no %s fell wholly inside the outage (each waits up to --source-timeout); see the transition column", kind)
+		}
+	}
+	sec.check(bad[kindAssembleStrict] == 0, "during the outage every %s got 503 (%d of %d did not)", kindAssembleStrict, bad[kindAssembleStrict], counts[kindAssembleStrict])
+	sec.check(bad[kindAssemble] == 0, "during the outage every %s got a 200 flagged degraded or a 503 (%d of %d did not)",
+		kindAssemble, bad[kindAssemble], counts[kindAssemble])
+	var seen []string
+	for _, v := range slices.Sorted(maps.Keys(retryAfter)) {
+		seen = append(seen, fmt.Sprintf("%q x %d", v, retryAfter[v]))
+	}
+	sec.check(noRetryAfter == 0, "every 503 during the outage had a Retry-After header (%d did not; values: %s)", noRetryAfter, strings.Join(seen, ", "))
 }
 
 // checkRecovery checks that appends and strict assemblies succeed again after the restart, and keep
