@@ -29,8 +29,9 @@ import (
 // a paragraph never reads as a heading or a fence. Indentation stops growing after eight levels of lists and
 // quotes. The title is the <title>'s text, or the first <h1>'s when there is no title.
 //
-// A document the parser rejects (elements nested more than 512 deep) is read token by token instead: the
-// same text and headings, with blocks separated, but no lists, quotes, fences or tables.
+// A document the parser rejects (elements nested more than 512 deep) is read token by token instead: its
+// text and headings, with blocks separated and the content of <script>, <style>, <noscript> and <iframe> left
+// out, but no lists, quotes, fences or tables.
 func htmlToMarkdown(text string) (markdown, title string) {
 	doc, err := html.Parse(strings.NewReader(text))
 	if err != nil {
@@ -540,7 +541,7 @@ func tokensToMarkdown(text string) (markdown, title string) {
 			name, _ := z.TagName()
 			a := atom.Lookup(name)
 			start := tt != html.EndTagToken
-			skip = start && dropped[a] && a != atom.Title
+			skip = start && (a == atom.Script || a == atom.Style || a == atom.Noscript || a == atom.Iframe)
 			inTitle = start && a == atom.Title
 			switch a {
 			case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
