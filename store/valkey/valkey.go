@@ -30,9 +30,9 @@
 // reading the newest N is a bare LRANGE -N -1; tool outputs and knowledge are written in MULTI/EXEC. A
 // Load reads the agent, the user's memory and the session with one DoMulti of single-key commands: one
 // round trip to each node involved (at most three in a cluster, one on a standalone server). Sessions are
-// never listed, and nothing is ever found by key pattern: no KEYS, and no SCAN (collections are listed from
-// the tenant's index hash, documents and chunks with HSCAN of their collection's hashes). A session that expired or was deleted starts
-// again from seq 1.
+// never listed, and nothing is ever found by key pattern: no KEYS, and no SCAN (collections are listed
+// from the tenant's index hash, documents and chunks with HSCAN of their collection's hashes). A session
+// that expired or was deleted starts again from seq 1.
 //
 // Ids are escaped before they go into a key: '%', ':', '{', '}', space and control bytes become %XX (upper
 // case hex), so no id can close a hash tag or pose as another tenant's or session's key.
