@@ -54,6 +54,7 @@ type assembly struct {
 	near    *nearIndex
 	dropped map[string][]Dropped
 	alloc   map[string]int
+	roles   [4]int // counts of the roles, plus one (see roleTokens)
 }
 
 // ctxItem is one rendered item of the memory, tool output or knowledge region.

@@ -43,6 +43,10 @@ func newNearIndex() *nearIndex { return &nearIndex{} }
 // addUnlessNear reports whether text is a near-duplicate of a text added before; if not, it adds it.
 func (x *nearIndex) addUnlessNear(text string, threshold float64) bool {
 	x.buf = appendShingles(x.buf[:0], text)
+	if x.arena == nil { // room for a few dozen texts like this one, grown by doubling past that
+		x.arena = make([]uint64, 0, 32*len(x.buf))
+		x.sets, x.seen, x.entries = make([][]uint64, 0, 32), make([]uint32, 0, 32), make([]nearEntry, 0, 32*sketchSize)
+	}
 
 	// The distinct hashes, into the arena (taken back if text is a near-duplicate), and the sketch.
 	size := 1 << bits.Len(uint(2*len(x.buf)))

@@ -192,7 +192,7 @@ func (a *assembly) renderAnthropic(r *rendering, stable []part, history []*group
 			return
 		}
 		msgs = append(msgs, ChatMessage{Role: role, Blocks: blocks})
-		costs = append(costs, cost+a.model.TokensPerMessage+a.m.countShort(role))
+		costs = append(costs, cost+a.model.TokensPerMessage+a.roleTokens(role))
 	}
 	for _, g := range history {
 		for i, msg := range g.msgs {
@@ -313,7 +313,7 @@ func (a *assembly) messageCost(role string, content []part, name string, calls [
 		}
 		return n + 4 // "User: " and the blank line after, roughly; the text is counted whole in the end
 	}
-	n := a.model.TokensPerMessage + a.m.countShort(role) + a.m.join(content)
+	n := a.model.TokensPerMessage + a.roleTokens(role) + a.m.join(content)
 	if name != "" {
 		n += a.m.countShort(name) + a.model.TokensPerName
 	}
@@ -324,6 +324,18 @@ func (a *assembly) messageCost(role string, content []part, name string, calls [
 		n += a.m.countShort(callID)
 	}
 	return n
+}
+
+// roleTokens is the count of a role, remembered without hashing it for the four roles.
+func (a *assembly) roleTokens(role string) int {
+	i := slices.Index([]string{"user", "assistant", "system", "tool"}, role)
+	if i < 0 {
+		return a.m.countShort(role)
+	}
+	if a.roles[i] == 0 {
+		a.roles[i] = a.m.countShort(role) + 1 // 0: not counted yet
+	}
+	return a.roles[i] - 1
 }
 
 type renderedTools struct {
