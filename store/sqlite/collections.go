@@ -47,12 +47,18 @@ func (s *Store) CreateCollection(ctx context.Context, tenant string, c collectio
 		return collection.Collection{}, err
 	}
 	err = s.write(ctx, "create collection", func(t txn) error {
-		_, err := t.exec(qInsertCollection, tenant, c.ID, c.Name, c.ChunkStrategy, c.ChunkSize, c.ChunkOverlap, c.Embedder,
+		res, err := t.exec(qInsertCollection, tenant, c.ID, c.Name, c.ChunkStrategy, c.ChunkSize, c.ChunkOverlap, c.Embedder,
 			c.Dimensions, c.CreatedAt.Unix(), c.CreatedAt.Nanosecond())
 		if isConstraint(err) {
 			return fmt.Errorf("collection %q (id %q): %w", c.Name, c.ID, collection.ErrExists)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		if key, err := res.LastInsertId(); err != nil || key > maxCollectionKey {
+			return fmt.Errorf("%w: the file has created all the %d collections it can (%w)", store.ErrTooLarge, maxCollectionKey, err)
+		}
+		return nil
 	})
 	if err != nil {
 		return collection.Collection{}, err
@@ -193,14 +199,18 @@ func (s *Store) PutDocument(ctx context.Context, tenant string, doc collection.D
 			doc.Chunks, meta, doc.UpdatedAt.Unix(), doc.UpdatedAt.Nanosecond()); err != nil {
 			return err
 		}
-		scope := "k" + strconv.FormatInt(key, 10)
+		rid, err := nextChunkRowid(t, key, len(chunks))
+		if err != nil {
+			return err
+		}
 		for _, ch := range chunks {
 			cmeta, err := encodeMetadata(ch.Metadata)
 			if err != nil {
 				return err
 			}
-			_, err = t.exec(qInsertChunk, tenant, doc.CollectionID, ch.ID, doc.ID, ch.Index, ch.StartOffset, ch.EndOffset,
-				ch.TokenCount, ch.Content, cmeta, encodeVector(ch.Vector), scope)
+			_, err = t.exec(qInsertChunk, rid, tenant, doc.CollectionID, ch.ID, doc.ID, ch.Index, ch.StartOffset, ch.EndOffset,
+				ch.TokenCount, ch.Content, cmeta, encodeVector(ch.Vector))
+			rid++
 			if isConstraint(err) {
 				return fmt.Errorf("%w: chunk %q is another document's", store.ErrInvalid, ch.ID)
 			}
@@ -466,6 +476,34 @@ func parseSeq(seq string) (int64, error) {
 		return 0, fmt.Errorf("%w: change seq %q is not a decimal number", store.ErrInvalid, seq)
 	}
 	return n, nil
+}
+
+// A collection's chunks have rowids in [key<<chunkRowidBits, (key+1)<<chunkRowidBits): 2^36 chunks stored
+// over a collection's life (rowids of deleted chunks at the top of the range are used again), and 2^27
+// collections created over the file's life.
+const (
+	chunkRowidBits   = 36
+	maxCollectionKey = 1<<(63-chunkRowidBits) - 1
+)
+
+// chunkRowids is the range of rowids of the chunks of the collection with key.
+func chunkRowids(key int64) (lo, hi int64) {
+	return key << chunkRowidBits, (key+1)<<chunkRowidBits - 1
+}
+
+// nextChunkRowid returns the first of n free rowids for chunks of the collection with key: after its
+// highest.
+func nextChunkRowid(t txn, key int64, n int) (int64, error) {
+	lo, hi := chunkRowids(key)
+	var last int64
+	if err := t.scan(qLastChunkRowid, []any{lo, hi}, &last); err != nil {
+		return 0, err
+	}
+	next := max(last+1, lo)
+	if next+int64(n)-1 > hi {
+		return 0, fmt.Errorf("%w: the collection has used all its %d chunk rowids", store.ErrTooLarge, int64(1)<<chunkRowidBits)
+	}
+	return next, nil
 }
 
 // collectionKey returns the collection's key and dimensions; collection.ErrNotFound if there is none.

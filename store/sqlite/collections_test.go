@@ -150,7 +150,7 @@ func TestSearchKeywords_QueryIsNeverSyntax(t *testing.T) {
 		"near the refund desk",      // 1
 		"and or not",                // 2: only stopwords and operators
 		"Привет, 世界",                // 3
-		"content scope k1 column",   // 4
+		"content column dessert",    // 4
 	)
 	for _, tc := range []struct {
 		query string
@@ -173,8 +173,9 @@ func TestSearchKeywords_QueryIsNeverSyntax(t *testing.T) {
 		{`^refund`, []string{"d#1"}},
 		{`-refund`, []string{"d#1"}},
 		{`content:refund`, []string{"d#1", "d#4"}},
-		{`scope : "k1"`, []string{"d#4"}},
-		{`{scope content}: dessert`, []string{"d#0", "d#4"}},
+		{`content : "column"`, []string{"d#4"}},
+		{`{content}: dessert`, []string{"d#0", "d#4"}},
+		{`rowid:1 OR rank:2`, nil},
 		{`creme brulee`, []string{"d#0"}},
 		{`CRÈME`, []string{"d#0"}},
 		{`привет`, []string{"d#3"}},

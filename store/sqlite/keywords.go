@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"unicode"
 
@@ -36,7 +35,8 @@ func (s *Store) SearchKeywords(ctx context.Context, tenant, collectionID, query 
 		if err != nil || len(terms) == 0 || k == 0 {
 			return err
 		}
-		rows, err := t.query(qSearchKeywords, matchExpr(key, terms), k, tenant, collectionID)
+		lo, hi := chunkRowids(key)
+		rows, err := t.query(qSearchKeywords, matchExpr(terms), lo, hi, k, tenant, collectionID)
 		if err != nil {
 			return err
 		}
@@ -75,22 +75,18 @@ func keywordTerms(query string) []string {
 	return terms
 }
 
-// matchExpr is the FTS5 query matching any of terms in the content of the chunks of the collection with
-// key: every term a quoted string (quotes doubled), so that nothing in it is syntax.
-func matchExpr(key int64, terms []string) string {
+// matchExpr is the FTS5 query matching any of terms: every term a quoted string (quotes doubled), so that
+// nothing in it is syntax.
+func matchExpr(terms []string) string {
 	var b strings.Builder
-	b.WriteString(`scope : "k`)
-	b.WriteString(strconv.FormatInt(key, 10))
-	b.WriteString(`" AND (`)
 	for i, t := range terms {
 		if i > 0 {
 			b.WriteString(" OR ")
 		}
-		b.WriteString(`content : "`)
+		b.WriteByte('"')
 		b.WriteString(strings.ReplaceAll(t, `"`, `""`))
 		b.WriteByte('"')
 	}
-	b.WriteByte(')')
 	return b.String()
 }
 

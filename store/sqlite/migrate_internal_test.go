@@ -60,7 +60,7 @@ func TestQueryPlans_UseTheIndexes(t *testing.T) {
 		query string
 		args  []any
 	}{
-		{qSearchKeywords, []any{`scope : "k1" AND content : "x"`, 10, "t", "c"}},
+		{qSearchKeywords, []any{`"x"`, 1 << 36, 2<<36 - 1, 10, "t", "c"}},
 		{qCollectionChunks, []any{"t", "c"}},
 		{qDocumentChunks, []any{"t", "c", "d"}},
 		{qDeleteCollChunks, []any{"t", "c"}},

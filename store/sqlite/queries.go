@@ -61,15 +61,16 @@ const (
 	qDeleteDocument   = `DELETE FROM documents WHERE tenant = ? AND collection_id = ? AND id = ?`
 	qDeleteDocChunks  = `DELETE FROM chunks WHERE tenant = ? AND collection_id = ? AND document_id = ?`
 	chunkColumns      = `id, document_id, idx, start_offset, end_offset, token_count, content, metadata, vector`
-	qInsertChunk      = `INSERT INTO chunks (tenant, collection_id, id, document_id, idx, start_offset, end_offset, token_count, content, metadata, vector, scope) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qInsertChunk      = `INSERT INTO chunks (rid, tenant, collection_id, id, document_id, idx, start_offset, end_offset, token_count, content, metadata, vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qLastChunkRowid   = `SELECT coalesce(max(rid), -1) FROM chunks WHERE rid BETWEEN ? AND ?`
 	qDocumentChunks   = `SELECT ` + chunkColumns + ` FROM chunks WHERE tenant = ? AND collection_id = ? AND document_id = ? ORDER BY idx, id`
 	qCollectionChunks = `SELECT ` + chunkColumns + ` FROM chunks WHERE tenant = ? AND collection_id = ?`
 
-	// qSearchKeywords ranks the collection's chunks by the configured rank, bm25(0.0, 1.0): the MATCH
-	// expression names the collection's scope, so the LIMIT applies to its rows alone. The join checks the
-	// tenant and collection again, which the scope already implies.
-	qSearchKeywords = `SELECT c.id, f.rank FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?) AS f
-		JOIN chunks AS c ON c.rid = f.rowid WHERE c.tenant = ? AND c.collection_id = ? ORDER BY f.rank`
+	// qSearchKeywords ranks the collection's chunks by bm25 (rank): the rowid range is the collection's, so
+	// FTS5 matches in its rows alone and the LIMIT applies to them. The join checks the tenant and the
+	// collection again, which the range already implies.
+	qSearchKeywords = `SELECT c.id, f.rank FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid BETWEEN ? AND ?
+		ORDER BY rank LIMIT ?) AS f JOIN chunks AS c ON c.rid = f.rowid WHERE c.tenant = ? AND c.collection_id = ? ORDER BY f.rank`
 
 	qInsertChange = `INSERT INTO changes (tenant, collection_id, document_id, op, at) VALUES (?, ?, ?, ?, ?)`
 	qTrimChanges  = `DELETE FROM changes WHERE seq <= ?`
@@ -79,7 +80,7 @@ const (
 
 var writeQueries = []string{
 	qCollectionKey, qInsertCollection, qSetDimensions, qDeleteCollection, qDeleteCollChunks, qDeleteCollDocuments,
-	qDocumentHash, qPutDocument, qDeleteDocument, qDeleteDocChunks, qInsertChunk, qInsertChange, qTrimChanges,
+	qDocumentHash, qPutDocument, qDeleteDocument, qDeleteDocChunks, qInsertChunk, qLastChunkRowid, qInsertChange, qTrimChanges,
 
 	qPutAgent, qDeleteAgent, qSetFact, qDeleteFact,
 	qSession, qPutSession, qDeleteSession, qHasKnowledge, qDeleteExpired,

@@ -91,15 +91,15 @@ CREATE TABLE knowledge (
 	FOREIGN KEY (tenant, session) REFERENCES sessions (tenant, session) ON DELETE CASCADE
 ) WITHOUT ROWID;
 `,
-	// Knowledge collections (collection.Store). A collection has an integer key besides its id: chunks carry
-	// it as their scope ('k' || key), an indexed column of the FTS5 index, so that a keyword search matches
-	// only the collection's rows instead of filtering every tenant's matches. Chunks have a rowid, the rowid
-	// of their row in chunks_fts (an external-content index over chunks.scope and chunks.content), and the
-	// triggers keep the index exact on every insert, delete (cascades included) and update. The changes
-	// table is the change feed other stores and processes follow.
+	// Knowledge collections (collection.Store). A collection has an integer key besides its id, and its
+	// chunks' rowids are in the range of the key (see chunkRowids), so that a keyword search reads only the
+	// collection's part of the FTS5 index (rowid BETWEEN, which FTS5 applies while it matches) instead of
+	// filtering every tenant's matches. chunks_fts is an external-content index over chunks.content, with
+	// the chunks' rowids; the triggers keep it exact on every insert, delete (cascades included) and update.
+	// The changes table is the change feed other stores and processes follow.
 	2: `
 CREATE TABLE collections (
-	key            INTEGER PRIMARY KEY AUTOINCREMENT, -- never reused: a scope names one collection ever
+	key            INTEGER PRIMARY KEY AUTOINCREMENT, -- never reused: a rowid range is one collection's ever
 	tenant         TEXT NOT NULL,
 	id             TEXT NOT NULL,
 	name           TEXT NOT NULL,
@@ -129,7 +129,7 @@ CREATE TABLE documents (
 	FOREIGN KEY (tenant, collection_id) REFERENCES collections (tenant, id) ON DELETE CASCADE
 ) WITHOUT ROWID;
 CREATE TABLE chunks (
-	rid           INTEGER PRIMARY KEY, -- the rowid in chunks_fts
+	rid           INTEGER PRIMARY KEY, -- the rowid in chunks_fts, in the collection's range
 	tenant        TEXT NOT NULL,
 	collection_id TEXT NOT NULL,
 	id            TEXT NOT NULL,
@@ -141,23 +141,21 @@ CREATE TABLE chunks (
 	content       TEXT NOT NULL,
 	metadata      TEXT NOT NULL, -- JSON, '' for none
 	vector        BLOB,          -- little-endian float32s, NULL for none
-	scope         TEXT NOT NULL, -- 'k' || collections.key
 	UNIQUE (tenant, collection_id, id),
 	FOREIGN KEY (tenant, collection_id, document_id) REFERENCES documents (tenant, collection_id, id) ON DELETE CASCADE
 );
 CREATE INDEX chunks_document ON chunks (tenant, collection_id, document_id, idx);
-CREATE VIRTUAL TABLE chunks_fts USING fts5 (scope, content, content = 'chunks', content_rowid = 'rid',
+CREATE VIRTUAL TABLE chunks_fts USING fts5 (content, content = 'chunks', content_rowid = 'rid',
 	tokenize = 'unicode61 remove_diacritics 2');
-INSERT INTO chunks_fts (chunks_fts, rank) VALUES ('rank', 'bm25(0.0, 1.0)'); -- the scope does not score
 CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN
-	INSERT INTO chunks_fts (rowid, scope, content) VALUES (new.rid, new.scope, new.content);
+	INSERT INTO chunks_fts (rowid, content) VALUES (new.rid, new.content);
 END;
 CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN
-	INSERT INTO chunks_fts (chunks_fts, rowid, scope, content) VALUES ('delete', old.rid, old.scope, old.content);
+	INSERT INTO chunks_fts (chunks_fts, rowid, content) VALUES ('delete', old.rid, old.content);
 END;
 CREATE TRIGGER chunks_fts_update AFTER UPDATE ON chunks BEGIN
-	INSERT INTO chunks_fts (chunks_fts, rowid, scope, content) VALUES ('delete', old.rid, old.scope, old.content);
-	INSERT INTO chunks_fts (rowid, scope, content) VALUES (new.rid, new.scope, new.content);
+	INSERT INTO chunks_fts (chunks_fts, rowid, content) VALUES ('delete', old.rid, old.content);
+	INSERT INTO chunks_fts (rowid, content) VALUES (new.rid, new.content);
 END;
 CREATE TABLE changes (
 	seq           INTEGER PRIMARY KEY AUTOINCREMENT, -- never reused, even after trimming
