@@ -82,6 +82,9 @@ func newPart(text string) part { return part{text: text, tokens: -1} }
 // join returns the exact count of the parts concatenated, counting a part only if its count is unknown
 // (and remembering it in the part), and neighbours together only where their counts may not add up.
 func (m *meter) join(parts []part) int {
+	if len(parts) == 1 && parts[0].tokens >= 0 && parts[0].text != "" { // a message's content, counted before
+		return parts[0].tokens
+	}
 	n, _ := m.joinUpTo(parts, -1, nil)
 	return n
 }
