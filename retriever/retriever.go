@@ -1,13 +1,70 @@
-// Package retriever finds the chunks most relevant to a query. For now it holds the Result type; the
-// retrieval strategies over an index come later.
+// Package retriever finds the chunks most relevant to a query.
+//
+// An [Index] holds one collection's chunks in memory: an inverted index for BM25 keyword scoring and the
+// chunks' vectors for cosine similarity, searched exactly or, for large collections, through an HNSW graph.
+// [Index.Search] ranks by keywords, by vector, by both fused with reciprocal rank fusion (the default), or by
+// maximal marginal relevance for diverse results. Every engine backend builds one from its store's chunks at
+// start and keeps it current; a store with a keyword index of its own (SQLite's FTS5) passes its ranking in
+// [Query.KeywordResults], and it is fused by the same code.
 package retriever
 
-import "github.com/context-loom/loom/chunk"
+import (
+	"errors"
+
+	"github.com/context-loom/loom/chunk"
+)
+
+// Errors returned by this package (wrapped; match them with errors.Is).
+var (
+	// ErrInvalidChunk is returned by [Index.Add] for a chunk without an ID or with a vector holding a NaN or
+	// an infinity.
+	ErrInvalidChunk = errors.New("retriever: invalid chunk")
+	// ErrDimensions is returned by [Index.Add] for a vector whose length differs from the index's vectors,
+	// and by [Index.Search] for a query vector of another length.
+	ErrDimensions = errors.New("retriever: wrong vector dimensions")
+	// ErrInvalidQuery is returned by [Index.Search] for a query it cannot run; the message says why.
+	ErrInvalidQuery = errors.New("retriever: invalid query")
+)
+
+// Search modes, the values of [Query.Mode].
+const (
+	// ModeHybrid fuses the keyword and the vector rankings by reciprocal rank fusion. It is the default.
+	ModeHybrid = "hybrid"
+	// ModeKeyword ranks by BM25 alone (or by [Query.KeywordResults] when given).
+	ModeKeyword = "keyword"
+	// ModeVector ranks by cosine similarity to [Query.Vector] alone.
+	ModeVector = "vector"
+	// ModeMMR picks diverse results from the hybrid candidates by maximal marginal relevance.
+	ModeMMR = "mmr"
+)
+
+// Score kinds, the values of [Result.Kind]: what a result's Score is.
+const (
+	KindBM25   = "bm25"   // a BM25 score: positive, unbounded, comparable within one query
+	KindCosine = "cosine" // a cosine similarity in [-1, 1] (only positive ones are returned)
+	KindRRF    = "rrf"    // a reciprocal rank fusion score: sum of 1/(60+rank), at most 2/61
+	KindMMR    = "mmr"    // a maximal marginal relevance score at the time the result was picked
+)
 
 // Result is one retrieved chunk and its relevance score: higher is more relevant. Scores are comparable
 // only among the results of one retrieval. The assembler takes a []Result, includes chunks best score first,
 // and cites each included one by its position in that slice.
+//
+// Chunk and Score are all the assembler needs; the other fields say what Score is and where it came from.
 type Result struct {
 	Chunk *chunk.Chunk
 	Score float64
+
+	// Kind says what Score is: KindBM25, KindCosine, KindRRF or KindMMR. It is "" in results built by hand.
+	Kind string
+	// Rank is the result's position among the results, from 1.
+	Rank int
+	// Keyword is the chunk's BM25 score (as given, for [Query.KeywordResults]) and KeywordRank its position
+	// in the keyword ranking, from 1; both 0 when the chunk was not in that ranking.
+	Keyword     float64
+	KeywordRank int
+	// Vector is the cosine similarity of the chunk's vector to the query's vector, 0 when either has none;
+	// VectorRank is the chunk's position in the vector ranking, from 1, or 0 when it was not in it.
+	Vector     float64
+	VectorRank int
 }

@@ -1,0 +1,358 @@
+package retriever
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"sync"
+
+	"github.com/context-loom/loom/chunk"
+	"github.com/context-loom/loom/collection"
+	"github.com/context-loom/loom/embed"
+)
+
+// Defaults of [IndexOptions].
+const (
+	// DefaultHNSWThreshold is the number of vectors beyond which vector search goes through an HNSW graph.
+	DefaultHNSWThreshold = 20000
+	// DefaultM is the number of neighbours each node of the HNSW graph keeps.
+	DefaultM = 16
+	// DefaultEfSearch is the number of nodes an HNSW search gathers at the bottom layer, at least.
+	DefaultEfSearch = 100
+)
+
+// efConstruction is how many candidates an insertion into the HNSW graph gathers.
+const efConstruction = 64
+
+// BM25 parameters.
+const (
+	bm25K1 = 1.2
+	bm25B  = 0.75
+)
+
+// IndexOptions configure an [Index]. The zero value means the defaults.
+type IndexOptions struct {
+	// HNSWThreshold: vector search uses an approximate HNSW graph once the index holds more than this many
+	// vectors, and exact (brute-force) search below. 0 means DefaultHNSWThreshold; a negative value means
+	// exact search always.
+	HNSWThreshold int
+	// M is the number of neighbours per node of the HNSW graph; 0 or less means DefaultM.
+	M int
+	// EfSearch is the least number of nodes an HNSW search collects before the best are taken (more is
+	// slower and finds more of the true nearest neighbours); 0 or less means DefaultEfSearch.
+	EfSearch int
+}
+
+// Index is an in-memory search index of one collection's chunks: BM25 over their text and cosine similarity
+// over their vectors. It is safe for concurrent use: searches run in parallel, and Add and RemoveDocument
+// wait for them.
+//
+// Removed and replaced chunks are only marked dead at first; when they are more than a fifth of the slots,
+// the write that crosses that line compacts the index and rebuilds its HNSW graph.
+type Index struct {
+	opts IndexOptions
+
+	mu      sync.RWMutex
+	entries []entry           // by slot; slots are never reused until a compaction renumbers them
+	ids     map[string]uint32 // live chunk ID -> slot
+	docs    map[string][]uint32
+	live    int // live entries
+	dead    int // dead entries
+	liveVec int // live entries with a vector
+
+	// BM25 statistics over live entries.
+	terms    map[string]*term
+	totalLen int
+
+	// Vectors, normalized, in pages of pageRows rows that never move (the HNSW graph keeps slices of them).
+	dims  int
+	pages [][]float32
+
+	graph *graph // nil while vector search is exact
+}
+
+type entry struct {
+	chunk  chunk.Chunk
+	length int // number of terms
+	live   bool
+	hasVec bool // the chunk has a non-zero vector
+}
+
+type term struct {
+	postings []posting // in increasing slot order; may hold dead slots
+	df       int       // live entries holding the term
+}
+
+type posting struct {
+	slot uint32
+	tf   uint32
+}
+
+const pageRows = 1024
+
+// NewIndex returns an empty index.
+func NewIndex(opts IndexOptions) *Index {
+	if opts.HNSWThreshold == 0 {
+		opts.HNSWThreshold = DefaultHNSWThreshold
+	}
+	if opts.M <= 0 {
+		opts.M = DefaultM
+	}
+	if opts.EfSearch <= 0 {
+		opts.EfSearch = DefaultEfSearch
+	}
+	return &Index{
+		opts:  opts,
+		ids:   make(map[string]uint32),
+		docs:  make(map[string][]uint32),
+		terms: make(map[string]*term),
+	}
+}
+
+// Len returns the number of chunks in the index.
+func (ix *Index) Len() int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.live
+}
+
+// Add adds chunks to the index, each replacing the chunk of the same ID if there is one (a later chunk of
+// the same ID in one call replaces an earlier one). Vectors are copied and normalized; a chunk may have no
+// vector (it is then found by keywords only), and an all-zero vector counts as none.
+//
+// Add returns an error wrapping ErrInvalidChunk for a chunk without an ID or with a NaN or infinite vector
+// component, and ErrDimensions for a vector whose length differs from the others'; it then adds none of the
+// chunks.
+func (ix *Index) Add(chunks ...collection.Chunk) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	dims := ix.dims
+	for i, c := range chunks {
+		if c.ID == "" {
+			return fmt.Errorf("%w: chunk %d of %d has no ID", ErrInvalidChunk, i, len(chunks))
+		}
+		if len(c.Vector) == 0 {
+			continue
+		}
+		if dims == 0 {
+			dims = len(c.Vector)
+		}
+		if len(c.Vector) != dims {
+			return fmt.Errorf("%w: chunk %q has %d dimensions, want %d", ErrDimensions, c.ID, len(c.Vector), dims)
+		}
+		for _, x := range c.Vector {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return fmt.Errorf("%w: chunk %q has a vector holding %v", ErrInvalidChunk, c.ID, x)
+			}
+		}
+	}
+	ix.dims = dims
+	var buf []string
+	for _, c := range chunks {
+		buf = ix.add(c, buf[:0])
+	}
+	ix.maintain()
+	return nil
+}
+
+// add adds one validated chunk; buf is scratch space for its terms.
+func (ix *Index) add(c collection.Chunk, buf []string) []string {
+	if old, ok := ix.ids[c.ID]; ok {
+		ix.kill(old, buf)
+	}
+	slot := uint32(len(ix.entries))
+	e := entry{chunk: c.Chunk, live: true}
+	e.chunk.Metadata = maps.Clone(c.Metadata)
+
+	buf = appendTerms(buf[:0], c.Content)
+	e.length = len(buf)
+	counts := make(map[string]uint32, len(buf))
+	for _, w := range buf {
+		counts[w]++
+	}
+	for w, n := range counts {
+		t := ix.terms[w]
+		if t == nil {
+			t = &term{}
+			ix.terms[string([]byte(w))] = t // a copy, not a slice of the chunk's content
+		}
+		t.postings = append(t.postings, posting{slot: slot, tf: n})
+		t.df++
+	}
+	ix.totalLen += e.length
+
+	row := ix.row(slot)
+	if len(c.Vector) > 0 {
+		copy(row, c.Vector)
+		embed.Normalize(row)
+		for _, x := range row {
+			if x != 0 {
+				e.hasVec = true
+				break
+			}
+		}
+	}
+	ix.entries = append(ix.entries, e)
+	ix.ids[c.ID] = slot
+	ix.docs[c.DocumentID] = append(ix.docs[c.DocumentID], slot)
+	ix.live++
+	if e.hasVec {
+		ix.liveVec++
+		if ix.graph != nil {
+			ix.graph.insert(slot)
+		}
+	}
+	return buf
+}
+
+// row returns the vector row of slot, growing the pages to hold it; nil while the index has no dimensions.
+func (ix *Index) row(slot uint32) []float32 {
+	if ix.dims == 0 {
+		return nil
+	}
+	p := int(slot / pageRows)
+	for p >= len(ix.pages) {
+		ix.pages = append(ix.pages, make([]float32, pageRows*ix.dims))
+	}
+	off := int(slot%pageRows) * ix.dims
+	return ix.pages[p][off : off+ix.dims : off+ix.dims]
+}
+
+// vec returns the vector of a slot that has one.
+func (ix *Index) vec(slot uint32) []float32 {
+	off := int(slot%pageRows) * ix.dims
+	return ix.pages[slot/pageRows][off : off+ix.dims : off+ix.dims]
+}
+
+// kill marks a live slot dead and takes it out of the statistics; buf is scratch space.
+func (ix *Index) kill(slot uint32, buf []string) []string {
+	e := &ix.entries[slot]
+	if !e.live {
+		return buf
+	}
+	e.live = false
+	ix.live--
+	ix.dead++
+	if e.hasVec {
+		ix.liveVec--
+	}
+	ix.totalLen -= e.length
+	buf = appendTerms(buf[:0], e.chunk.Content)
+	seen := make(map[string]bool, len(buf))
+	for _, w := range buf {
+		if !seen[w] {
+			seen[w] = true
+			ix.terms[w].df--
+		}
+	}
+	if ix.ids[e.chunk.ID] == slot {
+		delete(ix.ids, e.chunk.ID)
+	}
+	return buf
+}
+
+// RemoveDocument removes the chunks of the document docID and returns how many there were.
+func (ix *Index) RemoveDocument(docID string) int {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	n := 0
+	var buf []string
+	for _, slot := range ix.docs[docID] {
+		if ix.entries[slot].live && ix.entries[slot].chunk.DocumentID == docID {
+			buf = ix.kill(slot, buf)
+			n++
+		}
+	}
+	delete(ix.docs, docID)
+	ix.maintain()
+	return n
+}
+
+// maintain compacts the index when dead slots are more than a fifth of all, and builds the HNSW graph when
+// the index has grown past the threshold.
+func (ix *Index) maintain() {
+	if ix.dead > 0 && 5*ix.dead > len(ix.entries) {
+		ix.compact()
+	}
+	if ix.graph == nil && ix.wantGraph() {
+		ix.buildGraph()
+	}
+}
+
+// wantGraph reports whether vector search should go through the HNSW graph.
+func (ix *Index) wantGraph() bool {
+	return ix.opts.HNSWThreshold >= 0 && ix.liveVec > ix.opts.HNSWThreshold
+}
+
+// compact drops the dead slots, renumbering the live ones in their order, and rebuilds the graph.
+func (ix *Index) compact() {
+	remap := make([]uint32, len(ix.entries))
+	entries := make([]entry, 0, ix.live)
+	oldPages := ix.pages
+	ix.pages = nil
+	oldDims := ix.dims
+	for old := range ix.entries {
+		e := ix.entries[old]
+		if !e.live {
+			remap[old] = math.MaxUint32
+			continue
+		}
+		slot := uint32(len(entries))
+		remap[old] = slot
+		entries = append(entries, e)
+		if e.hasVec {
+			off := (old % pageRows) * oldDims
+			copy(ix.row(slot), oldPages[old/pageRows][off:off+oldDims])
+		}
+	}
+	ix.entries = entries
+	ix.dead = 0
+	for w, t := range ix.terms {
+		if t.df == 0 {
+			delete(ix.terms, w)
+			continue
+		}
+		ps := t.postings[:0]
+		for _, p := range t.postings {
+			if s := remap[p.slot]; s != math.MaxUint32 {
+				ps = append(ps, posting{slot: s, tf: p.tf})
+			}
+		}
+		t.postings = ps
+	}
+	clear(ix.ids)
+	clear(ix.docs)
+	for i, e := range ix.entries {
+		ix.ids[e.chunk.ID] = uint32(i)
+		ix.docs[e.chunk.DocumentID] = append(ix.docs[e.chunk.DocumentID], uint32(i))
+	}
+	ix.graph = nil
+}
+
+// buildGraph builds the HNSW graph of the live vectors.
+func (ix *Index) buildGraph() {
+	g := newGraph(ix.opts.M, efConstruction, ix.vec)
+	for i, e := range ix.entries {
+		if e.live && e.hasVec {
+			g.insert(uint32(i))
+		}
+	}
+	ix.graph = g
+}
+
+// dot returns the dot product of two vectors of the same length.
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return s0 + s1 + s2 + s3
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package retriever
+
+const raceEnabled = false

@@ -1,0 +1,552 @@
+package retriever
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sync"
+
+	"github.com/context-loom/loom/chunk"
+	"github.com/context-loom/loom/collection"
+)
+
+// Defaults of [Query].
+const (
+	DefaultTopK          = 10
+	DefaultMMRLambda     = 0.5
+	DefaultMinCandidates = 50 // Candidates is max(DefaultMinCandidates, 5*TopK) by default
+)
+
+// FilterDocumentID is the [Query.Filter] key that matches a chunk's DocumentID rather than its Metadata.
+const FilterDocumentID = "document_id"
+
+// Query is what to search for and how. The zero values of its fields mean the documented defaults.
+type Query struct {
+	// Text is matched by keywords (BM25); Vector, the embedding of the same text by the collection's
+	// embedder, by cosine similarity. A hybrid or MMR query uses whichever of the two it has.
+	Text   string
+	Vector []float32
+	// TopK is the most results to return; 0 means DefaultTopK.
+	TopK int
+	// MinScore drops results less relevant than it, on a scale from 0 to 1 whatever the mode:
+	//   - keyword: the chunk's BM25 score divided by the best BM25 score of the query (the best result is 1);
+	//   - vector: the chunk's cosine similarity to the query;
+	//   - hybrid and mmr: the greater of the two above, so a result strong on either side is kept.
+	// RRF and MMR scores themselves are not compared with it: they measure rank, not relevance. 0 keeps all.
+	MinScore float64
+	// Mode is ModeHybrid (the default when ""), ModeKeyword, ModeVector or ModeMMR.
+	Mode string
+	// Filter keeps only the chunks whose Metadata has every key with the given value; the key
+	// FilterDocumentID ("document_id") matches the chunk's DocumentID. Filtered-out chunks are never ranked.
+	Filter map[string]string
+	// MMRLambda weighs relevance against diversity in ModeMMR, from 0 (most diverse) to 1 (most relevant);
+	// 0 means DefaultMMRLambda.
+	MMRLambda float64
+	// Candidates is how many chunks each ranking (keyword, vector) contributes before fusion and MMR;
+	// 0 means max(DefaultMinCandidates, 5*TopK).
+	Candidates int
+	// KeywordResults, when not nil, is the keyword ranking (best first, chunk IDs with BM25 scores, as from a
+	// store's collection.KeywordSearcher), used instead of the index's own BM25. IDs the index does not hold,
+	// or that Filter rejects, are skipped.
+	KeywordResults []collection.ScoredID
+	// Exact makes vector search brute force even where the index has an HNSW graph.
+	Exact bool
+}
+
+// hit is a chunk in one ranking, or in the fused one.
+type hit struct {
+	slot  uint32
+	score float64
+}
+
+// Search returns the chunks that best match q, best first, at most q.TopK of them, as copies that the caller
+// owns. See [Query] for the modes and their scores.
+//
+// Search returns an error wrapping ErrInvalidQuery for an unknown mode, a negative TopK or Candidates, a
+// MMRLambda outside [0, 1], a vector query without a vector or a query vector holding a NaN or an infinity;
+// ErrDimensions for a query vector whose length is not the index's; and ctx's error if ctx is done.
+func (ix *Index) Search(ctx context.Context, q Query) ([]Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("retriever: %w", err)
+	}
+	mode := cmp.Or(q.Mode, ModeHybrid)
+	switch {
+	case mode != ModeHybrid && mode != ModeKeyword && mode != ModeVector && mode != ModeMMR:
+		return nil, fmt.Errorf("%w: unknown mode %q", ErrInvalidQuery, q.Mode)
+	case q.TopK < 0:
+		return nil, fmt.Errorf("%w: negative TopK %d", ErrInvalidQuery, q.TopK)
+	case q.Candidates < 0:
+		return nil, fmt.Errorf("%w: negative Candidates %d", ErrInvalidQuery, q.Candidates)
+	case q.MMRLambda < 0 || q.MMRLambda > 1 || math.IsNaN(q.MMRLambda):
+		return nil, fmt.Errorf("%w: MMRLambda %v outside [0, 1]", ErrInvalidQuery, q.MMRLambda)
+	case mode == ModeVector && len(q.Vector) == 0:
+		return nil, fmt.Errorf("%w: vector mode needs a query vector", ErrInvalidQuery)
+	}
+	topK := cmp.Or(q.TopK, DefaultTopK)
+	nCand := cmp.Or(q.Candidates, max(DefaultMinCandidates, 5*topK))
+	nCand = max(nCand, topK)
+	lambda := cmp.Or(q.MMRLambda, DefaultMMRLambda)
+
+	var qvec []float32
+	if len(q.Vector) > 0 {
+		qvec = make([]float32, len(q.Vector))
+		var norm float64
+		for _, x := range q.Vector {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return nil, fmt.Errorf("%w: query vector holds %v", ErrInvalidQuery, x)
+			}
+			norm += float64(x) * float64(x)
+		}
+		if norm > 0 {
+			inv := 1 / math.Sqrt(norm)
+			for i, x := range q.Vector {
+				qvec[i] = float32(float64(x) * inv)
+			}
+		}
+	}
+
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if qvec != nil && ix.dims != 0 && len(qvec) != ix.dims {
+		return nil, fmt.Errorf("%w: query vector has %d dimensions, index has %d", ErrDimensions, len(qvec), ix.dims)
+	}
+	if ix.dims == 0 {
+		qvec = nil // nothing to compare it with
+	}
+	s := searcher{ix: ix, filter: q.Filter, qvec: qvec}
+
+	var kw, vec []hit
+	var err error
+	if mode != ModeVector {
+		if q.KeywordResults != nil {
+			kw = s.external(q.KeywordResults, nCand)
+		} else if kw, err = s.bm25(ctx, q.Text, nCand); err != nil {
+			return nil, err
+		}
+	}
+	if mode != ModeKeyword && qvec != nil {
+		if vec, err = s.vector(ctx, nCand, q.Exact); err != nil {
+			return nil, err
+		}
+	}
+
+	var kwTop float64
+	if len(kw) > 0 {
+		kwTop = kw[0].score
+	}
+	// relevance is what MinScore is compared with; see Query.MinScore.
+	relevance := func(r *Result) float64 {
+		k := 0.0
+		if r.KeywordRank > 0 {
+			k = 1
+			if kwTop > 0 {
+				k = r.Keyword / kwTop
+			}
+		}
+		switch mode {
+		case ModeKeyword:
+			return k
+		case ModeVector:
+			return r.Vector
+		}
+		return max(k, r.Vector)
+	}
+
+	var ranked []hit
+	kind := KindRRF
+	switch mode {
+	case ModeKeyword:
+		ranked, kind = kw, KindBM25
+	case ModeVector:
+		ranked, kind = vec, KindCosine
+	default:
+		ranked = fuse(kw, vec)
+	}
+	details := make(map[uint32]*Result, len(kw)+len(vec))
+	results := make([]Result, 0, len(ranked))
+	for _, h := range ranked {
+		results = append(results, Result{Score: h.score, Kind: kind})
+		r := &results[len(results)-1]
+		details[h.slot] = r
+		if qvec != nil && ix.entries[h.slot].hasVec {
+			r.Vector = float64(dot(qvec, ix.vec(h.slot)))
+		}
+	}
+	for i, h := range kw {
+		if r := details[h.slot]; r != nil {
+			r.Keyword, r.KeywordRank = h.score, i+1
+		}
+	}
+	for i, h := range vec {
+		if r := details[h.slot]; r != nil {
+			r.VectorRank = i + 1
+		}
+	}
+
+	// Keep the results above MinScore, attaching their chunks.
+	slots := make([]uint32, 0, len(ranked))
+	kept := results[:0]
+	for i, r := range results {
+		if q.MinScore > 0 && relevance(&r) < q.MinScore {
+			continue
+		}
+		slots = append(slots, ranked[i].slot)
+		kept = append(kept, r)
+	}
+	results = kept
+
+	if mode == ModeMMR {
+		results, slots = s.mmr(results, slots, lambda, topK, kwTop)
+	}
+	if len(results) > topK {
+		results, slots = results[:topK], slots[:topK]
+	}
+	for i := range results {
+		results[i].Rank = i + 1
+		results[i].Chunk = ix.entries[slots[i]].copyChunk()
+	}
+	return results, nil
+}
+
+func (e *entry) copyChunk() *chunk.Chunk {
+	c := e.chunk
+	c.Metadata = maps.Clone(e.chunk.Metadata)
+	return &c
+}
+
+// searcher is the per-call state of a search, used under the index's read lock.
+type searcher struct {
+	ix     *Index
+	filter map[string]string
+	qvec   []float32 // normalized query vector, or nil
+}
+
+// ok reports whether slot is live and passes the filter.
+func (s *searcher) ok(slot uint32) bool {
+	e := &s.ix.entries[slot]
+	if !e.live {
+		return false
+	}
+	for k, v := range s.filter {
+		if k == FilterDocumentID {
+			if e.chunk.DocumentID != v {
+				return false
+			}
+			continue
+		}
+		if got, ok := e.chunk.Metadata[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// accPool holds score accumulators for BM25, one float64 per slot.
+var accPool = sync.Pool{New: func() any { return new([]float64) }}
+
+// bm25 returns the n best chunks for text by BM25, best first.
+func (s *searcher) bm25(ctx context.Context, text string, n int) ([]hit, error) {
+	ix := s.ix
+	words := appendTerms(nil, text)
+	if len(words) == 0 || ix.live == 0 {
+		return nil, nil
+	}
+	slices.Sort(words)
+	words = slices.Compact(words) // each query term counts once
+
+	accp := accPool.Get().(*[]float64)
+	defer accPool.Put(accp)
+	if cap(*accp) < len(ix.entries) {
+		*accp = make([]float64, len(ix.entries))
+	}
+	acc := (*accp)[:len(ix.entries)]
+	var touched []uint32
+	defer func() {
+		for _, slot := range touched {
+			acc[slot] = 0
+		}
+	}()
+
+	N := float64(ix.live)
+	avgdl := float64(ix.totalLen) / N
+	for _, w := range words {
+		t := ix.terms[w]
+		if t == nil || t.df == 0 {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("retriever: %w", err)
+		}
+		idf := math.Log(1 + (N-float64(t.df)+0.5)/(float64(t.df)+0.5))
+		for _, p := range t.postings {
+			e := &ix.entries[p.slot]
+			if !e.live {
+				continue
+			}
+			tf := float64(p.tf)
+			norm := bm25K1 * (1 - bm25B + bm25B*float64(e.length)/avgdl)
+			if acc[p.slot] == 0 {
+				touched = append(touched, p.slot)
+			}
+			acc[p.slot] += idf * tf * (bm25K1 + 1) / (tf + norm)
+		}
+	}
+	top := newTopK(n)
+	for _, slot := range touched {
+		if s.ok(slot) {
+			top.push(hit{slot: slot, score: acc[slot]})
+		}
+	}
+	return top.sorted(), nil
+}
+
+// external turns a keyword ranking by chunk ID into hits, skipping unknown and filtered-out chunks.
+func (s *searcher) external(list []collection.ScoredID, n int) []hit {
+	out := make([]hit, 0, min(n, len(list)))
+	for _, sid := range list {
+		if len(out) == n {
+			break
+		}
+		slot, ok := s.ix.ids[sid.ID]
+		if ok && s.ok(slot) {
+			out = append(out, hit{slot: slot, score: sid.Score})
+		}
+	}
+	return out
+}
+
+// vector returns the n chunks most similar to the query vector, best first, leaving out those whose
+// similarity is not positive.
+func (s *searcher) vector(ctx context.Context, n int, exact bool) ([]hit, error) {
+	ix := s.ix
+	if !exact && ix.graph != nil && ix.wantGraph() {
+		if hits, ok := s.approximate(n); ok {
+			return hits, nil
+		}
+	}
+	top := newTopK(n)
+	for slot := range ix.entries {
+		if slot%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("retriever: %w", err)
+			}
+		}
+		e := &ix.entries[slot]
+		if !e.hasVec || !e.live {
+			continue
+		}
+		d := float64(dot(s.qvec, ix.vec(uint32(slot))))
+		if d <= 0 || (top.full() && !top.beats(hit{uint32(slot), d})) {
+			continue
+		}
+		if len(s.filter) > 0 && !s.ok(uint32(slot)) {
+			continue
+		}
+		top.push(hit{slot: uint32(slot), score: d})
+	}
+	return top.sorted(), nil
+}
+
+// approximate searches the HNSW graph, asking for more neighbours than needed to make up for dead and
+// filtered-out chunks. It reports false when too few remain: the caller then searches exactly.
+func (s *searcher) approximate(n int) ([]hit, bool) {
+	ix := s.ix
+	ask := max(n, ix.opts.EfSearch)
+	if ix.dead > 0 {
+		ask += ask / 4
+	}
+	if len(s.filter) > 0 {
+		ask *= 4
+	}
+	top := newTopK(n)
+	dropped := false
+	for _, c := range ix.graph.search(s.qvec, ask) {
+		if !s.ok(c.id) {
+			dropped = true
+			continue
+		}
+		if d := float64(dot(s.qvec, ix.vec(c.id))); d > 0 {
+			top.push(hit{slot: c.id, score: d})
+		}
+	}
+	if dropped && top.len() < n {
+		return nil, false
+	}
+	return top.sorted(), true
+}
+
+// rrfK is the constant of reciprocal rank fusion: a rank r counts 1/(rrfK+r).
+const rrfK = 60
+
+// fuse fuses rankings by reciprocal rank fusion: each chunk scores the sum over the rankings it is in of
+// 1/(60+rank), ranks from 1. Ties keep the order of first appearance, ranking by ranking.
+func fuse(lists ...[]hit) []hit {
+	order, score := rrf(lists, func(h hit) uint32 { return h.slot })
+	out := make([]hit, len(order))
+	for i, slot := range order {
+		out[i] = hit{slot: slot, score: score[slot]}
+	}
+	return out
+}
+
+// rrf is the reciprocal rank fusion of rankings of items keyed by key: the keys best first, and their scores.
+func rrf[T any, K comparable](lists [][]T, key func(T) K) ([]K, map[K]float64) {
+	score := make(map[K]float64)
+	var order []K
+	for _, list := range lists {
+		for rank, item := range list {
+			k := key(item)
+			if _, ok := score[k]; !ok {
+				order = append(order, k)
+			}
+			score[k] += 1 / float64(rrfK+rank+1)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b K) int { return cmp.Compare(score[b], score[a]) })
+	return order, score
+}
+
+// Fuse fuses rankings of chunk IDs (each best first) by reciprocal rank fusion, as hybrid search does: each
+// ID scores the sum over the rankings it is in of 1/(60+rank), ranks from 1, whatever the input scores were.
+// It returns the IDs best first; ties keep the order of first appearance.
+func Fuse(lists ...[]collection.ScoredID) []collection.ScoredID {
+	order, score := rrf(lists, func(s collection.ScoredID) string { return s.ID })
+	out := make([]collection.ScoredID, len(order))
+	for i, id := range order {
+		out[i] = collection.ScoredID{ID: id, Score: score[id]}
+	}
+	return out
+}
+
+// mmr reorders results by maximal marginal relevance, picking up to k: each pick is the candidate with the
+// best lambda*relevance - (1-lambda)*(its greatest cosine similarity to a chunk already picked). Relevance
+// is the cosine similarity to the query when the query has a vector, else BM25 relative to the best (kwTop).
+func (s *searcher) mmr(results []Result, slots []uint32, lambda float64, k int, kwTop float64) ([]Result, []uint32) {
+	ix := s.ix
+	rel := make([]float64, len(results))
+	for i := range results {
+		r := &results[i]
+		switch {
+		case s.qvec != nil:
+			rel[i] = r.Vector
+		case r.KeywordRank > 0 && kwTop > 0:
+			rel[i] = r.Keyword / kwTop
+		}
+	}
+	maxSim := make([]float64, len(results))
+	picked := make([]bool, len(results))
+	outR := make([]Result, 0, min(k, len(results)))
+	outS := make([]uint32, 0, cap(outR))
+	for len(outR) < k && len(outR) < len(results) {
+		best, bestScore := -1, math.Inf(-1)
+		for i := range results {
+			if picked[i] {
+				continue
+			}
+			if m := lambda*rel[i] - (1-lambda)*maxSim[i]; m > bestScore {
+				best, bestScore = i, m
+			}
+		}
+		picked[best] = true
+		r := results[best]
+		r.Score, r.Kind = bestScore, KindMMR
+		outR = append(outR, r)
+		outS = append(outS, slots[best])
+		if !ix.entries[slots[best]].hasVec {
+			continue
+		}
+		v := ix.vec(slots[best])
+		for i := range results {
+			if !picked[i] && ix.entries[slots[i]].hasVec {
+				maxSim[i] = max(maxSim[i], float64(dot(v, ix.vec(slots[i]))))
+			}
+		}
+	}
+	return outR, outS
+}
+
+// topK keeps the n best hits seen: a min-heap on score, ties broken towards the lower slot.
+type topK struct {
+	n int
+	h []hit
+}
+
+func newTopK(n int) *topK { return &topK{n: n, h: make([]hit, 0, min(n, 1024))} }
+
+func (t *topK) len() int   { return len(t.h) }
+func (t *topK) full() bool { return len(t.h) >= t.n }
+
+// worse reports whether a ranks below b.
+func worse(a, b hit) bool {
+	if a.score != b.score {
+		return a.score < b.score
+	}
+	return a.slot > b.slot
+}
+
+// beats reports whether h would enter a full heap.
+func (t *topK) beats(h hit) bool { return worse(t.h[0], h) }
+
+func (t *topK) push(h hit) {
+	if t.n <= 0 {
+		return
+	}
+	if len(t.h) < t.n {
+		t.h = append(t.h, h)
+		t.up(len(t.h) - 1)
+		return
+	}
+	if !worse(t.h[0], h) {
+		return
+	}
+	t.h[0] = h
+	t.down(0)
+}
+
+func (t *topK) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !worse(t.h[i], t.h[p]) {
+			return
+		}
+		t.h[i], t.h[p] = t.h[p], t.h[i]
+		i = p
+	}
+}
+
+func (t *topK) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(t.h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(t.h) && worse(t.h[r], t.h[l]) {
+			m = r
+		}
+		if !worse(t.h[m], t.h[i]) {
+			return
+		}
+		t.h[i], t.h[m] = t.h[m], t.h[i]
+		i = m
+	}
+}
+
+// sorted returns the hits best first, emptying the heap.
+func (t *topK) sorted() []hit {
+	out := t.h
+	slices.SortFunc(out, func(a, b hit) int {
+		if worse(a, b) {
+			return 1
+		}
+		if worse(b, a) {
+			return -1
+		}
+		return 0
+	})
+	t.h = nil
+	return out
+}
