@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -52,6 +53,7 @@ type mdWriter struct {
 	out      strings.Builder
 	prefixes []string // per open list item or quote: the continuation prefix ("  ", "> ")
 	item     string   // the marker of a list item with no content yet ("- ", "3. ")
+	itemAt   int      // the index in prefixes of the item's indentation
 	lead     string   // heading marks owed before the next content ("## ")
 	breaks   int      // newlines owed before the next content: 1 a line break, 2 a blank line
 	space    bool     // a space owed before the next content on this line
@@ -70,17 +72,24 @@ func (w *mdWriter) String() string {
 	return w.out.String() + "\n"
 }
 
-// linePrefix returns the prefix of a new line: with the pending list marker in place of the innermost
-// indentation when item is true.
+// linePrefix returns the prefix of a new line: with the pending list marker in place of its item's
+// indentation when item is true. Prefixes deeper than maxNesting are left out, but for a pending marker and
+// what was opened after it.
 func (w *mdWriter) linePrefix(item bool) string {
-	ps := w.prefixes[:min(len(w.prefixes), maxNesting)]
-	if item && w.item != "" {
-		if len(ps) > 0 {
-			ps = ps[:len(ps)-1]
+	marker := item && w.item != ""
+	var b strings.Builder
+	for i, p := range w.prefixes {
+		switch {
+		case marker && i == w.itemAt:
+			b.WriteString(w.item)
+		case i < maxNesting || marker && i > w.itemAt:
+			b.WriteString(p)
 		}
-		return strings.Join(ps, "") + w.item
 	}
-	return strings.Join(ps, "")
+	if marker && w.itemAt >= len(w.prefixes) {
+		b.WriteString(w.item)
+	}
+	return b.String()
 }
 
 // begin pays what is owed before content: newlines, the line's prefix, a list marker and heading marks, or
@@ -294,7 +303,7 @@ func (w *mdWriter) node(n *html.Node) {
 		}
 		w.item = "" // an empty item before this one
 		w.block(1)
-		w.item = marker
+		w.item, w.itemAt = marker, len(w.prefixes)
 		w.prefixes = append(w.prefixes, strings.Repeat(" ", len(marker)))
 		w.children(n)
 		w.prefixes = w.prefixes[:len(w.prefixes)-1]
@@ -468,19 +477,11 @@ func (w *mdWriter) table(n *html.Node) {
 		w.line(b.String())
 	}
 	row(rows[0])
-	row(slicesRepeat("---", cols))
+	row(slices.Repeat([]string{"---"}, cols))
 	for _, r := range rows[1:] {
 		row(r)
 	}
 	w.block(2)
-}
-
-func slicesRepeat(s string, n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = s
-	}
-	return out
 }
 
 // inlineText returns the text under n on one line, white space collapsed.

@@ -65,6 +65,8 @@ func TestHTML_Structure(t *testing.T) {
 		{"nested lists", "<ul><li>a<ul><li>b</li></ul></li><li>c</li></ul>", "- a\n  - b\n- c\n"},
 		{"ordered list with start", "<ol start=9><li>a<li>b</ol>", "9. a\n10. b\n"},
 		{"list item holding paragraphs", "<ul><li><p>a</p><p>b</p></li></ul>", "- a\n\n  b\n"},
+		{"quote in a list item", "<ul><li><blockquote>q<p>r</p></blockquote></li></ul>", "- > q\n  >\n  > r\n"},
+		{"deep lists stop indenting", strings.Repeat("<ul><li>", 10) + "x", strings.Repeat("  ", maxNesting) + "- x\n"},
 		{"empty list item", "<ul><li></li><li>x</li></ul>", "- x\n"},
 		{"blockquote", "<blockquote><p>a</p><p>b</p></blockquote><p>c</p>", "> a\n>\n> b\n\nc\n"},
 		{"pre kept verbatim", "<p>x</p><pre>  a  b\n\n\tc &lt;d&gt;\n</pre>", "x\n\n```\n  a  b\n\n\tc <d>\n```\n"},

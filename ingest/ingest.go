@@ -8,9 +8,11 @@
 // every file it skips for such a reason.
 //
 // Text must be UTF-8. A leading UTF-8 byte order mark is removed from Text; UTF-16 with a byte order mark is
-// decoded. A few invalid UTF-8 sequences (at most 4, or one byte in 64 of a longer input) are tolerated:
-// each run of invalid bytes becomes one U+FFFD, and Metadata["invalid_utf8"] counts the bytes replaced. More
-// than that is taken for binary content. Other encodings (Latin-1, Shift JIS, ...) are not detected.
+// decoded. A few invalid UTF-8 sequences (at most 4 bytes, or one byte in 64 of a longer input) are
+// tolerated: each run of invalid bytes becomes one U+FFFD, and Metadata["invalid_utf8"] counts the bytes
+// replaced. More than that is taken for binary content, as is a NUL byte in the first 8 KiB (or, in UTF-16,
+// a NUL character or more unpaired surrogates than the same tolerance). Other encodings (Latin-1,
+// Shift JIS, ...) are not detected: a Latin-1 text with more than a few accented letters is rejected.
 package ingest
 
 import (
@@ -120,8 +122,8 @@ func Read(source string, raw []byte) (Document, error) {
 // [ErrBinary] when the first 8 KiB hold a NUL byte or raw has more invalid UTF-8 than the package
 // tolerates (see the package documentation). Empty input is an empty Document, not an error.
 func (l Limits) Read(source string, raw []byte) (Document, error) {
-	if max := l.maxBytes(); max >= 0 && int64(len(raw)) > max {
-		return Document{}, fmt.Errorf("%w: %s is %d bytes, the limit is %d", ErrTooLarge, source, len(raw), max)
+	if limit := l.maxBytes(); limit >= 0 && int64(len(raw)) > limit {
+		return Document{}, fmt.Errorf("%w: %s is %d bytes, the limit is %d", ErrTooLarge, source, len(raw), limit)
 	}
 	sum := sha256.Sum256(raw)
 	doc := Document{
