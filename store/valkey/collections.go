@@ -43,20 +43,23 @@ import (
 // entry: invisible to GetCollection and ListCollections, and never blocking a name. Deleting the id again
 // removes them.
 //
-// The change feed. Every put and delete of a document and every deleted collection adds an entry to the stream
-// (XADD MAXLEN ~ DefaultChangesMaxLen) whose id is the change's Seq. On a standalone server (or behind
-// Sentinel) the entry is added by the same script that writes the collection, so the feed has exactly one
-// entry per change, in the order of the writes. On a cluster the stream lives in a slot of its own, which
-// a script on the collection's slot cannot touch: the entry is added right after the write succeeds. Then
-// entries of concurrent writes may come in another order than the writes, and a crash (or a lost
-// connection) between the write and the XADD loses the entry: the write is stored, PutDocument returns
-// an error wrapping store.ErrUnavailable that says so, and other servers' indexes miss the change until
-// the next change of that document or until they rebuild (at start). A reader must therefore treat an
-// entry as "this document may have changed" and reload the document's current state; a late or
-// duplicated entry is then harmless.
+// The change feed. Every put and delete of a document and every deleted collection adds an entry to the
+// stream (XADD MAXLEN ~ DefaultChangesMaxLen) whose id is the change's Seq. On a standalone server (or
+// behind Sentinel) the entry is added by the same script that writes the collection, so the feed has
+// exactly one entry per change, in the order of the writes, and no reader sees one without the other. On
+// a cluster the stream lives in a slot of its own, which a script on the collection's slot cannot touch:
+// the entry is added right after the write succeeds. Then entries of concurrent writes may come in
+// another order than the writes, a reader may see a write before its entry, and a crash (or a lost
+// connection) between the write and the XADD loses the entry: the write is stored, the call returns an
+// error that says so (wrapping store.ErrUnavailable when the server could not be reached), a retried put of the same document is a no-op that
+// adds no entry either, and other servers' indexes miss the change until the next change of that
+// document or until they rebuild (at start). A reader must therefore treat an entry as "this document
+// may have changed" and reload the document's current state; a late or duplicated entry is then
+// harmless.
 //
 // The stream keeps about DefaultChangesMaxLen entries; a reader that falls further behind misses the
-// trimmed ones and must rebuild from ScanChunks.
+// trimmed ones without being told (collection.Store has no error for it) and should rebuild from
+// ScanChunks when it has been away long.
 
 // DefaultChangesMaxLen is about how many entries the change stream keeps (XADD MAXLEN ~).
 const DefaultChangesMaxLen = 100000
@@ -119,9 +122,9 @@ func (s *Store) DeleteCollection(ctx context.Context, tenant, id string) error {
 // PutDocument implements collection.Store with one script on the collection's slot. It returns
 // collection.ErrNotFound if the collection does not exist, store.ErrInvalid for chunks of another
 // document, repeated chunk ids or vectors of differing lengths, and store.ErrTooLarge for a chunk larger
-// than Options.Limits.MaxValueBytes. On a cluster, an error wrapping store.ErrUnavailable with changed
-// true means the document was stored but its change may be missing from the feed (see the package's
-// notes on the change feed).
+// than Options.Limits.MaxValueBytes. On a cluster, an error with changed true means the document was
+// stored but its change could not be added to the feed (see the notes on the change feed in
+// collections.go); DeleteDocument and DeleteCollection say so in their errors alike.
 func (s *Store) PutDocument(ctx context.Context, tenant string, doc collection.Document, chunks []collection.Chunk) (bool, error) {
 	n, err := s.collections()
 	if err != nil {
@@ -232,8 +235,10 @@ func (n *native) eval(ctx context.Context, s *valkeygo.Lua, keys, args []string)
 	return m, nil
 }
 
-// Scripts of the change feed append XADD <stream> MAXLEN ~ <max> * tenant <t> coll <c> doc <d> op <op>
-// when they are given the stream as their last key.
+// The scripts that write a collection add the change (XADD <stream> MAXLEN ~ <max> * tenant <t> coll <c>
+// doc <d> op <op>) when they are given the stream as their last key, before they write anything else:
+// a script is not rolled back when a command in it fails, and the XADD is the one that can (out of
+// memory, say), so a failure writes nothing.
 
 // createMeta writes a new collection's meta unless it exists. KEYS[1] is the meta; ARGV the collection's
 // JSON and its dimensions.
@@ -274,12 +279,13 @@ return 1
 // ARGV: tenant, id, "1" if the index had it, the stream's MAXLEN. It returns 0 if there was nothing to
 // remove, else 1 or the change's stream id.
 var dropCollection = valkeygo.NewLuaScript(`
-local n = redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3])
-if n == 0 and ARGV[3] ~= '1' then return 0 end
+if redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[3]) == 0 and ARGV[3] ~= '1' then return 0 end
+local id = 1
 if #KEYS == 4 then
-  return redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[4], '*', 'tenant', ARGV[1], 'coll', ARGV[2], 'doc', '', 'op', 'delete_collection')
+  id = redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[4], '*', 'tenant', ARGV[1], 'coll', ARGV[2], 'doc', '', 'op', 'delete_collection')
 end
-return 1
+redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3])
+return id
 `)
 
 // putDocument replaces a document and its chunks unless the stored one has the same hash, and sets the
@@ -301,32 +307,38 @@ if want > 0 then
     return {-2, have}
   end
 end
+local out = {1}
+if #KEYS == 4 then
+  out[2] = redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[8], '*', 'tenant', ARGV[6], 'coll', ARGV[7], 'doc', ARGV[1], 'op', 'put')
+end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 redis.call('HSET', KEYS[3], ARGV[1], ARGV[4])
-if #KEYS == 4 then
-  return {1, redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[8], '*', 'tenant', ARGV[6], 'coll', ARGV[7], 'doc', ARGV[1], 'op', 'put')}
-end
-return {1}
+return out
 `)
 
 // deleteDocument removes a document and its chunks. KEYS are the collection's docs and chunks (and the
 // stream); ARGV: document id, tenant, collection id, the stream's MAXLEN. It returns 0 if there was no such
 // document, else 1 or the change's stream id.
 var deleteDocument = valkeygo.NewLuaScript(`
-if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 0 end
-redis.call('HDEL', KEYS[2], ARGV[1])
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 0 end
+local id = 1
 if #KEYS == 3 then
-  return redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[4], '*', 'tenant', ARGV[2], 'coll', ARGV[3], 'doc', ARGV[1], 'op', 'delete')
+  id = redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[4], '*', 'tenant', ARGV[2], 'coll', ARGV[3], 'doc', ARGV[1], 'op', 'delete')
 end
-return 1
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+return id
 `)
 
 var maxLenArg = strconv.Itoa(DefaultChangesMaxLen)
 
 // publish adds a change to the stream (on a cluster, after the write).
 func (n *native) publish(ctx context.Context, tenant, coll, doc, op string) error {
-	_, err := n.do(ctx, n.client.B().Xadd().Key(n.changesKey()).Maxlen().Almost().Threshold(maxLenArg).Id("*").
+	r, err := n.do(ctx, n.client.B().Xadd().Key(n.changesKey()).Maxlen().Almost().Threshold(maxLenArg).Id("*").
 		FieldValue().FieldValue("tenant", tenant).FieldValue("coll", coll).FieldValue("doc", doc).FieldValue("op", op).Build())
+	if err == nil {
+		err = n.fail(ctx, r.Error())
+	}
 	if err != nil {
 		return fmt.Errorf("the %s of %s/%s is stored but its change was not published: %w", op, coll, doc, err)
 	}

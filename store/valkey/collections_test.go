@@ -365,3 +365,55 @@ func TestChanges_WaitIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPutDocument_FeedFailure: when the change cannot be added (here the stream's key holds a string), a
+// standalone server's script writes nothing, while on a cluster the document is stored and the error says
+// the change was not published.
+func TestPutDocument_FeedFailure(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		cluster bool
+	}{{"Standalone", false}, {"Cluster", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var addrs []string
+			if tc.cluster {
+				addrs = valkeytest.StartCluster(t, 3).Addrs()
+			} else {
+				addrs = []string{valkeytest.Start(t)}
+			}
+			prefix := fmt.Sprintf("feed%d", prefixes.Add(1))
+			s := open(t, valkey.Options{Prefix: prefix}, addrs...)
+			ctx := t.Context()
+			c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "docs"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// On a cluster only the node that holds the key's slot takes the SET (the others answer MOVED).
+			planted := false
+			for _, a := range addrs {
+				if _, err := valkeytest.Do(a, "SET", prefix+":changes", "not a stream"); err == nil {
+					planted = true
+					break
+				}
+			}
+			if !planted {
+				t.Fatal("could not plant the string")
+			}
+			d, chunks := testDoc(c.ID, "d", "v1", 2, 3)
+			changed, err := s.PutDocument(ctx, "acme", d, chunks)
+			if err == nil {
+				t.Fatal("PutDocument with a broken feed succeeded")
+			}
+			_, getErr := s.GetDocument(ctx, "acme", c.ID, "d")
+			if tc.cluster {
+				if !changed || getErr != nil || !strings.Contains(err.Error(), "not published") {
+					t.Errorf("on a cluster: changed %v, %v; GetDocument: %v", changed, err, getErr)
+				}
+			} else if changed || !errors.Is(getErr, collection.ErrNotFound) {
+				t.Errorf("standalone: changed %v, %v; GetDocument: %v (want nothing written)", changed, err, getErr)
+			}
+		})
+	}
+}
