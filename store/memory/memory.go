@@ -23,6 +23,8 @@ type Store struct {
 	agents   map[key]store.Agent
 	facts    map[key]map[string]store.Fact
 	sessions map[key]*session
+
+	colls collections // collection.Store (collections.go); its zero value is ready
 }
 
 var _ store.Store = (*Store)(nil)

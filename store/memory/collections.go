@@ -1,0 +1,585 @@
+package memory
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/context-loom/loom/collection"
+	"github.com/context-loom/loom/store"
+)
+
+var _ collection.Store = (*Store)(nil)
+
+// The change feed.
+const (
+	// DefaultChangesLimit is how many changes Changes returns at most when its limit is 0 or less.
+	DefaultChangesLimit = 1000
+	// ChangesKept is how many of the newest changes the feed keeps at least; older ones are dropped.
+	ChangesKept = 100_000
+	trimEvery   = 1024
+)
+
+// collections hold a Store's collections, behind their own lock. The zero value is empty and ready.
+type collections struct {
+	mu     sync.RWMutex
+	byID   map[key]*coll  // by tenant and collection id
+	byName map[key]string // tenant and name to id
+	feed   []change       // oldest first: seqs first, first+1, ...
+	seq    uint64         // the newest change's seq; 0 for none
+	wake   chan struct{}  // closed at the next change; nil while nobody waits
+}
+
+type coll struct {
+	c     collection.Collection
+	docs  map[string]*storedDoc
+	owner map[string]string // chunk id to its document's id
+}
+
+// storedDoc is a document and its chunks as stored: never changed, only replaced.
+type storedDoc struct {
+	d      collection.Document
+	chunks []collection.Chunk // ordered by Index
+}
+
+type change struct {
+	seq uint64
+	c   collection.Change
+}
+
+// checkOpen returns store.ErrClosed after Close, or ctx's error once it is done.
+func (s *Store) checkOpen(ctx context.Context) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.check(ctx)
+}
+
+// CreateCollection implements collection.Store. It assigns an ID when c.ID is empty and sets CreatedAt
+// when zero. It returns an error wrapping collection.ErrExists if the tenant has a collection of that name
+// or ID, store.ErrInvalid or store.ErrTooLarge for a bad collection.
+func (s *Store) CreateCollection(ctx context.Context, tenant string, c collection.Collection) (collection.Collection, error) {
+	if err := store.ValidateID(s.opts.Limits, "tenant", tenant); err != nil {
+		return collection.Collection{}, err
+	}
+	c, err := prepareCollection(s.opts.Limits, s.now(), c)
+	if err != nil {
+		return collection.Collection{}, err
+	}
+	if err := s.checkOpen(ctx); err != nil {
+		return collection.Collection{}, err
+	}
+	cs := &s.colls
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.byID == nil {
+		cs.byID, cs.byName = map[key]*coll{}, map[key]string{}
+	}
+	_, idTaken := cs.byID[key{tenant, c.ID}]
+	_, nameTaken := cs.byName[key{tenant, c.Name}]
+	if idTaken || nameTaken {
+		return collection.Collection{}, fmt.Errorf("collection %q (id %q): %w", c.Name, c.ID, collection.ErrExists)
+	}
+	cs.byID[key{tenant, c.ID}] = &coll{c: c, docs: map[string]*storedDoc{}, owner: map[string]string{}}
+	cs.byName[key{tenant, c.Name}] = c.ID
+	return c, nil
+}
+
+// GetCollection implements collection.Store. It returns an error wrapping collection.ErrNotFound if the
+// tenant has no collection with the id or name idOrName.
+func (s *Store) GetCollection(ctx context.Context, tenant, idOrName string) (collection.Collection, error) {
+	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "collection", idOrName); err != nil {
+		return collection.Collection{}, err
+	}
+	if err := s.checkOpen(ctx); err != nil {
+		return collection.Collection{}, err
+	}
+	cs := &s.colls
+	cs.mu.RLock()
+	defer cs.mu.RUnlock()
+	c, ok := cs.byID[key{tenant, idOrName}]
+	if !ok {
+		c, ok = cs.byID[key{tenant, cs.byName[key{tenant, idOrName}]}]
+	}
+	if !ok {
+		return collection.Collection{}, fmt.Errorf("collection %q: %w", idOrName, collection.ErrNotFound)
+	}
+	return c.c, nil
+}
+
+// ListCollections implements collection.Store.
+func (s *Store) ListCollections(ctx context.Context, tenant string) ([]collection.Collection, error) {
+	if err := store.ValidateID(s.opts.Limits, "tenant", tenant); err != nil {
+		return nil, err
+	}
+	if err := s.checkOpen(ctx); err != nil {
+		return nil, err
+	}
+	cs := &s.colls
+	cs.mu.RLock()
+	defer cs.mu.RUnlock()
+	var out []collection.Collection
+	for k, c := range cs.byID {
+		if k.tenant == tenant {
+			out = append(out, c.c)
+		}
+	}
+	slices.SortFunc(out, func(a, b collection.Collection) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// DeleteCollection implements collection.Store: it deletes the collection, its documents and chunks, and
+// records an OpDeleteCollection change. It returns an error wrapping collection.ErrNotFound if the tenant
+// has no collection with the id.
+func (s *Store) DeleteCollection(ctx context.Context, tenant, id string) error {
+	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "collection", id); err != nil {
+		return err
+	}
+	if err := s.checkOpen(ctx); err != nil {
+		return err
+	}
+	cs := &s.colls
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	c, ok := cs.byID[key{tenant, id}]
+	if !ok {
+		return fmt.Errorf("collection %q: %w", id, collection.ErrNotFound)
+	}
+	delete(cs.byID, key{tenant, id})
+	delete(cs.byName, key{tenant, c.c.Name})
+	cs.addChange(tenant, id, "", collection.OpDeleteCollection)
+	return nil
+}
+
+// PutDocument implements collection.Store. It replaces the document doc.ID and all of its chunks with doc
+// and chunks, sets the collection's Dimensions from the first vectors, and records an OpPut change; if the
+// stored document has doc's Hash, it does nothing and returns false. doc.Chunks is set to len(chunks) and
+// doc.UpdatedAt to now. A chunk without a vector is stored without one.
+//
+// It returns an error wrapping collection.ErrNotFound if the collection does not exist, store.ErrInvalid
+// for a bad document or chunk (a chunk of another document, a chunk ID used twice or by another document
+// of the collection, vectors of a length other than the collection's), store.ErrTooLarge for a chunk's
+// content over the MaxValueBytes limit.
+func (s *Store) PutDocument(ctx context.Context, tenant string, doc collection.Document, chunks []collection.Chunk) (bool, error) {
+	if err := store.ValidateID(s.opts.Limits, "tenant", tenant); err != nil {
+		return false, err
+	}
+	dims, err := prepareDocument(s.opts.Limits, doc, chunks)
+	if err != nil {
+		return false, err
+	}
+	if err := s.checkOpen(ctx); err != nil {
+		return false, err
+	}
+	cs := &s.colls
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	c, ok := cs.byID[key{tenant, doc.CollectionID}]
+	if !ok {
+		return false, fmt.Errorf("collection %q: %w", doc.CollectionID, collection.ErrNotFound)
+	}
+	old := c.docs[doc.ID]
+	if old != nil && old.d.Hash == doc.Hash {
+		return false, nil
+	}
+	if dims > 0 && c.c.Dimensions != 0 && c.c.Dimensions != dims {
+		return false, fmt.Errorf("%w: document %q: vectors of %d dimensions, the collection's have %d", store.ErrInvalid, doc.ID, dims, c.c.Dimensions)
+	}
+	for _, ch := range chunks {
+		if owner, ok := c.owner[ch.ID]; ok && owner != doc.ID {
+			return false, fmt.Errorf("%w: chunk %q is another document's", store.ErrInvalid, ch.ID)
+		}
+	}
+	// Checked: nothing below fails.
+	if dims > 0 && c.c.Dimensions == 0 {
+		c.c.Dimensions = dims
+	}
+	if old != nil {
+		for _, ch := range old.chunks {
+			delete(c.owner, ch.ID)
+		}
+	}
+	nd := &storedDoc{d: doc, chunks: make([]collection.Chunk, len(chunks))}
+	nd.d.Metadata = maps.Clone(doc.Metadata)
+	nd.d.Chunks = len(chunks)
+	nd.d.UpdatedAt = s.now().UTC()
+	for i, ch := range chunks {
+		nd.chunks[i] = cloneChunk(ch)
+		c.owner[ch.ID] = doc.ID
+	}
+	slices.SortStableFunc(nd.chunks, func(a, b collection.Chunk) int {
+		if a.Index != b.Index {
+			return a.Index - b.Index
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	c.docs[doc.ID] = nd
+	cs.addChange(tenant, doc.CollectionID, doc.ID, collection.OpPut)
+	return true, nil
+}
+
+// GetDocument implements collection.Store. It returns an error wrapping collection.ErrNotFound if the
+// collection or the document does not exist.
+func (s *Store) GetDocument(ctx context.Context, tenant, collectionID, documentID string) (collection.Document, error) {
+	d, err := s.document(ctx, tenant, collectionID, documentID)
+	if err != nil {
+		return collection.Document{}, err
+	}
+	out := d.d
+	out.Metadata = maps.Clone(out.Metadata)
+	return out, nil
+}
+
+// document returns the stored document; the caller must not change it.
+func (s *Store) document(ctx context.Context, tenant, collectionID, documentID string) (*storedDoc, error) {
+	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "collection", collectionID, "document", documentID); err != nil {
+		return nil, err
+	}
+	if err := s.checkOpen(ctx); err != nil {
+		return nil, err
+	}
+	cs := &s.colls
+	cs.mu.RLock()
+	defer cs.mu.RUnlock()
+	if c, ok := cs.byID[key{tenant, collectionID}]; ok {
+		if d, ok := c.docs[documentID]; ok {
+			return d, nil
+		}
+	}
+	return nil, fmt.Errorf("document %q of collection %q: %w", documentID, collectionID, collection.ErrNotFound)
+}
+
+// ListDocuments implements collection.Store. It returns an error wrapping collection.ErrNotFound if the
+// collection does not exist.
+func (s *Store) ListDocuments(ctx context.Context, tenant, collectionID string) ([]collection.Document, error) {
+	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "collection", collectionID); err != nil {
+		return nil, err
+	}
+	if err := s.checkOpen(ctx); err != nil {
+		return nil, err
+	}
+	cs := &s.colls
+	cs.mu.RLock()
+	defer cs.mu.RUnlock()
+	c, ok := cs.byID[key{tenant, collectionID}]
+	if !ok {
+		return nil, fmt.Errorf("collection %q: %w", collectionID, collection.ErrNotFound)
+	}
+	out := make([]collection.Document, 0, len(c.docs))
+	for _, d := range c.docs {
+		doc := d.d
+		doc.Metadata = maps.Clone(doc.Metadata)
+		out = append(out, doc)
+	}
+	slices.SortFunc(out, func(a, b collection.Document) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// DeleteDocument implements collection.Store: it deletes the document and its chunks and records an
+// OpDelete change. It returns an error wrapping collection.ErrNotFound if there is no such document.
+func (s *Store) DeleteDocument(ctx context.Context, tenant, collectionID, documentID string) error {
+	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "collection", collectionID, "document", documentID); err != nil {
+		return err
+	}
+	if err := s.checkOpen(ctx); err != nil {
+		return err
+	}
+	cs := &s.colls
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	c, ok := cs.byID[key{tenant, collectionID}]
+	var d *storedDoc
+	if ok {
+		d, ok = c.docs[documentID]
+	}
+	if !ok {
+		return fmt.Errorf("document %q of collection %q: %w", documentID, collectionID, collection.ErrNotFound)
+	}
+	for _, ch := range d.chunks {
+		delete(c.owner, ch.ID)
+	}
+	delete(c.docs, documentID)
+	cs.addChange(tenant, collectionID, documentID, collection.OpDelete)
+	return nil
+}
+
+// DocumentChunks implements collection.Store. It returns an error wrapping collection.ErrNotFound if the
+// collection or the document does not exist.
+func (s *Store) DocumentChunks(ctx context.Context, tenant, collectionID, documentID string) ([]collection.Chunk, error) {
+	d, err := s.document(ctx, tenant, collectionID, documentID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]collection.Chunk, len(d.chunks))
+	for i, ch := range d.chunks {
+		out[i] = cloneChunk(ch)
+	}
+	return out, nil
+}
+
+// ScanChunks implements collection.Store: it calls fn with a copy of each of the collection's chunks as
+// they were when it was called, without holding the store's lock, so fn may call the store. It returns
+// fn's error as is, and an error wrapping collection.ErrNotFound if the collection does not exist.
+func (s *Store) ScanChunks(ctx context.Context, tenant, collectionID string, fn func(collection.Chunk) error) error {
+	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "collection", collectionID); err != nil {
+		return err
+	}
+	if err := s.checkOpen(ctx); err != nil {
+		return err
+	}
+	cs := &s.colls
+	cs.mu.RLock()
+	c, ok := cs.byID[key{tenant, collectionID}]
+	var docs [][]collection.Chunk // stored slices are never changed, only replaced: safe to read unlocked
+	if ok {
+		docs = make([][]collection.Chunk, 0, len(c.docs))
+		for _, d := range c.docs {
+			docs = append(docs, d.chunks)
+		}
+	}
+	cs.mu.RUnlock()
+	if !ok {
+		return fmt.Errorf("collection %q: %w", collectionID, collection.ErrNotFound)
+	}
+	for _, chunks := range docs {
+		for _, ch := range chunks {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := fn(cloneChunk(ch)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Changes implements collection.Store. Seqs are decimal numbers of 20 digits, increasing; after is one of
+// them, or "" for the start of the feed. limit <= 0 means DefaultChangesLimit. While there is no change
+// after after, it waits for one until wait has passed. It returns an error wrapping store.ErrInvalid for a
+// Seq that is not one.
+func (s *Store) Changes(ctx context.Context, after string, limit int, wait time.Duration) ([]collection.Change, error) {
+	var from uint64
+	if after != "" {
+		n, err := strconv.ParseUint(after, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%w: change seq %q is not a decimal number", store.ErrInvalid, after)
+		}
+		from = n
+	}
+	if limit <= 0 {
+		limit = DefaultChangesLimit
+	}
+	var deadline <-chan time.Time
+	cs := &s.colls
+	for {
+		if err := s.checkOpen(ctx); err != nil {
+			return nil, err
+		}
+		cs.mu.Lock()
+		out := cs.after(from, limit)
+		if len(out) > 0 || wait <= 0 {
+			cs.mu.Unlock()
+			return out, nil
+		}
+		if cs.wake == nil {
+			cs.wake = make(chan struct{})
+		}
+		wake := cs.wake
+		cs.mu.Unlock()
+		if deadline == nil {
+			timer := time.NewTimer(wait)
+			defer timer.Stop()
+			deadline = timer.C
+		}
+		select {
+		case <-wake:
+		case <-deadline:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// LastChange implements collection.Store: the Seq of the newest change, "" if there is none.
+func (s *Store) LastChange(ctx context.Context) (string, error) {
+	if err := s.checkOpen(ctx); err != nil {
+		return "", err
+	}
+	cs := &s.colls
+	cs.mu.RLock()
+	defer cs.mu.RUnlock()
+	if cs.seq == 0 {
+		return "", nil
+	}
+	return formatSeq(cs.seq), nil
+}
+
+// after returns up to limit changes after seq from; the caller holds mu.
+func (cs *collections) after(from uint64, limit int) []collection.Change {
+	if len(cs.feed) == 0 || from >= cs.seq {
+		return nil
+	}
+	i := 0
+	if first := cs.feed[0].seq; from >= first {
+		i = int(from - first + 1)
+	}
+	n := min(limit, len(cs.feed)-i)
+	out := make([]collection.Change, n)
+	for j := range n {
+		out[j] = cs.feed[i+j].c
+	}
+	return out
+}
+
+// addChange records a change and wakes the Changes calls that wait; the caller holds mu.
+func (cs *collections) addChange(tenant, collectionID, documentID, op string) {
+	cs.seq++
+	cs.feed = append(cs.feed, change{cs.seq, collection.Change{Seq: formatSeq(cs.seq), Tenant: tenant, CollectionID: collectionID, DocumentID: documentID, Op: op}})
+	if len(cs.feed) >= ChangesKept+trimEvery {
+		cs.feed = slices.Clone(cs.feed[len(cs.feed)-ChangesKept:]) // a copy: the old array is freed
+	}
+	if cs.wake != nil {
+		close(cs.wake)
+		cs.wake = nil
+	}
+}
+
+func formatSeq(n uint64) string { return fmt.Sprintf("%020d", n) }
+
+func cloneChunk(ch collection.Chunk) collection.Chunk {
+	ch.Metadata = maps.Clone(ch.Metadata)
+	ch.Vector = slices.Clone(ch.Vector)
+	return ch
+}
+
+// prepareCollection validates c and returns it with an ID (a new one if empty) and CreatedAt (now, if
+// zero, in UTC) set.
+func prepareCollection(l store.Limits, now time.Time, c collection.Collection) (collection.Collection, error) {
+	if c.Name == "" {
+		return collection.Collection{}, fmt.Errorf("%w: a collection needs a name", store.ErrInvalid)
+	}
+	if err := store.ValidateID(l, "collection name", c.Name); err != nil {
+		return collection.Collection{}, err
+	}
+	if c.ID == "" {
+		c.ID = newID(now)
+	} else if err := store.ValidateID(l, "collection", c.ID); err != nil {
+		return collection.Collection{}, err
+	}
+	for _, f := range []struct{ kind, v string }{{"chunk strategy", c.ChunkStrategy}, {"embedder", c.Embedder}} {
+		if f.v != "" {
+			if err := store.ValidateID(l, f.kind, f.v); err != nil {
+				return collection.Collection{}, err
+			}
+		}
+	}
+	if c.ChunkSize < 0 || c.ChunkOverlap < 0 || c.Dimensions < 0 {
+		return collection.Collection{}, fmt.Errorf("%w: collection %q: negative chunk size, overlap or dimensions", store.ErrInvalid, c.Name)
+	}
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = now
+	}
+	c.CreatedAt = c.CreatedAt.UTC()
+	return c, nil
+}
+
+// newID is a new collection id: 32 hex digits, the first 12 the time in milliseconds (so that ids sort by
+// creation), the rest random.
+func newID(now time.Time) string {
+	var b [16]byte
+	ms := uint64(now.UnixMilli())
+	for i := range 6 {
+		b[i] = byte(ms >> (8 * (5 - i)))
+	}
+	_, _ = rand.Read(b[6:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}
+
+// prepareDocument validates doc and its chunks and returns the length of their vectors (0 if none has
+// one).
+func prepareDocument(l store.Limits, doc collection.Document, chunks []collection.Chunk) (int, error) {
+	if err := store.ValidateIDs(l, "collection", doc.CollectionID, "document", doc.ID, "document hash", doc.Hash); err != nil {
+		return 0, err
+	}
+	if doc.Bytes < 0 {
+		return 0, fmt.Errorf("%w: document %q: negative size", store.ErrInvalid, doc.ID)
+	}
+	for _, f := range []struct{ what, v string }{{"source", doc.Source}, {"content type", doc.ContentType}} {
+		if err := validText(l, "document "+f.what, f.v); err != nil {
+			return 0, err
+		}
+	}
+	if err := validMetadata(l, "document "+doc.ID, doc.Metadata); err != nil {
+		return 0, err
+	}
+	dims := 0
+	seen := make(map[string]struct{}, len(chunks))
+	for i, ch := range chunks {
+		what := fmt.Sprintf("document %q chunk %d", doc.ID, i)
+		if ch.DocumentID != doc.ID {
+			return 0, fmt.Errorf("%w: %s is document %q's", store.ErrInvalid, what, ch.DocumentID)
+		}
+		if err := store.ValidateID(l, "chunk", ch.ID); err != nil {
+			return 0, fmt.Errorf("%s: %w", what, err)
+		}
+		if _, ok := seen[ch.ID]; ok {
+			return 0, fmt.Errorf("%w: %s: chunk id %q used twice", store.ErrInvalid, what, ch.ID)
+		}
+		seen[ch.ID] = struct{}{}
+		if err := validText(l, what+" content", ch.Content); err != nil {
+			return 0, err
+		}
+		if ch.Index < 0 || ch.StartOffset < 0 || ch.EndOffset < ch.StartOffset || ch.TokenCount < 0 {
+			return 0, fmt.Errorf("%w: %s: negative index, offset or token count, or an end before the start", store.ErrInvalid, what)
+		}
+		if err := validMetadata(l, what, ch.Metadata); err != nil {
+			return 0, err
+		}
+		if len(ch.Vector) == 0 {
+			continue
+		}
+		if dims == 0 {
+			dims = len(ch.Vector)
+		} else if len(ch.Vector) != dims {
+			return 0, fmt.Errorf("%w: %s: a vector of %d dimensions among vectors of %d", store.ErrInvalid, what, len(ch.Vector), dims)
+		}
+		for _, f := range ch.Vector {
+			if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+				return 0, fmt.Errorf("%w: %s: the vector has NaN or infinite values", store.ErrInvalid, what)
+			}
+		}
+	}
+	return dims, nil
+}
+
+func validText(l store.Limits, what, s string) error {
+	if len(s) > l.MaxValueBytes {
+		return fmt.Errorf("%w: %s is %d bytes, the limit is %d", store.ErrTooLarge, what, len(s), l.MaxValueBytes)
+	}
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%w: %s is not valid UTF-8", store.ErrInvalid, what)
+	}
+	return nil
+}
+
+func validMetadata(l store.Limits, what string, m map[string]string) error {
+	for k, v := range m {
+		if err := validText(l, what+" metadata key", k); err != nil {
+			return err
+		}
+		if err := validText(l, what+" metadata value", v); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,86 @@
+package memory_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/context-loom/loom/chunk"
+	"github.com/context-loom/loom/collection"
+	"github.com/context-loom/loom/collection/collectiontest"
+	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/store/memory"
+)
+
+func TestCollections_Conformance(t *testing.T) {
+	collectiontest.Run(t, func(t *testing.T) collection.Store {
+		s := memory.New(store.Options{})
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
+func TestCollections_StoredValuesAreCopies(t *testing.T) {
+	t.Parallel()
+	s := memory.New(store.Options{})
+	ctx := t.Context()
+	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "docs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks := []collection.Chunk{{Chunk: chunk.Chunk{ID: "d#0", DocumentID: "d", Content: "x", Metadata: map[string]string{"k": "v"}}, Vector: []float32{1, 2}}}
+	if _, err := s.PutDocument(ctx, "acme", collection.Document{ID: "d", CollectionID: c.ID, Hash: "h"}, chunks); err != nil {
+		t.Fatal(err)
+	}
+	chunks[0].Metadata["k"], chunks[0].Vector[0] = "changed", 9
+	err = s.ScanChunks(ctx, "acme", c.ID, func(ch collection.Chunk) error {
+		if ch.Metadata["k"] != "v" || ch.Vector[0] != 1 {
+			t.Errorf("the store kept the caller's maps: %+v", ch)
+		}
+		ch.Metadata["k"], ch.Vector[0] = "changed", 9
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.DocumentChunks(ctx, "acme", c.ID, "d")
+	if err != nil || got[0].Metadata["k"] != "v" || got[0].Vector[0] != 1 {
+		t.Errorf("ScanChunks handed out the stored maps: %+v %v", got, err)
+	}
+}
+
+func TestChanges_SeqsSortAndCompare(t *testing.T) {
+	t.Parallel()
+	s := memory.New(store.Options{})
+	ctx := t.Context()
+	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "docs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 12 {
+		id := fmt.Sprint("d", i)
+		if _, err := s.PutDocument(ctx, "acme", collection.Document{ID: id, CollectionID: c.ID, Hash: "h"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := s.Changes(ctx, "", 100, 0)
+	if err != nil || len(all) != 12 {
+		t.Fatalf("Changes = %d %v", len(all), err)
+	}
+	for i := 1; i < len(all); i++ {
+		if all[i-1].Seq >= all[i].Seq {
+			t.Fatalf("seqs do not sort as strings: %q, %q", all[i-1].Seq, all[i].Seq)
+		}
+	}
+	if got, err := s.Changes(ctx, "9", 100, 0); err != nil || len(got) != 3 || got[0].DocumentID != "d9" {
+		t.Errorf("Changes after 9 = %+v %v", got, err)
+	}
+	if _, err := s.Changes(ctx, "nine", 100, 0); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("a seq that is no number: %v", err)
+	}
+	_ = s.Close()
+	if _, err := s.Changes(ctx, all[11].Seq, 10, time.Second); !errors.Is(err, store.ErrClosed) {
+		t.Errorf("Changes after Close: %v", err)
+	}
+}
