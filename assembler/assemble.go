@@ -69,8 +69,9 @@ type ctxItem struct {
 	lower   int    // knowledge whose cost is not known: a lower bound, counted up to a limit
 	kept    bool
 	pinned  bool
-	order   int // position for rendering
-	ref     *Reference
+	order   int        // position for rendering
+	know    *Knowledge // knowledge: the request's item
+	ref     *Reference // knowledge: its citation, once it is kept (see keptKnowledge)
 }
 
 // group is one or more history messages that stay or go together.
@@ -523,6 +524,13 @@ func (a *assembly) keptKnowledge() []*ctxItem {
 	var kept []*ctxItem
 	for _, it := range a.knowledge {
 		if it.kept {
+			if it.ref == nil { // made for the kept items only
+				k := it.know
+				it.ref = &Reference{
+					ID: k.ID, DocumentID: k.DocumentID, Source: k.Source, Score: k.Score,
+					StartOffset: k.StartOffset, EndOffset: k.EndOffset, Metadata: k.Metadata,
+				}
+			}
 			kept = append(kept, it)
 		}
 	}

@@ -261,7 +261,6 @@ func (a *assembly) prepareKnowledge() {
 	})
 
 	items := make([]ctxItem, len(cands))
-	refs := make([]Reference, len(cands))
 	parts := make([]part, 4*len(cands))
 	// The tags, counted once: most items share one.
 	tags := map[[3]string]part{}
@@ -292,12 +291,8 @@ func (a *assembly) prepareKnowledge() {
 		// The text is escaped only if the item is counted (see cost) or rendered (see render); a cached count
 		// is of the escaped text, and escaping changes no character at the edges from space to not.
 		body := a.cachedPart(c.content, c.k.TokenCounts)
-		refs[n] = Reference{
-			ID: c.k.ID, DocumentID: c.k.DocumentID, Source: c.k.Source, Score: c.k.Score,
-			StartOffset: c.k.StartOffset, EndOffset: c.k.EndOffset, Metadata: c.k.Metadata,
-		}
 		it := &items[n]
-		*it = ctxItem{id: c.id, order: c.index, content: c.content, ref: &refs[n], raw: true, rank: n, cost: -1}
+		*it = ctxItem{id: c.id, order: c.index, content: c.content, know: c.k, raw: true, rank: n, cost: -1}
 		// The marker "[n]" is a part of its own: it changes with the order, the rest does not.
 		it.parts = parts[4*n : 4*n+4 : 4*n+4]
 		it.parts[0], it.parts[1], it.parts[2], it.parts[3] = newPart(""), open, body, closeTag
