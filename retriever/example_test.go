@@ -1,0 +1,44 @@
+package retriever_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/context-loom/loom/chunk"
+	"github.com/context-loom/loom/collection"
+	"github.com/context-loom/loom/embed"
+	"github.com/context-loom/loom/retriever"
+)
+
+func ExampleIndex_Search() {
+	ctx := context.Background()
+	texts := []string{
+		"Raft elects a leader and replicates a log to its followers.",
+		"Paxos reaches consensus among acceptors in two phases.",
+		"Sourdough bread needs a starter, flour, water and salt.",
+	}
+	vecs, _ := embed.Default().Embed(ctx, texts)
+	ix := retriever.NewIndex(retriever.IndexOptions{})
+	for i, text := range texts {
+		err := ix.Add(collection.Chunk{
+			Chunk:  chunk.Chunk{ID: fmt.Sprint("c", i), DocumentID: fmt.Sprint("doc", i), Content: text, EndOffset: len(text), Metadata: map[string]string{"source": fmt.Sprint("doc", i, ".txt")}},
+			Vector: vecs[i],
+		})
+		if err != nil {
+			fmt.Println(err)
+		}
+	}
+	q := "how does raft elect a leader"
+	qv, _ := embed.Default().Embed(ctx, []string{q})
+	results, err := ix.Search(ctx, retriever.Query{Text: q, Vector: qv[0], TopK: 2})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, r := range results {
+		fmt.Printf("%d %s %s %s keyword#%d vector#%d\n", r.Rank, r.Kind, r.Chunk.ID, r.Chunk.Metadata["source"], r.KeywordRank, r.VectorRank)
+	}
+	// Output:
+	// 1 rrf c0 doc0.txt keyword#1 vector#1
+	// 2 rrf c2 doc2.txt keyword#0 vector#2
+}
