@@ -236,7 +236,9 @@ func TestClose_EveryCallReturnsErrClosed(t *testing.T) {
 
 func TestTTL_CleanupDeletesExpiredRows(t *testing.T) {
 	t.Parallel()
-	const ttl = 200 * time.Millisecond
+	// Long enough for the nine writes below under -race on a loaded machine: a session that expires before
+	// the test deletes it fails the test.
+	const ttl = 1500 * time.Millisecond
 	s, path := open(t, store.Options{SessionTTL: ttl}, sqlite.WithCleanupInterval(50*time.Millisecond))
 	ctx := t.Context()
 	for i := range 3 {
@@ -270,7 +272,7 @@ func TestTTL_CleanupDeletesExpiredRows(t *testing.T) {
 	if n := rows(); n != 8 {
 		t.Fatalf("%d rows for 2 sessions, want 8", n)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(ttl + 5*time.Second)
 	for rows() != 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d rows of expired sessions left", rows())
