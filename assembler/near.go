@@ -46,6 +46,7 @@ func (x *nearIndex) addUnlessNear(text string, threshold float64) bool {
 	if x.arena == nil { // room for a few dozen texts like this one, grown by doubling past that
 		x.arena = make([]uint64, 0, 32*len(x.buf))
 		x.sets, x.seen, x.entries = make([][]uint64, 0, 32), make([]uint32, 0, 32), make([]nearEntry, 0, 32*sketchSize)
+		x.keys, x.heads = make([]uint64, 2*32*sketchSize), make([]int32, 2*32*sketchSize)
 	}
 
 	// The distinct hashes, into the arena (taken back if text is a near-duplicate), and the sketch.
