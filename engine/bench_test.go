@@ -104,8 +104,12 @@ func BenchmarkAssembleFromStore(b *testing.B) {
 	}
 }
 
-// backends are the persistent stores the engine's tests and benchmarks run on (see backends_test.go).
-var backends []struct {
-	name string
-	open func(testing.TB) store.Store
+// backend is a persistent store the engine's tests and benchmarks run on (see backends_test.go): open
+// opens a fresh one; openPair opens two handles on one fresh store, as two servers would.
+type backend struct {
+	name     string
+	open     func(testing.TB) store.Store
+	openPair func(testing.TB) (store.Store, store.Store)
 }
+
+var backends []backend

@@ -9,17 +9,24 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/assembler"
+	"github.com/context-loom/loom/chunker"
+	"github.com/context-loom/loom/collection"
+	"github.com/context-loom/loom/embed"
+	"github.com/context-loom/loom/retriever"
 	"github.com/context-loom/loom/store"
 )
 
 // DefaultTenant is the tenant of a request that names none (a single-tenant deployment, the CLI).
-const DefaultTenant = "default"
+const DefaultTenant = loom.DefaultTenant
 
-// DefaultSourceTimeout bounds how long an assembly waits for one source.
-const DefaultSourceTimeout = 2 * time.Second
+// DefaultSourceTimeout bounds how long an assembly waits for one source: a healthy store answers in a
+// millisecond, so an assembly that waits longer is better served degraded.
+const DefaultSourceTimeout = time.Second
 
 // Errors of the engine.
 var (
@@ -36,8 +43,15 @@ var (
 // Engine assembles contexts from stored state. It is safe for concurrent use.
 type Engine struct {
 	store         store.Store
+	colls         collection.Store // the store's collections; nil if it keeps none
 	sourceTimeout time.Duration
 	now           func() time.Time
+
+	embedders       map[string]embed.Embedder
+	defaultEmbedder string
+	chunkers        map[string]chunker.Chunker
+	indexOpts       retriever.IndexOptions
+	ix              indexes
 }
 
 // Option configures an Engine.
@@ -55,16 +69,23 @@ func WithSourceTimeout(d time.Duration) Option {
 	}
 }
 
-// New returns an engine over s.
+// New returns an engine over s. If s also keeps collections (collection.Store), the engine ingests and
+// retrieves; Close stops the background work that retrieval starts.
 func New(s store.Store, opts ...Option) (*Engine, error) {
 	if s == nil {
 		return nil, fmt.Errorf("%w: nil store", ErrInvalidRequest)
 	}
-	e := &Engine{store: s, sourceTimeout: DefaultSourceTimeout, now: time.Now}
+	e := &Engine{store: s, sourceTimeout: DefaultSourceTimeout, now: time.Now, embedders: map[string]embed.Embedder{},
+		chunkers: map[string]chunker.Chunker{}, ix: indexes{m: map[indexKey]*liveIndex{}}}
+	e.colls, _ = s.(collection.Store)
 	for _, o := range opts {
 		if err := o(e); err != nil {
 			return nil, err
 		}
+	}
+	if e.defaultEmbedder == "" {
+		def := embed.Default()
+		e.embedders[def.Name()], e.defaultEmbedder = def, def.Name()
 	}
 	return e, nil
 }
@@ -92,6 +113,9 @@ type Request struct {
 	// Preset selects another rendering: "" (Loom's own) or "cookbook" (seed 003's messages; see
 	// PresetCookbook).
 	Preset string `json:"preset,omitempty"`
+	// Retrieve fills the knowledge region by retrieving from a collection for the message (after any
+	// stored and inline knowledge).
+	Retrieve *RetrieveRequest `json:"retrieve,omitempty"`
 
 	assembler.Request
 }
@@ -139,15 +163,29 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 	}
 	var degraded []Degradation
 	snap := &store.Snapshot{}
+	// The sources are read concurrently, each under its own deadline: the store's state in one Load (one
+	// round trip), and the knowledge retrieved for the message.
+	var retrieved []assembler.Knowledge
+	var retrieveErr error
+	var wg sync.WaitGroup
+	if r := req.Retrieve; r != nil {
+		if err := r.validate(); err != nil {
+			return nil, err
+		}
+		wg.Go(func() { retrieved, retrieveErr = e.retrieveKnowledge(ctx, tenant, r, req.Message) })
+	}
 	if req.Agent != "" || req.User != "" || req.Session != "" {
 		s, err := e.load(ctx, tenant, req)
 		switch {
 		case errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrTooLarge) || errors.Is(err, store.ErrUnsupported):
+			wg.Wait()
 			return nil, err
 		case err != nil && ctx.Err() != nil:
+			wg.Wait()
 			return nil, err
 		case err != nil:
 			if req.Strict {
+				wg.Wait()
 				return nil, fmt.Errorf("%w: store: %w", ErrSourceFailed, err)
 			}
 			degraded = append(degraded, Degradation{Source: "store", Cause: err.Error()})
@@ -159,13 +197,28 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 			switch {
 			case err == nil:
 			case src == store.SourceAgent && errors.Is(err, store.ErrNotFound):
+				wg.Wait()
 				return nil, fmt.Errorf("%w: %q", ErrAgentNotFound, req.Agent)
 			case req.Strict:
+				wg.Wait()
 				return nil, fmt.Errorf("%w: %s: %w", ErrSourceFailed, src, err)
 			default:
 				degraded = append(degraded, Degradation{Source: string(src), Cause: err.Error()})
 			}
 		}
+	}
+	wg.Wait()
+	switch {
+	case retrieveErr == nil:
+		if len(retrieved) > 0 {
+			snap.Knowledge = append(slices.Clip(snap.Knowledge), retrieved...)
+		}
+	case isRequestError(retrieveErr) || ctx.Err() != nil:
+		return nil, retrieveErr
+	case req.Strict:
+		return nil, fmt.Errorf("%w: retrieval: %w", ErrSourceFailed, retrieveErr)
+	default:
+		degraded = append(degraded, Degradation{Source: "retrieval", Cause: retrieveErr.Error()})
 	}
 	var res *assembler.Result
 	var err error
@@ -178,6 +231,50 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	return &Result{Result: res, Degraded: degraded}, nil
+}
+
+// RetrieveRequest asks an assembly to retrieve knowledge.
+type RetrieveRequest struct {
+	Collection string            `json:"collection"`
+	Query      string            `json:"query,omitempty"` // default: the request's message
+	TopK       int               `json:"top_k,omitempty"`
+	MinScore   float64           `json:"min_score,omitempty"`
+	Mode       string            `json:"mode,omitempty"`
+	Filter     map[string]string `json:"filter,omitempty"`
+}
+
+func (r *RetrieveRequest) validate() error {
+	if r.Collection == "" {
+		return fmt.Errorf("%w: retrieve needs a collection", ErrInvalidRequest)
+	}
+	return nil
+}
+
+// retrieveKnowledge retrieves for an assembly, under the source deadline, as knowledge items.
+func (e *Engine) retrieveKnowledge(ctx context.Context, tenant string, r *RetrieveRequest, message string) ([]assembler.Knowledge, error) {
+	ctx, cancel := context.WithTimeout(loom.WithTenant(ctx, tenant), e.sourceTimeout)
+	defer cancel()
+	q := r.Query
+	if q == "" {
+		q = message
+	}
+	results, err := e.Retrieve(ctx, q, WithCollection(r.Collection), WithTopK(r.TopK), WithMinScore(r.MinScore), WithMode(r.Mode), WithFilter(r.Filter))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]assembler.Knowledge, len(results))
+	for i, res := range results {
+		c := res.Chunk
+		out[i] = assembler.Knowledge{ID: c.ID, DocumentID: c.DocumentID, Content: c.Content, Score: res.Score, Source: c.Metadata["source"],
+			Type: "rag", StartOffset: c.StartOffset, EndOffset: c.EndOffset, Metadata: c.Metadata}
+	}
+	return out, nil
+}
+
+// isRequestError reports whether err is the caller's doing: an invalid request or a missing collection.
+func isRequestError(err error) bool {
+	return errors.Is(err, ErrInvalidRequest) || errors.Is(err, collection.ErrNotFound) || errors.Is(err, store.ErrInvalid) ||
+		errors.Is(err, store.ErrTooLarge) || errors.Is(err, ErrNoCollections)
 }
 
 // load reads the stored sources with the source deadline.

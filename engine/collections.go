@@ -1,0 +1,460 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/context-loom/loom"
+	"github.com/context-loom/loom/chunk"
+	"github.com/context-loom/loom/chunker"
+	"github.com/context-loom/loom/collection"
+	"github.com/context-loom/loom/embed"
+	"github.com/context-loom/loom/ingest"
+	"github.com/context-loom/loom/retriever"
+	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/tokenizer"
+)
+
+// Collection defaults, applied to a collection's zero fields when it is created (seed 002).
+const (
+	DefaultChunkSize    = 512
+	DefaultChunkOverlap = 50
+	// StrategyAuto chunks each document by its kind: Markdown and HTML (extracted as Markdown) by their
+	// sections, source code by its syntax, plain text with the recursive chunker. It is the strategy of a
+	// collection that names none, unless WithChunker set a custom default.
+	StrategyAuto = "auto"
+	// StrategyCustom is the name under which WithChunker registers its chunker.
+	StrategyCustom = "custom"
+)
+
+// ErrNoCollections is returned by the collection methods when the engine's store keeps no collections.
+var ErrNoCollections = errors.New("engine: the store keeps no collections")
+
+// WithChunker registers c as the engine's custom chunker: collections created without a ChunkStrategy use
+// it (their strategy is stored as "custom"), as seed 002 promises. Without it, such collections chunk each
+// document by its kind (StrategyAuto).
+func WithChunker(c chunker.Chunker) Option {
+	return WithNamedChunker(StrategyCustom, c)
+}
+
+// WithNamedChunker registers c under name, for collections whose ChunkStrategy is name. Registering
+// StrategyCustom makes it the default of new collections.
+func WithNamedChunker(name string, c chunker.Chunker) Option {
+	return func(e *Engine) error {
+		if c == nil || name == "" || name == StrategyAuto || slices.Contains(chunker.Strategies(), name) {
+			return fmt.Errorf("%w: a chunker needs a name of its own (not auto or a built-in strategy) and a value", ErrInvalidRequest)
+		}
+		e.chunkers[name] = c
+		return nil
+	}
+}
+
+// WithEmbedder registers emb under its Name; the first one registered (or embed.Default() when none is)
+// is the default of new collections.
+func WithEmbedder(emb embed.Embedder) Option {
+	return func(e *Engine) error {
+		if emb == nil || emb.Name() == "" {
+			return fmt.Errorf("%w: an embedder needs a name", ErrInvalidRequest)
+		}
+		if e.defaultEmbedder == "" {
+			e.defaultEmbedder = emb.Name()
+		}
+		e.embedders[emb.Name()] = emb
+		return nil
+	}
+}
+
+// WithIndexOptions sets the options of the in-memory search indexes (HNSW threshold, M, ef).
+func WithIndexOptions(o retriever.IndexOptions) Option {
+	return func(e *Engine) error {
+		e.indexOpts = o
+		return nil
+	}
+}
+
+// collections returns the store's collection store.
+func (e *Engine) collections() (collection.Store, error) {
+	if e.colls == nil {
+		return nil, ErrNoCollections
+	}
+	return e.colls, nil
+}
+
+// CreateCollection creates a collection for the context's tenant (loom.WithTenant), with zero fields set to
+// the defaults, and returns it. It returns collection.ErrExists for a name in use, and errors wrapping
+// ErrInvalidRequest for settings no chunker or embedder here can use.
+func (e *Engine) CreateCollection(ctx context.Context, c collection.Collection) (collection.Collection, error) {
+	cs, err := e.collections()
+	if err != nil {
+		return collection.Collection{}, err
+	}
+	if c.ChunkStrategy == "" {
+		c.ChunkStrategy = StrategyAuto
+		if _, ok := e.chunkers[StrategyCustom]; ok {
+			c.ChunkStrategy = StrategyCustom
+		}
+	}
+	if c.ChunkSize == 0 {
+		c.ChunkSize = DefaultChunkSize
+	}
+	if c.ChunkOverlap == 0 {
+		c.ChunkOverlap = min(DefaultChunkOverlap, c.ChunkSize/5)
+	}
+	if c.Embedder == "" {
+		c.Embedder = e.defaultEmbedder
+	}
+	switch {
+	case c.ChunkSize < 0 || c.ChunkOverlap < 0:
+		return collection.Collection{}, fmt.Errorf("%w: chunk size and overlap must not be negative", ErrInvalidRequest)
+	case c.ChunkOverlap >= c.ChunkSize:
+		return collection.Collection{}, fmt.Errorf("%w: chunk overlap %d must be smaller than the chunk size %d", ErrInvalidRequest, c.ChunkOverlap, c.ChunkSize)
+	case c.ChunkStrategy != StrategyAuto && e.chunkers[c.ChunkStrategy] == nil && !slices.Contains(chunker.Strategies(), c.ChunkStrategy):
+		return collection.Collection{}, fmt.Errorf("%w: unknown chunk strategy %q (known: auto, %v, and those registered with WithChunker)", ErrInvalidRequest, c.ChunkStrategy, chunker.Strategies())
+	case e.embedders[c.Embedder] == nil:
+		return collection.Collection{}, fmt.Errorf("%w: unknown embedder %q (register it with WithEmbedder)", ErrInvalidRequest, c.Embedder)
+	}
+	return cs.CreateCollection(ctx, loom.Tenant(ctx), c)
+}
+
+// Collection returns the tenant's collection with the id, or else the name, idOrName.
+func (e *Engine) Collection(ctx context.Context, idOrName string) (collection.Collection, error) {
+	cs, err := e.collections()
+	if err != nil {
+		return collection.Collection{}, err
+	}
+	return cs.GetCollection(ctx, loom.Tenant(ctx), idOrName)
+}
+
+// Collections returns the tenant's collections ordered by name.
+func (e *Engine) Collections(ctx context.Context) ([]collection.Collection, error) {
+	cs, err := e.collections()
+	if err != nil {
+		return nil, err
+	}
+	return cs.ListCollections(ctx, loom.Tenant(ctx))
+}
+
+// DeleteCollection deletes the tenant's collection (by id or name), its documents, chunks and index.
+func (e *Engine) DeleteCollection(ctx context.Context, idOrName string) error {
+	c, err := e.Collection(ctx, idOrName)
+	if err != nil {
+		return err
+	}
+	tenant := loom.Tenant(ctx)
+	if err := e.colls.DeleteCollection(ctx, tenant, c.ID); err != nil {
+		return err
+	}
+	e.dropIndex(tenant, c.ID)
+	return nil
+}
+
+// IngestResult says what ingesting one document did.
+type IngestResult struct {
+	DocumentID string `json:"document_id"`
+	Source     string `json:"source,omitempty"`
+	// Changed is false when the document was stored before with the same content and settings: nothing
+	// was chunked, embedded or written.
+	Changed bool `json:"changed"`
+	Chunks  int  `json:"chunks"`
+	Bytes   int  `json:"bytes"`
+}
+
+// Ingest chunks, embeds and stores documents in the collection (by id or name), each replacing the
+// document of the same ID with its old chunks, and makes them retrievable at once. A document whose bytes and
+// the collection's settings are unchanged is left as it is (IngestResult.Changed false).
+func (e *Engine) Ingest(ctx context.Context, collectionID string, docs ...ingest.Document) ([]IngestResult, error) {
+	coll, err := e.Collection(ctx, collectionID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]IngestResult, 0, len(docs))
+	for _, d := range docs {
+		r, err := e.ingestOne(ctx, coll, d)
+		if err != nil {
+			return out, fmt.Errorf("ingest %s: %w", d.ID, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// IngestText ingests text as a document of the given content type ("text", "markdown", "html" or "code";
+// "" detects it from source), with id (or source, or the text's hash, when empty).
+func (e *Engine) IngestText(ctx context.Context, collectionID, id, source, contentType, text string, metadata map[string]string) (IngestResult, error) {
+	name := source
+	if name == "" {
+		name = id
+	}
+	switch contentType {
+	case "":
+	case ingest.TypeText:
+		name += ".txt"
+	case ingest.TypeMarkdown:
+		name += ".md"
+	case ingest.TypeHTML:
+		name += ".html"
+	case ingest.TypeCode:
+		if chunker.LanguageForFile(name) == "" {
+			return IngestResult{}, fmt.Errorf("%w: code needs a source whose extension names its language", ErrInvalidRequest)
+		}
+	default:
+		return IngestResult{}, fmt.Errorf("%w: content type %q (known: text, markdown, html, code)", ErrInvalidRequest, contentType)
+	}
+	d, err := ingest.Read(name, []byte(text))
+	if err != nil {
+		return IngestResult{}, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	d.Source = source
+	if source != "" {
+		d.Metadata["source"] = source
+	} else {
+		delete(d.Metadata, "source")
+	}
+	d.ID = id
+	if d.ID == "" {
+		d.ID = source
+	}
+	if d.ID == "" {
+		d.ID = d.Hash[:16]
+	}
+	for k, v := range metadata {
+		d.Metadata[k] = v
+	}
+	rs, err := e.Ingest(ctx, collectionID, d)
+	if err != nil {
+		return IngestResult{}, err
+	}
+	return rs[0], nil
+}
+
+// settingsHash is the hash a document is stored with: its bytes and everything that shapes its chunks and
+// vectors, so that re-ingesting it after a change of settings re-chunks it.
+func settingsHash(coll collection.Collection, d ingest.Document, strategy string) string {
+	h := sha256.New()
+	for _, s := range []string{"loom-ingest-v1", d.Hash, strategy, strconv.Itoa(coll.ChunkSize), strconv.Itoa(coll.ChunkOverlap), coll.Embedder, d.Metadata["language"]} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	keys := slices.Sorted(maps.Keys(d.Metadata))
+	for _, k := range keys {
+		h.Write([]byte(k + "=" + d.Metadata[k] + "\x00"))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func (e *Engine) ingestOne(ctx context.Context, coll collection.Collection, d ingest.Document) (IngestResult, error) {
+	tenant := loom.Tenant(ctx)
+	if err := store.ValidateID(store.Limits{}, "document", d.ID); err != nil {
+		return IngestResult{}, err
+	}
+	strategy := coll.ChunkStrategy
+	if strategy == StrategyAuto {
+		strategy = d.Strategy()
+	}
+	hash := settingsHash(coll, d, strategy)
+	res := IngestResult{DocumentID: d.ID, Source: d.Source, Bytes: len(d.Text)}
+	if old, err := e.colls.GetDocument(ctx, tenant, coll.ID, d.ID); err == nil && old.Hash == hash {
+		res.Chunks = old.Chunks
+		return res, nil
+	}
+	ck := e.chunkers[strategy]
+	if ck == nil {
+		var err error
+		if ck, err = chunker.New(strategy); err != nil {
+			return IngestResult{}, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+		}
+	}
+	opts := &chunker.Options{ChunkSize: coll.ChunkSize, ChunkOverlap: coll.ChunkOverlap, Counter: tokenizer.CL100K()}
+	if e.chunkers[strategy] == nil {
+		opts.Strategy = strategy
+	}
+	if strategy == chunker.Code {
+		opts.Language = d.Metadata["language"]
+	}
+	pieces, err := ck.Chunk(ctx, d.Text, opts)
+	if err != nil {
+		return IngestResult{}, err
+	}
+	emb := e.embedders[coll.Embedder]
+	if emb == nil {
+		return IngestResult{}, fmt.Errorf("%w: the collection's embedder %q is not registered", ErrInvalidRequest, coll.Embedder)
+	}
+	texts := make([]string, len(pieces))
+	for i, p := range pieces {
+		texts[i] = p.Content
+	}
+	vectors, err := embedAll(ctx, emb, texts)
+	if err != nil {
+		return IngestResult{}, fmt.Errorf("embed: %w", err)
+	}
+	chunks := make([]collection.Chunk, len(pieces))
+	for i, p := range pieces {
+		meta := make(map[string]string, len(p.Metadata)+len(d.Metadata))
+		maps.Copy(meta, d.Metadata)
+		maps.Copy(meta, p.Metadata)
+		chunks[i] = collection.Chunk{Chunk: chunk.Chunk{ID: d.ID + "#" + strconv.Itoa(p.Index), DocumentID: d.ID, Content: p.Content,
+			Index: p.Index, StartOffset: p.StartOffset, EndOffset: p.EndOffset, TokenCount: p.TokenCount, Metadata: meta}, Vector: vectors[i]}
+	}
+	doc := collection.Document{ID: d.ID, CollectionID: coll.ID, Source: d.Source, ContentType: d.ContentType, Hash: hash,
+		Bytes: len(d.Text), Chunks: len(chunks), Metadata: d.Metadata}
+	changed, err := e.colls.PutDocument(ctx, tenant, doc, chunks)
+	if err != nil {
+		return IngestResult{}, err
+	}
+	res.Changed, res.Chunks = changed, len(chunks)
+	if changed {
+		e.indexPut(tenant, coll.ID, d.ID, chunks)
+	}
+	return res, nil
+}
+
+// embedBatch is how many texts one Embed call gets.
+const embedBatch = 64
+
+func embedAll(ctx context.Context, emb embed.Embedder, texts []string) ([][]float32, error) {
+	out := make([][]float32, 0, len(texts))
+	for i := 0; i < len(texts); i += embedBatch {
+		vs, err := emb.Embed(ctx, texts[i:min(i+embedBatch, len(texts))])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, vs...)
+	}
+	if len(out) != len(texts) {
+		return nil, fmt.Errorf("the embedder returned %d vectors for %d texts", len(out), len(texts))
+	}
+	return out, nil
+}
+
+// DeleteDocument deletes a document and its chunks from the collection (by id or name).
+func (e *Engine) DeleteDocument(ctx context.Context, collectionID, documentID string) error {
+	coll, err := e.Collection(ctx, collectionID)
+	if err != nil {
+		return err
+	}
+	tenant := loom.Tenant(ctx)
+	if err := e.colls.DeleteDocument(ctx, tenant, coll.ID, documentID); err != nil {
+		return err
+	}
+	e.indexDelete(tenant, coll.ID, documentID)
+	return nil
+}
+
+// Documents returns the collection's documents.
+func (e *Engine) Documents(ctx context.Context, collectionID string) ([]collection.Document, error) {
+	coll, err := e.Collection(ctx, collectionID)
+	if err != nil {
+		return nil, err
+	}
+	return e.colls.ListDocuments(ctx, loom.Tenant(ctx), coll.ID)
+}
+
+// RetrieveOption configures Retrieve.
+type RetrieveOption func(*retrieveConfig)
+
+type retrieveConfig struct {
+	collection string
+	q          retriever.Query
+}
+
+// WithCollection names the collection (by id or name) to retrieve from. Required.
+func WithCollection(id string) RetrieveOption { return func(c *retrieveConfig) { c.collection = id } }
+
+// WithTopK sets how many results to return (default 10).
+func WithTopK(k int) RetrieveOption { return func(c *retrieveConfig) { c.q.TopK = k } }
+
+// WithMinScore drops results less relevant than s, on a 0..1 scale (see retriever.Query.MinScore: cosine
+// similarity, or BM25 relative to the best match, the greater of the two in hybrid mode).
+func WithMinScore(s float64) RetrieveOption { return func(c *retrieveConfig) { c.q.MinScore = s } }
+
+// WithMode sets the retrieval mode: "hybrid" (BM25 and vectors fused by reciprocal rank, the default),
+// "keyword", "vector" or "mmr" (hybrid candidates re-ranked for diversity).
+func WithMode(m string) RetrieveOption { return func(c *retrieveConfig) { c.q.Mode = m } }
+
+// WithFilter keeps only chunks whose metadata has every key with the given value ("document_id" matches
+// the chunk's document).
+func WithFilter(f map[string]string) RetrieveOption {
+	return func(c *retrieveConfig) { c.q.Filter = f }
+}
+
+// WithMMRLambda weighs relevance against diversity in mmr mode (0..1, default 0.5).
+func WithMMRLambda(l float64) RetrieveOption { return func(c *retrieveConfig) { c.q.MMRLambda = l } }
+
+// Retrieval modes.
+const (
+	ModeHybrid  = retriever.ModeHybrid
+	ModeKeyword = retriever.ModeKeyword
+	ModeVector  = retriever.ModeVector
+	ModeMMR     = retriever.ModeMMR
+)
+
+// MaxTopK bounds WithTopK.
+const MaxTopK = 1000
+
+// Retrieve returns the chunks of a collection most relevant to query, best first, for the context's tenant.
+// Each result's Chunk keeps its id, document id, offsets and metadata (with "source"); its Kind says what
+// its Score is.
+func (e *Engine) Retrieve(ctx context.Context, query string, opts ...RetrieveOption) ([]retriever.Result, error) {
+	var cfg retrieveConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.collection == "" {
+		return nil, fmt.Errorf("%w: retrieve needs a collection (engine.WithCollection)", ErrInvalidRequest)
+	}
+	switch cfg.q.Mode {
+	case "", ModeHybrid, ModeKeyword, ModeVector, ModeMMR:
+	default:
+		return nil, fmt.Errorf("%w: retrieval mode %q (known: hybrid, keyword, vector, mmr)", ErrInvalidRequest, cfg.q.Mode)
+	}
+	if cfg.q.TopK < 0 || cfg.q.TopK > MaxTopK || cfg.q.MinScore < 0 || cfg.q.MinScore > 1 || cfg.q.MMRLambda < 0 || cfg.q.MMRLambda > 1 {
+		return nil, fmt.Errorf("%w: top_k must be in [0, %d], min_score and mmr_lambda in [0, 1]", ErrInvalidRequest, MaxTopK)
+	}
+	if len(query) > store.DefaultMaxValueBytes {
+		return nil, fmt.Errorf("%w: the query is %d bytes", store.ErrTooLarge, len(query))
+	}
+	coll, err := e.Collection(ctx, cfg.collection)
+	if err != nil {
+		return nil, err
+	}
+	tenant := loom.Tenant(ctx)
+	q := cfg.q
+	q.Text = query
+	if q.Mode != ModeKeyword {
+		emb := e.embedders[coll.Embedder]
+		if emb == nil {
+			return nil, fmt.Errorf("%w: the collection's embedder %q is not registered", ErrInvalidRequest, coll.Embedder)
+		}
+		vs, err := emb.Embed(ctx, []string{query})
+		if err != nil {
+			return nil, fmt.Errorf("embed the query: %w", err)
+		}
+		q.Vector = vs[0]
+	}
+	if ks, ok := e.colls.(collection.KeywordSearcher); ok && q.Mode != ModeVector {
+		n := q.Candidates
+		if n == 0 {
+			n = max(retriever.DefaultMinCandidates, 5*max(q.TopK, retriever.DefaultTopK))
+		}
+		if q.Filter != nil {
+			n *= 4 // the store ranks before the filter applies
+		}
+		if q.KeywordResults, err = ks.SearchKeywords(ctx, tenant, coll.ID, query, n); err != nil {
+			return nil, fmt.Errorf("keyword search: %w", err)
+		}
+		if q.KeywordResults == nil {
+			q.KeywordResults = []collection.ScoredID{}
+		}
+	}
+	return e.search(ctx, tenant, coll.ID, q)
+}
+
+// followBackoff bounds the pause after a failed read of the change feed.
+const followBackoff = 2 * time.Second

@@ -1,0 +1,209 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/context-loom/loom/collection"
+	"github.com/context-loom/loom/retriever"
+)
+
+// The engine keeps an in-memory search index per collection, built from the store on the first retrieval
+// and kept current by the writes of this engine and by following the store's change feed, which reports
+// the writes of every other engine (other servers on the same Valkey, the CLI on the same SQLite file).
+
+// indexKey names a collection's index.
+type indexKey struct{ tenant, collection string }
+
+// liveIndex is one collection's index while it is built and after.
+type liveIndex struct {
+	// swap makes replacing a document's chunks (a removal, then an addition) atomic to searches: they hold
+	// it shared, replacements exclusively.
+	swap  sync.RWMutex
+	idx   *retriever.Index
+	ready chan struct{} // closed when the build has ended
+	err   error         // the build's error, set before ready is closed
+	// pending are the documents changed while the index was being built, reloaded when it is done.
+	pending map[string]bool
+}
+
+// indexes is the engine's set of indexes and the follower that keeps them current.
+type indexes struct {
+	mu      sync.Mutex
+	m       map[indexKey]*liveIndex
+	cancel  context.CancelFunc // stops the follower; nil until it is started
+	done    chan struct{}
+	lastSeq string // the follower's position, for tests and diagnostics
+}
+
+// search searches the collection's index, building it on first use.
+func (e *Engine) search(ctx context.Context, tenant, collID string, q retriever.Query) ([]retriever.Result, error) {
+	li, err := e.index(ctx, tenant, collID)
+	if err != nil {
+		return nil, err
+	}
+	li.swap.RLock()
+	defer li.swap.RUnlock()
+	return li.idx.Search(ctx, q)
+}
+
+// replace replaces a document's chunks in an index (none: removes the document).
+func (li *liveIndex) replace(docID string, chunks []collection.Chunk) {
+	li.swap.Lock()
+	defer li.swap.Unlock()
+	li.idx.RemoveDocument(docID)
+	if len(chunks) > 0 {
+		_ = li.idx.Add(chunks...)
+	}
+}
+
+// index returns the collection's index, building it (and starting the follower) on first use.
+func (e *Engine) index(ctx context.Context, tenant, collID string) (*liveIndex, error) {
+	k := indexKey{tenant, collID}
+	e.ix.mu.Lock()
+	li := e.ix.m[k]
+	build := li == nil
+	if build {
+		if e.ix.cancel == nil {
+			// The feed's position is taken before the first scan, so that no change falls between them.
+			last, err := e.colls.LastChange(ctx)
+			if err != nil {
+				e.ix.mu.Unlock()
+				return nil, fmt.Errorf("read the change feed: %w", err)
+			}
+			e.startFollower(last)
+		}
+		li = &liveIndex{idx: retriever.NewIndex(e.indexOpts), ready: make(chan struct{}), pending: map[string]bool{}}
+		e.ix.m[k] = li
+	}
+	e.ix.mu.Unlock()
+	if build {
+		// The build is not tied to this caller's context: other callers wait for it too.
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
+		err := e.colls.ScanChunks(bctx, tenant, collID, func(c collection.Chunk) error { return li.idx.Add(c) })
+		cancel()
+		e.ix.mu.Lock()
+		if err != nil {
+			li.err = fmt.Errorf("build the index of collection %s: %w", collID, err)
+			delete(e.ix.m, k) // the next retrieval tries again
+		}
+		pending := li.pending
+		li.pending = nil
+		close(li.ready)
+		e.ix.mu.Unlock()
+		for doc := range pending {
+			e.reload(ctx, k, li, doc)
+		}
+	}
+	select {
+	case <-li.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if li.err != nil {
+		return nil, li.err
+	}
+	return li, nil
+}
+
+// indexPut puts a document's chunks into the collection's index, if it is loaded.
+func (e *Engine) indexPut(tenant, collID, docID string, chunks []collection.Chunk) {
+	e.ix.mu.Lock()
+	li := e.ix.m[indexKey{tenant, collID}]
+	if li != nil && li.pending != nil { // building: the document is reloaded when the build is done
+		li.pending[docID] = true
+		li = nil
+	}
+	e.ix.mu.Unlock()
+	if li != nil {
+		li.replace(docID, chunks)
+	}
+}
+
+// indexDelete removes a document from the collection's index, if it is loaded.
+func (e *Engine) indexDelete(tenant, collID, docID string) {
+	e.indexPut(tenant, collID, docID, nil)
+}
+
+// dropIndex forgets a collection's index.
+func (e *Engine) dropIndex(tenant, collID string) {
+	e.ix.mu.Lock()
+	delete(e.ix.m, indexKey{tenant, collID})
+	e.ix.mu.Unlock()
+}
+
+// reload replaces a document's chunks in an index with what the store holds now.
+func (e *Engine) reload(ctx context.Context, k indexKey, li *liveIndex, docID string) {
+	chunks, err := e.colls.DocumentChunks(context.WithoutCancel(ctx), k.tenant, k.collection, docID)
+	if err != nil && !errors.Is(err, collection.ErrNotFound) {
+		return // the next change of the document, or a rebuild, repairs it
+	}
+	li.replace(docID, chunks)
+}
+
+// startFollower starts the goroutine that applies the change feed to the loaded indexes; the caller holds
+// e.ix.mu.
+func (e *Engine) startFollower(from string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	e.ix.cancel, e.ix.done, e.ix.lastSeq = cancel, make(chan struct{}), from
+	go func() {
+		defer close(e.ix.done)
+		last, pause := from, 50*time.Millisecond
+		for ctx.Err() == nil {
+			changes, err := e.colls.Changes(ctx, last, 1000, time.Second)
+			if err != nil {
+				select {
+				case <-ctx.Done():
+				case <-time.After(pause):
+				}
+				pause = min(2*pause, followBackoff)
+				continue
+			}
+			pause = 50 * time.Millisecond
+			for _, ch := range changes {
+				e.apply(ctx, ch)
+				last = ch.Seq
+			}
+			e.ix.mu.Lock()
+			e.ix.lastSeq = last
+			e.ix.mu.Unlock()
+		}
+	}()
+}
+
+// apply brings the loaded index a change concerns up to date.
+func (e *Engine) apply(ctx context.Context, ch collection.Change) {
+	k := indexKey{ch.Tenant, ch.CollectionID}
+	e.ix.mu.Lock()
+	li := e.ix.m[k]
+	switch {
+	case li == nil:
+		e.ix.mu.Unlock()
+		return
+	case ch.Op == collection.OpDeleteCollection:
+		delete(e.ix.m, k)
+		e.ix.mu.Unlock()
+		return
+	case li.pending != nil:
+		li.pending[ch.DocumentID] = true
+		e.ix.mu.Unlock()
+		return
+	}
+	e.ix.mu.Unlock()
+	e.reload(ctx, k, li, ch.DocumentID)
+}
+
+// Close stops the engine's background work (the change feed's follower). It does not close the store.
+func (e *Engine) Close() error {
+	e.ix.mu.Lock()
+	cancel, done := e.ix.cancel, e.ix.done
+	e.ix.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+	return nil
+}
