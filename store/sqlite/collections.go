@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -203,16 +204,24 @@ func (s *Store) PutDocument(ctx context.Context, tenant string, doc collection.D
 		if err != nil {
 			return err
 		}
-		for _, ch := range chunks {
-			cmeta, err := encodeMetadata(ch.Metadata)
-			if err != nil {
-				return err
+		args := make([]any, 0, 12<<maxChunkBatchBits)
+		for rest := chunks; len(rest) > 0; {
+			bits := min(maxChunkBatchBits, bitsLen(len(rest))-1)
+			batch := rest[:1<<bits]
+			rest = rest[len(batch):]
+			args = args[:0]
+			for _, ch := range batch {
+				cmeta, err := encodeMetadata(ch.Metadata)
+				if err != nil {
+					return err
+				}
+				args = append(args, rid, tenant, doc.CollectionID, ch.ID, doc.ID, ch.Index, ch.StartOffset, ch.EndOffset,
+					ch.TokenCount, ch.Content, cmeta, encodeVector(ch.Vector))
+				rid++
 			}
-			_, err = t.exec(qInsertChunk, rid, tenant, doc.CollectionID, ch.ID, doc.ID, ch.Index, ch.StartOffset, ch.EndOffset,
-				ch.TokenCount, ch.Content, cmeta, encodeVector(ch.Vector))
-			rid++
+			_, err := t.exec(insertChunks[bits], args...)
 			if isConstraint(err) {
-				return fmt.Errorf("%w: chunk %q is another document's", store.ErrInvalid, ch.ID)
+				return fmt.Errorf("%w: document %q: a chunk id is another document's of the collection", store.ErrInvalid, doc.ID)
 			}
 			if err != nil {
 				return err
@@ -566,6 +575,9 @@ func (r *chunkRow) scan(rows *sql.Rows) (collection.Chunk, error) {
 	}
 	return ch, nil
 }
+
+// bitsLen is the number of bits n takes.
+func bitsLen(n int) int { return bits.Len(uint(n)) }
 
 // encodeVector is v as little-endian float32s; nil for none (stored as NULL).
 func encodeVector(v []float32) []byte {

@@ -390,3 +390,33 @@ func TestCollections_ClosedStore(t *testing.T) {
 		t.Errorf("SearchKeywords after Close: %v", err)
 	}
 }
+
+func TestPutDocument_ManyChunksInBatches(t *testing.T) {
+	t.Parallel()
+	s, path := open(t, store.Options{})
+	ctx := t.Context()
+	c := newCollection(t, s, tenant, "docs")
+	for _, n := range []int{100, 1, 64, 65, 0, 127} { // 64+32+4, 1, 64, 64+1, none, 64+32+16+8+4+2+1
+		texts := make([]string, n)
+		for i := range texts {
+			texts[i] = fmt.Sprintf("chunk number w%d of a version of %d chunks", i, n)
+		}
+		putTexts(t, s, tenant, c.ID, "big", fmt.Sprint("v", n), texts...)
+		got, err := s.DocumentChunks(ctx, tenant, c.ID, "big")
+		if err != nil || len(got) != n {
+			t.Fatalf("%d chunks: DocumentChunks = %d, %v", n, len(got), err)
+		}
+		for i, ch := range got {
+			if ch.Index != i || ch.Content != texts[i] || ch.ID != fmt.Sprintf("big#%d", i) {
+				t.Fatalf("%d chunks: chunk %d = %+v", n, i, ch)
+			}
+		}
+		if n > 0 {
+			hits, err := s.SearchKeywords(ctx, tenant, c.ID, fmt.Sprintf("w%d", n-1), 10)
+			if err != nil || len(hits) != 1 || hits[0].ID != fmt.Sprintf("big#%d", n-1) {
+				t.Fatalf("%d chunks: the last chunk's word finds %v, %v", n, hits, err)
+			}
+		}
+		ftsIntegrity(t, path)
+	}
+}

@@ -1,5 +1,7 @@
 package sqlite
 
+import "strings"
+
 // The SQL of the store, every value a parameter. Each statement is prepared at Open on the connections that
 // run it: the writer's (writeQueries) or the read pool's (readQueries).
 
@@ -61,7 +63,6 @@ const (
 	qDeleteDocument   = `DELETE FROM documents WHERE tenant = ? AND collection_id = ? AND id = ?`
 	qDeleteDocChunks  = `DELETE FROM chunks WHERE tenant = ? AND collection_id = ? AND document_id = ?`
 	chunkColumns      = `id, document_id, idx, start_offset, end_offset, token_count, content, metadata, vector`
-	qInsertChunk      = `INSERT INTO chunks (rid, tenant, collection_id, id, document_id, idx, start_offset, end_offset, token_count, content, metadata, vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qLastChunkRowid   = `SELECT coalesce(max(rid), -1) FROM chunks WHERE rid BETWEEN ? AND ?`
 	qDocumentChunks   = `SELECT ` + chunkColumns + ` FROM chunks WHERE tenant = ? AND collection_id = ? AND document_id = ? ORDER BY idx, id`
 	qCollectionChunks = `SELECT ` + chunkColumns + ` FROM chunks WHERE tenant = ? AND collection_id = ?`
@@ -78,17 +79,34 @@ const (
 	qLastChange   = `SELECT coalesce(max(seq), 0) FROM changes`
 )
 
-var writeQueries = []string{
+var writeQueries = append([]string{
 	qCollectionKey, qInsertCollection, qSetDimensions, qDeleteCollection, qDeleteCollChunks, qDeleteCollDocuments,
-	qDocumentHash, qPutDocument, qDeleteDocument, qDeleteDocChunks, qInsertChunk, qLastChunkRowid, qInsertChange, qTrimChanges,
+	qDocumentHash, qPutDocument, qDeleteDocument, qDeleteDocChunks, qLastChunkRowid, qInsertChange, qTrimChanges,
 
 	qPutAgent, qDeleteAgent, qSetFact, qDeleteFact,
 	qSession, qPutSession, qDeleteSession, qHasKnowledge, qDeleteExpired,
 	qInsertMessage, qInsertToolOutput, qDeleteKnowledge, qInsertKnowledge,
-}
+}, insertChunks...)
 
 var readQueries = []string{
 	qPing, qGetAgent, qFacts, qLiveSession, qNewestMessages, qToolOutputs, qKnowledge,
 	qCollectionByID, qCollectionByName, qCollections, qCollectionKey, qDocument, qDocuments, qDocumentExists,
 	qDocumentChunks, qCollectionChunks, qSearchKeywords, qChanges, qLastChange,
 }
+
+// insertChunks[i] inserts 1<<i chunks in one statement. Each statement that writes to chunks_fts has a
+// statement savepoint, at which FTS5 writes the terms it holds as a new segment, to be merged later: a
+// document's chunks are inserted in as few statements as their count has bits set (a 20-chunk document
+// in two), not one a chunk.
+var insertChunks = func() []string {
+	const row = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qs := make([]string, maxChunkBatchBits+1)
+	for i := range qs {
+		qs[i] = `INSERT INTO chunks (rid, tenant, collection_id, id, document_id, idx, start_offset, end_offset, token_count, content, metadata, vector) VALUES ` +
+			strings.Repeat(row+", ", 1<<i-1) + row
+	}
+	return qs
+}()
+
+// maxChunkBatchBits bounds a chunk INSERT to 1<<maxChunkBatchBits rows (of 12 parameters).
+const maxChunkBatchBits = 6
