@@ -7,9 +7,13 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/assembler"
+	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/engine"
+	"github.com/context-loom/loom/retriever"
 	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/store/memory"
 	"github.com/context-loom/loom/store/storeurl"
 )
 
@@ -59,4 +63,57 @@ func ExampleEngine_Assemble() {
 	// user: "How much does premium cost?"
 	// true 0
 	// 3 messages stored
+}
+
+// Seed 000's full RAG pattern: retrieve from a collection for the tenant, assemble the chunks into a
+// 3000-token budget, and put the context in the prompt.
+func ExampleEngine_Retrieve() {
+	st := memory.New(store.Options{})
+	eng, err := engine.New(st)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer eng.Close()
+	tenantID, userQuery := "acme", "How long is a password reset link valid?"
+	ctx := context.Background()
+	ctx = loom.WithTenant(ctx, tenantID)
+
+	col, err := eng.CreateCollection(ctx, collection.Collection{Name: "manual", ChunkStrategy: "markdown", ChunkSize: 20})
+	if err != nil {
+		log.Fatal(err)
+	}
+	colID := col.ID
+	eng.IngestText(ctx, colID, "manual.md", "manual.md", "", "# Manual\n\n## Billing\n\nInvoices go out monthly.\n\n"+
+		"## Passwords\n\nA password reset link is valid for thirty minutes.\n", nil)
+
+	// 1. Retrieve relevant chunks
+	results, _ := eng.Retrieve(ctx, userQuery,
+		engine.WithCollection(colID),
+		engine.WithTopK(10),
+		engine.WithMinScore(0.7),
+	)
+
+	// 2. Convert to retriever.Result for the assembler
+	retResults := make([]retriever.Result, len(results))
+	for i, r := range results {
+		retResults[i] = retriever.Result{Chunk: r.Chunk, Score: r.Score}
+	}
+
+	// 3. Assemble context with 3000-token budget
+	a := assembler.New(assembler.WithMaxTokens(3000))
+	assembled, _ := a.Assemble(ctx, retResults)
+
+	// 4. Pass to LLM
+	prompt := fmt.Sprintf("Context:\n%s\n\nQuestion: %s", assembled.Context, userQuery)
+	fmt.Println(prompt)
+	fmt.Println(assembled.Citations[0].Metadata["source"], assembled.TotalTokens <= 3000)
+	// Output:
+	// Context:
+	// ## Passwords
+	//
+	// A password reset link is valid for thirty minutes.
+	//
+	//
+	// Question: How long is a password reset link valid?
+	// manual.md true
 }
