@@ -84,11 +84,16 @@ func BenchmarkPutDocument(b *testing.B) {
 // "vocabulary=70" the chunks are made of the 70 words of the other benchmarks, so that every query word is
 // in about half the chunks: the worst case, where BM25 is computed for most of the collection. In
 // "vocabulary=zipf" they are drawn from 20,000 made-up words with Zipf's law (s = 1.1), as in real text, and
-// the queries are of words of ranks 50 to 5,000, not the commonest.
+// the queries are of words of ranks 50 to 5,000, not the commonest. In "vocabulary=70,others=40k" the
+// file holds four more collections of 10,000 such chunks, which a search must not read.
 func BenchmarkSearchKeywords(b *testing.B) {
 	b.Run("vocabulary=70", func(b *testing.B) {
 		r := rand.New(rand.NewPCG(3, 4))
-		benchSearch(b, func() string { return text(r, 300) }, func() string { return words[r.IntN(len(words))] })
+		benchSearch(b, 0, func() string { return text(r, 300) }, func() string { return words[r.IntN(len(words))] })
+	})
+	b.Run("vocabulary=70,others=40k", func(b *testing.B) {
+		r := rand.New(rand.NewPCG(3, 4))
+		benchSearch(b, 4, func() string { return text(r, 300) }, func() string { return words[r.IntN(len(words))] })
 	})
 	b.Run("vocabulary=zipf", func(b *testing.B) {
 		r := rand.New(rand.NewPCG(5, 6))
@@ -97,7 +102,7 @@ func BenchmarkSearchKeywords(b *testing.B) {
 			vocab[i] = fmt.Sprintf("w%dx%d", i, r.IntN(1000))
 		}
 		z := rand.NewZipf(r, 1.1, 1, uint64(len(vocab)-1))
-		benchSearch(b, func() string {
+		benchSearch(b, 0, func() string {
 			var sb strings.Builder
 			for sb.Len() < 300 {
 				if sb.Len() > 0 {
@@ -110,24 +115,33 @@ func BenchmarkSearchKeywords(b *testing.B) {
 	})
 }
 
-func benchSearch(b *testing.B, chunkText, queryWord func() string) {
+// benchSearch fills a collection, and others besides, with 10,000 chunks each and measures searches of the
+// first.
+func benchSearch(b *testing.B, others int, chunkText, queryWord func() string) {
 	s, _ := open(b, store.Options{}, sqlite.WithSynchronous(sqlite.SynchronousNormal))
 	ctx := b.Context()
-	c, err := s.CreateCollection(ctx, tenant, collection.Collection{Name: "docs"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for i := range 500 {
-		id := fmt.Sprint("doc-", i)
-		d := collection.Document{ID: id, CollectionID: c.ID, Hash: id}
-		chunks := make([]collection.Chunk, 20)
-		for j := range chunks {
-			chunks[j] = collection.Chunk{Chunk: chunk.Chunk{ID: fmt.Sprintf("%s#%d", id, j), DocumentID: id, Content: chunkText(), Index: j}}
-		}
-		if _, err := s.PutDocument(ctx, tenant, d, chunks); err != nil {
+	var c collection.Collection
+	for n := range others + 1 {
+		coll, err := s.CreateCollection(ctx, fmt.Sprint("tenant-", n), collection.Collection{Name: "docs"})
+		if err != nil {
 			b.Fatal(err)
 		}
+		if n == 0 {
+			c = coll
+		}
+		for i := range 500 {
+			id := fmt.Sprint("doc-", i)
+			d := collection.Document{ID: id, CollectionID: coll.ID, Hash: id}
+			chunks := make([]collection.Chunk, 20)
+			for j := range chunks {
+				chunks[j] = collection.Chunk{Chunk: chunk.Chunk{ID: fmt.Sprintf("%s#%d", id, j), DocumentID: id, Content: chunkText(), Index: j}}
+			}
+			if _, err := s.PutDocument(ctx, fmt.Sprint("tenant-", n), d, chunks); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
+	tenant := "tenant-0"
 	queries := make([]string, 256)
 	for i := range queries {
 		queries[i] = queryWord() + " " + queryWord()
