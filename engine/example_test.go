@@ -84,7 +84,7 @@ func ExampleEngine_Retrieve() {
 	}
 	colID := col.ID
 	eng.IngestText(ctx, colID, "manual.md", "manual.md", "", "# Manual\n\n## Billing\n\nInvoices go out monthly.\n\n"+
-		"## Passwords\n\nA password reset link is valid for thirty minutes.\n", nil)
+		"## Passwords\n\nA password reset link is valid for thirty minutes.", nil)
 
 	// 1. Retrieve relevant chunks
 	results, _ := eng.Retrieve(ctx, userQuery,
@@ -112,7 +112,6 @@ func ExampleEngine_Retrieve() {
 	// ## Passwords
 	//
 	// A password reset link is valid for thirty minutes.
-	//
 	//
 	// Question: How long is a password reset link valid?
 	// manual.md true
