@@ -30,6 +30,8 @@ var commands = []command{
 	{"tokens", "count the tokens of files or standard input", runTokens},
 	{"chunk", "split a file into chunks, printed as JSON Lines", runChunk},
 	{"assemble", "fit a request, or stored state, into its token budget and print the result", runAssemble},
+	{"ingest", "chunk, embed and store files and directories in a collection", runIngest},
+	{"retrieve", "print a collection's chunks most relevant to a query, as JSON Lines", runRetrieve},
 	{"session", "append to, show or delete a stored session", runSession},
 	{"memory", "set, get or delete facts about a user", runMemory},
 	{"agent", "put or get an agent's configuration", runAgent},

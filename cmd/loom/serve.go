@@ -100,6 +100,7 @@ func runServe(ctx context.Context, args []string, s streams) error {
 	if err != nil {
 		return err
 	}
+	defer eng.Close()
 	srv, err := server.New(server.Config{Engine: eng, Keys: keys, Logger: log, Limits: server.Limits{
 		MaxBodyBytes: c.maxBody, MaxMessageBytes: c.maxMessage, MaxItems: c.maxItems, RequestTimeout: c.requestTimeout}})
 	if err != nil {

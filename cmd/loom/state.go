@@ -517,6 +517,7 @@ func assembleFromStore(ctx context.Context, sf storeFlags, req engine.Request, s
 	if err != nil {
 		return nil, err
 	}
+	defer eng.Close()
 	req.Tenant = *sf.tenant
 	return eng.Assemble(ctx, req)
 }

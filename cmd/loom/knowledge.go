@@ -1,0 +1,258 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/context-loom/loom"
+	"github.com/context-loom/loom/collection"
+	"github.com/context-loom/loom/engine"
+	"github.com/context-loom/loom/ingest"
+)
+
+const ingestUsage = `Usage: loom ingest --collection NAME [--store URL] [--tenant T] [--strategy S] [--chunk-size N]
+                   [--chunk-overlap M] [--include GLOB]... [--exclude GLOB]... [--json] PATH...
+
+Ingest reads files and directories (in lexical order; hidden files and symbolic links are left out) as
+text, Markdown, HTML (its text extracted, its headings kept for chunking) or code, chunks and embeds them
+with the offline embedder, and stores them in the collection NAME, which is created if it does not exist
+(with --strategy, --chunk-size and --chunk-overlap, or the defaults: auto, 512, 50). A document's id is its
+path as walked; ingesting an unchanged file again changes nothing, a changed one replaces its old chunks.
+On a terminal it shows a progress bar on standard error; at the end it prints a summary (--json: as JSON).
+Files that cannot be read as text are skipped and listed.
+` + storeFlagsUsage
+
+// multiFlag collects a repeated flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func runIngest(ctx context.Context, args []string, s streams) error {
+	fs, help := newFlagSet("ingest", ingestUsage, s)
+	sf := addStoreFlags(fs)
+	name := fs.String("collection", "", "the collection's `name` (or id)")
+	strategy := fs.String("strategy", "", "a new collection's chunking `strategy`: auto, recursive, fixed, sliding, semantic, code, markdown")
+	size := fs.Int("chunk-size", 0, "a new collection's chunk size in tokens (default 512)")
+	overlap := fs.Int("chunk-overlap", 0, "a new collection's chunk overlap in tokens (default 50)")
+	var include, exclude multiFlag
+	fs.Var(&include, "include", "ingest only files matching `GLOB` (repeatable; *.md, docs/*.html)")
+	fs.Var(&exclude, "exclude", "leave out files and directories matching `GLOB` (repeatable)")
+	asJSON := fs.Bool("json", false, "print the summary as JSON")
+	if err := parseFlags(fs, help, args); err != nil {
+		return err
+	}
+	if *name == "" || fs.NArg() == 0 {
+		return usageError(errors.New("ingest: want --collection NAME and at least one PATH (run 'loom help ingest')"))
+	}
+	eng, closeAll, err := openEngine(ctx, sf)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	ctx = loom.WithTenant(ctx, *sf.tenant)
+	coll, err := eng.Collection(ctx, *name)
+	switch {
+	case errors.Is(err, collection.ErrNotFound):
+		coll, err = eng.CreateCollection(ctx, collection.Collection{Name: *name, ChunkStrategy: *strategy, ChunkSize: *size, ChunkOverlap: *overlap})
+		if err != nil {
+			return usageError(fmt.Errorf("ingest: create collection %q: %w", *name, err))
+		}
+		fmt.Fprintf(s.stderr, "created collection %q (%s, %d tokens, overlap %d)\n", coll.Name, coll.ChunkStrategy, coll.ChunkSize, coll.ChunkOverlap)
+	case err != nil:
+		return fmt.Errorf("ingest: %w", err)
+	case (*strategy != "" && *strategy != coll.ChunkStrategy) || (*size != 0 && *size != coll.ChunkSize) || (*overlap != 0 && *overlap != coll.ChunkOverlap):
+		return usageError(fmt.Errorf("ingest: collection %q exists with strategy %s, size %d, overlap %d; its settings cannot change", coll.Name, coll.ChunkStrategy, coll.ChunkSize, coll.ChunkOverlap))
+	}
+	opts := engine.IngestOptions{Walk: ingest.WalkOptions{Include: include, Exclude: exclude}}
+	var bar *progressBar
+	if isTerminal(s.stderr) {
+		total := countFiles(fs.Args())
+		bar = &progressBar{w: s.stderr, total: total, start: time.Now()}
+		opts.Progress = bar.update
+	}
+	start := time.Now()
+	sum, err := eng.IngestPaths(ctx, coll.ID, fs.Args(), opts)
+	if bar != nil {
+		bar.finish()
+	}
+	if err != nil {
+		return fmt.Errorf("ingest: %w", err)
+	}
+	elapsed := time.Since(start)
+	if *asJSON {
+		return writeJSON(s.stdout, struct {
+			Collection string `json:"collection"`
+			engine.IngestSummary
+			Seconds float64 `json:"seconds"`
+		}{coll.ID, sum, elapsed.Seconds()})
+	}
+	mbps := float64(sum.Bytes) / 1e6 / max(elapsed.Seconds(), 1e-9)
+	fmt.Fprintf(s.stdout, "ingested %d files into %q: %d new or changed (%d chunks), %d unchanged, %d skipped; %.1f MB in %.2fs (%.1f MB/s)\n",
+		sum.Files, coll.Name, sum.Changed, sum.Chunks, sum.Unchanged, len(sum.Skipped), float64(sum.Bytes)/1e6, elapsed.Seconds(), mbps)
+	for _, sk := range sum.Skipped {
+		fmt.Fprintf(s.stdout, "skipped %s\n", sk)
+	}
+	return nil
+}
+
+// openEngine opens the store the flags name and an engine over it; closeAll closes both.
+func openEngine(ctx context.Context, sf storeFlags) (*engine.Engine, func(), error) {
+	st, err := sf.open(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	eng, err := engine.New(st)
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return eng, func() { eng.Close(); st.Close() }, nil
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}
+
+// countFiles counts the regular, not hidden files under paths, for the progress bar's total.
+func countFiles(paths []string) int {
+	n := 0
+	for _, root := range paths {
+		_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if path != root && strings.HasPrefix(d.Name(), ".") {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if d.Type().IsRegular() {
+				n++
+			}
+			return nil
+		})
+	}
+	return n
+}
+
+// progressBar draws "[=====>    ] 12/40 files  1.2 MB  3.4 MB/s" on one terminal line.
+type progressBar struct {
+	w     io.Writer
+	total int
+	bytes int64
+	start time.Time
+	last  time.Time
+}
+
+func (p *progressBar) update(pr engine.IngestProgress) {
+	p.bytes += pr.Bytes
+	if time.Since(p.last) < 100*time.Millisecond && pr.Files < p.total {
+		return
+	}
+	p.last = time.Now()
+	const width = 30
+	done := width
+	if p.total > 0 {
+		done = min(width, pr.Files*width/p.total)
+	}
+	bar := strings.Repeat("=", done)
+	if done < width {
+		bar += ">" + strings.Repeat(" ", width-done-1)
+	}
+	rate := float64(p.bytes) / 1e6 / max(time.Since(p.start).Seconds(), 1e-9)
+	fmt.Fprintf(p.w, "\r[%s] %d/%d files  %.1f MB  %.1f MB/s ", bar, pr.Files, p.total, float64(p.bytes)/1e6, rate)
+}
+
+func (p *progressBar) finish() { fmt.Fprintln(p.w) }
+
+const retrieveUsage = `Usage: loom retrieve --collection NAME [--store URL] [--tenant T] [--top-k N]
+                     [--mode hybrid|keyword|vector|mmr] [--min-score S] [--filter KEY=VALUE]... QUERY...
+
+Retrieve prints the chunks of the collection most relevant to QUERY as JSON Lines, best first:
+
+	{"rank":1,"score":0.032,"kind":"rrf","chunk_id":"docs/a.md#3","document_id":"docs/a.md",
+	 "source":"docs/a.md","start":1200,"end":2480,"text":"..."}
+
+start and end are byte offsets of text in the document's text. hybrid (the default) fuses BM25 and vector
+rankings by reciprocal rank; mmr re-ranks the hybrid candidates for diversity. --min-score (0 to 1) drops
+results whose cosine similarity, or BM25 score relative to the best, is below it.
+` + storeFlagsUsage
+
+func runRetrieve(ctx context.Context, args []string, s streams) error {
+	fs, help := newFlagSet("retrieve", retrieveUsage, s)
+	sf := addStoreFlags(fs)
+	name := fs.String("collection", "", "the collection's `name` (or id)")
+	topK := fs.Int("top-k", 10, "return at most `N` results")
+	mode := fs.String("mode", engine.ModeHybrid, "the retrieval `mode`: hybrid, keyword, vector or mmr")
+	minScore := fs.Float64("min-score", 0, "drop results less relevant than this (0 to 1)")
+	var filters multiFlag
+	fs.Var(&filters, "filter", "keep chunks whose metadata has `KEY=VALUE` (repeatable; document_id=ID)")
+	if err := parseFlags(fs, help, args); err != nil {
+		return err
+	}
+	query := strings.Join(fs.Args(), " ")
+	if *name == "" || strings.TrimSpace(query) == "" {
+		return usageError(errors.New("retrieve: want --collection NAME and a QUERY (run 'loom help retrieve')"))
+	}
+	filter := map[string]string{}
+	for _, f := range filters {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok || k == "" {
+			return usageError(fmt.Errorf("retrieve: --filter %q: want KEY=VALUE", f))
+		}
+		filter[k] = v
+	}
+	eng, closeAll, err := openEngine(ctx, sf)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	ctx = loom.WithTenant(ctx, *sf.tenant)
+	opts := []engine.RetrieveOption{engine.WithCollection(*name), engine.WithTopK(*topK), engine.WithMode(*mode), engine.WithMinScore(*minScore)}
+	if len(filter) > 0 {
+		opts = append(opts, engine.WithFilter(filter))
+	}
+	results, err := eng.Retrieve(ctx, query, opts...)
+	switch {
+	case errors.Is(err, engine.ErrInvalidRequest):
+		return usageError(fmt.Errorf("retrieve: %w", err))
+	case err != nil:
+		return fmt.Errorf("retrieve: %w", err)
+	}
+	type line struct {
+		Rank       int     `json:"rank"`
+		Score      float64 `json:"score"`
+		Kind       string  `json:"kind"`
+		ChunkID    string  `json:"chunk_id"`
+		DocumentID string  `json:"document_id"`
+		Source     string  `json:"source"`
+		Start      int     `json:"start"`
+		End        int     `json:"end"`
+		Text       string  `json:"text"`
+	}
+	for _, r := range results {
+		c := r.Chunk
+		if err := writeJSON(s.stdout, line{r.Rank, r.Score, r.Kind, c.ID, c.DocumentID, c.Metadata["source"], c.StartOffset, c.EndOffset, c.Content}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var _ flag.Value = (*multiFlag)(nil)
