@@ -67,6 +67,7 @@ func runDemo(ctx context.Context, args []string, s streams) error {
 	if err != nil {
 		return err
 	}
+	defer eng.Close()
 	res, err := eng.Assemble(ctx, engine.Request{Agent: "demo_agent", User: "user_42", Session: "sess_42", Preset: *preset,
 		Request: assembler.Request{Message: demoMessage, MaxTokens: *maxTokens, Model: *model, Format: *format}})
 	var be *assembler.BudgetError
