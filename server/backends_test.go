@@ -28,6 +28,7 @@ func TestAPI_Backends(t *testing.T) {
 			}
 			defer st.Close()
 			RunAPI(t, st)
+			RunCollectionsAPI(t, st)
 		})
 	}
 }

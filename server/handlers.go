@@ -13,7 +13,10 @@ import (
 
 	"github.com/context-loom/loom/assembler"
 	"github.com/context-loom/loom/chunker"
+	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/engine"
+	"github.com/context-loom/loom/ingest"
+	"github.com/context-loom/loom/retriever"
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/tokenizer"
 )
@@ -27,13 +30,16 @@ func (s *Server) classify(err error) *apiError {
 		return errorf(http.StatusUnprocessableEntity, "budget_exceeded", "%s", be.Error())
 	case errors.As(err, &mbe):
 		return errorf(http.StatusRequestEntityTooLarge, "too_large", "the body is larger than %d bytes", mbe.Limit)
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, collection.ErrExists):
+		return errorf(http.StatusConflict, "conflict", "%s", err.Error())
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, collection.ErrNotFound):
 		return errorf(http.StatusNotFound, "not_found", "%s", err.Error())
-	case errors.Is(err, store.ErrTooLarge):
+	case errors.Is(err, store.ErrTooLarge), errors.Is(err, ingest.ErrTooLarge):
 		return errorf(http.StatusRequestEntityTooLarge, "too_large", "%s", err.Error())
 	case errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrUnsupported), errors.Is(err, assembler.ErrInvalidRequest),
 		errors.Is(err, assembler.ErrUnknownFormat), errors.Is(err, engine.ErrInvalidRequest), errors.Is(err, tokenizer.ErrUnknownModel),
-		errors.Is(err, tokenizer.ErrUnknownEncoding), isChunkOptionError(err):
+		errors.Is(err, tokenizer.ErrUnknownEncoding), isChunkOptionError(err), errors.Is(err, engine.ErrNoCollections),
+		errors.Is(err, ingest.ErrBinary), errors.Is(err, retriever.ErrInvalidQuery), errors.Is(err, retriever.ErrDimensions):
 		return errorf(http.StatusBadRequest, "invalid_request", "%s", err.Error())
 	case errors.Is(err, store.ErrUnavailable), errors.Is(err, engine.ErrSourceFailed), errors.Is(err, store.ErrClosed):
 		return errorf(http.StatusServiceUnavailable, "unavailable", "the store is unavailable; retry later")

@@ -150,11 +150,12 @@ type route struct {
 	handle  func(w http.ResponseWriter, r *http.Request) error
 }
 
-// Routes lists the API's routes as "METHOD /path" patterns, as the OpenAPI document describes them.
+// Routes lists the API's routes as "METHOD /path" patterns, as the OpenAPI document describes them (a
+// wildcard that takes the rest of the path, {doc...}, is written {doc}).
 func (s *Server) Routes() []string {
 	var out []string
 	for _, rt := range s.routeTable() {
-		out = append(out, rt.pattern)
+		out = append(out, strings.ReplaceAll(rt.pattern, "...}", "}"))
 	}
 	return out
 }
@@ -173,6 +174,14 @@ func (s *Server) routeTable() []route {
 		{"PUT /v1/agents/{agent}", false, s.putAgent},
 		{"GET /v1/agents/{agent}", false, s.getAgent},
 		{"DELETE /v1/agents/{agent}", false, s.deleteAgent},
+		{"POST /v1/collections", false, s.createCollection},
+		{"GET /v1/collections", false, s.listCollections},
+		{"GET /v1/collections/{id}", false, s.getCollection},
+		{"DELETE /v1/collections/{id}", false, s.deleteCollection},
+		{"POST /v1/collections/{id}/documents", false, s.putDocument},
+		{"GET /v1/collections/{id}/documents", false, s.listDocuments},
+		{"DELETE /v1/collections/{id}/documents/{doc...}", false, s.deleteDocument},
+		{"POST /v1/retrieve", false, s.retrieve},
 		{"POST /v1/tokens/count", false, s.countTokens},
 		{"POST /v1/chunk", false, s.chunk},
 		{"GET /healthz", true, s.healthz},

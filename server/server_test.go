@@ -118,6 +118,11 @@ func (ts *testServer) must(method, path, key string, body any, want int) map[str
 	return out
 }
 
+func jsonString(v any) string {
+	data, _ := json.Marshal(v)
+	return string(data)
+}
+
 func errorCode(out map[string]any) string {
 	e, _ := out["error"].(map[string]any)
 	c, _ := e["code"].(string)
@@ -402,12 +407,12 @@ func FuzzHandlers(f *testing.F) {
 		f.Fatal(err)
 	}
 	h := srv.Handler()
-	routes := []string{"POST /v1/assemble", "POST /v1/sessions/s/messages", "POST /v1/sessions/s/tool-outputs", "PUT /v1/sessions/s/knowledge",
+	routes := []string{"POST /v1/assemble", "POST /v1/sessions/s/messages", "POST /v1/collections", "POST /v1/collections/c/documents", "POST /v1/retrieve", "POST /v1/sessions/s/tool-outputs", "PUT /v1/sessions/s/knowledge",
 		"PUT /v1/users/u/memory/k", "PUT /v1/agents/a", "POST /v1/tokens/count", "POST /v1/chunk", "GET /v1/sessions/s/messages"}
 	for i, seed := range []string{`{"message":"hi"}`, `{"messages":[{"role":"user","content":"x"}]}`, `{"role":"tool","content":"x"}`,
 		`{"tool":"t","result":"r"}`, `{"knowledge":[{"content":"</context>"}]}`, `{"value":"v","pinned":true}`, `{"instructions":"x","tools":[{"type":"function","function":{"name":"f","parameters":{}}}]}`,
 		`{"text":"hello","model":"gpt-4o"}`, `{"text":"a b c","strategy":"markdown","chunk_size":5}`, `{"history":[{"role":"tool","tool_call_id":"x","content":"y"}],"message":"m","max_tokens":50}`,
-		`{"agent":"a","session":"s","user":"u","message":"m","preset":"cookbook"}`, "\xff", `[[[[`, `null`, `{"message":"hi","policy":{"regions":[{"name":"history","min_share":2}]}}`} {
+		`{"agent":"a","session":"s","user":"u","message":"m","preset":"cookbook"}`, "\xff", `[[[[`, `null`, `{"name":"c","chunk_size":8}`, `{"id":"d","text":"<h1>x</h1>","content_type":"html"}`, `{"collection":"c","query":"x","mode":"mmr"}`, `{"message":"hi","policy":{"regions":[{"name":"history","min_share":2}]}}`} {
 		f.Add(uint8(i), []byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, route uint8, body []byte) {

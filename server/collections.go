@@ -1,0 +1,162 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/context-loom/loom"
+	"github.com/context-loom/loom/collection"
+	"github.com/context-loom/loom/engine"
+)
+
+// tenantContext is the request's context scoped to its tenant, as the engine's collection methods take it.
+func tenantContext(r *http.Request) *http.Request {
+	return r.WithContext(loom.WithTenant(r.Context(), tenant(r.Context())))
+}
+
+func (s *Server) createCollection(w http.ResponseWriter, r *http.Request) error {
+	var c collection.Collection
+	if err := decode(r, &c); err != nil {
+		return err
+	}
+	c.Dimensions, c.CreatedAt = 0, c.CreatedAt.UTC()
+	created, err := s.eng.CreateCollection(tenantContext(r).Context(), c)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, created)
+	return nil
+}
+
+func (s *Server) listCollections(w http.ResponseWriter, r *http.Request) error {
+	cs, err := s.eng.Collections(tenantContext(r).Context())
+	if err != nil {
+		return err
+	}
+	if cs == nil {
+		cs = []collection.Collection{}
+	}
+	writeJSON(w, http.StatusOK, map[string][]collection.Collection{"collections": cs})
+	return nil
+}
+
+func (s *Server) getCollection(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.eng.Collection(tenantContext(r).Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, c)
+	return nil
+}
+
+func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request) error {
+	if err := s.eng.DeleteCollection(tenantContext(r).Context(), r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// documentBody is the body of POST /v1/collections/{id}/documents.
+type documentBody struct {
+	// ID identifies the document; default Source, or the text's hash.
+	ID     string `json:"id"`
+	Source string `json:"source"`
+	// ContentType is "text", "markdown", "html" or "code"; "" detects it from Source's extension.
+	ContentType string            `json:"content_type"`
+	Text        *string           `json:"text"`
+	Metadata    map[string]string `json:"metadata"`
+}
+
+func (s *Server) putDocument(w http.ResponseWriter, r *http.Request) error {
+	var b documentBody
+	if err := decode(r, &b); err != nil {
+		return err
+	}
+	if b.Text == nil {
+		return errorf(http.StatusBadRequest, "invalid_request", "text is required")
+	}
+	res, err := s.eng.IngestText(tenantContext(r).Context(), r.PathValue("id"), b.ID, b.Source, b.ContentType, *b.Text, b.Metadata)
+	if err != nil {
+		return err
+	}
+	status := http.StatusCreated
+	if !res.Changed {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, res)
+	return nil
+}
+
+func (s *Server) listDocuments(w http.ResponseWriter, r *http.Request) error {
+	docs, err := s.eng.Documents(tenantContext(r).Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if docs == nil {
+		docs = []collection.Document{}
+	}
+	writeJSON(w, http.StatusOK, map[string][]collection.Document{"documents": docs})
+	return nil
+}
+
+func (s *Server) deleteDocument(w http.ResponseWriter, r *http.Request) error {
+	if err := s.eng.DeleteDocument(tenantContext(r).Context(), r.PathValue("id"), r.PathValue("doc")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// retrieveResult is one result of POST /v1/retrieve, as loom retrieve prints it, with the ranking's detail.
+type retrieveResult struct {
+	Rank        int               `json:"rank"`
+	Score       float64           `json:"score"`
+	Kind        string            `json:"kind"`
+	ChunkID     string            `json:"chunk_id"`
+	DocumentID  string            `json:"document_id"`
+	Source      string            `json:"source"`
+	Start       int               `json:"start"`
+	End         int               `json:"end"`
+	Text        string            `json:"text"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
+	Keyword     float64           `json:"keyword,omitempty"`
+	KeywordRank int               `json:"keyword_rank,omitempty"`
+	Vector      float64           `json:"vector,omitempty"`
+	VectorRank  int               `json:"vector_rank,omitempty"`
+}
+
+func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) error {
+	var b struct {
+		Collection string            `json:"collection"`
+		Query      string            `json:"query"`
+		TopK       int               `json:"top_k"`
+		MinScore   float64           `json:"min_score"`
+		Mode       string            `json:"mode"`
+		Filter     map[string]string `json:"filter"`
+		MMRLambda  float64           `json:"mmr_lambda"`
+	}
+	if err := decode(r, &b); err != nil {
+		return err
+	}
+	if err := s.checkText("the query", b.Query); err != nil {
+		return err
+	}
+	opts := []engine.RetrieveOption{engine.WithCollection(b.Collection), engine.WithTopK(b.TopK), engine.WithMinScore(b.MinScore),
+		engine.WithMode(b.Mode), engine.WithMMRLambda(b.MMRLambda)}
+	if len(b.Filter) > 0 {
+		opts = append(opts, engine.WithFilter(b.Filter))
+	}
+	results, err := s.eng.Retrieve(tenantContext(r).Context(), b.Query, opts...)
+	if err != nil {
+		return err
+	}
+	out := make([]retrieveResult, len(results))
+	for i, res := range results {
+		c := res.Chunk
+		out[i] = retrieveResult{Rank: res.Rank, Score: res.Score, Kind: res.Kind, ChunkID: c.ID, DocumentID: c.DocumentID,
+			Source: c.Metadata["source"], Start: c.StartOffset, End: c.EndOffset, Text: c.Content, Metadata: c.Metadata,
+			Keyword: res.Keyword, KeywordRank: res.KeywordRank, Vector: res.Vector, VectorRank: res.VectorRank}
+	}
+	writeJSON(w, http.StatusOK, map[string][]retrieveResult{"results": out})
+	return nil
+}
