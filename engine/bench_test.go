@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/context-loom/loom/assembler"
+	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/store/memory"
@@ -113,3 +114,61 @@ type backend struct {
 }
 
 var backends []backend
+
+// mixedDocs writes a directory of mixed documents (prose, CJK, Cyrillic, Go, HTML, Markdown) and returns
+// it with its size in bytes.
+func mixedDocs(b *testing.B) (string, int64) {
+	b.Helper()
+	dir := b.TempDir()
+	var total int64
+	copyFile := func(src, name string) {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		total += int64(len(data))
+	}
+	corpus := filepath.Join("..", "tokenizer", "testdata", "corpus")
+	copyFile(filepath.Join(corpus, "english.txt"), "udhr.txt")
+	copyFile(filepath.Join(corpus, "cjk.txt"), "cjk.txt")
+	copyFile(filepath.Join(corpus, "cyrillic.txt"), "cyrillic.txt")
+	copyFile(filepath.Join(corpus, "code.go.txt"), "code.go")
+	copyFile(filepath.Join("testdata", "go_spec.html"), "go_spec.html")
+	copyFile(filepath.Join("..", "README.md"), "README.md")
+	return dir, total
+}
+
+// BenchmarkIngestDirectory ingests a directory of mixed documents (about 1.2 MB) into a new collection
+// each time, with the offline embedder, on each backend: read, extract, chunk (auto strategy, 512 tokens),
+// embed, store, index.
+func BenchmarkIngestDirectory(b *testing.B) {
+	run := func(b *testing.B, st store.Store) {
+		dir, size := mixedDocs(b)
+		eng, err := engine.New(st)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer eng.Close()
+		b.SetBytes(size)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			i++
+			c, err := eng.CreateCollection(b.Context(), collection.Collection{Name: fmt.Sprint("c", i)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			sum, err := eng.IngestPaths(b.Context(), c.ID, []string{dir}, engine.IngestOptions{})
+			if err != nil || sum.Changed != 6 {
+				b.Fatalf("%+v %v", sum, err)
+			}
+		}
+	}
+	b.Run("memory", func(b *testing.B) { run(b, memory.New(store.Options{})) })
+	for _, backend := range backends {
+		b.Run(backend.name, func(b *testing.B) { run(b, backend.open(b)) })
+	}
+}
