@@ -4,8 +4,9 @@
 // citations and a report of what was left out; as a Go library, an HTTP service and a command-line tool.
 //
 // The packages: [github.com/context-loom/loom/tokenizer] (exact counts), chunker and embed (documents),
-// assembler (fitting a request into the budget), store and its backends (state), engine (assembly from
-// stored state) and server (the HTTP API). Collections and retrieval are planned.
+// assembler (fitting a request into the budget), store and its backends (state), collection, ingest and
+// retriever (knowledge), engine (ingestion, retrieval and assembly from stored state) and server (the HTTP
+// API).
 package loom
 
 import "context"
