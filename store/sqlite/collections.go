@@ -2,10 +2,8 @@ package sqlite
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +11,6 @@ import (
 	"math/bits"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/store"
@@ -43,7 +40,7 @@ func (s *Store) CreateCollection(ctx context.Context, tenant string, c collectio
 	if err := store.ValidateID(s.opts.Limits, "tenant", tenant); err != nil {
 		return collection.Collection{}, err
 	}
-	c, err := prepareCollection(s.opts.Limits, s.now(), c)
+	c, err := store.PrepareCollection(s.opts.Limits, s.now(), c)
 	if err != nil {
 		return collection.Collection{}, err
 	}
@@ -152,7 +149,7 @@ func (s *Store) PutDocument(ctx context.Context, tenant string, doc collection.D
 	if err := store.ValidateID(s.opts.Limits, "tenant", tenant); err != nil {
 		return false, err
 	}
-	dims, err := prepareDocument(s.opts.Limits, doc, chunks)
+	dims, err := store.PrepareDocument(s.opts.Limits, doc, chunks)
 	if err != nil {
 		return false, err
 	}
@@ -629,126 +626,4 @@ func decodeMetadata(s string) (map[string]string, error) {
 func isConstraint(err error) bool {
 	var coded interface{ Code() int }
 	return errors.As(err, &coded) && coded.Code()&0xff == 19 // SQLITE_CONSTRAINT and its extended codes
-}
-
-// prepareCollection validates c and returns it with an ID (a new one if empty) and CreatedAt (now, if
-// zero, in UTC) set.
-func prepareCollection(l store.Limits, now time.Time, c collection.Collection) (collection.Collection, error) {
-	if c.Name == "" {
-		return collection.Collection{}, fmt.Errorf("%w: a collection needs a name", store.ErrInvalid)
-	}
-	if err := store.ValidateID(l, "collection name", c.Name); err != nil {
-		return collection.Collection{}, err
-	}
-	if c.ID == "" {
-		c.ID = newID(now)
-	} else if err := store.ValidateID(l, "collection", c.ID); err != nil {
-		return collection.Collection{}, err
-	}
-	for _, f := range []struct{ kind, v string }{{"chunk strategy", c.ChunkStrategy}, {"embedder", c.Embedder}} {
-		if f.v != "" {
-			if err := store.ValidateID(l, f.kind, f.v); err != nil {
-				return collection.Collection{}, err
-			}
-		}
-	}
-	if c.ChunkSize < 0 || c.ChunkOverlap < 0 || c.Dimensions < 0 {
-		return collection.Collection{}, fmt.Errorf("%w: collection %q: negative chunk size, overlap or dimensions", store.ErrInvalid, c.Name)
-	}
-	if c.CreatedAt.IsZero() {
-		c.CreatedAt = now
-	}
-	c.CreatedAt = c.CreatedAt.UTC()
-	return c, nil
-}
-
-// newID is a new collection id: 32 hex digits, the first 12 the time in milliseconds (so that ids sort by
-// creation), the rest random.
-func newID(now time.Time) string {
-	var b [16]byte
-	ms := uint64(now.UnixMilli())
-	for i := range 6 {
-		b[i] = byte(ms >> (8 * (5 - i)))
-	}
-	_, _ = rand.Read(b[6:]) // crypto/rand.Read never fails
-	return hex.EncodeToString(b[:])
-}
-
-// prepareDocument validates doc and its chunks and returns the length of their vectors (0 if none has
-// one).
-func prepareDocument(l store.Limits, doc collection.Document, chunks []collection.Chunk) (int, error) {
-	if err := store.ValidateIDs(l, "collection", doc.CollectionID, "document", doc.ID, "document hash", doc.Hash); err != nil {
-		return 0, err
-	}
-	if doc.Bytes < 0 {
-		return 0, fmt.Errorf("%w: document %q: negative size", store.ErrInvalid, doc.ID)
-	}
-	for _, f := range []struct{ what, v string }{{"source", doc.Source}, {"content type", doc.ContentType}} {
-		if err := validText(l, "document "+f.what, f.v); err != nil {
-			return 0, err
-		}
-	}
-	if err := validMetadata(l, "document "+doc.ID, doc.Metadata); err != nil {
-		return 0, err
-	}
-	dims := 0
-	seen := make(map[string]struct{}, len(chunks))
-	for i, ch := range chunks {
-		what := fmt.Sprintf("document %q chunk %d", doc.ID, i)
-		if ch.DocumentID != doc.ID {
-			return 0, fmt.Errorf("%w: %s is document %q's", store.ErrInvalid, what, ch.DocumentID)
-		}
-		if err := store.ValidateID(l, "chunk", ch.ID); err != nil {
-			return 0, fmt.Errorf("%s: %w", what, err)
-		}
-		if _, ok := seen[ch.ID]; ok {
-			return 0, fmt.Errorf("%w: %s: chunk id %q used twice", store.ErrInvalid, what, ch.ID)
-		}
-		seen[ch.ID] = struct{}{}
-		if err := validText(l, what+" content", ch.Content); err != nil {
-			return 0, err
-		}
-		if ch.Index < 0 || ch.StartOffset < 0 || ch.EndOffset < ch.StartOffset || ch.TokenCount < 0 {
-			return 0, fmt.Errorf("%w: %s: negative index, offset or token count, or an end before the start", store.ErrInvalid, what)
-		}
-		if err := validMetadata(l, what, ch.Metadata); err != nil {
-			return 0, err
-		}
-		if len(ch.Vector) == 0 {
-			continue
-		}
-		if dims == 0 {
-			dims = len(ch.Vector)
-		} else if len(ch.Vector) != dims {
-			return 0, fmt.Errorf("%w: %s: a vector of %d dimensions among vectors of %d", store.ErrInvalid, what, len(ch.Vector), dims)
-		}
-		for _, f := range ch.Vector {
-			if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
-				return 0, fmt.Errorf("%w: %s: the vector has NaN or infinite values", store.ErrInvalid, what)
-			}
-		}
-	}
-	return dims, nil
-}
-
-func validText(l store.Limits, what, s string) error {
-	if len(s) > l.MaxValueBytes {
-		return fmt.Errorf("%w: %s is %d bytes, the limit is %d", store.ErrTooLarge, what, len(s), l.MaxValueBytes)
-	}
-	if !utf8.ValidString(s) {
-		return fmt.Errorf("%w: %s is not valid UTF-8", store.ErrInvalid, what)
-	}
-	return nil
-}
-
-func validMetadata(l store.Limits, what string, m map[string]string) error {
-	for k, v := range m {
-		if err := validText(l, what+" metadata key", k); err != nil {
-			return err
-		}
-		if err := validText(l, what+" metadata value", v); err != nil {
-			return err
-		}
-	}
-	return nil
 }
