@@ -99,8 +99,8 @@ func (e *Engine) Store() store.Store { return e.store }
 // key, knowledge and tool outputs after the stored ones, history after the stored history. Model, MaxTokens
 // and Policy given inline win over the agent's.
 type Request struct {
-	// Tenant scopes every id; "" means DefaultTenant. The HTTP API sets it from the API key, never from the
-	// body.
+	// Tenant scopes every id; "" means the context's (loom.WithTenant), or DefaultTenant. The HTTP API sets
+	// it from the API key, never from the body.
 	Tenant  string `json:"-"`
 	Agent   string `json:"agent,omitempty"`
 	User    string `json:"user,omitempty"`
@@ -151,7 +151,7 @@ type Degradation struct {
 func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 	tenant := req.Tenant
 	if tenant == "" {
-		tenant = DefaultTenant
+		tenant = loom.Tenant(ctx)
 	}
 	switch req.Preset {
 	case "", PresetCookbook:
@@ -353,7 +353,7 @@ func merge(req *Request, snap *store.Snapshot) *assembler.Request {
 
 // Turn is one exchange to record: the user's message and what answered it.
 type Turn struct {
-	Tenant  string // "" means DefaultTenant
+	Tenant  string // "" means the context's (loom.WithTenant), or DefaultTenant
 	Session string
 	// Message is the user's message; "" records only the reply.
 	Message string
@@ -369,7 +369,7 @@ type Turn struct {
 func (e *Engine) Record(ctx context.Context, t Turn) ([]store.Message, error) {
 	tenant := t.Tenant
 	if tenant == "" {
-		tenant = DefaultTenant
+		tenant = loom.Tenant(ctx)
 	}
 	var msgs []store.Message
 	if t.Message != "" {

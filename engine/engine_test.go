@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/assembler"
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/store"
@@ -349,5 +350,30 @@ func TestRecord(t *testing.T) {
 	}
 	if _, err := eng.Record(ctx, engine.Turn{Message: "x"}); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("no session: got %v", err)
+	}
+}
+
+func TestAssemble_TenantFromContext(t *testing.T) {
+	t.Parallel()
+	s := memory.New(store.Options{})
+	seedScenario(t, s, "acme")
+	eng, _ := engine.New(s)
+	ctx := loom.WithTenant(t.Context(), "acme")
+	res, err := eng.Assemble(ctx, engine.Request{Agent: "demo_agent", Session: "sess_42", Request: assembler.Request{Message: "hi"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(messagesText(res.Result), "I want to upgrade to premium") {
+		t.Error("the context's tenant was not used")
+	}
+	if _, err := eng.Record(ctx, engine.Turn{Session: "sess_42", Message: "more"}); err != nil {
+		t.Fatal(err)
+	}
+	if msgs, _ := s.Messages(t.Context(), "acme", "sess_42", store.MessageQuery{}); len(msgs) != 4 {
+		t.Errorf("Record used another tenant: %d messages in acme's session", len(msgs))
+	}
+	// Without a tenant in the context or the request, the default tenant has no such agent.
+	if _, err := eng.Assemble(t.Context(), engine.Request{Agent: "demo_agent", Request: assembler.Request{Message: "hi"}}); !errors.Is(err, engine.ErrAgentNotFound) {
+		t.Errorf("the default tenant: %v", err)
 	}
 }
