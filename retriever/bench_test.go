@@ -28,6 +28,9 @@ func benchIndexOf(b *testing.B, n int) *benchIndex {
 		if err := bi.ix.Add(corpusChunks(b, n)...); err != nil {
 			b.Fatal(err)
 		}
+		if err := bi.ix.WaitGraph(context.Background()); err != nil {
+			b.Fatal(err)
+		}
 		bi.took = time.Since(start)
 		bi.qs = corpusQueries(b, 100)
 	})

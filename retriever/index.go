@@ -1,10 +1,12 @@
 package retriever
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/context-loom/loom/chunk"
 	"github.com/context-loom/loom/collection"
@@ -19,10 +21,13 @@ const (
 	DefaultM = 16
 	// DefaultEfSearch is the number of nodes an HNSW search gathers at the bottom layer, at least.
 	DefaultEfSearch = 100
+	// DefaultEfConstruction is the number of candidates an insertion into the HNSW graph gathers.
+	DefaultEfConstruction = 128
 )
 
-// efConstruction is how many candidates an insertion into the HNSW graph gathers.
-const efConstruction = 64
+// buildCatchUp is the most vectors added during a background graph build that are inserted into the new
+// graph under the write lock; while more are waiting, the build goes on outside it.
+const buildCatchUp = 256
 
 // BM25 parameters.
 const (
@@ -41,6 +46,9 @@ type IndexOptions struct {
 	// EfSearch is the least number of nodes an HNSW search collects before the best are taken (more is
 	// slower and finds more of the true nearest neighbours); 0 or less means DefaultEfSearch.
 	EfSearch int
+	// EfConstruction is the number of candidates an insertion into the HNSW graph gathers (more builds
+	// slower and makes a graph that searches find more in); 0 or less means DefaultEfConstruction.
+	EfConstruction int
 }
 
 // Index is an in-memory search index of one collection's chunks: BM25 over their text and cosine similarity
@@ -48,7 +56,12 @@ type IndexOptions struct {
 // wait for them.
 //
 // Removed and replaced chunks are only marked dead at first; when they are more than a fifth of the slots,
-// the write that crosses that line compacts the index and rebuilds its HNSW graph.
+// the write that crosses that line compacts the index.
+//
+// The HNSW graph is built in the background, by a goroutine that the write that crosses HNSWThreshold (or
+// compacts the index) starts and that ends with the build: searches and writes go on meanwhile, vector
+// search being exact until the graph is ready. Once it is, each added vector is inserted into the graph
+// by the write that adds it. [Index.WaitGraph] waits for a build; [Index.Close] stops it.
 type Index struct {
 	opts IndexOptions
 
@@ -68,7 +81,20 @@ type Index struct {
 	dims  int
 	pages [][]float32
 
-	graph *graph // nil while vector search is exact
+	graph  *graph      // nil while vector search is exact
+	build  *graphBuild // the build in progress, or nil
+	closed bool        // no more builds start
+	// epoch counts the compactions, which renumber the slots: a build that began before the last one
+	// starts again. It is written under mu, read by the build without it.
+	epoch   atomic.Uint64
+	stopped atomic.Bool // closed, for the build to read without mu
+
+	buildGate chan struct{} // tests: when not nil, builds wait for it to be closed before they begin
+}
+
+// graphBuild is a background build of the HNSW graph.
+type graphBuild struct {
+	done chan struct{} // closed when the goroutine has ended
 }
 
 type entry struct {
@@ -100,6 +126,9 @@ func NewIndex(opts IndexOptions) *Index {
 	}
 	if opts.EfSearch <= 0 {
 		opts.EfSearch = DefaultEfSearch
+	}
+	if opts.EfConstruction <= 0 {
+		opts.EfConstruction = DefaultEfConstruction
 	}
 	return &Index{
 		opts:  opts,
@@ -199,6 +228,7 @@ func (ix *Index) add(c collection.Chunk, buf []string) []string {
 	if e.hasVec {
 		ix.liveVec++
 		if ix.graph != nil {
+			ix.graph.pages = ix.pages
 			ix.graph.insert(slot)
 		}
 	}
@@ -268,14 +298,16 @@ func (ix *Index) RemoveDocument(docID string) int {
 	return n
 }
 
-// maintain compacts the index when dead slots are more than a fifth of all, and builds the HNSW graph when
-// the index has grown past the threshold.
+// maintain compacts the index when dead slots are more than a fifth of all, and starts building the HNSW
+// graph when the index has grown past the threshold (or lost its graph to a compaction).
 func (ix *Index) maintain() {
 	if ix.dead > 0 && 5*ix.dead > len(ix.entries) {
 		ix.compact()
 	}
-	if ix.graph == nil && ix.wantGraph() {
-		ix.buildGraph()
+	if ix.graph == nil && ix.build == nil && !ix.closed && ix.wantGraph() {
+		b := &graphBuild{done: make(chan struct{})}
+		ix.build = b
+		go ix.runBuild(b)
 	}
 }
 
@@ -327,17 +359,104 @@ func (ix *Index) compact() {
 		ix.docs[e.chunk.DocumentID] = append(ix.docs[e.chunk.DocumentID], uint32(i))
 	}
 	ix.graph = nil
+	ix.epoch.Add(1)
 }
 
-// buildGraph builds the HNSW graph of the live vectors.
-func (ix *Index) buildGraph() {
-	g := newGraph(ix.opts.M, efConstruction, ix.vec)
-	for i, e := range ix.entries {
-		if e.live && e.hasVec {
-			g.insert(uint32(i))
+// runBuild builds the HNSW graph of the live vectors and hands it to the index; it is the goroutine of b.
+//
+// It takes the slots of the live vectors under the read lock and inserts them into a graph of its own
+// without any lock: the rows of the vectors never change once written, and a compaction writes new pages.
+// Then it takes the vectors added meanwhile, and so on until few are left; those it inserts under the write
+// lock, and swaps the graph in. A compaction makes it start again; Close makes it stop.
+func (ix *Index) runBuild(b *graphBuild) {
+	defer close(b.done)
+	if ix.buildGate != nil {
+		<-ix.buildGate
+	}
+	var (
+		g     *graph
+		epoch uint64
+		done  int // the slots below are in g, or were not live vectors when taken
+		slots []uint32
+	)
+	for {
+		ix.mu.RLock()
+		if g == nil || ix.epoch.Load() != epoch {
+			g, epoch, done = newGraph(ix.opts.M, ix.opts.EfConstruction, ix.dims), ix.epoch.Load(), 0
+		}
+		more := len(ix.entries)-done > buildCatchUp && !ix.closed
+		if more {
+			slots = ix.vectorSlots(done, slots[:0])
+			done = len(ix.entries)
+			g.pages = ix.pages
+		}
+		ix.mu.RUnlock()
+		if !more {
+			ix.mu.Lock()
+			if ix.closed {
+				ix.build = nil
+				ix.mu.Unlock()
+				return
+			}
+			if ix.epoch.Load() == epoch {
+				g.pages = ix.pages
+				for _, s := range ix.vectorSlots(done, slots[:0]) {
+					g.insert(s)
+				}
+				ix.graph, ix.build = g, nil
+				ix.mu.Unlock()
+				return
+			}
+			ix.mu.Unlock()
+			continue
+		}
+		for _, s := range slots {
+			if ix.epoch.Load() != epoch || ix.stopped.Load() {
+				break
+			}
+			g.insert(s)
 		}
 	}
-	ix.graph = g
+}
+
+// vectorSlots appends to dst the slots from first on that are live and have a vector.
+func (ix *Index) vectorSlots(first int, dst []uint32) []uint32 {
+	for i := first; i < len(ix.entries); i++ {
+		if e := &ix.entries[i]; e.live && e.hasVec {
+			dst = append(dst, uint32(i))
+		}
+	}
+	return dst
+}
+
+// WaitGraph waits until no HNSW graph build is in progress: until the index searches through its graph, if
+// it has more vectors than IndexOptions.HNSWThreshold and is not closed. It returns ctx's error if ctx is
+// done first.
+func (ix *Index) WaitGraph(ctx context.Context) error {
+	for {
+		ix.mu.RLock()
+		b := ix.build
+		ix.mu.RUnlock()
+		if b == nil {
+			return nil
+		}
+		select {
+		case <-b.done:
+		case <-ctx.Done():
+			return fmt.Errorf("retriever: %w", ctx.Err())
+		}
+	}
+}
+
+// Close stops a graph build in progress and waits for it to end, returning ctx's error if ctx is done
+// first. The index stays usable, but builds no graph any more: vector search is exact unless the graph was
+// ready before Close.
+func (ix *Index) Close(ctx context.Context) error {
+	ix.mu.Lock()
+	ix.closed = true
+	ix.stopped.Store(true)
+	ix.mu.Unlock()
+	return ix.WaitGraph(ctx)
 }
 
 // dot returns the dot product of two vectors of the same length.

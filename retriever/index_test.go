@@ -476,6 +476,9 @@ func TestIndex_ConcurrentAddAndSearch(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	if err := ix.WaitGraph(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if ix.Len() == 0 || ix.graph == nil {
 		t.Fatalf("Len %d, graph %v", ix.Len(), ix.graph != nil)
 	}
@@ -491,6 +494,9 @@ func TestHNSW_AgreesWithExact(t *testing.T) {
 	}
 	ix := NewIndex(IndexOptions{HNSWThreshold: n / 3})
 	if err := ix.Add(corpusChunks(t, n)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.WaitGraph(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if ix.graph == nil {

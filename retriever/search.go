@@ -117,6 +117,9 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Result, error) {
 		qvec = nil // nothing to compare it with
 	}
 	s := searcher{ix: ix, filter: q.Filter, qvec: qvec}
+	if qvec != nil {
+		s.q = newQuery(qvec)
+	}
 
 	var kw, vec []hit
 	var err error
@@ -172,7 +175,7 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Result, error) {
 		r := &results[len(results)-1]
 		details[h.slot] = r
 		if qvec != nil && ix.entries[h.slot].hasVec {
-			r.Vector = float64(dot(qvec, ix.vec(h.slot)))
+			r.Vector = float64(s.q.dot(ix.vec(h.slot)))
 		}
 	}
 	for i, h := range kw {
@@ -222,6 +225,7 @@ type searcher struct {
 	ix     *Index
 	filter map[string]string
 	qvec   []float32 // normalized query vector, or nil
+	q      query     // qvec's query, for its dot products
 }
 
 // ok reports whether slot is live and passes the filter.
@@ -338,7 +342,7 @@ func (s *searcher) vector(ctx context.Context, n int, exact bool) ([]hit, error)
 		if !e.hasVec || !e.live {
 			continue
 		}
-		d := float64(dot(s.qvec, ix.vec(uint32(slot))))
+		d := float64(s.q.dot(ix.vec(uint32(slot))))
 		if d <= 0 || (top.full() && !top.beats(hit{uint32(slot), d})) {
 			continue
 		}
@@ -363,12 +367,12 @@ func (s *searcher) approximate(n int) ([]hit, bool) {
 	}
 	top := newTopK(n)
 	dropped := false
-	for _, c := range ix.graph.search(s.qvec, ask) {
+	for _, c := range ix.graph.search(&s.q, ask) {
 		if !s.ok(c.id) {
 			dropped = true
 			continue
 		}
-		if d := float64(dot(s.qvec, ix.vec(c.id))); d > 0 {
+		if d := float64(s.q.dot(ix.vec(c.id))); d > 0 {
 			top.push(hit{slot: c.id, score: d})
 		}
 	}
