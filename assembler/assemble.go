@@ -182,6 +182,7 @@ func validateHistory(h []Message) error {
 }
 
 func (a *assembly) run(ctx context.Context) (*Result, error) {
+	defer a.release()
 	a.prepareHistory()
 	a.prepareMemory()
 	a.prepareToolOutputs()
@@ -238,6 +239,14 @@ func (a *assembly) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	return a.result(out), nil
+}
+
+// release gives back what the assembly borrowed from pools.
+func (a *assembly) release() {
+	if a.near != nil {
+		putNearIndex(a.near)
+		a.near = nil
+	}
 }
 
 // fill keeps items of region within limit tokens (used already kept) and returns what it uses. Room is
@@ -353,7 +362,7 @@ func (a *assembly) items(region string) []*ctxItem {
 // the policy's threshold), or "".
 func (a *assembly) duplicate(it *ctxItem) string {
 	if a.exact == nil {
-		a.exact, a.near = map[uint64]bool{}, newNearIndex()
+		a.exact, a.near = map[uint64]bool{}, getNearIndex()
 	}
 	h := textHash(it.content)
 	if a.exact[h] {

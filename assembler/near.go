@@ -2,6 +2,7 @@ package assembler
 
 import (
 	"math/bits"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -39,6 +40,28 @@ type nearEntry struct{ text, next int32 }
 const sketchSize = 8
 
 func newNearIndex() *nearIndex { return &nearIndex{} }
+
+// nearIndexes keeps emptied indexes for later assemblies, their tables and arena sized already.
+var nearIndexes = sync.Pool{New: func() any { return newNearIndex() }}
+
+// maxPooledShingles is the most shingles an index may hold and still go back to the pool: one that grew
+// for an unusual request is left to the collector.
+const maxPooledShingles = 1 << 16
+
+// getNearIndex returns an empty index, from the pool if it has one.
+func getNearIndex() *nearIndex { return nearIndexes.Get().(*nearIndex) }
+
+// putNearIndex empties x and gives it back to the pool; x must not be used after.
+func putNearIndex(x *nearIndex) {
+	if cap(x.arena) > maxPooledShingles || cap(x.buf) > maxPooledShingles {
+		return
+	}
+	x.sets, x.arena, x.seen, x.entries = x.sets[:0], x.arena[:0], x.seen[:0], x.entries[:0]
+	clear(x.keys)
+	clear(x.heads)
+	x.filled, x.query = 0, 0
+	nearIndexes.Put(x)
+}
 
 // addUnlessNear reports whether text is a near-duplicate of a text added before; if not, it adds it.
 func (x *nearIndex) addUnlessNear(text string, threshold float64) bool {
