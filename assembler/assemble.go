@@ -44,8 +44,10 @@ type assembly struct {
 	memory    []*ctxItem
 	toolOuts  []*ctxItem
 	knowledge []*ctxItem
-	groups    []*group // history turns, oldest first
-	required  []*group // the latest tool exchange, kept whatever it costs
+	turns     []group // history turns, oldest first: groups, then required
+	groups    []group // the optional turns
+	required  []group // the latest tool exchange, kept whatever it costs
+	contents  []part  // each history message's content, counted once
 
 	keepFrom int // history: groups[keepFrom:] are kept
 	// Knowledge kept so far, for finding duplicates: only items about to be kept are compared, so an
@@ -74,19 +76,23 @@ type ctxItem struct {
 	ref     *Reference // knowledge: its citation, once it is kept (see keptKnowledge)
 }
 
-// group is one or more history messages that stay or go together.
+// group is one or more history messages that stay or go together: history[first:first+n].
 type group struct {
-	msgs     []Message // a slice of the request's history
-	contents []part    // each message's content, counted once
-	first    int       // index of msgs[0] in the history
-	cost     int       // -1: not known yet (see groupCost)
-	orphaned bool      // dropped, and reported, for starting the kept history mid-turn
+	first, n int32
+	cost     int32 // -1: not known yet (see groupCost)
+	orphaned bool  // dropped, and reported, for starting the kept history mid-turn
 }
+
+// msgs returns the group's messages, a slice of the request's history.
+func (a *assembly) msgs(g *group) []Message { return a.req.History[g.first : g.first+g.n] }
+
+// groupContents returns the contents of the group's messages (see groupCost).
+func (a *assembly) groupContents(g *group) []part { return a.contents[g.first : g.first+g.n] }
 
 // appendIDs appends the history ids of the group's messages to ids.
 func (g *group) appendIDs(ids []string) []string {
-	for i := range g.msgs {
-		ids = append(ids, historyID(g.first+i))
+	for i := range g.n {
+		ids = append(ids, historyID(int(g.first+i)))
 	}
 	return ids
 }
@@ -166,7 +172,7 @@ func validateHistory(h []Message) error {
 		default:
 			return fmt.Errorf("%w: history[%d] has role %q (want user, assistant, tool or system)", ErrInvalidRequest, i, msg.Role)
 		}
-		if len(uniqueCalls(msg.ToolCalls)) != len(msg.ToolCalls) {
+		if len(msg.ToolCalls) > 1 && len(uniqueCalls(msg.ToolCalls)) != len(msg.ToolCalls) {
 			return fmt.Errorf("%w: history[%d] has two tool calls with one id", ErrInvalidRequest, i)
 		}
 		for j, call := range msg.ToolCalls {
@@ -257,7 +263,7 @@ func (a *assembly) fill(region string, limit, used, room int) int {
 	switch region {
 	case RegionHistory:
 		for a.keepFrom > 0 {
-			cost := a.groupCost(a.groups[a.keepFrom-1])
+			cost := a.groupCost(&a.groups[a.keepFrom-1])
 			if used+cost > limit {
 				break
 			}
@@ -293,7 +299,7 @@ func (a *assembly) demand(region string, upTo, room int) int {
 	switch region {
 	case RegionHistory:
 		for i := len(a.groups) - 1; i >= 0 && n < upTo; i-- {
-			n += a.groupCost(a.groups[i])
+			n += a.groupCost(&a.groups[i])
 		}
 	default:
 		for _, it := range a.items(region) {
@@ -462,13 +468,13 @@ func (a *assembly) result(out rendering) *Result {
 			kept, dropped := 0, 0
 			for i, g := range a.groups {
 				if i >= a.keepFrom {
-					kept += len(g.msgs)
+					kept += int(g.n)
 				} else if !g.orphaned {
-					dropped += len(g.msgs)
+					dropped += int(g.n)
 				}
 			}
 			for _, g := range a.required {
-				kept += len(g.msgs)
+				kept += int(g.n)
 			}
 			included = make([]string, 0, kept)
 			a.dropped[RegionHistory] = slices.Grow(a.dropped[RegionHistory], dropped)
@@ -476,16 +482,16 @@ func (a *assembly) result(out rendering) *Result {
 				switch {
 				case i >= a.keepFrom:
 					included = g.appendIDs(included)
-					used += g.cost
+					used += int(g.cost)
 				case !g.orphaned: // an orphaned turn is reported so already
-					for j := range g.msgs {
-						a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(g.first + j), Reason: ReasonBudget})
+					for j := range g.n {
+						a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(int(g.first + j)), Reason: ReasonBudget})
 					}
 				}
 			}
 			for _, g := range a.required {
 				included = g.appendIDs(included)
-				used += g.cost
+				used += int(g.cost)
 			}
 		} else {
 			items := a.items(r.Name)

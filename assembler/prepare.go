@@ -13,15 +13,11 @@ import (
 // their results), drops orphans, and sets the latest tool exchange apart as required.
 func (a *assembly) prepareHistory() {
 	h := a.req.History
-	contents := make([]part, len(h)) // every message's content, counted once
-	store := make([]group, 0, len(h))
-	groups := make([]*group, 0, len(h))
-	newGroup := func(i, j int) *group {
-		store = append(store, group{msgs: h[i:j], contents: contents[i:j], first: i, cost: -1})
-		return &store[len(store)-1]
-	}
+	a.contents = make([]part, len(h)) // every message's content, counted once
+	turns := make([]group, 0, len(h))
+	newGroup := func(i, j int) group { return group{first: int32(i), n: int32(j - i), cost: -1} }
 	for i := 0; i < len(h); i++ {
-		msg := h[i]
+		msg := &h[i]
 		switch {
 		case msg.Role == "assistant" && len(msg.ToolCalls) > 0:
 			// The call and one result per call, right after it; a call left unanswered makes the turn an
@@ -37,7 +33,7 @@ func (a *assembly) prepareHistory() {
 					a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(k), Reason: ReasonOrphan})
 				}
 			} else {
-				groups = append(groups, newGroup(i, j))
+				turns = append(turns, newGroup(i, j))
 			}
 			i = j - 1
 		case msg.Role == "tool":
@@ -46,14 +42,15 @@ func (a *assembly) prepareHistory() {
 		case strings.TrimSpace(msg.Content) == "":
 			a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(i), Reason: ReasonEmpty})
 		default:
-			groups = append(groups, newGroup(i, i+1))
+			turns = append(turns, newGroup(i, i+1))
 		}
 	}
 	// The latest tool exchange, when the history ends with one, is required: the model is mid-task. So is
 	// the user message that asked for it, which a conversation must not start without.
-	if n := len(groups); n > 0 && len(groups[n-1].msgs[0].ToolCalls) > 0 {
-		k := n - 1
-		for k > 0 && groups[k-1].msgs[0].Role != "user" { // the task's earlier steps
+	k := len(turns)
+	if n := len(turns); n > 0 && len(a.msgs(&turns[n-1])[0].ToolCalls) > 0 {
+		k = n - 1
+		for k > 0 && a.msgs(&turns[k-1])[0].Role != "user" { // the task's earlier steps
 			k--
 		}
 		if k > 0 {
@@ -61,13 +58,12 @@ func (a *assembly) prepareHistory() {
 		} else {
 			k = n - 1 // no user message before: the exchange alone
 		}
-		a.required = groups[k:]
-		groups = groups[:k]
 	}
-	for _, g := range a.required {
-		a.groupCost(g)
+	a.turns, a.groups, a.required = turns, turns[:k:k], turns[k:]
+	for i := range a.required {
+		a.groupCost(&a.required[i])
 	}
-	a.groups = groups // costed when needed (see demand and fill)
+	// The others are costed when needed (see demand and fill).
 }
 
 func uniqueCalls(calls []ToolCall) map[string]bool {
@@ -120,14 +116,16 @@ func historyID(i int) string { return historyIDs.get(i) }
 // groupCost is what a group's messages cost in the format, counted the first time it is asked for.
 func (a *assembly) groupCost(g *group) int {
 	if g.cost >= 0 {
-		return g.cost
+		return int(g.cost)
 	}
 	n := 0
-	for i, msg := range g.msgs {
-		g.contents[i] = a.cachedPart(msg.Content, msg.TokenCounts)
-		n += a.messageCost(msg.Role, g.contents[i:i+1], msg.Name, msg.ToolCalls, msg.ToolCallID)
+	contents := a.groupContents(g)
+	for i := range a.msgs(g) {
+		msg := &a.req.History[int(g.first)+i]
+		contents[i] = a.cachedPart(msg.Content, msg.TokenCounts)
+		n += a.messageCost(msg.Role, contents[i:i+1], msg.Name, msg.ToolCalls, msg.ToolCallID)
 	}
-	g.cost = n
+	g.cost = int32(n)
 	return n
 }
 

@@ -100,11 +100,11 @@ func (a *assembly) render(requiredOnly bool) rendering {
 	ctxParts = trimTrailingBlank(ctxParts)
 
 	// History: kept turns (from the first that a provider accepts as a start), then the required exchange.
-	var history []*group
+	history := a.required
 	if !requiredOnly {
-		history = a.keptGroups()
+		a.trimKeptStart()
+		history = a.turns[a.keepFrom:] // the kept turns, then the required ones
 	}
-	history = append(history, a.required...)
 
 	toolsJSON := a.toolsJSON()
 	r.tools = toolsJSON.raw
@@ -125,24 +125,25 @@ func (a *assembly) render(requiredOnly bool) rendering {
 	return r
 }
 
-// keptGroups returns the kept history turns, without leading turns that would start the history with an
-// assistant's message or a tool result.
-func (a *assembly) keptGroups() []*group {
-	kept := a.groups[a.keepFrom:]
-	for len(kept) > 0 && kept[0].msgs[0].Role != "user" && kept[0].msgs[0].Role != "system" {
-		if g := kept[0]; !g.orphaned {
+// trimKeptStart drops the kept history turns that would start the history with an assistant's message or
+// a tool result, reporting them as orphans.
+func (a *assembly) trimKeptStart() {
+	for a.keepFrom < len(a.groups) {
+		g := &a.groups[a.keepFrom]
+		if role := a.msgs(g)[0].Role; role == "user" || role == "system" {
+			return
+		}
+		if !g.orphaned {
 			g.orphaned = true
-			for i := range g.msgs {
-				a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(g.first + i), Reason: ReasonOrphan})
+			for i := range g.n {
+				a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(int(g.first + i)), Reason: ReasonOrphan})
 			}
 		}
 		a.keepFrom++
-		kept = kept[1:]
 	}
-	return kept
 }
 
-func (a *assembly) renderOpenAI(r *rendering, stable []part, history []*group, ctxParts []part, ctxText string) {
+func (a *assembly) renderOpenAI(r *rendering, stable []part, history []group, ctxParts []part, ctxText string) {
 	// add adds a message with content, made of parts.
 	add := func(region, role string, parts []part, content string, name string, calls []ToolCall, callID string) {
 		cost := a.messageCost(role, parts, name, calls, callID)
@@ -152,19 +153,21 @@ func (a *assembly) renderOpenAI(r *rendering, stable []part, history []*group, c
 	}
 	n := 3
 	for _, g := range history {
-		n += len(g.msgs)
+		n += int(g.n)
 	}
 	r.messages = make([]ChatMessage, 0, n)
 	if len(stable) > 0 {
 		add(RegionInstructions, "system", stable, joinText(stable), "", nil, "")
 	}
-	for _, g := range history {
-		for i, msg := range g.msgs {
+	for gi := range history {
+		g := &history[gi]
+		contents := a.groupContents(g)
+		for i, msg := range a.msgs(g) {
 			name := msg.Name
 			if msg.Role == "tool" { // Chat Completions' tool messages have no name
 				name = ""
 			}
-			add(RegionHistory, msg.Role, g.contents[i:i+1], g.contents[i].text, name, msg.ToolCalls, msg.ToolCallID)
+			add(RegionHistory, msg.Role, contents[i:i+1], contents[i].text, name, msg.ToolCalls, msg.ToolCallID)
 		}
 	}
 	if len(ctxParts) > 0 {
@@ -176,7 +179,7 @@ func (a *assembly) renderOpenAI(r *rendering, stable []part, history []*group, c
 	r.total += a.model.ReplyPriming
 }
 
-func (a *assembly) renderAnthropic(r *rendering, stable []part, history []*group, ctxParts []part, ctxText string) {
+func (a *assembly) renderAnthropic(r *rendering, stable []part, history []group, ctxParts []part, ctxText string) {
 	if len(stable) > 0 {
 		r.system = joinText(stable)
 		cost := a.model.TokensPerMessage + a.m.join(stable)
@@ -194,9 +197,11 @@ func (a *assembly) renderAnthropic(r *rendering, stable []part, history []*group
 		msgs = append(msgs, ChatMessage{Role: role, Blocks: blocks})
 		costs = append(costs, cost+a.model.TokensPerMessage+a.roleTokens(role))
 	}
-	for _, g := range history {
-		for i, msg := range g.msgs {
-			content := a.m.join(g.contents[i : i+1])
+	for gi := range history {
+		g := &history[gi]
+		contents := a.groupContents(g)
+		for i, msg := range a.msgs(g) {
+			content := a.m.join(contents[i : i+1])
 			switch msg.Role {
 			case "assistant":
 				var blocks []Block
@@ -270,7 +275,7 @@ func anthropicID(id string) string {
 	return "t" + string(b) + "_" + hex.EncodeToString(sum[:4])
 }
 
-func (a *assembly) renderText(r *rendering, stable []part, history []*group, ctxParts []part) {
+func (a *assembly) renderText(r *rendering, stable []part, history []group, ctxParts []part) {
 	var parts []part
 	if len(stable) > 0 {
 		parts = append(parts, stable...)
@@ -279,13 +284,15 @@ func (a *assembly) renderText(r *rendering, stable []part, history []*group, ctx
 	if tools := a.toolsJSON().text; tools != "" {
 		parts = append(parts, newPart("Tools:\n"), newPart(tools), newPart("\n\n"))
 	}
-	for _, g := range history {
-		for i, msg := range g.msgs {
+	for gi := range history {
+		g := &history[gi]
+		contents := a.groupContents(g)
+		for i, msg := range a.msgs(g) {
 			label := map[string]string{"user": "User", "assistant": "Assistant", "system": "System", "tool": "Tool result"}[msg.Role]
 			if msg.Role == "tool" {
 				label += " (" + msg.ToolCallID + ")"
 			}
-			parts = append(parts, newPart(label+": "), g.contents[i], newPart("\n\n"))
+			parts = append(parts, newPart(label+": "), contents[i], newPart("\n\n"))
 			for _, call := range msg.ToolCalls {
 				parts = append(parts, newPart("Assistant called "+call.Function.Name+" ("+call.ID+"): "+call.Function.Arguments+"\n\n"))
 			}
