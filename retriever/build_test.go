@@ -166,3 +166,25 @@ func TestIndex_WaitGraphHonoursContext(t *testing.T) {
 		t.Fatal("WaitGraph returned nil on a done context while the build waits")
 	}
 }
+
+// TestHNSW_RecallFloor checks the default HNSW parameters against exact search on real text with Lexical
+// vectors (whose short queries, a few words, are far from every chunk and make graph search harder than
+// dense embeddings do). The race detector makes building the graph too slow for it.
+func TestHNSW_RecallFloor(t *testing.T) {
+	if raceEnabled || testing.Short() {
+		t.Skip("builds a graph of 5000 vectors")
+	}
+	t.Parallel()
+	ix := NewIndex(IndexOptions{HNSWThreshold: 1000})
+	if err := ix.Add(corpusChunks(t, 5000)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.WaitGraph(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r := recallAt10(t, ix, corpusQueries(t, 100), nil)
+	t.Logf("recall@10: %.3f", r)
+	if r < 0.97 {
+		t.Errorf("recall@10 = %.3f, want >= 0.97", r)
+	}
+}

@@ -20,7 +20,7 @@ const (
 	// DefaultM is the number of neighbours each node of the HNSW graph keeps.
 	DefaultM = 16
 	// DefaultEfSearch is the number of nodes an HNSW search gathers at the bottom layer, at least.
-	DefaultEfSearch = 100
+	DefaultEfSearch = 150
 	// DefaultEfConstruction is the number of candidates an insertion into the HNSW graph gathers.
 	DefaultEfConstruction = 128
 )
