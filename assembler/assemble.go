@@ -52,11 +52,11 @@ type assembly struct {
 	keepFrom int // history: groups[keepFrom:] are kept
 	// Knowledge kept so far, for finding duplicates: only items about to be kept are compared, so an
 	// assembly does not read every candidate's text.
-	exact   map[uint64]bool
-	near    *nearIndex
+	dedup   *dedup // from a pool: see release
 	dropped map[string][]Dropped
 	alloc   map[string]int
 	roles   [4]int // counts of the roles, plus one (see roleTokens)
+	markers *markerTable
 }
 
 // ctxItem is one rendered item of the memory, tool output or knowledge region.
@@ -249,9 +249,9 @@ func (a *assembly) run(ctx context.Context) (*Result, error) {
 
 // release gives back what the assembly borrowed from pools.
 func (a *assembly) release() {
-	if a.near != nil {
-		putNearIndex(a.near)
-		a.near = nil
+	if a.dedup != nil {
+		putDedup(a.dedup)
+		a.dedup = nil
 	}
 }
 
@@ -367,17 +367,18 @@ func (a *assembly) items(region string) []*ctxItem {
 // duplicate returns why knowledge item it duplicates one kept before (whitespace aside, or nearly, by
 // the policy's threshold), or "".
 func (a *assembly) duplicate(it *ctxItem) string {
-	if a.exact == nil {
-		a.exact, a.near = map[uint64]bool{}, getNearIndex()
+	if a.dedup == nil {
+		a.dedup = getDedup()
 	}
+	d := a.dedup
 	h := textHash(it.content)
-	if a.exact[h] {
+	if d.exact[h] {
 		return ReasonDuplicate
 	}
-	if a.policy.NearDuplicate < 1 && a.near.addUnlessNear(it.content, a.policy.NearDuplicate) {
+	if a.policy.NearDuplicate < 1 && d.near.addUnlessNear(it.content, a.policy.NearDuplicate) {
 		return ReasonNearDuplicate
 	}
-	a.exact[h] = true
+	d.exact[h] = true
 	return ""
 }
 

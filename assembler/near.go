@@ -41,26 +41,35 @@ const sketchSize = 8
 
 func newNearIndex() *nearIndex { return &nearIndex{} }
 
-// nearIndexes keeps emptied indexes for later assemblies, their tables and arena sized already.
-var nearIndexes = sync.Pool{New: func() any { return newNearIndex() }}
+// dedup finds the duplicates among the texts that an assembly keeps: exact ones by a hash of the text,
+// near ones by a nearIndex.
+type dedup struct {
+	exact map[uint64]bool
+	near  *nearIndex
+}
+
+// dedups keeps emptied dedups for later assemblies, their tables and arena sized already.
+var dedups = sync.Pool{New: func() any { return &dedup{exact: map[uint64]bool{}, near: newNearIndex()} }}
 
 // maxPooledShingles is the most shingles an index may hold and still go back to the pool: one that grew
 // for an unusual request is left to the collector.
 const maxPooledShingles = 1 << 16
 
-// getNearIndex returns an empty index, from the pool if it has one.
-func getNearIndex() *nearIndex { return nearIndexes.Get().(*nearIndex) }
+// getDedup returns an empty dedup, from the pool if it has one.
+func getDedup() *dedup { return dedups.Get().(*dedup) }
 
-// putNearIndex empties x and gives it back to the pool; x must not be used after.
-func putNearIndex(x *nearIndex) {
-	if cap(x.arena) > maxPooledShingles || cap(x.buf) > maxPooledShingles {
+// putDedup empties d and gives it back to the pool; d must not be used after.
+func putDedup(d *dedup) {
+	x := d.near
+	if cap(x.arena) > maxPooledShingles || cap(x.buf) > maxPooledShingles || len(d.exact) > maxPooledShingles {
 		return
 	}
+	clear(d.exact)
 	x.sets, x.arena, x.seen, x.entries = x.sets[:0], x.arena[:0], x.seen[:0], x.entries[:0]
 	clear(x.keys)
 	clear(x.heads)
 	x.filled, x.query = 0, 0
-	nearIndexes.Put(x)
+	dedups.Put(d)
 }
 
 // addUnlessNear reports whether text is a near-duplicate of a text added before; if not, it adds it.

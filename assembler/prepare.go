@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // prepareHistory groups the history into turns that stay or go together (an assistant's tool calls with
@@ -304,35 +305,48 @@ func RenderedKnowledge(content string) string { return escapeText(strings.TrimSp
 
 // markerCost is the count of "[n]".
 func (a *assembly) markerCost(n int) int {
-	return markerTokens(a.model.Encoding, n, a.m)
+	if a.markers == nil {
+		a.markers = markerTableFor(a.model.Encoding)
+	}
+	return a.markers.tokens(n, a.m)
 }
 
 func marker(n int) string { return markers.get(n) }
 
-// markerCounts caches the counts of markers per exact encoding, for every assembly.
-var markerCounts = struct {
-	sync.Mutex
-	byEncoding map[string][]int32
-}{byEncoding: map[string][]int32{}}
+// markerTable caches the counts of the markers markers.made under one encoding, for every assembly: each
+// is its count plus one, 0 while it is not counted yet. A marker counted by two assemblies at once is
+// stored twice, with the same count.
+type markerTable struct {
+	cached bool // false: the encoding is not named, counts are not shared
+	counts [1024]atomic.Int32
+}
 
-func markerTokens(encoding string, n int, m *meter) int {
-	if encoding == "" || n >= len(markers.made) {
+// markerCounts holds a *markerTable per encoding.
+var markerCounts sync.Map
+
+var uncachedMarkers = &markerTable{}
+
+func markerTableFor(encoding string) *markerTable {
+	if encoding == "" {
+		return uncachedMarkers
+	}
+	t, ok := markerCounts.Load(encoding)
+	if !ok {
+		t, _ = markerCounts.LoadOrStore(encoding, &markerTable{cached: true})
+	}
+	return t.(*markerTable)
+}
+
+func (t *markerTable) tokens(n int, m *meter) int {
+	if !t.cached || n >= len(t.counts) {
 		return m.countShort(marker(n))
 	}
-	markerCounts.Lock()
-	defer markerCounts.Unlock()
-	counts := markerCounts.byEncoding[encoding]
-	if counts == nil {
-		counts = make([]int32, len(markers.made))
-		for i := range counts {
-			counts[i] = -1
-		}
-		markerCounts.byEncoding[encoding] = counts
+	if c := t.counts[n].Load(); c > 0 {
+		return int(c - 1)
 	}
-	if counts[n] < 0 {
-		counts[n] = int32(m.count(marker(n)))
-	}
-	return int(counts[n])
+	c := m.count(marker(n))
+	t.counts[n].Store(int32(c + 1))
+	return c
 }
 
 // textHash hashes a (trimmed) text, for finding exact duplicates; texts that differ only in spacing or

@@ -97,7 +97,7 @@ func (a *assembly) render(requiredOnly bool) rendering {
 	if n := len(ctxParts); n > 0 && strings.HasSuffix(ctxParts[n-1].text, "\n\n") { // as trimTrailingBlank does
 		ctxText = ctxText[:len(ctxText)-2]
 	}
-	ctxParts = trimTrailingBlank(ctxParts)
+	trimTrailingBlank(ctxParts) // ctxParts holds copies of the items' parts
 
 	// History: kept turns (from the first that a provider accepts as a start), then the required exchange.
 	history := a.required
@@ -414,11 +414,10 @@ func joinText(parts []part) string {
 	return b.String()
 }
 
-// trimTrailingBlank drops the blank line that ends the last part, if it is a wrapper's.
-func trimTrailingBlank(parts []part) []part {
+// trimTrailingBlank drops the blank line that ends the last part, if it is a wrapper's, in place: parts
+// must be the caller's own.
+func trimTrailingBlank(parts []part) {
 	if n := len(parts); n > 0 && strings.HasSuffix(parts[n-1].text, "\n\n") {
-		last := parts[n-1]
-		parts = append(parts[:n-1:n-1], newPart(strings.TrimSuffix(last.text, "\n\n")))
+		parts[n-1] = newPart(strings.TrimSuffix(parts[n-1].text, "\n\n"))
 	}
-	return parts
 }
