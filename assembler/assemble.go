@@ -61,19 +61,18 @@ type assembly struct {
 
 // ctxItem is one rendered item of the memory, tool output or knowledge region.
 type ctxItem struct {
-	id      string
-	content string // knowledge: the text, for finding duplicates
-	dup     string // knowledge: why it duplicates a kept item
-	raw     bool   // knowledge: parts[2] holds the unescaped text, escaped when it is counted or rendered
-	rank    int    // knowledge: position by score; it is costed with the marker [rank+1]
-	parts   []part // rendered, with its trailing separator
-	cost    int    // -1: not known yet (knowledge, see cost)
-	lower   int    // knowledge whose cost is not known: a lower bound, counted up to a limit
-	kept    bool
-	pinned  bool
-	order   int        // position for rendering
-	know    *Knowledge // knowledge: the request's item
-	ref     *Reference // knowledge: its citation, once it is kept (see keptKnowledge)
+	id     string
+	dup    string // knowledge: why it duplicates a kept item
+	rank   int    // knowledge: position by score; it is costed with the marker [rank+1]
+	parts  []part // rendered, with its trailing separator
+	cost   int    // -1: not known yet (knowledge, see cost)
+	lower  int    // knowledge whose cost is not known: a lower bound, counted up to a limit
+	raw    bool   // knowledge: parts[2] holds the unescaped text, escaped when it is counted or rendered
+	kept   bool
+	pinned bool
+	order  int        // position for rendering
+	know   *Knowledge // knowledge: the request's item
+	ref    *Reference // knowledge: its citation, once it is kept (see keptKnowledge)
 }
 
 // group is one or more history messages that stay or go together: history[first:first+n].
@@ -371,11 +370,12 @@ func (a *assembly) duplicate(it *ctxItem) string {
 		a.dedup = getDedup()
 	}
 	d := a.dedup
-	h := textHash(it.content)
+	content := strings.TrimSpace(it.know.Content) // as prepareKnowledge rendered it, unescaped
+	h := textHash(content)
 	if d.exact[h] {
 		return ReasonDuplicate
 	}
-	if a.policy.NearDuplicate < 1 && d.near.addUnlessNear(it.content, a.policy.NearDuplicate) {
+	if a.policy.NearDuplicate < 1 && d.near.addUnlessNear(content, a.policy.NearDuplicate) {
 		return ReasonNearDuplicate
 	}
 	d.exact[h] = true

@@ -223,13 +223,8 @@ func isRuneStart(s string, i int) bool { return i >= len(s) || s[i]&0xC0 != 0x80
 
 // prepareKnowledge filters, deduplicates and orders knowledge by score, and renders each item.
 func (a *assembly) prepareKnowledge() {
-	type cand struct {
-		k       *Knowledge
-		id      string
-		index   int
-		content string
-	}
-	cands := make([]cand, 0, len(a.req.Knowledge))
+	// The candidates, in the request's order.
+	items := make([]ctxItem, 0, len(a.req.Knowledge))
 	for i := range a.req.Knowledge {
 		k := &a.req.Knowledge[i]
 		id := idOf(k.ID, "knowledge", i)
@@ -240,46 +235,48 @@ func (a *assembly) prepareKnowledge() {
 		case a.policy.MinScore != 0 && k.Score < a.policy.MinScore:
 			a.dropped[RegionKnowledge] = append(a.dropped[RegionKnowledge], Dropped{ID: id, Reason: ReasonMinScore})
 		default:
-			cands = append(cands, cand{k, id, i, content})
+			// The text is escaped only if the item is counted (see cost) or rendered (see render); a cached
+			// count is of the escaped text, and escaping changes no character at the edges from space to not.
+			items = append(items, ctxItem{id: id, order: i, know: k, raw: true, cost: -1})
 		}
 	}
 	// By score, best first, in the request's order among equals (as a stable sort would).
 	type ranked struct {
 		score float64
-		cand  int32
+		item  int32
 	}
-	order := make([]ranked, len(cands))
-	for i, c := range cands {
-		order[i] = ranked{c.k.Score, int32(i)}
+	order := make([]ranked, len(items))
+	for i := range items {
+		order[i] = ranked{items[i].know.Score, int32(i)}
 	}
 	slices.SortFunc(order, func(x, y ranked) int {
 		if c := cmp.Compare(y.score, x.score); c != 0 {
 			return c
 		}
-		return int(x.cand - y.cand)
+		return int(x.item - y.item)
 	})
 
-	items := make([]ctxItem, len(cands))
-	parts := make([]part, 4*len(cands))
+	parts := make([]part, 4*len(items))
 	// The tags, counted once: most items share one.
 	tags := map[[3]string]part{}
 	var lastKey [3]string
 	var open part
 	closeTag := part{text: " \n</context>\n\n"}
 	closeTag.tokens = a.m.countShort(closeTag.text)
-	a.knowledge = make([]*ctxItem, 0, len(cands))
+	a.knowledge = make([]*ctxItem, 0, len(items))
 	for n, r := range order {
-		c := &cands[r.cand]
-		typ := c.k.Type
+		it := &items[r.item]
+		k := it.know
+		typ := k.Type
 		if typ == "" {
 			typ = "rag"
 		}
-		if key := [3]string{typ, c.k.Source, strconv.FormatBool(c.k.Trusted)}; n == 0 || key != lastKey {
+		if key := [3]string{typ, k.Source, strconv.FormatBool(k.Trusted)}; n == 0 || key != lastKey {
 			var ok bool
 			if open, ok = tags[key]; !ok {
 				text := " <context type=\"" + escapeAttr(typ) + "\""
-				if c.k.Source != "" {
-					text += " source=\"" + escapeAttr(c.k.Source) + "\""
+				if k.Source != "" {
+					text += " source=\"" + escapeAttr(k.Source) + "\""
 				}
 				text += " trusted=\"" + key[2] + "\">\n"
 				open = part{text: text, tokens: a.m.countShort(text)}
@@ -287,14 +284,10 @@ func (a *assembly) prepareKnowledge() {
 			}
 			lastKey = key
 		}
-		// The text is escaped only if the item is counted (see cost) or rendered (see render); a cached count
-		// is of the escaped text, and escaping changes no character at the edges from space to not.
-		body := a.cachedPart(c.content, c.k.TokenCounts)
-		it := &items[n]
-		*it = ctxItem{id: c.id, order: c.index, content: c.content, know: c.k, raw: true, rank: n, cost: -1}
+		it.rank = n
 		// The marker "[n]" is a part of its own: it changes with the order, the rest does not.
 		it.parts = parts[4*n : 4*n+4 : 4*n+4]
-		it.parts[0], it.parts[1], it.parts[2], it.parts[3] = newPart(""), open, body, closeTag
+		it.parts[0], it.parts[1], it.parts[2], it.parts[3] = newPart(""), open, a.cachedPart(strings.TrimSpace(k.Content), k.TokenCounts), closeTag
 		a.knowledge = append(a.knowledge, it)
 	}
 }
