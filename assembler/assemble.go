@@ -455,13 +455,13 @@ func (a *assembly) result(out rendering) *Result {
 			Name: name, Budget: budget, Used: used, Included: nonNil(included), Dropped: nonNilDropped(a.dropped[name]),
 		})
 	}
-	add(RegionInstructions, out.costs[RegionInstructions], out.costs[RegionInstructions], idsIf(a.req.Instructions != "", "instructions"))
+	add(RegionInstructions, out.costs.instructions, out.costs.instructions, idsIf(a.req.Instructions != "", "instructions"))
 	var toolNames []string
 	for _, t := range a.req.Tools {
 		toolNames = append(toolNames, t.Function.Name)
 	}
-	add(RegionTools, out.costs[RegionTools], out.costs[RegionTools], toolNames)
-	add(RegionMessage, out.costs[RegionMessage], out.costs[RegionMessage], idsIf(a.message != "", "message"))
+	add(RegionTools, out.costs.tools, out.costs.tools, toolNames)
+	add(RegionMessage, out.costs.message, out.costs.message, idsIf(a.message != "", "message"))
 	for _, r := range a.policy.Regions {
 		var included []string
 		used := 0

@@ -18,9 +18,12 @@ type rendering struct {
 	context  string
 	prefix   string // the stable prefix, hashed into Result.PrefixHash
 	total    int
-	costs    map[string]int // what the required regions cost
-	err      error          // the rendering breaks a rule of the format that trimming cannot fix
+	costs    requiredCosts
+	err      error // the rendering breaks a rule of the format that trimming cannot fix
 }
+
+// requiredCosts is what the required regions cost in a rendering.
+type requiredCosts struct{ instructions, tools, message int }
 
 // Wrappers of the memory blocks.
 const (
@@ -31,7 +34,7 @@ const (
 
 // render renders the kept items (only the required ones with requiredOnly) and counts the result.
 func (a *assembly) render(requiredOnly bool) rendering {
-	r := rendering{costs: map[string]int{}}
+	var r rendering
 
 	// The stable prefix: instructions, then pinned memory.
 	var stable []part
@@ -109,8 +112,8 @@ func (a *assembly) render(requiredOnly bool) rendering {
 	toolsJSON := a.toolsJSON()
 	r.tools = toolsJSON.raw
 	if a.format != FormatText { // the text format has the tools in its text
-		r.costs[RegionTools] = a.m.countShort(toolsJSON.text)
-		r.total += r.costs[RegionTools]
+		r.costs.tools = a.m.countShort(toolsJSON.text)
+		r.total += r.costs.tools
 	}
 
 	switch a.format {
@@ -144,12 +147,12 @@ func (a *assembly) trimKeptStart() {
 }
 
 func (a *assembly) renderOpenAI(r *rendering, stable []part, history []group, ctxParts []part, ctxText string) {
-	// add adds a message with content, made of parts.
-	add := func(region, role string, parts []part, content string, name string, calls []ToolCall, callID string) {
-		cost := a.messageCost(role, parts, name, calls, callID)
+	// add adds a message with content, made of parts, and returns its cost.
+	add := func(role string, parts []part, content string) int {
+		cost := a.messageCost(role, parts, "", nil, "")
 		r.total += cost
-		r.costs[region] += cost
-		r.messages = append(r.messages, ChatMessage{Role: role, Content: content, Name: name, ToolCalls: calls, ToolCallID: callID})
+		r.messages = append(r.messages, ChatMessage{Role: role, Content: content})
+		return cost
 	}
 	n := 3
 	for _, g := range history {
@@ -157,24 +160,39 @@ func (a *assembly) renderOpenAI(r *rendering, stable []part, history []group, ct
 	}
 	r.messages = make([]ChatMessage, 0, n)
 	if len(stable) > 0 {
-		add(RegionInstructions, "system", stable, joinText(stable), "", nil, "")
+		r.costs.instructions = add("system", stable, joinText(stable))
 	}
 	for gi := range history {
 		g := &history[gi]
 		contents := a.groupContents(g)
-		for i, msg := range a.msgs(g) {
+		msgs := a.msgs(g)
+		named := false // a tool message with a name, which costs less here than in groupCost
+		for i := range msgs {
+			msg := &msgs[i]
 			name := msg.Name
 			if msg.Role == "tool" { // Chat Completions' tool messages have no name
+				named, name = named || name != "", ""
+			}
+			r.messages = append(r.messages, ChatMessage{Role: msg.Role, Content: contents[i].text, Name: name, ToolCalls: msg.ToolCalls, ToolCallID: msg.ToolCallID})
+		}
+		if g.cost >= 0 && !named { // what groupCost counted, message by message
+			r.total += int(g.cost)
+			continue
+		}
+		for i := range msgs {
+			msg := &msgs[i]
+			name := msg.Name
+			if msg.Role == "tool" {
 				name = ""
 			}
-			add(RegionHistory, msg.Role, contents[i:i+1], contents[i].text, name, msg.ToolCalls, msg.ToolCallID)
+			r.total += a.messageCost(msg.Role, contents[i:i+1], name, msg.ToolCalls, msg.ToolCallID)
 		}
 	}
 	if len(ctxParts) > 0 {
-		add("context", "system", ctxParts, ctxText, "", nil, "")
+		add("system", ctxParts, ctxText)
 	}
 	if a.message != "" {
-		add(RegionMessage, "user", []part{newPart(a.message)}, a.message, "", nil, "")
+		r.costs.message = add("user", []part{newPart(a.message)}, a.message)
 	}
 	r.total += a.model.ReplyPriming
 }
@@ -184,7 +202,7 @@ func (a *assembly) renderAnthropic(r *rendering, stable []part, history []group,
 		r.system = joinText(stable)
 		cost := a.model.TokensPerMessage + a.m.join(stable)
 		r.total += cost
-		r.costs[RegionInstructions] = cost
+		r.costs.instructions = cost
 	}
 	var msgs []ChatMessage
 	var costs []int
@@ -239,7 +257,7 @@ func (a *assembly) renderAnthropic(r *rendering, stable []part, history []group,
 		last = append(last, Block{Type: "text", Text: a.message})
 		mc := a.m.count(a.message)
 		lastCost += mc
-		r.costs[RegionMessage] = mc
+		r.costs.message = mc
 	}
 	if len(last) > 0 {
 		push("user", last, lastCost)
