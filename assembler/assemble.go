@@ -478,7 +478,7 @@ func (a *assembly) result(out rendering) *Result {
 				kept += int(g.n)
 			}
 			included = make([]string, 0, kept)
-			a.dropped[RegionHistory] = slices.Grow(a.dropped[RegionHistory], dropped)
+			drops := slices.Grow(a.dropped[RegionHistory], dropped)
 			for i, g := range a.groups {
 				switch {
 				case i >= a.keepFrom:
@@ -486,10 +486,11 @@ func (a *assembly) result(out rendering) *Result {
 					used += int(g.cost)
 				case !g.orphaned: // an orphaned turn is reported so already
 					for j := range g.n {
-						a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(int(g.first + j)), Reason: ReasonBudget})
+						drops = append(drops, Dropped{ID: historyID(int(g.first + j)), Reason: ReasonBudget})
 					}
 				}
 			}
+			a.dropped[RegionHistory] = drops
 			for _, g := range a.required {
 				included = g.appendIDs(included)
 				used += int(g.cost)
@@ -497,17 +498,18 @@ func (a *assembly) result(out rendering) *Result {
 		} else {
 			items := a.items(r.Name)
 			included = make([]string, 0, len(items))
-			a.dropped[r.Name] = slices.Grow(a.dropped[r.Name], len(items))
+			drops := slices.Grow(a.dropped[r.Name], len(items))
 			for _, it := range items {
 				if it.kept {
 					included = append(included, it.id)
 					used += it.cost
 				} else if it.dup != "" {
-					a.dropped[r.Name] = append(a.dropped[r.Name], Dropped{ID: it.id, Reason: it.dup})
+					drops = append(drops, Dropped{ID: it.id, Reason: it.dup})
 				} else {
-					a.dropped[r.Name] = append(a.dropped[r.Name], Dropped{ID: it.id, Reason: ReasonBudget})
+					drops = append(drops, Dropped{ID: it.id, Reason: ReasonBudget})
 				}
 			}
+			a.dropped[r.Name] = drops
 		}
 		add(r.Name, a.alloc[r.Name], used, included)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode"
 )
 
 // prepareHistory groups the history into turns that stay or go together (an assistant's tool calls with
@@ -40,7 +41,7 @@ func (a *assembly) prepareHistory() {
 		case msg.Role == "tool":
 			// A result whose call is not just before it: an orphan, which providers reject.
 			a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(i), Reason: ReasonOrphan})
-		case strings.TrimSpace(msg.Content) == "":
+		case blank(msg.Content):
 			a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(i), Reason: ReasonEmpty})
 		default:
 			turns = append(turns, newGroup(i, i+1))
@@ -65,6 +66,17 @@ func (a *assembly) prepareHistory() {
 		a.groupCost(&a.required[i])
 	}
 	// The others are costed when needed (see demand and fill).
+}
+
+// blank reports whether s is only white space, as strings.TrimSpace(s) == "" does, without looking past
+// its first other character.
+func blank(s string) bool {
+	for _, r := range s {
+		if !unicode.IsSpace(r) {
+			return false
+		}
+	}
+	return true
 }
 
 func uniqueCalls(calls []ToolCall) map[string]bool {
@@ -223,8 +235,9 @@ func isRuneStart(s string, i int) bool { return i >= len(s) || s[i]&0xC0 != 0x80
 
 // prepareKnowledge filters, deduplicates and orders knowledge by score, and renders each item.
 func (a *assembly) prepareKnowledge() {
-	// The candidates, in the request's order.
+	// The candidates, in the request's order, with their text (parts[2]; see cost and render for the rest).
 	items := make([]ctxItem, 0, len(a.req.Knowledge))
+	parts := make([]part, 4*len(a.req.Knowledge))
 	for i := range a.req.Knowledge {
 		k := &a.req.Knowledge[i]
 		id := idOf(k.ID, "knowledge", i)
@@ -237,7 +250,10 @@ func (a *assembly) prepareKnowledge() {
 		default:
 			// The text is escaped only if the item is counted (see cost) or rendered (see render); a cached
 			// count is of the escaped text, and escaping changes no character at the edges from space to not.
-			items = append(items, ctxItem{id: id, order: i, know: k, raw: true, cost: -1})
+			n := 4 * len(items)
+			it := ctxItem{id: id, order: i, know: k, raw: true, cost: -1, parts: parts[n : n+4 : n+4]}
+			it.parts[2] = a.cachedPart(content, k.TokenCounts)
+			items = append(items, it)
 		}
 	}
 	// By score, best first, in the request's order among equals (as a stable sort would).
@@ -256,7 +272,6 @@ func (a *assembly) prepareKnowledge() {
 		return int(x.item - y.item)
 	})
 
-	parts := make([]part, 4*len(items))
 	// The tags, counted once: most items share one.
 	tags := map[[3]string]part{}
 	var lastKey [3]string
@@ -286,8 +301,7 @@ func (a *assembly) prepareKnowledge() {
 		}
 		it.rank = n
 		// The marker "[n]" is a part of its own: it changes with the order, the rest does not.
-		it.parts = parts[4*n : 4*n+4 : 4*n+4]
-		it.parts[0], it.parts[1], it.parts[2], it.parts[3] = newPart(""), open, a.cachedPart(strings.TrimSpace(k.Content), k.TokenCounts), closeTag
+		it.parts[0], it.parts[1], it.parts[3] = newPart(""), open, closeTag
 		a.knowledge = append(a.knowledge, it)
 	}
 }
