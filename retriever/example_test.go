@@ -42,3 +42,33 @@ func ExampleIndex_Search() {
 	// 1 rrf c0 doc0.txt keyword#1 vector#1
 	// 2 rrf c2 doc2.txt keyword#0 vector#2
 }
+
+func ExampleIndex_WaitGraph() {
+	ctx := context.Background()
+	texts := []string{
+		"Raft elects a leader and replicates a log to its followers.",
+		"Paxos reaches consensus among acceptors in two phases.",
+		"Sourdough bread needs a starter, flour, water and salt.",
+		"A leader lease lets a Raft leader serve reads locally.",
+	}
+	vecs, _ := embed.Default().Embed(ctx, texts)
+	// Past two vectors, vector search goes through an HNSW graph, built in the background.
+	ix := retriever.NewIndex(retriever.IndexOptions{HNSWThreshold: 2})
+	defer ix.Close(ctx)
+	for i, text := range texts {
+		_ = ix.Add(collection.Chunk{Chunk: chunk.Chunk{ID: fmt.Sprint("c", i), DocumentID: fmt.Sprint("doc", i), Content: text}, Vector: vecs[i]})
+	}
+	// Searches do not wait for the graph (they are exact meanwhile); WaitGraph does.
+	if err := ix.WaitGraph(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	qv, _ := embed.Default().Embed(ctx, []string{"raft leader"})
+	results, _ := ix.Search(ctx, retriever.Query{Vector: qv[0], Mode: retriever.ModeVector, TopK: 2})
+	for _, r := range results {
+		fmt.Println(r.Rank, r.Chunk.ID)
+	}
+	// Output:
+	// 1 c3
+	// 2 c0
+}

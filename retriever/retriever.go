@@ -1,7 +1,8 @@
 // Package retriever finds the chunks most relevant to a query.
 //
 // An [Index] holds one collection's chunks in memory: an inverted index for BM25 keyword scoring and the
-// chunks' vectors for cosine similarity, searched exactly or, for large collections, through an HNSW graph.
+// chunks' vectors for cosine similarity, searched exactly or, for large collections, through an HNSW graph
+// that a goroutine of the index builds while searches go on (exactly until the graph is ready).
 // [Index.Search] ranks by keywords, by vector, by both fused with reciprocal rank fusion (the default), or by
 // maximal marginal relevance for diverse results. Every engine backend builds one from its store's chunks at
 // start and keeps it current; a store with a keyword index of its own (SQLite's FTS5) passes its ranking in
