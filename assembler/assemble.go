@@ -52,7 +52,8 @@ type assembly struct {
 	keepFrom int // history: groups[keepFrom:] are kept
 	// Knowledge kept so far, for finding duplicates: only items about to be kept are compared, so an
 	// assembly does not read every candidate's text.
-	dedup   *dedup // from a pool: see release
+	dedup   *dedup   // from a pool: see release
+	scratch *scratch // from a pool: see release
 	dropped map[string][]Dropped
 	alloc   map[string]int
 	roles   [4]int // counts of the roles, plus one (see roleTokens)
@@ -187,6 +188,7 @@ func validateHistory(h []Message) error {
 }
 
 func (a *assembly) run(ctx context.Context) (*Result, error) {
+	a.scratch = getScratch()
 	defer a.release()
 	a.prepareHistory()
 	a.prepareMemory()
@@ -246,11 +248,16 @@ func (a *assembly) run(ctx context.Context) (*Result, error) {
 	return a.result(out), nil
 }
 
-// release gives back what the assembly borrowed from pools.
+// release gives back what the assembly borrowed from pools; the Result keeps none of it.
 func (a *assembly) release() {
 	if a.dedup != nil {
 		putDedup(a.dedup)
 		a.dedup = nil
+	}
+	if a.scratch != nil {
+		putScratch(a.scratch)
+		a.scratch = nil
+		a.knowledge, a.turns, a.groups, a.required, a.contents = nil, nil, nil, nil, nil
 	}
 }
 

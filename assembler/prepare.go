@@ -15,8 +15,10 @@ import (
 // their results), drops orphans, and sets the latest tool exchange apart as required.
 func (a *assembly) prepareHistory() {
 	h := a.req.History
-	a.contents = make([]part, len(h)) // every message's content, counted once
-	turns := make([]group, 0, len(h))
+	sc := a.scratch
+	sc.contents = sized(sc.contents, len(h))
+	a.contents = sc.contents // every message's content, counted once
+	turns := sc.turns[:0]
 	newGroup := func(i, j int) group { return group{first: int32(i), n: int32(j - i), cost: -1} }
 	for i := 0; i < len(h); i++ {
 		msg := &h[i]
@@ -61,6 +63,7 @@ func (a *assembly) prepareHistory() {
 			k = n - 1 // no user message before: the exchange alone
 		}
 	}
+	sc.turns = turns
 	a.turns, a.groups, a.required = turns, turns[:k:k], turns[k:]
 	for i := range a.required {
 		a.groupCost(&a.required[i])
@@ -236,8 +239,10 @@ func isRuneStart(s string, i int) bool { return i >= len(s) || s[i]&0xC0 != 0x80
 // prepareKnowledge filters, deduplicates and orders knowledge by score, and renders each item.
 func (a *assembly) prepareKnowledge() {
 	// The candidates, in the request's order, with their text (parts[2]; see cost and render for the rest).
-	items := make([]ctxItem, 0, len(a.req.Knowledge))
-	parts := make([]part, 4*len(a.req.Knowledge))
+	sc := a.scratch
+	items := slices.Grow(sc.items[:0], len(a.req.Knowledge))
+	sc.parts = sized(sc.parts, 4*len(a.req.Knowledge))
+	parts := sc.parts
 	for i := range a.req.Knowledge {
 		k := &a.req.Knowledge[i]
 		id := idOf(k.ID, "knowledge", i)
@@ -256,12 +261,10 @@ func (a *assembly) prepareKnowledge() {
 			items = append(items, it)
 		}
 	}
+	sc.items = items
 	// By score, best first, in the request's order among equals (as a stable sort would).
-	type ranked struct {
-		score float64
-		item  int32
-	}
-	order := make([]ranked, len(items))
+	sc.order = sized(sc.order, len(items))
+	order := sc.order
 	for i := range items {
 		order[i] = ranked{items[i].know.Score, int32(i)}
 	}
@@ -278,7 +281,7 @@ func (a *assembly) prepareKnowledge() {
 	var open part
 	closeTag := part{text: " \n</context>\n\n"}
 	closeTag.tokens = a.m.countShort(closeTag.text)
-	a.knowledge = make([]*ctxItem, 0, len(items))
+	a.knowledge = slices.Grow(sc.knowledge[:0], len(items))
 	for n, r := range order {
 		it := &items[r.item]
 		k := it.know
@@ -304,6 +307,7 @@ func (a *assembly) prepareKnowledge() {
 		it.parts[0], it.parts[1], it.parts[3] = newPart(""), open, closeTag
 		a.knowledge = append(a.knowledge, it)
 	}
+	sc.knowledge = a.knowledge
 }
 
 // RenderedKnowledge is a knowledge item's content as the assembler renders it inside its tag: trimmed of
