@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/context-loom/loom/tokenizer"
@@ -185,5 +186,46 @@ func TestAssemble_MatchesGolden(t *testing.T) {
 	}
 	if bad > 0 {
 		t.Errorf("%d of %d results changed", bad, len(got))
+	}
+}
+
+// TestAssemble_ConcurrentCallsMatchSequential checks that assemblies running at once, which share pooled
+// working memory, give the results that they give one at a time.
+func TestAssemble_ConcurrentCallsMatchSequential(t *testing.T) {
+	t.Parallel()
+	var corpus []string
+	for _, name := range []string{"english.txt", "cjk.txt"} {
+		data, err := os.ReadFile(filepath.Join("..", "tokenizer", "testdata", "corpus", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		corpus = append(corpus, string(data))
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	reqs := make([]*Request, 60)
+	want := make([]string, len(reqs))
+	for i := range reqs {
+		reqs[i] = goldenRequest(r, corpus)
+		want[i] = goldenLine(AssembleRequest(context.Background(), reqs[i]))
+	}
+	const workers = 4
+	got := make([][]string, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		got[w] = make([]string, len(reqs))
+		wg.Go(func() {
+			for k := range reqs {
+				i := (k + w*len(reqs)/workers) % len(reqs) // each worker from its own start
+				got[w][i] = goldenLine(AssembleRequest(context.Background(), reqs[i]))
+			}
+		})
+	}
+	wg.Wait()
+	for w := range workers {
+		for i := range reqs {
+			if got[w][i] != want[i] {
+				t.Errorf("worker %d, request %d:\n got %s\nwant %s", w, i, got[w][i], want[i])
+			}
+		}
 	}
 }
