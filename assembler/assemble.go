@@ -518,7 +518,8 @@ func (a *assembly) result(out rendering) *Result {
 			}
 			a.dropped[r.Name] = drops
 		}
-		add(r.Name, a.alloc[r.Name], used, included)
+		// A region that took leftover tokens past its share was allotted what it used.
+		add(r.Name, max(a.alloc[r.Name], used), used, included)
 	}
 	return res
 }

@@ -153,6 +153,13 @@ func TestAssemble_MatchesGolden(t *testing.T) {
 		req := goldenRequest(r, corpus)
 		res, err := AssembleRequest(context.Background(), req)
 		got = append(got, fmt.Sprintf("%d %s", i, goldenLine(res, err)))
+		if err == nil {
+			for _, rr := range res.Report.Regions {
+				if rr.Used > rr.Budget {
+					t.Errorf("request %d: region %s used %d tokens of a budget of %d", i, rr.Name, rr.Used, rr.Budget)
+				}
+			}
+		}
 	}
 	path := filepath.Join("testdata", "golden.txt")
 	if *update {

@@ -53,7 +53,7 @@ type Report struct {
 // RegionReport is one region's account.
 type RegionReport struct {
 	Name     string    `json:"name"`
-	Budget   int       `json:"budget"` // tokens allotted (for required regions, what they need)
+	Budget   int       `json:"budget"` // tokens allotted: the policy's share, or what the region took of the leftover; for required regions, what they need
 	Used     int       `json:"used"`
 	Included []string  `json:"included"`
 	Dropped  []Dropped `json:"dropped"`
