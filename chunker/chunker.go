@@ -209,3 +209,15 @@ func init() {
 	Register(Fixed, NewFixed())
 	Register(Sliding, NewSliding())
 }
+
+// IsOptionError reports whether err comes from options a strategy cannot use (a bad size or overlap, an
+// unknown strategy or language, an option of another strategy) rather than from the text or the context.
+func IsOptionError(err error) bool {
+	for _, target := range []error{ErrNegativeSize, ErrNegativeOverlap, ErrOverlapTooLarge, ErrUnknownStrategy,
+		ErrUnknownLanguage, ErrNotApplicable, ErrStrategyMismatch, ErrSizeTooSmall, ErrNoTokenOffsets, ErrBadPercentile} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
+}

@@ -370,3 +370,14 @@ func FuzzChunk(f *testing.F) {
 		checkInvariants(t, strategy, text, opts, chunks)
 	})
 }
+
+func TestIsOptionError(t *testing.T) {
+	t.Parallel()
+	_, err := Default().Chunk(context.Background(), "text", &Options{ChunkSize: 10, ChunkOverlap: 20})
+	if !IsOptionError(err) {
+		t.Errorf("overlap over size: %v is not an option error", err)
+	}
+	if IsOptionError(context.Canceled) || IsOptionError(nil) {
+		t.Error("a context error or nil is an option error")
+	}
+}

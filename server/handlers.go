@@ -38,7 +38,7 @@ func (s *Server) classify(err error) *apiError {
 		return errorf(http.StatusRequestEntityTooLarge, "too_large", "%s", err.Error())
 	case errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrUnsupported), errors.Is(err, assembler.ErrInvalidRequest),
 		errors.Is(err, assembler.ErrUnknownFormat), errors.Is(err, engine.ErrInvalidRequest), errors.Is(err, tokenizer.ErrUnknownModel),
-		errors.Is(err, tokenizer.ErrUnknownEncoding), isChunkOptionError(err), errors.Is(err, engine.ErrNoCollections),
+		errors.Is(err, tokenizer.ErrUnknownEncoding), chunker.IsOptionError(err), errors.Is(err, engine.ErrNoCollections),
 		errors.Is(err, ingest.ErrBinary), errors.Is(err, retriever.ErrInvalidQuery), errors.Is(err, retriever.ErrDimensions):
 		return errorf(http.StatusBadRequest, "invalid_request", "%s", err.Error())
 	case errors.Is(err, store.ErrUnavailable), errors.Is(err, engine.ErrSourceFailed), errors.Is(err, store.ErrClosed):
@@ -53,17 +53,6 @@ func (s *Server) classify(err error) *apiError {
 func isClientError(err error) bool {
 	return errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrTooLarge) ||
 		errors.Is(err, store.ErrUnsupported) || errors.Is(err, context.Canceled)
-}
-
-func isChunkOptionError(err error) bool {
-	for _, target := range []error{chunker.ErrNegativeSize, chunker.ErrNegativeOverlap, chunker.ErrOverlapTooLarge,
-		chunker.ErrUnknownStrategy, chunker.ErrUnknownLanguage, chunker.ErrNotApplicable, chunker.ErrSizeTooSmall,
-		chunker.ErrNoTokenOffsets, chunker.ErrBadPercentile} {
-		if errors.Is(err, target) {
-			return true
-		}
-	}
-	return false
 }
 
 // writeJSON writes v with status. HTML characters are not escaped: the text is for models and programs.
@@ -455,7 +444,7 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 	}
 	chunks, err := ch.Chunk(r.Context(), *body.Text, opts)
 	if err != nil {
-		if isChunkOptionError(err) || r.Context().Err() != nil {
+		if chunker.IsOptionError(err) || r.Context().Err() != nil {
 			return err
 		}
 		return fmt.Errorf("chunk: %w", err)

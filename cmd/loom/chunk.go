@@ -92,7 +92,7 @@ func runChunk(ctx context.Context, args []string, s streams) error {
 	}
 	chunks, err := c.Chunk(ctx, string(data), opts)
 	if err != nil {
-		if isOptionError(err) {
+		if chunker.IsOptionError(err) {
 			return usageError(fmt.Errorf("chunk: %w", err))
 		}
 		return fmt.Errorf("chunk: %w", err)
@@ -111,16 +111,4 @@ func runChunk(ctx context.Context, args []string, s streams) error {
 		}
 	}
 	return w.Flush()
-}
-
-// isOptionError reports whether err comes from bad chunking options rather than from the text.
-func isOptionError(err error) bool {
-	for _, target := range []error{chunker.ErrNegativeSize, chunker.ErrNegativeOverlap, chunker.ErrOverlapTooLarge,
-		chunker.ErrUnknownStrategy, chunker.ErrUnknownLanguage, chunker.ErrNotApplicable, chunker.ErrSizeTooSmall,
-		chunker.ErrNoTokenOffsets, chunker.ErrBadPercentile} {
-		if errors.Is(err, target) {
-			return true
-		}
-	}
-	return false
 }
