@@ -123,24 +123,8 @@ func newAssembly(req *Request) (*assembly, error) {
 	if a.policy, err = resolvePolicy(req.Policy); err != nil {
 		return nil, err
 	}
-	switch {
-	case req.MaxTokens < 0 || req.ReserveOutput < 0:
-		return nil, fmt.Errorf("%w: max_tokens and reserve_output must not be negative", ErrInvalidRequest)
-	case req.MaxTokens > 0:
-		a.budget = req.MaxTokens
-	default:
-		reserve := req.ReserveOutput
-		if reserve == 0 {
-			reserve = min(model.MaxOutputTokens, model.ContextWindow/4)
-		}
-		margin := a.policy.Margin
-		if margin == 0 {
-			margin = model.ContextWindow / 100
-		}
-		a.budget = model.ContextWindow - reserve - margin
-		if a.budget <= 0 {
-			return nil, fmt.Errorf("%w: reserve_output %d leaves no room in %s's window of %d", ErrInvalidRequest, reserve, model.Name, model.ContextWindow)
-		}
+	if a.budget, err = PromptBudget(model, req.MaxTokens, req.ReserveOutput, a.policy.Margin); err != nil {
+		return nil, err
 	}
 	if err := validateHistory(req.History); err != nil {
 		return nil, err
@@ -595,4 +579,28 @@ func idOf(id, prefix string, i int) string {
 		return id
 	}
 	return prefix + "[" + strconv.Itoa(i) + "]"
+}
+
+// PromptBudget is the most tokens a prompt for model may have: maxTokens when it is positive; otherwise the
+// model's window less reserveOutput (0: the model's output limit, capped at a quarter of the window) and
+// margin (0: 1% of the window). It returns an error wrapping ErrInvalidRequest for negative values and for
+// a reservation that leaves no room.
+func PromptBudget(model tokenizer.Model, maxTokens, reserveOutput, margin int) (int, error) {
+	switch {
+	case maxTokens < 0 || reserveOutput < 0:
+		return 0, fmt.Errorf("%w: max_tokens and reserve_output must not be negative", ErrInvalidRequest)
+	case maxTokens > 0:
+		return maxTokens, nil
+	}
+	if reserveOutput == 0 {
+		reserveOutput = min(model.MaxOutputTokens, model.ContextWindow/4)
+	}
+	if margin == 0 {
+		margin = model.ContextWindow / 100
+	}
+	budget := model.ContextWindow - reserveOutput - margin
+	if budget <= 0 {
+		return 0, fmt.Errorf("%w: reserve_output %d leaves no room in %s's window of %d", ErrInvalidRequest, reserveOutput, model.Name, model.ContextWindow)
+	}
+	return budget, nil
 }

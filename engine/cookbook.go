@@ -45,18 +45,8 @@ func assembleCookbook(req *Request, snap *store.Snapshot) (*assembler.Result, er
 	if budget == 0 && snap.Agent != nil {
 		budget = snap.Agent.MaxTokens
 	}
-	switch {
-	case budget < 0 || req.ReserveOutput < 0:
-		return nil, fmt.Errorf("%w: max_tokens and reserve_output must not be negative", assembler.ErrInvalidRequest)
-	case budget == 0:
-		reserve := req.ReserveOutput
-		if reserve == 0 {
-			reserve = min(model.MaxOutputTokens, model.ContextWindow/4)
-		}
-		budget = model.ContextWindow - reserve - model.ContextWindow/100
-		if budget <= 0 {
-			return nil, fmt.Errorf("%w: reserve_output %d leaves no room in %s's window", assembler.ErrInvalidRequest, reserve, model.Name)
-		}
+	if budget, err = assembler.PromptBudget(model, budget, req.ReserveOutput, 0); err != nil {
+		return nil, err
 	}
 	counter := model.Counter()
 	cost := func(m assembler.ChatMessage) int {
