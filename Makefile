@@ -5,13 +5,15 @@ GO ?= go
 .PHONY: test test-deps bench generate
 
 # test vets the benchmark module and runs its tests (which compiles the benchmarks without running them),
-# then vets and tests the main module with the race detector. The Valkey tests start their own servers on
+# then vets and tests the main module with the race detector, and runs the allocation tests without it
+# (under it sync.Pool drops values on purpose, so they skip there). The Valkey tests start their own servers on
 # free loopback ports (internal/valkeytest); LOOM_REQUIRE_VALKEY=1 makes them fail, not skip, without one.
 test: test-deps
 	cd bench && $(GO) vet ./...
 	cd bench && $(GO) test -run . -count=1 ./...
 	$(GO) vet ./...
 	LOOM_REQUIRE_VALKEY=1 $(GO) test -race -count=1 ./...
+	$(GO) test -count=1 -run 'AllocatesNothing|DoesNotAllocate' ./...
 
 # test-deps installs what the tests need besides Go: a Valkey-protocol server binary (Debian's
 # redis-server when no valkey-server or redis-server is installed).
