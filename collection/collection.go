@@ -20,6 +20,10 @@ import (
 var (
 	ErrNotFound = errors.New("collection: not found")
 	ErrExists   = errors.New("collection: a collection of that name exists")
+	// ErrFeedTrimmed is Changes' error when the feed no longer holds every change after the Seq asked
+	// for (the reader fell further behind than the store keeps): the reader must rebuild from ScanChunks
+	// and follow from the Seq LastChange gives before the scan.
+	ErrFeedTrimmed = errors.New("collection: the change feed was trimmed past that seq")
 )
 
 // Collection is a set of documents chunked and embedded alike. Zero chunk fields take the engine's
@@ -115,7 +119,8 @@ type Store interface {
 
 	// Changes returns the changes after the one with Seq after ("" for the start of the feed, which may
 	// have been trimmed: build from ScanChunks, then follow from the Seq LastChange gave before the scan),
-	// waiting up to wait for one if there is none. It returns at most limit changes.
+	// waiting up to wait for one if there is none. It returns at most limit changes. If some of the
+	// changes after after were trimmed it returns ErrFeedTrimmed (never a feed with a silent gap).
 	Changes(ctx context.Context, after string, limit int, wait time.Duration) ([]Change, error)
 	// LastChange returns the Seq of the newest change, "" if none.
 	LastChange(ctx context.Context) (string, error)

@@ -294,6 +294,83 @@ func TestCollections_TwoEngines(t *testing.T) {
 	}
 }
 
+// pausedFeed is a store whose change feed reads wait until released: an engine on it falls behind.
+type pausedFeed struct {
+	*memory.Store
+	release chan struct{}
+}
+
+func (p *pausedFeed) Changes(ctx context.Context, after string, limit int, wait time.Duration) ([]collection.Change, error) {
+	select {
+	case <-p.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return p.Store.Changes(ctx, after, limit, wait)
+}
+
+// TestCollections_FollowerFallsBehind: an engine whose follower falls further behind than the feed keeps
+// rebuilds its index instead of following on with a gap: a document deleted and documents added while it
+// was away are gone and present when it catches up, and it follows on normally after.
+func TestCollections_FollowerFallsBehind(t *testing.T) {
+	t.Parallel()
+	mem := memory.New(store.Options{ChangesKept: 10})
+	a, _ := newCollectionsEngine(t, mem)
+	paused := &pausedFeed{Store: mem, release: make(chan struct{})}
+	b, err := engine.New(paused)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := loom.WithTenant(t.Context(), "acme")
+	keyword := func(eng *engine.Engine, q string) []string {
+		t.Helper()
+		res, err := eng.Retrieve(ctx, q, engine.WithCollection("manual"), engine.WithMode(engine.ModeKeyword))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var docs []string
+		for _, r := range res {
+			docs = append(docs, r.Chunk.DocumentID)
+		}
+		return docs
+	}
+	if got := keyword(b, "password reset"); !slices.Contains(got, "manual.md") { // b loads the index and follows
+		t.Fatalf("b before: %v", got)
+	}
+	// While b's follower waits, far more changes than the feed keeps.
+	if err := a.DeleteDocument(ctx, "manual", "manual.md"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if _, err := a.IngestText(ctx, "manual", fmt.Sprintf("news%02d.md", i), "", "", fmt.Sprintf("Airship%02d departs at dawn.", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(paused.release)
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("b: %s", what)
+			}
+		}
+	}
+	waitFor("the deleted manual is still retrievable", func() bool { return !slices.Contains(keyword(b, "password reset"), "manual.md") })
+	for _, q := range []string{"airship00", "airship17", "airship49"} {
+		want := "news" + q[len(q)-2:] + ".md"
+		waitFor(want+" is not retrievable", func() bool { return slices.Contains(keyword(b, q), want) })
+	}
+	if n := engine.Resyncs(b); n != 1 {
+		t.Errorf("b rebuilt %d times, want once", n)
+	}
+	// Following on: a new document arrives through the feed.
+	if _, err := a.IngestText(ctx, "manual", "late.md", "", "", "The zeppelin is late.", nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("late.md is not retrievable", func() bool { return slices.Contains(keyword(b, "zeppelin"), "late.md") })
+}
+
 // TestRetrievalQuality ingests the Go specification (a public manual we did not write, as HTML) and asks 30
 // questions whose answer sits in one place of it; a question is answered when a chunk among the first five
 // holds the answer's words. It reports hit@5 per mode.

@@ -14,6 +14,8 @@ import (
 // The engine keeps an in-memory search index per collection, built from the store on the first retrieval
 // and kept current by the writes of this engine and by following the store's change feed, which reports
 // the writes of every other engine (other servers on the same Valkey, the CLI on the same SQLite file).
+// A follower that falls further behind than the feed keeps (collection.ErrFeedTrimmed) rebuilds every
+// loaded index rather than go on with a gap.
 
 // indexKey names a collection's index.
 type indexKey struct{ tenant, collection string }
@@ -37,6 +39,7 @@ type indexes struct {
 	cancel  context.CancelFunc // stops the follower; nil until it is started
 	done    chan struct{}
 	lastSeq string // the follower's position, for tests and diagnostics
+	resyncs int    // how often the follower lost its place in the feed and rebuilt every index
 }
 
 // search searches the collection's index, building it on first use.
@@ -82,13 +85,13 @@ func (e *Engine) index(ctx context.Context, tenant, collID string) (*liveIndex, 
 	e.ix.mu.Unlock()
 	if build {
 		// The build is not tied to this caller's context: other callers wait for it too.
-		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
-		err := e.colls.ScanChunks(bctx, tenant, collID, func(c collection.Chunk) error { return li.idx.Add(c) })
-		cancel()
+		err := e.fill(context.WithoutCancel(ctx), k, li.idx)
 		e.ix.mu.Lock()
 		if err != nil {
-			li.err = fmt.Errorf("build the index of collection %s: %w", collID, err)
-			delete(e.ix.m, k) // the next retrieval tries again
+			li.err = err
+			if e.ix.m[k] == li {
+				delete(e.ix.m, k) // the next retrieval tries again
+			}
 		}
 		pending := li.pending
 		li.pending = nil
@@ -107,6 +110,53 @@ func (e *Engine) index(ctx context.Context, tenant, collID string) (*liveIndex, 
 		return nil, li.err
 	}
 	return li, nil
+}
+
+// fill adds every chunk of the collection to idx.
+func (e *Engine) fill(ctx context.Context, k indexKey, idx *retriever.Index) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	if err := e.colls.ScanChunks(ctx, k.tenant, k.collection, func(c collection.Chunk) error { return idx.Add(c) }); err != nil {
+		return fmt.Errorf("build the index of collection %s: %w", k.collection, err)
+	}
+	return nil
+}
+
+// resync rebuilds every loaded index from the store, after the follower fell so far behind that the feed
+// no longer holds the changes it missed, and returns the feed's position to follow on from: taken before
+// the scans, so that no change falls between. Searches use the old indexes until their new ones are
+// built; changes are not applied meanwhile (the follower is busy here) and are applied to the new ones
+// afterwards.
+func (e *Engine) resync(ctx context.Context) (string, error) {
+	last, err := e.colls.LastChange(ctx)
+	if err != nil {
+		return "", fmt.Errorf("read the change feed: %w", err)
+	}
+	e.ix.mu.Lock()
+	old := make(map[indexKey]*liveIndex, len(e.ix.m))
+	for k, li := range e.ix.m {
+		old[k] = li
+	}
+	e.ix.mu.Unlock()
+	for k, li := range old {
+		idx := retriever.NewIndex(e.indexOpts)
+		err := e.fill(ctx, k, idx)
+		e.ix.mu.Lock()
+		switch {
+		case e.ix.m[k] != li: // dropped or replaced meanwhile
+		case err != nil:
+			delete(e.ix.m, k) // the next retrieval builds it again
+		default:
+			ready := make(chan struct{})
+			close(ready)
+			e.ix.m[k] = &liveIndex{idx: idx, ready: ready}
+		}
+		e.ix.mu.Unlock()
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+	}
+	return last, nil
 }
 
 // indexPut puts a document's chunks into the collection's index, if it is loaded.
@@ -154,6 +204,16 @@ func (e *Engine) startFollower(from string) {
 		last, pause := from, 50*time.Millisecond
 		for ctx.Err() == nil {
 			changes, err := e.colls.Changes(ctx, last, 1000, time.Second)
+			if errors.Is(err, collection.ErrFeedTrimmed) {
+				var from string
+				if from, err = e.resync(ctx); err == nil {
+					last = from
+					e.ix.mu.Lock()
+					e.ix.lastSeq, e.ix.resyncs = last, e.ix.resyncs+1
+					e.ix.mu.Unlock()
+					continue
+				}
+			}
 			if err != nil {
 				select {
 				case <-ctx.Done():

@@ -220,6 +220,21 @@ type Options struct {
 	SessionTTL time.Duration
 	// Limits bound what one write may hold.
 	Limits Limits
+	// ChangesKept is about how many of the newest collection changes the change feed keeps (older ones
+	// are trimmed); 0 means DefaultChangesKept. A follower that falls further behind gets
+	// collection.ErrFeedTrimmed and rebuilds.
+	ChangesKept int
+}
+
+// DefaultChangesKept is how many collection changes a store's change feed keeps by default.
+const DefaultChangesKept = 100_000
+
+// ChangesKeptOrDefault returns o.ChangesKept, or DefaultChangesKept if it is 0 or less.
+func (o Options) ChangesKeptOrDefault() int {
+	if o.ChangesKept <= 0 {
+		return DefaultChangesKept
+	}
+	return o.ChangesKept
 }
 
 // Limits bound the input a store accepts; zero fields mean the Default* values.

@@ -16,9 +16,9 @@ import (
 	"github.com/context-loom/loom/store"
 )
 
-// NewStore opens a fresh, empty collection store for one test; the suite does not close it (register the
-// close with t.Cleanup).
-type NewStore func(t *testing.T) collection.Store
+// NewStore opens a fresh, empty collection store with opts for one test; the suite does not close it
+// (register the close with t.Cleanup).
+type NewStore func(t *testing.T, opts store.Options) collection.Store
 
 // Run runs the suite.
 func Run(t *testing.T, newStore NewStore) {
@@ -39,10 +39,17 @@ func Run(t *testing.T, newStore NewStore) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			tc.run(t, newStore(t))
+			tc.run(t, newStore(t, store.Options{}))
 		})
 	}
+	t.Run("FeedTrimmed", func(t *testing.T) {
+		t.Parallel()
+		testFeedTrimmed(t, newStore(t, store.Options{ChangesKept: trimmedKept}))
+	})
 }
+
+// trimmedKept is the ChangesKept of FeedTrimmed's store.
+const trimmedKept = 10
 
 const tenant = "acme"
 
@@ -415,4 +422,51 @@ func testDeleteCollection(t *testing.T, s collection.Store) {
 	}
 	// The name is free again.
 	create(t, s, tenant, "docs")
+}
+
+// testFeedTrimmed: a reader whose seq is older than what the feed still holds gets ErrFeedTrimmed, never the
+// newer changes with a silent gap; a reader within the kept changes reads on without a gap.
+func testFeedTrimmed(t *testing.T, s collection.Store) {
+	ctx := t.Context()
+	c := create(t, s, tenant, "docs")
+	put := func(id string) {
+		t.Helper()
+		d, chunks := doc(c.ID, id, "v1", 1)
+		_, err := s.PutDocument(ctx, tenant, d, chunks)
+		check(t, err)
+	}
+	put("first")
+	first, err := s.LastChange(ctx)
+	check(t, err)
+	const n = 30 * trimmedKept
+	for i := range n {
+		put(fmt.Sprintf("doc%03d", i))
+	}
+	_, err = s.Changes(ctx, first, 100, 0)
+	wantErr(t, err, collection.ErrFeedTrimmed, "Changes after a trimmed seq")
+	_, err = s.Changes(ctx, first, 100, time.Second)
+	wantErr(t, err, collection.ErrFeedTrimmed, "waiting Changes after a trimmed seq")
+
+	// The start of the feed is not an error: it is what is left, the newest changes in order.
+	kept, err := s.Changes(ctx, "", 10*n, 0)
+	check(t, err)
+	if len(kept) < trimmedKept || len(kept) > n {
+		t.Fatalf("the feed kept %d of %d changes with ChangesKept %d", len(kept), n+1, trimmedKept)
+	}
+	if last := kept[len(kept)-1]; last.DocumentID != fmt.Sprintf("doc%03d", n-1) {
+		t.Fatalf("the feed's newest change is %+v", last)
+	}
+	// From a kept seq the rest comes whole.
+	rest, err := s.Changes(ctx, kept[0].Seq, 10*n, 0)
+	check(t, err)
+	if !slices.Equal(rest, kept[1:]) {
+		t.Fatalf("Changes after the oldest kept change: %d changes, want %d", len(rest), len(kept)-1)
+	}
+	last, err := s.LastChange(ctx)
+	check(t, err)
+	none, err := s.Changes(ctx, last, 100, 0)
+	check(t, err)
+	if len(none) != 0 {
+		t.Fatalf("Changes after the newest: %+v", none)
+	}
 }

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -20,9 +21,8 @@ var _ collection.Store = (*Store)(nil)
 const (
 	// DefaultChangesLimit is how many changes Changes returns at most when its limit is 0 or less.
 	DefaultChangesLimit = 1000
-	// ChangesKept is how many of the newest changes the feed keeps at least; older ones are dropped.
-	ChangesKept = 100_000
-	trimEvery   = 1024
+	// trimEvery is how many changes past store.Options.ChangesKept the feed grows before it is trimmed.
+	trimEvery = 1024
 )
 
 // collections hold a Store's collections, behind their own lock. The zero value is empty and ready.
@@ -32,6 +32,7 @@ type collections struct {
 	byName map[key]string // tenant and name to id
 	feed   []change       // oldest first: seqs first, first+1, ...
 	seq    uint64         // the newest change's seq; 0 for none
+	kept   int            // how many changes the feed keeps; 0 means store.DefaultChangesKept
 	wake   chan struct{}  // closed at the next change; nil while nobody waits
 }
 
@@ -361,7 +362,8 @@ func (s *Store) ScanChunks(ctx context.Context, tenant, collectionID string, fn 
 // Changes implements collection.Store. Seqs are decimal numbers of 20 digits, increasing; after is one of
 // them, or "" for the start of the feed. limit <= 0 means DefaultChangesLimit. While there is no change
 // after after, it waits for one until wait has passed. It returns an error wrapping store.ErrInvalid for a
-// Seq that is not one.
+// Seq that is not one, and collection.ErrFeedTrimmed when changes after after were dropped (the feed keeps
+// about store.Options.ChangesKept).
 func (s *Store) Changes(ctx context.Context, after string, limit int, wait time.Duration) ([]collection.Change, error) {
 	var from uint64
 	if after != "" {
@@ -381,6 +383,10 @@ func (s *Store) Changes(ctx context.Context, after string, limit int, wait time.
 			return nil, err
 		}
 		cs.mu.Lock()
+		if len(cs.feed) > 0 && from > 0 && from+1 < cs.feed[0].seq {
+			cs.mu.Unlock()
+			return nil, fmt.Errorf("%w: changes %d to %d are gone", collection.ErrFeedTrimmed, from+1, cs.feed[0].seq-1)
+		}
 		out := cs.after(from, limit)
 		if len(out) > 0 || wait <= 0 {
 			cs.mu.Unlock()
@@ -441,8 +447,9 @@ func (cs *collections) after(from uint64, limit int) []collection.Change {
 func (cs *collections) addChange(tenant, collectionID, documentID, op string) {
 	cs.seq++
 	cs.feed = append(cs.feed, change{cs.seq, collection.Change{Seq: formatSeq(cs.seq), Tenant: tenant, CollectionID: collectionID, DocumentID: documentID, Op: op}})
-	if len(cs.feed) >= ChangesKept+trimEvery {
-		cs.feed = slices.Clone(cs.feed[len(cs.feed)-ChangesKept:]) // a copy: the old array is freed
+	kept := cmp.Or(cs.kept, store.DefaultChangesKept)
+	if len(cs.feed) >= kept+min(trimEvery, kept) {
+		cs.feed = slices.Clone(cs.feed[len(cs.feed)-kept:]) // a copy: the old array is freed
 	}
 	if cs.wake != nil {
 		close(cs.wake)

@@ -14,8 +14,8 @@ import (
 )
 
 func TestCollections_Conformance(t *testing.T) {
-	collectiontest.Run(t, func(t *testing.T) collection.Store {
-		s := memory.New(store.Options{})
+	collectiontest.Run(t, func(t *testing.T, opts store.Options) collection.Store {
+		s := memory.New(opts)
 		t.Cleanup(func() { _ = s.Close() })
 		return s
 	})

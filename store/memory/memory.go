@@ -42,7 +42,9 @@ type session struct {
 // New returns an empty store.
 func New(opts store.Options) *Store {
 	opts.Limits = opts.Limits.WithDefaults()
-	return &Store{opts: opts, now: time.Now, agents: map[key]store.Agent{}, facts: map[key]map[string]store.Fact{}, sessions: map[key]*session{}}
+	s := &Store{opts: opts, now: time.Now, agents: map[key]store.Agent{}, facts: map[key]map[string]store.Fact{}, sessions: map[key]*session{}}
+	s.colls.kept = opts.ChangesKeptOrDefault()
+	return s
 }
 
 // check returns an error if the store is closed or ctx is done; the caller holds mu.

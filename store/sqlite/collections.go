@@ -25,10 +25,9 @@ var (
 const (
 	// DefaultChangesLimit is how many changes Changes returns at most when its limit is 0 or less.
 	DefaultChangesLimit = 1000
-	// ChangesKept is how many of the newest changes the feed keeps at least; older ones are deleted now
-	// and then (every trimEvery changes).
-	ChangesKept = 100_000
-	trimEvery   = 1024
+	// trimEvery is how often (in changes) the feed deletes those older than the newest
+	// store.Options.ChangesKept.
+	trimEvery = 1024
 	// changesPoll is how often a waiting Changes looks for the changes of other processes.
 	changesPoll = 25 * time.Millisecond
 )
@@ -384,7 +383,9 @@ func (s *Store) ScanChunks(ctx context.Context, tenant, collectionID string, fn 
 // Changes implements collection.Store. Seqs are decimal numbers, increasing; after is one of them, or ""
 // for the start of the feed. limit <= 0 means DefaultChangesLimit. While there is no change after after,
 // it looks again when this Store writes one and every 25 ms (for other processes' writes) until wait has
-// passed. It returns an error wrapping store.ErrInvalid for a Seq that is not one.
+// passed. It returns an error wrapping store.ErrInvalid for a Seq that is not one, and
+// collection.ErrFeedTrimmed when changes after after were deleted (the feed keeps about
+// store.Options.ChangesKept).
 func (s *Store) Changes(ctx context.Context, after string, limit int, wait time.Duration) ([]collection.Change, error) {
 	from, err := parseSeq(after)
 	if err != nil {
@@ -417,6 +418,10 @@ func (s *Store) Changes(ctx context.Context, after string, limit int, wait time.
 			}
 			return rows.Err()
 		})
+		if err == nil && len(out) > 0 && from > 0 && out[0].Seq != strconv.FormatInt(from+1, 10) {
+			// Seqs are AUTOINCREMENT rowids of committed inserts, so the only holes are trimmed changes.
+			return nil, fmt.Errorf("%w: the next change after %d is %s", collection.ErrFeedTrimmed, from, out[0].Seq)
+		}
 		if err != nil || len(out) > 0 || wait <= 0 {
 			return out, err
 		}
@@ -449,7 +454,7 @@ func (s *Store) LastChange(ctx context.Context) (string, error) {
 }
 
 // addChange records a change in t and, every trimEvery changes, deletes those older than the newest
-// ChangesKept.
+// store.Options.ChangesKept.
 func (s *Store) addChange(t txn, tenant, collectionID, documentID, op string) error {
 	res, err := t.exec(qInsertChange, tenant, collectionID, documentID, op, s.now().UnixNano())
 	if err != nil {
@@ -459,8 +464,9 @@ func (s *Store) addChange(t txn, tenant, collectionID, documentID, op string) er
 	if err != nil {
 		return err
 	}
-	if seq%trimEvery == 0 && seq > ChangesKept {
-		_, err = t.exec(qTrimChanges, seq-ChangesKept)
+	kept := int64(s.opts.ChangesKeptOrDefault())
+	if seq%min(trimEvery, kept) == 0 && seq > kept {
+		_, err = t.exec(qTrimChanges, seq-kept)
 	}
 	return err
 }

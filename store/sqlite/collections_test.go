@@ -18,8 +18,8 @@ import (
 )
 
 func TestCollections_Conformance(t *testing.T) {
-	collectiontest.Run(t, func(t *testing.T) collection.Store {
-		s, _ := open(t, store.Options{})
+	collectiontest.Run(t, func(t *testing.T, opts store.Options) collection.Store {
+		s, _ := open(t, opts)
 		return s
 	})
 }

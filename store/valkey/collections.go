@@ -44,7 +44,7 @@ import (
 // removes them.
 //
 // The change feed. Every put and delete of a document and every deleted collection adds an entry to the
-// stream (XADD MAXLEN ~ DefaultChangesMaxLen) whose id is the change's Seq. On a standalone server (or
+// stream (XADD MAXLEN ~ store.Options.ChangesKept) whose id is the change's Seq. On a standalone server (or
 // behind Sentinel) the entry is added by the same script that writes the collection, so the feed has
 // exactly one entry per change, in the order of the writes, and no reader sees one without the other. On
 // a cluster the stream lives in a slot of its own, which a script on the collection's slot cannot touch:
@@ -57,12 +57,9 @@ import (
 // may have changed" and reload the document's current state; a late or duplicated entry is then
 // harmless.
 //
-// The stream keeps about DefaultChangesMaxLen entries; a reader that falls further behind misses the
-// trimmed ones without being told (collection.Store has no error for it) and should rebuild from
-// ScanChunks when it has been away long.
-
-// DefaultChangesMaxLen is about how many entries the change stream keeps (XADD MAXLEN ~).
-const DefaultChangesMaxLen = 100000
+// The stream keeps about store.Options.ChangesKept entries (XADD MAXLEN ~, store.DefaultChangesKept by
+// default); a reader that falls further behind gets collection.ErrFeedTrimmed, told by the stream's
+// first entry (XINFO STREAM), and rebuilds from ScanChunks.
 
 // scanBatch is the COUNT of the HSCANs of ScanChunks and ListDocuments: about how many documents one reply
 // holds.
@@ -330,11 +327,9 @@ redis.call('HDEL', KEYS[2], ARGV[1])
 return id
 `)
 
-var maxLenArg = strconv.Itoa(DefaultChangesMaxLen)
-
 // publish adds a change to the stream (on a cluster, after the write).
 func (n *native) publish(ctx context.Context, tenant, coll, doc, op string) error {
-	r, err := n.do(ctx, n.client.B().Xadd().Key(n.changesKey()).Maxlen().Almost().Threshold(maxLenArg).Id("*").
+	r, err := n.do(ctx, n.client.B().Xadd().Key(n.changesKey()).Maxlen().Almost().Threshold(n.maxLen).Id("*").
 		FieldValue().FieldValue("tenant", tenant).FieldValue("coll", coll).FieldValue("doc", doc).FieldValue("op", op).Build())
 	if err == nil {
 		err = n.fail(ctx, r.Error())
@@ -544,7 +539,7 @@ func (n *native) deleteCollection(ctx context.Context, tenant, id string) error 
 	if n.feedInScript() {
 		keys = append(keys, n.changesKey())
 	}
-	m, err = n.eval(ctx, dropCollection, keys, []string{tenant, id, strconv.FormatInt(indexed, 10), maxLenArg})
+	m, err = n.eval(ctx, dropCollection, keys, []string{tenant, id, strconv.FormatInt(indexed, 10), n.maxLen})
 	if err != nil {
 		return err
 	}
@@ -628,7 +623,7 @@ func (n *native) putDocument(ctx context.Context, tenant string, doc collection.
 		keys = append(keys, n.changesKey())
 	}
 	m, err := n.eval(ctx, putDocument, keys,
-		[]string{doc.ID, doc.Hash, js, string(enc), strconv.Itoa(dims), tenant, doc.CollectionID, maxLenArg})
+		[]string{doc.ID, doc.Hash, js, string(enc), strconv.Itoa(dims), tenant, doc.CollectionID, n.maxLen})
 	if err != nil {
 		return false, err
 	}
@@ -748,7 +743,7 @@ func (n *native) deleteDocument(ctx context.Context, tenant, collectionID, docum
 	if n.feedInScript() {
 		keys = append(keys, n.changesKey())
 	}
-	m, err := n.eval(ctx, deleteDocument, keys, []string{documentID, tenant, collectionID, maxLenArg})
+	m, err := n.eval(ctx, deleteDocument, keys, []string{documentID, tenant, collectionID, n.maxLen})
 	if err != nil {
 		return err
 	}
@@ -864,12 +859,56 @@ func (n *native) changes(ctx context.Context, after string, limit int, wait time
 	if len(entries) == 0 {
 		return nil, nil
 	}
+	if after != "0-0" {
+		if err := n.checkTrimmed(ctx, after); err != nil {
+			return nil, err
+		}
+	}
 	out := make([]collection.Change, len(entries))
 	for i, e := range entries {
 		out[i] = collection.Change{Seq: e.ID, Tenant: e.FieldValues["tenant"], CollectionID: e.FieldValues["coll"],
 			DocumentID: e.FieldValues["doc"], Op: e.FieldValues["op"]}
 	}
 	return out, nil
+}
+
+// checkTrimmed returns collection.ErrFeedTrimmed if the stream may have lost an entry after the one with id
+// after. Trimming removes the oldest entries (and leaves max-deleted-entry-id alone), so if the first entry
+// the stream holds (XINFO STREAM) is newer than after, after is gone and so may be entries that followed
+// it; entries deleted one by one (XDEL, which Loom never sends) show in max-deleted-entry-id. When the
+// stream has lost just after itself, this errs on the safe side: the reader rebuilds.
+func (n *native) checkTrimmed(ctx context.Context, after string) error {
+	r, err := n.do(ctx, n.client.B().XinfoStream().Key(n.changesKey()).Build())
+	if err != nil {
+		return err
+	}
+	info, err := r.AsMap()
+	if err != nil {
+		return n.fail(ctx, err)
+	}
+	gone := func(id string) bool { return validSeq(id) && compareSeq(id, after) > 0 }
+	if m, ok := info["first-entry"]; ok {
+		if e, err := m.AsXRangeEntry(); err == nil && gone(e.ID) {
+			return fmt.Errorf("%w: the oldest change kept is %s, after %s", collection.ErrFeedTrimmed, e.ID, after)
+		}
+	}
+	if m, ok := info["max-deleted-entry-id"]; ok {
+		if id, err := m.ToString(); err == nil && gone(id) {
+			return fmt.Errorf("%w: change %s was deleted, after %s", collection.ErrFeedTrimmed, id, after)
+		}
+	}
+	return nil
+}
+
+// compareSeq compares two valid stream ids as their numbers.
+func compareSeq(a, b string) int {
+	ams, aseq, _ := strings.Cut(a, "-")
+	bms, bseq, _ := strings.Cut(b, "-")
+	num := func(s string) uint64 { v, _ := strconv.ParseUint(s, 10, 64); return v }
+	if c := cmp.Compare(num(ams), num(bms)); c != 0 {
+		return c
+	}
+	return cmp.Compare(num(aseq), num(bseq))
 }
 
 func (n *native) lastChange(ctx context.Context) (string, error) {

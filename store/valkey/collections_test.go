@@ -20,8 +20,8 @@ import (
 func TestCollections_Conformance(t *testing.T) {
 	t.Parallel()
 	addr := valkeytest.Start(t)
-	collectiontest.Run(t, func(t *testing.T) collection.Store {
-		return open(t, valkey.Options{}, addr)
+	collectiontest.Run(t, func(t *testing.T, opts store.Options) collection.Store {
+		return open(t, valkey.Options{Options: opts}, addr)
 	})
 }
 
@@ -30,8 +30,8 @@ func TestCollections_Conformance(t *testing.T) {
 func TestCollections_ConformanceCluster(t *testing.T) {
 	t.Parallel()
 	c := valkeytest.StartCluster(t, 3)
-	collectiontest.Run(t, func(t *testing.T) collection.Store {
-		return open(t, valkey.Options{}, c.Addrs()...)
+	collectiontest.Run(t, func(t *testing.T, opts store.Options) collection.Store {
+		return open(t, valkey.Options{Options: opts}, c.Addrs()...)
 	})
 }
 

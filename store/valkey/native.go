@@ -16,6 +16,7 @@ import (
 type native struct {
 	*conn
 	prefix string
+	maxLen string // the change stream's MAXLEN ~, from store.Options.ChangesKept
 }
 
 // escape percent-encodes the bytes of id that could break a key's structure: '%', ':', '{', '}', space and

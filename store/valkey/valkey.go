@@ -71,6 +71,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -210,7 +211,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Layout == LayoutCookbook {
 		s.l = &cookbook{conn: c}
 	} else {
-		s.l = &native{conn: c, prefix: opts.Prefix}
+		s.l = &native{conn: c, prefix: opts.Prefix, maxLen: strconv.Itoa(opts.ChangesKeptOrDefault())}
 	}
 	if err := s.Ping(ctx); err != nil {
 		client.Close()
