@@ -70,6 +70,12 @@ type Chunk struct {
 	Vector []float32
 }
 
+// Ref names one tenant's collection.
+type Ref struct {
+	Tenant string `json:"tenant"`
+	ID     string `json:"id"`
+}
+
 // Change is one change to a collection's contents, as a store's change feed reports it, so that every
 // server's in-memory index can follow what any server (or the CLI) wrote.
 type Change struct {
@@ -100,6 +106,9 @@ type Store interface {
 	ListCollections(ctx context.Context, tenant string) ([]Collection, error)
 	// DeleteCollection deletes the collection, its documents and chunks; ErrNotFound if none.
 	DeleteCollection(ctx context.Context, tenant, id string) error
+	// AllCollections names every collection of every tenant, ordered by tenant and id, so that a server
+	// can build its indexes at start. It crosses tenants: never hand its result to a tenant.
+	AllCollections(ctx context.Context) ([]Ref, error)
 
 	// PutDocument stores doc and its chunks in collection doc.CollectionID, atomically replacing the
 	// document of the same ID and all of its old chunks. If the stored document has the same Hash, it

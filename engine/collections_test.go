@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -289,6 +290,81 @@ func TestCollections_TwoEngines(t *testing.T) {
 					t.Fatal("not retrievable through the other engine within 1 s")
 				}
 				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// countedScans is a store that counts the index builds (ScanChunks calls) made on it.
+type countedScans struct {
+	store.Store
+	collStore
+	scans atomic.Int64
+}
+
+type collStore = collection.Store
+
+func (c *countedScans) ScanChunks(ctx context.Context, tenant, collectionID string, fn func(collection.Chunk) error) error {
+	c.scans.Add(1)
+	return c.collStore.ScanChunks(ctx, tenant, collectionID, fn)
+}
+
+// TestCollections_LoadIndexes: an engine that loads its indexes at start builds one per collection of every
+// tenant, retrieves without building again, and follows the changes made after.
+func TestCollections_LoadIndexes(t *testing.T) {
+	t.Parallel()
+	for _, b := range append([]backend{{name: "memory", openPair: func(testing.TB) (store.Store, store.Store) {
+		m := memory.New(store.Options{})
+		return m, m
+	}}}, backends...) {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			st1, st2 := b.openPair(t)
+			a, _ := newCollectionsEngine(t, st1) // acme's "manual"
+			other := loom.WithTenant(t.Context(), "other")
+			if _, err := a.CreateCollection(other, collection.Collection{Name: "notes"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.IngestText(other, "notes", "n.md", "n.md", "", "The zeppelin leaves at noon.", nil); err != nil {
+				t.Fatal(err)
+			}
+			counted := &countedScans{Store: st2, collStore: st2.(collection.Store)}
+			bEng, err := engine.New(counted)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer bEng.Close()
+			n, err := bEng.LoadIndexes(t.Context())
+			if err != nil || n != 2 {
+				t.Fatalf("LoadIndexes = %d, %v; want 2 collections", n, err)
+			}
+			if got := counted.scans.Load(); got != 2 {
+				t.Fatalf("LoadIndexes made %d scans for 2 collections", got)
+			}
+			acme := loom.WithTenant(t.Context(), "acme")
+			for ctx, q := range map[context.Context]string{acme: "password reset", other: "zeppelin"} {
+				res, err := bEng.Retrieve(ctx, q, engine.WithCollection(map[context.Context]string{acme: "manual", other: "notes"}[ctx]))
+				if err != nil || len(res) == 0 {
+					t.Fatalf("Retrieve %q = %v, %v", q, res, err)
+				}
+			}
+			if got := counted.scans.Load(); got != 2 {
+				t.Errorf("retrievals after LoadIndexes built again: %d scans", got)
+			}
+			if _, err := a.IngestText(other, "notes", "later.md", "later.md", "", "The airship is delayed.", nil); err != nil {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				res, err := bEng.Retrieve(other, "airship", engine.WithCollection("notes"), engine.WithMode(engine.ModeKeyword))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(res) > 0 && res[0].Chunk.DocumentID == "later.md" {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("a document ingested after LoadIndexes is not retrievable")
+				}
 			}
 		})
 	}

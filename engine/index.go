@@ -11,8 +11,8 @@ import (
 	"github.com/context-loom/loom/retriever"
 )
 
-// The engine keeps an in-memory search index per collection, built from the store on the first retrieval
-// and kept current by the writes of this engine and by following the store's change feed, which reports
+// The engine keeps an in-memory search index per collection, built from the store at start (LoadIndexes)
+// or on the first retrieval, and kept current by the writes of this engine and by following the store's change feed, which reports
 // the writes of every other engine (other servers on the same Valkey, the CLI on the same SQLite file).
 // A follower that falls further behind than the feed keeps (collection.ErrFeedTrimmed) rebuilds every
 // loaded index rather than go on with a gap.
@@ -40,6 +40,36 @@ type indexes struct {
 	done    chan struct{}
 	lastSeq string // the follower's position, for tests and diagnostics
 	resyncs int    // how often the follower lost its place in the feed and rebuilt every index
+}
+
+// LoadIndexes builds the search index of every collection in the store, of every tenant, one after
+// another, and starts following the change feed, so that retrievals need not wait for a build (a server
+// calls it at start). It returns how many indexes are loaded and the errors of the collections it could
+// not load, which are built on their first retrieval as without it. Without collections in the store it
+// does nothing.
+func (e *Engine) LoadIndexes(ctx context.Context) (int, error) {
+	if e.colls == nil {
+		return 0, nil
+	}
+	refs, err := e.colls.AllCollections(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("list the collections: %w", err)
+	}
+	var errs []error
+	n := 0
+	for _, r := range refs {
+		if _, err := e.index(ctx, r.Tenant, r.ID); err != nil {
+			if ctx.Err() != nil {
+				return n, ctx.Err()
+			}
+			if !errors.Is(err, collection.ErrNotFound) { // deleted since it was listed
+				errs = append(errs, err)
+			}
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
 }
 
 // search searches the collection's index, building it on first use.

@@ -471,6 +471,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 		s.metrics.storeError("ping", err)
 		return errorf(http.StatusServiceUnavailable, "unavailable", "the store is not reachable")
 	}
+	if s.ready != nil {
+		if err := s.ready(); err != nil {
+			return errorf(http.StatusServiceUnavailable, "not_ready", "%s", err)
+		}
+	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	return nil
 }

@@ -80,6 +80,9 @@ type Config struct {
 	Gatherer   prometheus.Gatherer
 	// RetryAfter is what a 503 tells clients to wait; 0 means DefaultRetryAfter.
 	RetryAfter time.Duration
+	// Ready, if set, is asked by /readyz after the store answers: an error (the search indexes are still
+	// loading, say) makes it answer 503 with the error's text.
+	Ready func() error
 }
 
 // Server is the HTTP API. It is safe for concurrent use.
@@ -90,6 +93,7 @@ type Server struct {
 	limits     Limits
 	log        *slog.Logger
 	retryAfter string
+	ready      func() error
 	metrics    *metrics
 	gatherer   prometheus.Gatherer
 	handler    http.Handler
@@ -102,7 +106,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("server: no engine")
 	}
 	s := &Server{eng: cfg.Engine, st: cfg.Engine.Store(), limits: cfg.Limits.withDefaults(), log: cfg.Logger,
-		keys: map[[sha256.Size]byte]string{}}
+		keys: map[[sha256.Size]byte]string{}, ready: cfg.Ready}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

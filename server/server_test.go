@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/context-loom/loom/engine"
@@ -298,6 +300,42 @@ func TestOpenAPI_MatchesRoutes(t *testing.T) {
 	served, _ := io.ReadAll(resp.Body)
 	if !bytes.Equal(served, server.OpenAPI()) {
 		t.Error("GET /openapi.json serves another document")
+	}
+}
+
+// TestAPI_ReadyHook: /readyz answers 503 with Retry-After while Config.Ready errs (indexes loading), 200
+// after.
+func TestAPI_ReadyHook(t *testing.T) {
+	t.Parallel()
+	eng, _ := engine.New(memory.New(store.Options{}))
+	var loading atomic.Bool
+	loading.Store(true)
+	srv, err := server.New(server.Config{Engine: eng, Ready: func() error {
+		if loading.Load() {
+			return errors.New("the search indexes are loading")
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	get := func() (int, string, string) {
+		resp, err := http.Get(ts.URL + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body), resp.Header.Get("Retry-After")
+	}
+	if code, body, ra := get(); code != 503 || !strings.Contains(body, `"not_ready"`) || !strings.Contains(body, "loading") || ra == "" {
+		t.Errorf("while loading: %d %s Retry-After %q", code, body, ra)
+	}
+	loading.Store(false)
+	if code, body, _ := get(); code != 200 {
+		t.Errorf("after loading: %d %s", code, body)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/context-loom/loom/engine"
@@ -23,7 +24,8 @@ import (
 const serveUsage = `Usage: loom serve [--addr HOST:PORT] [--store URL] [--keys FILE] [flags]
 
 Serve runs Loom's HTTP API (GET /openapi.json describes it) until SIGINT or SIGTERM, then stops accepting
-connections, finishes the requests in flight (up to --shutdown-timeout) and closes the store.
+connections, finishes the requests in flight (up to --shutdown-timeout) and closes the store. At start it
+loads the search index of every collection in the background; GET /readyz answers 503 until it is done.
 
 API keys: LOOM_API_KEYS="KEY1=TENANT1,KEY2=TENANT2", or --keys FILE with one "KEY TENANT" pair a line (#
 starts a comment). Clients send "Authorization: Bearer KEY" and see only their tenant's agents, users and
@@ -101,7 +103,25 @@ func runServe(ctx context.Context, args []string, s streams) error {
 		return err
 	}
 	defer eng.Close()
-	srv, err := server.New(server.Config{Engine: eng, Keys: keys, Logger: log, Limits: server.Limits{
+	// The search indexes load while the server starts listening; /readyz says 503 until they have.
+	var loading atomic.Bool
+	loading.Store(true)
+	go func() {
+		start := time.Now()
+		n, err := eng.LoadIndexes(ctx)
+		if err != nil && ctx.Err() == nil {
+			log.Warn("some search indexes did not load; they load on their first retrieval", "err", err)
+		}
+		log.Info("search indexes loaded", "collections", n, "took", time.Since(start).Round(time.Millisecond))
+		loading.Store(false)
+	}()
+	ready := func() error {
+		if loading.Load() {
+			return errors.New("the search indexes are loading")
+		}
+		return nil
+	}
+	srv, err := server.New(server.Config{Engine: eng, Keys: keys, Logger: log, Ready: ready, Limits: server.Limits{
 		MaxBodyBytes: c.maxBody, MaxMessageBytes: c.maxMessage, MaxItems: c.maxItems, RequestTimeout: c.requestTimeout}})
 	if err != nil {
 		return err

@@ -80,6 +80,13 @@ func TestServe_ServesAndShutsDown(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	db := filepath.Join(t.TempDir(), "loom.db")
+	doc := filepath.Join(t.TempDir(), "manual.md")
+	if err := os.WriteFile(doc, []byte("# Manual\n\nThe zeppelin leaves at noon.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runLoom(t, "", "ingest", "--store", "sqlite:"+db, "--tenant", "acme", "--collection", "manual", doc); code != 0 {
+		t.Fatalf("ingest: exit %d: %s", code, errOut)
+	}
 	t.Setenv("LOOM_API_KEYS", "sk-test-secret=acme")
 	t.Setenv("LOOM_MAX_ITEMS", "5")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -101,6 +108,24 @@ func TestServe_ServesAndShutsDown(t *testing.T) {
 			t.Fatalf("the server did not come up: %v\n%s", err, logs)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	// Ready once the search index of the collection is loaded.
+	for {
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			break
+		}
+		if resp.StatusCode != 503 || time.Now().After(deadline) {
+			t.Fatalf("/readyz: %d\n%s", resp.StatusCode, logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if out := logs.String(); !strings.Contains(out, `"msg":"search indexes loaded","collections":1`) {
+		t.Errorf("ready before the index was loaded, or no log of it:\n%s", out)
 	}
 	post := func(path, body string) int {
 		req, _ := http.NewRequest("POST", base+path, strings.NewReader(body))

@@ -36,6 +36,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ConcurrentPuts", testConcurrentPuts},
 		{"Unicode", testUnicode},
 		{"DeleteCollection", testDeleteCollection},
+		{"AllCollections", testAllCollections},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -468,5 +469,36 @@ func testFeedTrimmed(t *testing.T, s collection.Store) {
 	check(t, err)
 	if len(none) != 0 {
 		t.Fatalf("Changes after the newest: %+v", none)
+	}
+}
+
+// testAllCollections: every tenant's collections, tenants whose ids need escaping included, and none that
+// was deleted.
+func testAllCollections(t *testing.T, s collection.Store) {
+	ctx := t.Context()
+	all, err := s.AllCollections(ctx)
+	check(t, err)
+	if len(all) != 0 {
+		t.Fatalf("a fresh store has collections %v", all)
+	}
+	var want []collection.Ref
+	for _, tn := range []string{tenant, "other", "we:ird {t}%20 ü"} {
+		for _, name := range []string{"docs", "notes"} {
+			c := create(t, s, tn, name)
+			want = append(want, collection.Ref{Tenant: tn, ID: c.ID})
+		}
+	}
+	gone := create(t, s, "other", "gone")
+	check(t, s.DeleteCollection(ctx, "other", gone.ID))
+	slices.SortFunc(want, func(a, b collection.Ref) int {
+		if c := strings.Compare(a.Tenant, b.Tenant); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	all, err = s.AllCollections(ctx)
+	check(t, err)
+	if !slices.Equal(all, want) {
+		t.Fatalf("AllCollections = %v, want %v", all, want)
 	}
 }

@@ -133,6 +133,26 @@ func (s *Store) ListCollections(ctx context.Context, tenant string) ([]collectio
 	return out, nil
 }
 
+// AllCollections implements collection.Store.
+func (s *Store) AllCollections(ctx context.Context) ([]collection.Ref, error) {
+	if err := s.checkOpen(ctx); err != nil {
+		return nil, err
+	}
+	cs := &s.colls
+	cs.mu.RLock()
+	out := make([]collection.Ref, 0, len(cs.byID))
+	for k := range cs.byID {
+		out = append(out, collection.Ref{Tenant: k.tenant, ID: k.id})
+	}
+	cs.mu.RUnlock()
+	slices.SortFunc(out, compareRefs)
+	return out, nil
+}
+
+func compareRefs(a, b collection.Ref) int {
+	return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.ID, b.ID))
+}
+
 // DeleteCollection implements collection.Store: it deletes the collection, its documents and chunks, and
 // records an OpDeleteCollection change. It returns an error wrapping collection.ErrNotFound if the tenant
 // has no collection with the id.

@@ -108,6 +108,27 @@ func (s *Store) ListCollections(ctx context.Context, tenant string) ([]collectio
 	return out, err
 }
 
+// AllCollections implements collection.Store.
+func (s *Store) AllCollections(ctx context.Context) ([]collection.Ref, error) {
+	var out []collection.Ref
+	err := s.read(ctx, "list all collections", func(t txn) error {
+		rows, err := t.query(qAllCollections)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var r collection.Ref
+			if err := rows.Scan(&r.Tenant, &r.ID); err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
 // DeleteCollection implements collection.Store: it deletes the collection, its documents, chunks and their
 // index entries, and records an OpDeleteCollection change, in one transaction. It returns an error
 // wrapping collection.ErrNotFound if the tenant has no collection with the id.

@@ -44,6 +44,7 @@ const (
 	qCollectionByID      = `SELECT ` + collectionColumns + ` FROM collections WHERE tenant = ? AND id = ?`
 	qCollectionByName    = `SELECT ` + collectionColumns + ` FROM collections WHERE tenant = ? AND name = ?`
 	qCollections         = `SELECT ` + collectionColumns + ` FROM collections WHERE tenant = ? ORDER BY name`
+	qAllCollections      = `SELECT tenant, id FROM collections ORDER BY tenant, id`
 	qCollectionKey       = `SELECT key, dimensions FROM collections WHERE tenant = ? AND id = ?`
 	qInsertCollection    = `INSERT INTO collections (tenant, id, name, chunk_strategy, chunk_size, chunk_overlap, embedder, dimensions, created_s, created_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qSetDimensions       = `UPDATE collections SET dimensions = ? WHERE tenant = ? AND id = ?`
@@ -90,7 +91,7 @@ var writeQueries = append([]string{
 
 var readQueries = []string{
 	qPing, qGetAgent, qFacts, qLiveSession, qNewestMessages, qToolOutputs, qKnowledge,
-	qCollectionByID, qCollectionByName, qCollections, qCollectionKey, qDocument, qDocuments, qDocumentExists,
+	qCollectionByID, qCollectionByName, qCollections, qAllCollections, qCollectionKey, qDocument, qDocuments, qDocumentExists,
 	qDocumentChunks, qCollectionChunks, qSearchKeywords, qChanges, qLastChange,
 }
 

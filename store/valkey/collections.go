@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -105,6 +106,16 @@ func (s *Store) ListCollections(ctx context.Context, tenant string) ([]collectio
 		return nil, err
 	}
 	return n.listCollections(ctx, tenant)
+}
+
+// AllCollections implements collection.Store: a SCAN of every node for the tenants' index hashes (MATCH
+// <prefix>:{t:*}:colls, so once through the keyspace), then their ids, in pipelines.
+func (s *Store) AllCollections(ctx context.Context) ([]collection.Ref, error) {
+	n, err := s.collections()
+	if err != nil {
+		return nil, err
+	}
+	return n.allCollections(ctx)
 }
 
 // DeleteCollection implements collection.Store: collection.ErrNotFound if there is none.
@@ -481,6 +492,63 @@ func (n *native) getCollection(ctx context.Context, tenant, idOrName string) (co
 		err = fmt.Errorf("collection %q: %w", idOrName, collection.ErrNotFound)
 	}
 	return c, err
+}
+
+func (n *native) allCollections(ctx context.Context) ([]collection.Ref, error) {
+	cctx, cancel, err := n.call(ctx)
+	if err != nil {
+		return nil, n.fail(ctx, err)
+	}
+	head, tail := n.prefix+":{t:", "}:colls"
+	pattern := globEscape(head) + "*" + globEscape(tail)
+	tenants := map[string]string{} // index key -> tenant
+	for _, node := range n.client.Nodes() {
+		for cursor := uint64(0); ; {
+			e, err := node.Do(cctx, node.B().Scan().Cursor(cursor).Match(pattern).Count(1000).Type("hash").Build()).AsScanEntry()
+			if err != nil {
+				cancel()
+				return nil, n.fail(ctx, err)
+			}
+			for _, k := range e.Elements {
+				escaped := strings.TrimSuffix(strings.TrimPrefix(k, head), tail)
+				// The key must be exactly a tenant's index: an escaped tenant has no ':', '{' or '}'.
+				if t, ok := unescape(escaped); ok && n.collIndex(t) == k {
+					tenants[k] = t
+				}
+			}
+			if cursor = e.Cursor; cursor == 0 {
+				break
+			}
+		}
+	}
+	cancel()
+	keys := slices.Sorted(maps.Keys(tenants))
+	var out []collection.Ref
+	for batch := range slices.Chunk(keys, 256) {
+		cmds := make([]valkeygo.Completed, len(batch))
+		for i, k := range batch {
+			cmds[i] = n.client.B().Hkeys().Key(k).Build()
+		}
+		rs, err := n.doMulti(ctx, cmds...)
+		if err != nil {
+			return nil, err
+		}
+		for i, r := range rs {
+			fields, err := r.AsStrSlice()
+			if err != nil {
+				return nil, n.fail(ctx, err)
+			}
+			for _, f := range fields {
+				if id, ok := strings.CutPrefix(f, "i:"); ok {
+					out = append(out, collection.Ref{Tenant: tenants[batch[i]], ID: id})
+				}
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b collection.Ref) int {
+		return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.ID, b.ID))
+	})
+	return out, nil
 }
 
 func (n *native) listCollections(ctx context.Context, tenant string) ([]collection.Collection, error) {

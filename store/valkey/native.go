@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 
 	valkeygo "github.com/valkey-io/valkey-go"
@@ -42,6 +43,31 @@ func escape(id string) string {
 		}
 	}
 	return string(b)
+}
+
+// unescape is escape's inverse; ok is false for a string escape cannot have made.
+func unescape(s string) (string, bool) {
+	if !strings.Contains(s, "%") {
+		return s, escape(s) == s
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			b = append(b, s[i])
+			continue
+		}
+		if i+2 >= len(s) {
+			return "", false
+		}
+		v, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
+		if err != nil {
+			return "", false
+		}
+		b = append(b, byte(v))
+		i += 2
+	}
+	out := string(b)
+	return out, escape(out) == s
 }
 
 func mustEscape(c byte) bool {
