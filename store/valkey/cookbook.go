@@ -93,29 +93,13 @@ func (c *cookbook) PutAgent(ctx context.Context, tenant string, a store.Agent) e
 		return err
 	}
 	key := agentConfigKey(a.ID)
-	h := c.client.B().Hset().Key(key).FieldValue().FieldValue("role", a.Instructions).
-		FieldValue("updated_at", a.UpdatedAt.Format(time.RFC3339Nano))
-	for _, f := range [][2]string{{"constraints", a.Constraints}, {"output_format", a.OutputFormat}, {"model", a.Model}} {
-		if f[1] != "" {
-			h = h.FieldValue(f[0], f[1])
-		}
+	fields, err := agentFields(a, "role")
+	if err != nil {
+		return err
 	}
-	if a.MaxTokens != 0 {
-		h = h.FieldValue("max_tokens", strconv.Itoa(a.MaxTokens))
-	}
-	if len(a.Tools) > 0 {
-		b, err := json.Marshal(a.Tools)
-		if err != nil {
-			return fmt.Errorf("valkey: encode agent tools: %w", err)
-		}
-		h = h.FieldValue("tools", string(b))
-	}
-	if a.Policy != nil {
-		b, err := json.Marshal(a.Policy)
-		if err != nil {
-			return fmt.Errorf("valkey: encode agent policy: %w", err)
-		}
-		h = h.FieldValue("policy", string(b))
+	h := c.client.B().Hset().Key(key).FieldValue()
+	for i := 0; i < len(fields); i += 2 {
+		h = h.FieldValue(fields[i], fields[i+1])
 	}
 	_, err = c.tx(ctx, c.client.B().Del().Key(key).Build(), h.Build())
 	return err
@@ -154,10 +138,46 @@ func (c *cookbook) decodeAgent(ctx context.Context, id string, r valkeygo.Valkey
 	if err != nil {
 		return store.Agent{}, c.fail(ctx, err)
 	}
+	return decodeAgentHash(id, h, "role")
+}
+
+// agentFields are the field-value pairs of an agent's hash, in both layouts: the instructions under
+// role ("role" in the cookbook's, "instructions" in the native one), constraints, output_format,
+// updated_at, and model, max_tokens, tools and policy (JSON) when set.
+func agentFields(a store.Agent, role string) ([]string, error) {
+	f := []string{role, a.Instructions, "updated_at", a.UpdatedAt.Format(time.RFC3339Nano)}
+	for _, kv := range [][2]string{{"constraints", a.Constraints}, {"output_format", a.OutputFormat}, {"model", a.Model}} {
+		if kv[1] != "" {
+			f = append(f, kv[0], kv[1])
+		}
+	}
+	if a.MaxTokens != 0 {
+		f = append(f, "max_tokens", strconv.Itoa(a.MaxTokens))
+	}
+	if len(a.Tools) > 0 {
+		b, err := json.Marshal(a.Tools)
+		if err != nil {
+			return nil, fmt.Errorf("valkey: encode agent tools: %w", err)
+		}
+		f = append(f, "tools", string(b))
+	}
+	if a.Policy != nil {
+		b, err := json.Marshal(a.Policy)
+		if err != nil {
+			return nil, fmt.Errorf("valkey: encode agent policy: %w", err)
+		}
+		f = append(f, "policy", string(b))
+	}
+	return f, nil
+}
+
+// decodeAgentHash is agentFields' inverse; an empty hash (a missing key) is store.ErrNotFound.
+func decodeAgentHash(id string, h map[string]string, role string) (store.Agent, error) {
 	if len(h) == 0 {
 		return store.Agent{}, fmt.Errorf("agent %q: %w", id, store.ErrNotFound)
 	}
-	a := store.Agent{ID: id, Instructions: h["role"], Constraints: h["constraints"], OutputFormat: h["output_format"], Model: h["model"]}
+	a := store.Agent{ID: id, Instructions: h[role], Constraints: h["constraints"], OutputFormat: h["output_format"], Model: h["model"]}
+	var err error
 	if v := h["max_tokens"]; v != "" {
 		if a.MaxTokens, err = strconv.Atoi(v); err != nil {
 			return store.Agent{}, fmt.Errorf("valkey: agent %q: max_tokens %q is not a number", id, v)

@@ -90,7 +90,7 @@ func (n *native) agentKey(tenant, id string) string {
 	return n.prefix + ":{t:" + escape(tenant) + "}:agent:" + escape(id)
 }
 
-// PutAgent implements store.AgentStore.
+// PutAgent implements store.AgentStore: the agent's hash (see agentFields), replaced in one MULTI.
 func (n *native) PutAgent(ctx context.Context, tenant string, a store.Agent) error {
 	if err := store.ValidateID(n.limits, "tenant", tenant); err != nil {
 		return err
@@ -99,25 +99,30 @@ func (n *native) PutAgent(ctx context.Context, tenant string, a store.Agent) err
 	if err != nil {
 		return err
 	}
-	b, err := json.Marshal(a)
+	fields, err := agentFields(a, "instructions")
 	if err != nil {
-		return fmt.Errorf("valkey: encode agent %q: %w", a.ID, err)
+		return err
 	}
-	_, err = n.do(ctx, n.client.B().Set().Key(n.agentKey(tenant, a.ID)).Value(string(b)).Build())
+	key := n.agentKey(tenant, a.ID)
+	h := n.client.B().Hset().Key(key).FieldValue()
+	for i := 0; i < len(fields); i += 2 {
+		h = h.FieldValue(fields[i], fields[i+1])
+	}
+	_, err = n.tx(ctx, n.client.B().Del().Key(key).Build(), h.Build())
 	return err
 }
 
-// agentCmd reads an agent: from the client-side cache when it is on.
+// getAgent reads an agent's hash: from the client-side cache when it is on.
 func (n *native) getAgent(ctx context.Context, tenant, id string) (valkeygo.ValkeyResult, error) {
 	if n.cacheTTL <= 0 {
-		return n.do(ctx, n.client.B().Get().Key(n.agentKey(tenant, id)).Build())
+		return n.do(ctx, n.client.B().Hgetall().Key(n.agentKey(tenant, id)).Build())
 	}
 	cctx, cancel, err := n.call(ctx)
 	if err != nil {
 		return valkeygo.ValkeyResult{}, n.fail(ctx, err)
 	}
 	defer cancel()
-	r := n.client.DoCache(cctx, n.client.B().Get().Key(n.agentKey(tenant, id)).Cache(), n.cacheTTL)
+	r := n.client.DoCache(cctx, n.client.B().Hgetall().Key(n.agentKey(tenant, id)).Cache(), n.cacheTTL)
 	if err := r.NonValkeyError(); err != nil {
 		return r, n.fail(ctx, err)
 	}
@@ -137,18 +142,11 @@ func (n *native) GetAgent(ctx context.Context, tenant, id string) (store.Agent, 
 }
 
 func (n *native) decodeAgent(ctx context.Context, id string, r valkeygo.ValkeyResult) (store.Agent, error) {
-	b, err := r.AsBytes()
-	if valkeygo.IsValkeyNil(err) {
-		return store.Agent{}, fmt.Errorf("agent %q: %w", id, store.ErrNotFound)
-	}
+	h, err := r.AsStrMap()
 	if err != nil {
 		return store.Agent{}, n.fail(ctx, err)
 	}
-	var a store.Agent
-	if err := json.Unmarshal(b, &a); err != nil {
-		return store.Agent{}, fmt.Errorf("valkey: decode agent %q: %w", id, err)
-	}
-	return a, nil
+	return decodeAgentHash(id, h, "instructions")
 }
 
 // DeleteAgent implements store.AgentStore.
@@ -460,9 +458,9 @@ func (n *native) DeleteSession(ctx context.Context, tenant, session string) erro
 	return n.deleted(ctx, r, err, "session", session)
 }
 
-// Load implements store.Loader with one DoMulti: GET of the agent, HGETALL of the user's memory, and
+// Load implements store.Loader with one DoMulti: HGETALL of the agent and of the user's memory, and
 // LRANGE of the newest messages, the tool outputs and the knowledge. With the agent cache on, the agent
-// comes from the cache, or on a miss from a GET sent concurrently.
+// comes from the cache, or on a miss from an HGETALL sent concurrently.
 func (n *native) Load(ctx context.Context, tenant string, q store.LoadQuery) (*store.Snapshot, error) {
 	if err := validateLoad(n.limits, tenant, q); err != nil {
 		return nil, err
@@ -477,7 +475,7 @@ func (n *native) Load(ctx context.Context, tenant string, q store.LoadQuery) (*s
 	cachedAgent := q.Agent != "" && n.cacheTTL > 0
 	if q.Agent != "" && !cachedAgent {
 		agentAt = len(cmds)
-		cmds = append(cmds, b.Get().Key(n.agentKey(tenant, q.Agent)).Build())
+		cmds = append(cmds, b.Hgetall().Key(n.agentKey(tenant, q.Agent)).Build())
 	}
 	if q.User != "" {
 		memAt = len(cmds)

@@ -12,7 +12,8 @@
 //	loom:{t:<tenant>:s:<session>}:tools  list: its tool outputs as JSON; seq = position + 1
 //	loom:{t:<tenant>:s:<session>}:kb     list: its pre-retrieved knowledge as JSON
 //	loom:{t:<tenant>:u:<user>}:mem       hash: fact key -> fact as JSON
-//	loom:{t:<tenant>}:agent:<id>         string: the agent as JSON
+//	loom:{t:<tenant>}:agent:<id>         hash: instructions, constraints, output_format, updated_at, and
+//	                                     model, max_tokens, tools and policy (JSON) when set
 //
 // and, for collection.Store (collections.go has the details and the guarantees of the change feed):
 //
@@ -30,9 +31,10 @@
 // reading the newest N is a bare LRANGE -N -1; tool outputs and knowledge are written in MULTI/EXEC. A
 // Load reads the agent, the user's memory and the session with one DoMulti of single-key commands: one
 // round trip to each node involved (at most three in a cluster, one on a standalone server). Sessions are
-// never listed, and nothing is ever found by key pattern: no KEYS, and no SCAN (collections are listed
-// from the tenant's index hash, documents and chunks with HSCAN of their collection's hashes). A session
-// that expired or was deleted starts again from seq 1.
+// never listed, and nothing a request needs is found by key pattern: no KEYS, and no SCAN (collections are
+// listed from the tenant's index hash, documents and chunks with HSCAN of their collection's hashes). The
+// one SCAN is AllCollections', which a server runs once at start to find every tenant's index hash. A
+// session that expired or was deleted starts again from seq 1.
 //
 // Ids are escaped before they go into a key: '%', ':', '{', '}', space and control bytes become %XX (upper
 // case hex), so no id can close a hash tag or pose as another tenant's or session's key.

@@ -353,7 +353,7 @@ func TestLoad_SourceErrors(t *testing.T) {
 	}
 	for _, cmd := range [][]string{
 		{"RPUSH", "bad:{t:acme:s:s}:tools", "{not json"},
-		{"SET", "bad:{t:acme}:agent:bot", "[]"},
+		{"HSET", "bad:{t:acme}:agent:bot", "tools", "{not a list"},
 		{"SET", "bad:{t:acme:s:s}:kb", "a string, not a list"},
 	} {
 		if _, err := valkeytest.Do(addr, cmd...); err != nil {
@@ -390,12 +390,16 @@ func TestKeys_Escaped(t *testing.T) {
 	if err := s.SetFact(ctx, "a:b", "u}", store.Fact{Key: "k", Value: "v"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutAgent(ctx, "a:b", store.Agent{ID: "bot:1"}); err != nil {
+	if err := s.PutAgent(ctx, "a:b", store.Agent{ID: "bot:1", Instructions: "Be brief.", MaxTokens: 900}); err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{"loom:{t:a%3Ab:s:%7Bx%7D%20100%25}:msgs", "loom:{t:a%3Ab:u:u%7D}:mem", "loom:{t:a%3Ab}:agent:bot%3A1"} {
-		if n, err := valkeytest.Do(addr, "EXISTS", key); err != nil || n[0] != "1" {
-			t.Errorf("EXISTS %s = %v, %v", key, n, err)
+	for key, typ := range map[string]string{"loom:{t:a%3Ab:s:%7Bx%7D%20100%25}:msgs": "list", "loom:{t:a%3Ab:u:u%7D}:mem": "hash",
+		"loom:{t:a%3Ab}:agent:bot%3A1": "hash"} {
+		if r, err := valkeytest.Do(addr, "TYPE", key); err != nil || r[0] != typ {
+			t.Errorf("TYPE %s = %v, %v; want %s", key, r, err, typ)
 		}
+	}
+	if r, err := valkeytest.Do(addr, "HMGET", "loom:{t:a%3Ab}:agent:bot%3A1", "instructions", "max_tokens"); err != nil || strings.Join(r, "|") != "Be brief.|900" {
+		t.Errorf("the agent's hash: %v, %v", r, err)
 	}
 }
