@@ -145,6 +145,23 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
+// dialRetries is how often a call retries a dial that failed before it gives up.
+const dialRetries = 3
+
+// retryDelay is the store's valkey-go RetryDelay. The client retries read-only commands after network
+// errors until the call's deadline, backing off up to 1 s; a server that refuses connections (stopped,
+// restarting) then holds every call for the whole timeout. A failed dial is retried dialRetries times
+// (after 1, 2 and 4 ms, which rides out a blip) and then the call fails: an outage is a quick
+// ErrUnavailable, a 503 with Retry-After from the server, rather than a queue of stalled calls. Other
+// network errors back off as valkey-go's default does.
+func retryDelay(attempts int, _ valkeygo.Completed, err error) time.Duration {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" && attempts >= dialRetries {
+		return -1
+	}
+	return min(time.Second, time.Duration(1<<min(attempts, 20))*time.Millisecond)
+}
+
 // layout is what a key layout implements: store.Store without Ping and Close.
 type layout interface {
 	store.AgentStore
@@ -196,6 +213,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	copt.DisableCache = opts.CacheAgents == 0
 	if copt.Dialer.Timeout == 0 || copt.Dialer.Timeout > opts.Timeout {
 		copt.Dialer.Timeout = opts.Timeout
+	}
+	if copt.RetryDelay == nil {
+		copt.RetryDelay = retryDelay
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

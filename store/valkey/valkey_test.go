@@ -188,6 +188,41 @@ func total(m map[string]int) int {
 	return n
 }
 
+// TestFault_RefusedFailsFast: with the server gone (connections refused), calls fail with ErrUnavailable at
+// once, not after the store's timeout (valkey-go alone retries reads until the deadline).
+func TestFault_RefusedFailsFast(t *testing.T) {
+	t.Parallel()
+	srv := valkeytest.StartServer(t)
+	s := open(t, valkey.Options{Timeout: 5 * time.Second}, srv.Addr)
+	ctx := context.Background()
+	if err := s.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	calls := map[string]func() error{
+		"Ping": func() error { return s.Ping(ctx) },
+		"Messages": func() error {
+			_, err := s.Messages(ctx, "acme", "s", store.MessageQuery{})
+			return err
+		},
+		"Load": func() error {
+			_, err := s.Load(ctx, "acme", store.LoadQuery{Agent: "a", User: "u", Session: "s"})
+			return err
+		},
+		"AppendMessages": func() error {
+			_, err := s.AppendMessages(ctx, "acme", "s", store.Message{Role: "user", Content: "lost"})
+			return err
+		},
+	}
+	for name, call := range calls {
+		start := time.Now()
+		err := call()
+		if d := time.Since(start); !errors.Is(err, store.ErrUnavailable) || d > time.Second {
+			t.Errorf("%s with connections refused: %v after %v, want ErrUnavailable at once (timeout 5s)", name, err, d)
+		}
+	}
+}
+
 // TestFault_StopRestart stops the server under a store: calls fail with ErrUnavailable within the timeout
 // and work again once the server is back.
 func TestFault_StopRestart(t *testing.T) {
