@@ -76,6 +76,16 @@ func storeError(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
+// with opens the store the flags name, runs fn on it and closes it; fn's error is the verb's (storeError).
+func (sf storeFlags) with(ctx context.Context, verb string, fn func(store.Store) error) error {
+	st, err := sf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return storeError(verb, fn(st))
+}
+
 // verbs runs the verb args[0] of a command with verbs (session, memory, agent).
 func verbs(ctx context.Context, name, usage string, table map[string]func(context.Context, string, []string, streams) error, args []string, s streams) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
@@ -183,21 +193,18 @@ func sessionAppend(ctx context.Context, name string, args []string, s streams) e
 	default:
 		msgs = []store.Message{{Role: *role, Content: *content, Name: *msgName, ToolCallID: *callID}}
 	}
-	st, err := sf.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	stored, err := st.AppendMessages(ctx, *sf.tenant, *session, msgs...)
-	if err != nil {
-		return storeError(name, err)
-	}
-	for _, m := range stored {
-		if err := writeJSON(s.stdout, m); err != nil {
+	return sf.with(ctx, name, func(st store.Store) error {
+		stored, err := st.AppendMessages(ctx, *sf.tenant, *session, msgs...)
+		if err != nil {
 			return err
 		}
-	}
-	return nil
+		for _, m := range stored {
+			if err := writeJSON(s.stdout, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // decodeMessages reads {"messages": [...]}, [...] or one message.
@@ -235,21 +242,18 @@ func sessionShow(ctx context.Context, name string, args []string, s streams) err
 	if *limit < 0 {
 		return usageError(fmt.Errorf("%s: --limit must not be negative", name))
 	}
-	st, err := sf.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	msgs, err := st.Messages(ctx, *sf.tenant, *session, store.MessageQuery{Limit: *limit})
-	if err != nil {
-		return storeError(name, err)
-	}
-	for _, m := range msgs {
-		if err := writeJSON(s.stdout, m); err != nil {
+	return sf.with(ctx, name, func(st store.Store) error {
+		msgs, err := st.Messages(ctx, *sf.tenant, *session, store.MessageQuery{Limit: *limit})
+		if err != nil {
 			return err
 		}
-	}
-	return nil
+		for _, m := range msgs {
+			if err := writeJSON(s.stdout, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 func sessionToolOutput(ctx context.Context, name string, args []string, s streams) error {
@@ -266,16 +270,13 @@ func sessionToolOutput(ctx context.Context, name string, args []string, s stream
 	if err := required(fs, "session", "tool"); err != nil {
 		return err
 	}
-	st, err := sf.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	o, err := st.AppendToolOutput(ctx, *sf.tenant, *session, store.ToolOutput{Tool: *tool, CallID: *callID, Args: *toolArgs, Result: *result})
-	if err != nil {
-		return storeError(name, err)
-	}
-	return writeJSON(s.stdout, o)
+	return sf.with(ctx, name, func(st store.Store) error {
+		o, err := st.AppendToolOutput(ctx, *sf.tenant, *session, store.ToolOutput{Tool: *tool, CallID: *callID, Args: *toolArgs, Result: *result})
+		if err != nil {
+			return err
+		}
+		return writeJSON(s.stdout, o)
+	})
 }
 
 func sessionKnowledge(ctx context.Context, name string, args []string, s streams) error {
@@ -297,12 +298,7 @@ func sessionKnowledge(ctx context.Context, name string, args []string, s streams
 	if err := decodeStrict(data, &items); err != nil {
 		return usageError(fmt.Errorf("%s: %s: %w", name, *file, err))
 	}
-	st, err := sf.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	return storeError(name, st.SetKnowledge(ctx, *sf.tenant, *session, items))
+	return sf.with(ctx, name, func(st store.Store) error { return st.SetKnowledge(ctx, *sf.tenant, *session, items) })
 }
 
 func sessionDelete(ctx context.Context, name string, args []string, s streams) error {
@@ -315,12 +311,7 @@ func sessionDelete(ctx context.Context, name string, args []string, s streams) e
 	if err := required(fs, "session"); err != nil {
 		return err
 	}
-	st, err := sf.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	return storeError(name, st.DeleteSession(ctx, *sf.tenant, *session))
+	return sf.with(ctx, name, func(st store.Store) error { return st.DeleteSession(ctx, *sf.tenant, *session) })
 }
 
 const memoryUsage = `Usage:
@@ -354,12 +345,9 @@ func memorySet(ctx context.Context, name string, args []string, s streams) error
 	if err := required(fs, "user", "key"); err != nil {
 		return err
 	}
-	st, err := sf.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	return storeError(name, st.SetFact(ctx, *sf.tenant, *user, store.Fact{Key: *key, Value: *value, Pinned: *pinned, Source: *source}))
+	return sf.with(ctx, name, func(st store.Store) error {
+		return st.SetFact(ctx, *sf.tenant, *user, store.Fact{Key: *key, Value: *value, Pinned: *pinned, Source: *source})
+	})
 }
 
 func memoryGet(ctx context.Context, name string, args []string, s streams) error {
@@ -373,29 +361,26 @@ func memoryGet(ctx context.Context, name string, args []string, s streams) error
 	if err := required(fs, "user"); err != nil {
 		return err
 	}
-	st, err := sf.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	facts, err := st.Facts(ctx, *sf.tenant, *user)
-	if err != nil {
-		return storeError(name, err)
-	}
-	found := false
-	for _, f := range facts {
-		if *key != "" && f.Key != *key {
-			continue
-		}
-		found = true
-		if err := writeJSON(s.stdout, f); err != nil {
+	return sf.with(ctx, name, func(st store.Store) error {
+		facts, err := st.Facts(ctx, *sf.tenant, *user)
+		if err != nil {
 			return err
 		}
-	}
-	if *key != "" && !found {
-		return fmt.Errorf("%s: user %q has no fact %q: %w", name, *user, *key, store.ErrNotFound)
-	}
-	return nil
+		found := false
+		for _, f := range facts {
+			if *key != "" && f.Key != *key {
+				continue
+			}
+			found = true
+			if err := writeJSON(s.stdout, f); err != nil {
+				return err
+			}
+		}
+		if *key != "" && !found {
+			return fmt.Errorf("user %q has no fact %q: %w", *user, *key, store.ErrNotFound)
+		}
+		return nil
+	})
 }
 
 func memoryDelete(ctx context.Context, name string, args []string, s streams) error {
@@ -409,12 +394,7 @@ func memoryDelete(ctx context.Context, name string, args []string, s streams) er
 	if err := required(fs, "user", "key"); err != nil {
 		return err
 	}
-	st, err := sf.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	return storeError(name, st.DeleteFact(ctx, *sf.tenant, *user, *key))
+	return sf.with(ctx, name, func(st store.Store) error { return st.DeleteFact(ctx, *sf.tenant, *user, *key) })
 }
 
 const agentUsage = `Usage:
@@ -475,12 +455,7 @@ func agentPut(ctx context.Context, name string, args []string, s streams) error 
 			}
 		}
 	}
-	st, err := sf.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	return storeError(name, st.PutAgent(ctx, *sf.tenant, a))
+	return sf.with(ctx, name, func(st store.Store) error { return st.PutAgent(ctx, *sf.tenant, a) })
 }
 
 func agentGet(ctx context.Context, name string, args []string, s streams) error {
@@ -493,16 +468,13 @@ func agentGet(ctx context.Context, name string, args []string, s streams) error 
 	if err := required(fs, "agent"); err != nil {
 		return err
 	}
-	st, err := sf.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	a, err := st.GetAgent(ctx, *sf.tenant, *id)
-	if err != nil {
-		return storeError(name, err)
-	}
-	return writeJSON(s.stdout, a)
+	return sf.with(ctx, name, func(st store.Store) error {
+		a, err := st.GetAgent(ctx, *sf.tenant, *id)
+		if err != nil {
+			return err
+		}
+		return writeJSON(s.stdout, a)
+	})
 }
 
 // assembleFromStore runs an assembly through the engine: the stored state the flags name, merged with the
