@@ -457,6 +457,34 @@ func (e *Engine) Retrieve(ctx context.Context, query string, opts ...RetrieveOpt
 	return e.search(ctx, tenant, coll.ID, q)
 }
 
+// Hit is a retrieval result flattened for JSON: one line of loom retrieve, one result of POST
+// /v1/retrieve. Start and End are byte offsets of Text in the document's text; the ranking's detail
+// (Keyword and Vector scores and ranks) is there when the mode had it.
+type Hit struct {
+	Rank        int               `json:"rank"`
+	Score       float64           `json:"score"`
+	Kind        string            `json:"kind"`
+	ChunkID     string            `json:"chunk_id"`
+	DocumentID  string            `json:"document_id"`
+	Source      string            `json:"source"`
+	Start       int               `json:"start"`
+	End         int               `json:"end"`
+	Text        string            `json:"text"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
+	Keyword     float64           `json:"keyword,omitempty"`
+	KeywordRank int               `json:"keyword_rank,omitempty"`
+	Vector      float64           `json:"vector,omitempty"`
+	VectorRank  int               `json:"vector_rank,omitempty"`
+}
+
+// NewHit flattens r.
+func NewHit(r retriever.Result) Hit {
+	c := r.Chunk
+	return Hit{Rank: r.Rank, Score: r.Score, Kind: r.Kind, ChunkID: c.ID, DocumentID: c.DocumentID,
+		Source: c.Metadata["source"], Start: c.StartOffset, End: c.EndOffset, Text: c.Content, Metadata: c.Metadata,
+		Keyword: r.Keyword, KeywordRank: r.KeywordRank, Vector: r.Vector, VectorRank: r.VectorRank}
+}
+
 // followBackoff bounds the pause after a failed read of the change feed.
 const followBackoff = 2 * time.Second
 

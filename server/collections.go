@@ -107,24 +107,6 @@ func (s *Server) deleteDocument(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// retrieveResult is one result of POST /v1/retrieve, as loom retrieve prints it, with the ranking's detail.
-type retrieveResult struct {
-	Rank        int               `json:"rank"`
-	Score       float64           `json:"score"`
-	Kind        string            `json:"kind"`
-	ChunkID     string            `json:"chunk_id"`
-	DocumentID  string            `json:"document_id"`
-	Source      string            `json:"source"`
-	Start       int               `json:"start"`
-	End         int               `json:"end"`
-	Text        string            `json:"text"`
-	Metadata    map[string]string `json:"metadata,omitempty"`
-	Keyword     float64           `json:"keyword,omitempty"`
-	KeywordRank int               `json:"keyword_rank,omitempty"`
-	Vector      float64           `json:"vector,omitempty"`
-	VectorRank  int               `json:"vector_rank,omitempty"`
-}
-
 func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) error {
 	var b struct {
 		Collection string            `json:"collection"`
@@ -150,13 +132,10 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]retrieveResult, len(results))
+	out := make([]engine.Hit, len(results))
 	for i, res := range results {
-		c := res.Chunk
-		out[i] = retrieveResult{Rank: res.Rank, Score: res.Score, Kind: res.Kind, ChunkID: c.ID, DocumentID: c.DocumentID,
-			Source: c.Metadata["source"], Start: c.StartOffset, End: c.EndOffset, Text: c.Content, Metadata: c.Metadata,
-			Keyword: res.Keyword, KeywordRank: res.KeywordRank, Vector: res.Vector, VectorRank: res.VectorRank}
+		out[i] = engine.NewHit(res)
 	}
-	writeJSON(w, http.StatusOK, map[string][]retrieveResult{"results": out})
+	writeJSON(w, http.StatusOK, map[string][]engine.Hit{"results": out})
 	return nil
 }

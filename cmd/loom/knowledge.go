@@ -189,7 +189,8 @@ Retrieve prints the chunks of the collection most relevant to QUERY as JSON Line
 	{"rank":1,"score":0.032,"kind":"rrf","chunk_id":"docs/a.md#3","document_id":"docs/a.md",
 	 "source":"docs/a.md","start":1200,"end":2480,"text":"..."}
 
-start and end are byte offsets of text in the document's text. hybrid (the default) fuses BM25 and vector
+start and end are byte offsets of text in the document's text; metadata, and the keyword and vector scores
+and ranks behind a hybrid score, follow when there are any. hybrid (the default) fuses BM25 and vector
 rankings by reciprocal rank; mmr re-ranks the hybrid candidates for diversity. --min-score (0 to 1) drops
 results whose cosine similarity, or BM25 score relative to the best, is below it.
 ` + storeFlagsUsage
@@ -235,20 +236,8 @@ func runRetrieve(ctx context.Context, args []string, s streams) error {
 	case err != nil:
 		return fmt.Errorf("retrieve: %w", err)
 	}
-	type line struct {
-		Rank       int     `json:"rank"`
-		Score      float64 `json:"score"`
-		Kind       string  `json:"kind"`
-		ChunkID    string  `json:"chunk_id"`
-		DocumentID string  `json:"document_id"`
-		Source     string  `json:"source"`
-		Start      int     `json:"start"`
-		End        int     `json:"end"`
-		Text       string  `json:"text"`
-	}
 	for _, r := range results {
-		c := r.Chunk
-		if err := writeJSON(s.stdout, line{r.Rank, r.Score, r.Kind, c.ID, c.DocumentID, c.Metadata["source"], c.StartOffset, c.EndOffset, c.Content}); err != nil {
+		if err := writeJSON(s.stdout, engine.NewHit(r)); err != nil {
 			return err
 		}
 	}
