@@ -57,6 +57,19 @@ type MemoryFact struct {
 	Source    string    `json:"source,omitempty"`
 }
 
+// DropTokenCounts forgets the cached token counts of r's knowledge and history. A count the assembler is
+// given is trusted (that is what makes cached counts fast), and a wrong one would make the budget and
+// TotalTokens wrong; a request read from outside the process (a file, an HTTP body) cannot vouch for its
+// counts, so the CLI and the server drop them and the assembler counts.
+func (r *Request) DropTokenCounts() {
+	for i := range r.Knowledge {
+		r.Knowledge[i].TokenCounts = nil
+	}
+	for i := range r.History {
+		r.History[i].TokenCounts = nil
+	}
+}
+
 // Knowledge is one retrieved or given piece of knowledge.
 type Knowledge struct {
 	ID          string            `json:"id,omitempty"`

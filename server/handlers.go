@@ -146,6 +146,7 @@ func (s *Server) assemble(w http.ResponseWriter, r *http.Request) error {
 	if err := s.checkRequest(&req); err != nil {
 		return err
 	}
+	req.DropTokenCounts() // a client's counts could make the budget wrong; the store's are Loom's own
 	req.Tenant = tenant(r.Context())
 	res, err := s.eng.Assemble(r.Context(), req)
 	if err != nil {

@@ -303,6 +303,30 @@ func TestOpenAPI_MatchesRoutes(t *testing.T) {
 	}
 }
 
+// TestAPI_ClientTokenCountsIgnored: token counts in a request's history and knowledge are not trusted (a
+// client that understates them would get a prompt over its budget); the assembler counts.
+func TestAPI_ClientTokenCountsIgnored(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, memory.New(store.Options{}), server.Limits{})
+	lie := map[string]int{"o200k_base": 1, "cl100k_base": 1}
+	var history []map[string]any
+	for i := range 6 {
+		history = append(history, map[string]any{"role": []string{"user", "assistant"}[i%2],
+			"content": strings.Repeat(fmt.Sprintf("message %d says a great many words. ", i), 4), "token_counts": lie})
+	}
+	res := ts.must("POST", "/v1/assemble", keyAcme, map[string]any{"model": "gpt-4o", "max_tokens": 120, "message": "hi",
+		"history": history, "knowledge": []map[string]any{{"content": strings.Repeat("a long fact ", 40), "token_counts": lie}}}, 200)
+	total, _ := res["total_tokens"].(float64)
+	msgs, _ := res["messages"].([]any)
+	if total > 120 || total <= 0 || len(msgs) >= 1+len(history) {
+		t.Fatalf("with understated counts: total_tokens %v over 120, or every message kept (%d): %v", total, len(msgs), res)
+	}
+	text, _ := json.Marshal(res["messages"])
+	if strings.Contains(string(text), "a long fact") {
+		t.Errorf("knowledge of ~80 tokens fitted beside the history in 120: %s", text)
+	}
+}
+
 // TestAPI_ReadyHook: /readyz answers 503 with Retry-After while Config.Ready errs (indexes loading), 200
 // after.
 func TestAPI_ReadyHook(t *testing.T) {

@@ -58,7 +58,7 @@ func validateText(l Limits, what, s string) error {
 var CountedEncodings = []string{tokenizer.O200KBase, tokenizer.CL100KBase}
 
 // PrepareMessages validates msgs for appending and returns copies with Time (now, if zero) and
-// TokenCounts (for CountedEncodings, where missing) set. Roles are user, assistant, tool and system; a tool
+// TokenCounts set: counted for CountedEncodings, whatever counts were given (they are not trusted). Roles are user, assistant, tool and system; a tool
 // message needs its tool_call_id; tool calls need an id, a name and JSON arguments. Errors wrap ErrInvalid
 // or ErrTooLarge.
 func PrepareMessages(l Limits, now time.Time, msgs []Message) ([]Message, error) {
@@ -120,13 +120,12 @@ func PrepareMessages(l Limits, now time.Time, msgs []Message) ([]Message, error)
 				m.ToolCalls[j].Type = "function"
 			}
 		}
+		// Always counted here: a count given with the message is not trusted (a wrong one would make
+		// every assembly's budget wrong).
 		counts := make(map[string]int, len(CountedEncodings))
-		maps.Copy(counts, m.TokenCounts)
 		for _, name := range CountedEncodings {
-			if _, ok := counts[name]; !ok {
-				enc, _ := tokenizer.Get(name)
-				counts[name] = enc.Count(m.Content)
-			}
+			enc, _ := tokenizer.Get(name)
+			counts[name] = enc.Count(m.Content)
 		}
 		m.TokenCounts = counts
 		out[i] = m
@@ -173,8 +172,8 @@ func PrepareToolOutput(l Limits, now time.Time, o ToolOutput) (ToolOutput, error
 }
 
 // PrepareKnowledge validates a session's knowledge items and returns copies, with the token counts of each
-// item's content as the assembler renders it (assembler.RenderedKnowledge) set for CountedEncodings where
-// missing.
+// item's content as the assembler renders it (assembler.RenderedKnowledge) counted for CountedEncodings,
+// whatever counts were given.
 func PrepareKnowledge(l Limits, items []Knowledge) ([]Knowledge, error) {
 	l = l.WithDefaults()
 	if len(items) > l.MaxBatch {
@@ -191,17 +190,12 @@ func PrepareKnowledge(l Limits, items []Knowledge) ([]Knowledge, error) {
 			}
 		}
 		out[i].Metadata = maps.Clone(k.Metadata)
+		// Always counted here, as messages are: given counts are not trusted.
 		counts := make(map[string]int, len(CountedEncodings))
-		maps.Copy(counts, k.TokenCounts)
-		var rendered string
+		rendered := assembler.RenderedKnowledge(k.Content)
 		for _, name := range CountedEncodings {
-			if _, ok := counts[name]; !ok {
-				if rendered == "" {
-					rendered = assembler.RenderedKnowledge(k.Content)
-				}
-				enc, _ := tokenizer.Get(name)
-				counts[name] = enc.Count(rendered)
-			}
+			enc, _ := tokenizer.Get(name)
+			counts[name] = enc.Count(rendered)
 		}
 		out[i].TokenCounts = counts
 	}

@@ -75,6 +75,7 @@ func runAssemble(ctx context.Context, args []string, s streams) error {
 		if err := decodeStrict(data, &req); err != nil {
 			return usageError(fmt.Errorf("assemble: malformed request: %w", err))
 		}
+		req.DropTokenCounts() // a file's counts could make the budget wrong
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

@@ -72,3 +72,28 @@ func TestAssemble_ExitCodes(t *testing.T) {
 		t.Errorf("no --request: exit %d", code)
 	}
 }
+
+// TestAssemble_RequestCountsIgnored: counts in a request file are not trusted; the budget holds.
+func TestAssemble_RequestCountsIgnored(t *testing.T) {
+	t.Parallel()
+	lie := map[string]int{"o200k_base": 1, "cl100k_base": 1}
+	req := map[string]any{"model": "gpt-4o", "max_tokens": 60, "message": "hi"}
+	var history []map[string]any
+	for i := range 4 {
+		history = append(history, map[string]any{"role": []string{"user", "assistant"}[i%2],
+			"content": strings.Repeat("many words in this message ", 3), "token_counts": lie})
+	}
+	req["history"] = history
+	data, _ := json.Marshal(req)
+	out, errOut, code := runLoom(t, string(data), "assemble", "--request", "-")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res assembler.Result
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.TotalTokens > 60 || len(res.Messages) >= 2+len(history) {
+		t.Errorf("understated counts were trusted: total %d of 60, %d messages", res.TotalTokens, len(res.Messages))
+	}
+}

@@ -217,11 +217,15 @@ func testMessages(t *testing.T, newStore NewStore) {
 			}
 		}
 	}
-	// A time and counts given by the writer are kept.
+	// A time given by the writer is kept; counts given are not trusted but counted, as read back too.
 	when := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	m := must(s.AppendMessages(ctx, tenant, "sess_43", store.Message{Role: "user", Content: "x", Time: when, TokenCounts: map[string]int{"o200k_base": 7}}))[0]
-	if !m.Time.Equal(when) || m.TokenCounts["o200k_base"] != 7 || m.TokenCounts["cl100k_base"] != 1 {
+	m := must(s.AppendMessages(ctx, tenant, "sess_43", store.Message{Role: "user", Content: "x", Time: when,
+		TokenCounts: map[string]int{"o200k_base": 7, "cl100k_base": -3, "made_up": 2}}))[0]
+	if !m.Time.Equal(when) || len(m.TokenCounts) != 2 || m.TokenCounts["o200k_base"] != 1 || m.TokenCounts["cl100k_base"] != 1 {
 		t.Errorf("appended %+v", m)
+	}
+	if got := must(s.Messages(ctx, tenant, "sess_43", store.MessageQuery{})); len(got) != 1 || got[0].TokenCounts["o200k_base"] != 1 {
+		t.Errorf("read back %+v", got)
 	}
 }
 
