@@ -439,13 +439,12 @@ func (e *Engine) Retrieve(ctx context.Context, query string, opts ...RetrieveOpt
 		}
 		q.Vector = vs[0]
 	}
-	if ks, ok := e.colls.(collection.KeywordSearcher); ok && q.Mode != ModeVector {
+	// The store's keyword index (SQLite's FTS5) ranks the whole collection, so with a filter its best
+	// candidates may all be filtered out; the in-memory BM25 applies the filter before it ranks.
+	if ks, ok := e.colls.(collection.KeywordSearcher); ok && q.Mode != ModeVector && len(q.Filter) == 0 {
 		n := q.Candidates
 		if n == 0 {
 			n = max(retriever.DefaultMinCandidates, 5*max(q.TopK, retriever.DefaultTopK))
-		}
-		if q.Filter != nil {
-			n *= 4 // the store ranks before the filter applies
 		}
 		if q.KeywordResults, err = ks.SearchKeywords(ctx, tenant, coll.ID, query, n); err != nil {
 			return nil, fmt.Errorf("keyword search: %w", err)

@@ -295,6 +295,49 @@ func TestCollections_TwoEngines(t *testing.T) {
 	}
 }
 
+// TestCollections_SelectiveFilter: a filter that keeps one document out of hundreds that match the query
+// better still finds that document's matching chunk, in every mode, on every backend (SQLite's FTS5 ranks
+// the whole collection, so its best candidates can all be filtered out).
+func TestCollections_SelectiveFilter(t *testing.T) {
+	t.Parallel()
+	for _, b := range append([]backend{{name: "memory", open: func(testing.TB) store.Store { return memory.New(store.Options{}) }}}, backends...) {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			eng, err := engine.New(b.open(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer eng.Close()
+			ctx := loom.WithTenant(t.Context(), "acme")
+			c, err := eng.CreateCollection(ctx, collection.Collection{Name: "many", ChunkSize: 40})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var docs []ingest.Document
+			for i := range 300 {
+				docs = append(docs, ingest.Document{ID: fmt.Sprintf("short%03d.txt", i), ContentType: ingest.TypeText,
+					Text: fmt.Sprintf("Common common words, note %d.", i)})
+			}
+			long := strings.Repeat("Unrelated filler about rivers and hills and the weather in spring. ", 20) +
+				"One common word appears here, at the end."
+			docs = append(docs, ingest.Document{ID: "zz_target.txt", ContentType: ingest.TypeText, Text: long})
+			if _, err := eng.Ingest(ctx, c.ID, docs...); err != nil {
+				t.Fatal(err)
+			}
+			for _, mode := range []string{engine.ModeKeyword, engine.ModeHybrid} {
+				res, err := eng.Retrieve(ctx, "common", engine.WithCollection(c.ID), engine.WithMode(mode),
+					engine.WithFilter(map[string]string{retriever.FilterDocumentID: "zz_target.txt"}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(res) == 0 || !strings.Contains(res[0].Chunk.Content, "common word") {
+					t.Errorf("%s: the filtered document's matching chunk is not first: %+v", mode, res)
+				}
+			}
+		})
+	}
+}
+
 // countedScans is a store that counts the index builds (ScanChunks calls) made on it.
 type countedScans struct {
 	store.Store
