@@ -27,14 +27,16 @@ var (
 )
 
 // Collection is a set of documents chunked and embedded alike. Zero chunk fields take the engine's
-// defaults (DefaultChunkSize 512, DefaultChunkOverlap 50, the recursive strategy) when the collection is
-// created, and are stored as resolved.
+// defaults when the collection is created (engine.DefaultChunkSize 512; engine.DefaultChunkOverlap 50, or
+// a fifth of a smaller chunk size; engine.StrategyAuto, which chunks each document by its kind), and are
+// stored as resolved. A negative ChunkOverlap asks for none; the chunk size must be at least
+// engine.MinChunkSize (16).
 type Collection struct {
 	// ID is assigned by the store when empty.
 	ID   string `json:"id"`
 	Name string `json:"name"`
-	// ChunkStrategy names the chunker: a built-in strategy (recursive, fixed, sliding, semantic, code,
-	// markdown) or one registered with engine.WithChunker.
+	// ChunkStrategy names the chunker: "auto", a built-in strategy (recursive, fixed, sliding, semantic,
+	// code, markdown) or one registered with engine.WithChunker.
 	ChunkStrategy string `json:"chunk_strategy,omitempty"`
 	ChunkSize     int    `json:"chunk_size,omitempty"`
 	ChunkOverlap  int    `json:"chunk_overlap,omitempty"`

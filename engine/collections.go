@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -23,7 +24,9 @@ import (
 	"github.com/context-loom/loom/tokenizer"
 )
 
-// Collection defaults, applied to a collection's zero fields when it is created (seed 002).
+// Collection defaults, applied to a collection's zero fields when it is created (seed 002). A zero
+// ChunkOverlap takes DefaultChunkOverlap, or a fifth of the chunk size when that is smaller (an overlap of
+// 50 would be most of a 64-token chunk); a negative one means no overlap.
 const (
 	DefaultChunkSize    = 512
 	DefaultChunkOverlap = 50
@@ -34,6 +37,24 @@ const (
 	// StrategyCustom is the name under which WithChunker registers its chunker.
 	StrategyCustom = "custom"
 )
+
+// Limits on what ingestion makes, so that one request cannot make millions of chunks.
+const (
+	// MinChunkSize is the smallest chunk size, in tokens, a collection may have.
+	MinChunkSize = 16
+	// DefaultMaxDocumentChunks is how many chunks one document may make (see WithMaxDocumentChunks): at the
+	// default chunk size about 40 MB of text.
+	DefaultMaxDocumentChunks = 20_000
+)
+
+// WithMaxDocumentChunks sets how many chunks one document may make; ingesting one that makes more fails
+// with an error wrapping store.ErrTooLarge (the server's 413). 0 or less means DefaultMaxDocumentChunks.
+func WithMaxDocumentChunks(n int) Option {
+	return func(e *Engine) error {
+		e.maxDocChunks = n
+		return nil
+	}
+}
 
 // ErrNoCollections is returned by the collection methods when the engine's store keeps no collections.
 var ErrNoCollections = errors.New("engine: the store keeps no collections")
@@ -105,15 +126,18 @@ func (e *Engine) CreateCollection(ctx context.Context, c collection.Collection) 
 	if c.ChunkSize == 0 {
 		c.ChunkSize = DefaultChunkSize
 	}
-	if c.ChunkOverlap == 0 {
+	switch {
+	case c.ChunkOverlap == 0:
 		c.ChunkOverlap = min(DefaultChunkOverlap, c.ChunkSize/5)
+	case c.ChunkOverlap < 0:
+		c.ChunkOverlap = 0 // asked for none
 	}
 	if c.Embedder == "" {
 		c.Embedder = e.defaultEmbedder
 	}
 	switch {
-	case c.ChunkSize < 0 || c.ChunkOverlap < 0:
-		return collection.Collection{}, fmt.Errorf("%w: chunk size and overlap must not be negative", ErrInvalidRequest)
+	case c.ChunkSize < MinChunkSize:
+		return collection.Collection{}, fmt.Errorf("%w: chunk size %d is below the least, %d tokens", ErrInvalidRequest, c.ChunkSize, MinChunkSize)
 	case c.ChunkOverlap >= c.ChunkSize:
 		return collection.Collection{}, fmt.Errorf("%w: chunk overlap %d must be smaller than the chunk size %d", ErrInvalidRequest, c.ChunkOverlap, c.ChunkSize)
 	case c.ChunkStrategy != StrategyAuto && e.chunkers[c.ChunkStrategy] == nil && !slices.Contains(chunker.Strategies(), c.ChunkStrategy):
@@ -279,9 +303,16 @@ func (e *Engine) ingestOne(ctx context.Context, coll collection.Collection, d in
 	if strategy == chunker.Code {
 		opts.Language = d.Metadata["language"]
 	}
+	if coll.ChunkOverlap == 0 {
+		opts.NoOverlap = true
+	}
 	pieces, err := ck.Chunk(ctx, d.Text, opts)
 	if err != nil {
 		return IngestResult{}, err
+	}
+	if limit := cmp.Or(max(e.maxDocChunks, 0), DefaultMaxDocumentChunks); len(pieces) > limit {
+		return IngestResult{}, fmt.Errorf("%w: document %q makes %d chunks, more than the limit of %d (use a larger chunk size)",
+			store.ErrTooLarge, d.ID, len(pieces), limit)
 	}
 	emb := e.embedders[coll.Embedder]
 	if emb == nil {

@@ -179,12 +179,50 @@ func TestCollections_Backends(t *testing.T) {
 	}
 }
 
+// TestCollections_Limits: an overlap of -1 means none, and a document that would make more chunks than the
+// limit is refused as too large, leaving nothing stored.
+func TestCollections_Limits(t *testing.T) {
+	t.Parallel()
+	eng, err := engine.New(memory.New(store.Options{}), engine.WithMaxDocumentChunks(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	ctx := loom.WithTenant(t.Context(), "acme")
+	c, err := eng.CreateCollection(ctx, collection.Collection{Name: "tight", ChunkStrategy: "fixed", ChunkSize: engine.MinChunkSize, ChunkOverlap: -1})
+	if err != nil || c.ChunkOverlap != 0 {
+		t.Fatalf("CreateCollection with overlap -1 = %+v, %v", c, err)
+	}
+	text := strings.Repeat("word ", 4*engine.MinChunkSize) // about four chunks
+	if r, err := eng.IngestText(ctx, c.ID, "ok.txt", "", "", text, nil); err != nil || r.Chunks < 2 || r.Chunks > 5 {
+		t.Fatalf("a document of ~4 chunks: %+v, %v", r, err)
+	}
+	res, err := eng.Retrieve(ctx, "word", engine.WithCollection(c.ID), engine.WithTopK(10), engine.WithMode(engine.ModeKeyword))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(res, func(a, b retriever.Result) int { return a.Chunk.StartOffset - b.Chunk.StartOffset })
+	for i := 1; i < len(res); i++ {
+		if res[i].Chunk.StartOffset < res[i-1].Chunk.EndOffset {
+			t.Errorf("chunks overlap with overlap -1: %d-%d and %d-%d", res[i-1].Chunk.StartOffset, res[i-1].Chunk.EndOffset, res[i].Chunk.StartOffset, res[i].Chunk.EndOffset)
+		}
+	}
+	_, err = eng.IngestText(ctx, c.ID, "big.txt", "", "", strings.Repeat(text, 3), nil)
+	if !errors.Is(err, store.ErrTooLarge) {
+		t.Fatalf("a document of ~12 chunks with a limit of 5: %v, want ErrTooLarge", err)
+	}
+	if docs, _ := eng.Documents(ctx, c.ID); len(docs) != 1 {
+		t.Errorf("after the refused document: %d documents", len(docs))
+	}
+}
+
 func TestCollections_BadInput(t *testing.T) {
 	t.Parallel()
 	eng, c := newCollectionsEngine(t, memory.New(store.Options{}))
 	ctx := loom.WithTenant(t.Context(), "acme")
 	for name, coll := range map[string]collection.Collection{
-		"overlap over size": {Name: "a", ChunkSize: 10, ChunkOverlap: 10},
+		"overlap over size": {Name: "a", ChunkSize: 20, ChunkOverlap: 20},
+		"size below least":  {Name: "e", ChunkSize: engine.MinChunkSize - 1},
 		"unknown strategy":  {Name: "b", ChunkStrategy: "magic"},
 		"unknown embedder":  {Name: "c", Embedder: "nope"},
 		"negative size":     {Name: "d", ChunkSize: -1},

@@ -51,6 +51,7 @@ type Engine struct {
 	defaultEmbedder string
 	chunkers        map[string]chunker.Chunker
 	indexOpts       retriever.IndexOptions
+	maxDocChunks    int // WithMaxDocumentChunks; 0: the default
 	ix              indexes
 }
 

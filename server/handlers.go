@@ -427,6 +427,12 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 	if body.Text == nil {
 		return errorf(http.StatusBadRequest, "invalid_request", "text is required")
 	}
+	if err := s.checkText("the text", *body.Text); err != nil {
+		return err
+	}
+	if body.ChunkSize != 0 && body.ChunkSize < engine.MinChunkSize {
+		return errorf(http.StatusBadRequest, "invalid_request", "chunk_size %d is below the least, %d tokens", body.ChunkSize, engine.MinChunkSize)
+	}
 	c, _, _, _, err := counterFor(body.Model, body.Encoding)
 	if err != nil {
 		return err
@@ -449,6 +455,9 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		return fmt.Errorf("chunk: %w", err)
+	}
+	if err := s.checkItems("chunks in the response", len(chunks)); err != nil {
+		return err
 	}
 	out := make([]chunkJSON, len(chunks))
 	for i, c := range chunks {

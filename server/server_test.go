@@ -223,7 +223,12 @@ func RunAPI(t *testing.T, st store.Store) {
 		{"POST", "/v1/tokens/count", keyAcme, map[string]any{"text": "hi", "encoding": "p50k"}, 400, "invalid_request"},
 		{"POST", "/v1/tokens/count", keyAcme, map[string]any{}, 400, "invalid_request"},
 		{"POST", "/v1/chunk", keyAcme, map[string]any{"text": "hi", "strategy": "magic"}, 400, "invalid_request"},
-		{"POST", "/v1/chunk", keyAcme, map[string]any{"text": "hi", "chunk_size": 10, "chunk_overlap": 20}, 400, "invalid_request"},
+		{"POST", "/v1/chunk", keyAcme, map[string]any{"text": "hi", "chunk_size": 20, "chunk_overlap": 30}, 400, "invalid_request"},
+		{"POST", "/v1/chunk", keyAcme, map[string]any{"text": "hi", "chunk_size": 1}, 400, "invalid_request"},
+		{"POST", "/v1/chunk", keyAcme, map[string]any{"text": strings.Repeat("a", server.DefaultMaxMessageBytes+1)}, 413, "too_large"},
+		{"POST", "/v1/chunk", keyAcme, map[string]any{"text": strings.Repeat("word ", 16*(server.DefaultMaxItems+10)), "chunk_size": 16,
+			"strategy": "fixed", "chunk_overlap": 0}, 413, "too_large"},
+		{"POST", "/v1/collections", keyAcme, map[string]any{"name": "tiny", "chunk_size": 1}, 400, "invalid_request"},
 	} {
 		code, out, resp := ts.call(tc.method, tc.path, tc.key, tc.body)
 		if code != tc.status || errorCode(out) != tc.code {

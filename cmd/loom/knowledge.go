@@ -41,8 +41,8 @@ func runIngest(ctx context.Context, args []string, s streams) error {
 	sf := addStoreFlags(fs)
 	name := fs.String("collection", "", "the collection's `name` (or id)")
 	strategy := fs.String("strategy", "", "a new collection's chunking `strategy`: auto, recursive, fixed, sliding, semantic, code, markdown")
-	size := fs.Int("chunk-size", 0, "a new collection's chunk size in tokens (default 512)")
-	overlap := fs.Int("chunk-overlap", 0, "a new collection's chunk overlap in tokens (default 50)")
+	size := fs.Int("chunk-size", 0, "a new collection's chunk size in tokens, at least 16 (default 512)")
+	overlap := fs.Int("chunk-overlap", 0, "a new collection's chunk overlap in tokens (default 50, or a fifth of a chunk size under 250; -1: none)")
 	var include, exclude multiFlag
 	fs.Var(&include, "include", "ingest only files matching `GLOB` (repeatable; *.md, docs/*.html)")
 	fs.Var(&exclude, "exclude", "leave out files and directories matching `GLOB` (repeatable)")
