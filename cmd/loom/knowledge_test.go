@@ -91,7 +91,7 @@ func TestIngestAndRetrieve(t *testing.T) {
 		{[]string{"retrieve", "--store", db, "--collection", "kb"}, exitUsage, "QUERY"},
 		{[]string{"retrieve", "--store", db, "--collection", "kb", "--filter", "novalue", "x"}, exitUsage, "KEY=VALUE"},
 		{[]string{"ingest", "--store", db, "--collection", "kb", "--chunk-size", "100", root}, exitUsage, "cannot change"},
-		{[]string{"ingest", "--store", db, "--collection", "new", "--chunk-size", "10", "--chunk-overlap", "20", root}, exitUsage, "overlap"},
+		{[]string{"ingest", "--store", db, "--collection", "new", "--chunk-size", "20", "--chunk-overlap", "30", root}, exitUsage, "overlap"},
 		{[]string{"ingest", "--store", db, "--collection", "kb"}, exitUsage, "PATH"},
 	} {
 		_, errOut, code := runLoom(t, "", tc.args...)
