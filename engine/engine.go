@@ -35,8 +35,9 @@ var (
 	// ErrAgentNotFound is returned when the request names an agent the store does not have. It wraps
 	// store.ErrNotFound.
 	ErrAgentNotFound = fmt.Errorf("engine: agent %w", store.ErrNotFound)
-	// ErrSourceFailed is returned in strict mode when a source cannot be read; in the default mode the
-	// result comes back degraded instead.
+	// ErrSourceFailed is returned when the agent a request names cannot be read (its instructions and
+	// tools are required), and in strict mode when any source cannot be read; in the default mode the
+	// other sources' failures give a degraded result instead.
 	ErrSourceFailed = errors.New("engine: a source failed")
 )
 
@@ -109,7 +110,8 @@ type Request struct {
 	// HistoryLimit is how many of the session's newest messages to consider; 0 means
 	// store.DefaultLoadMessages (for the cookbook preset, the seed's 10).
 	HistoryLimit int `json:"history_limit,omitempty"`
-	// Strict fails the assembly when a source cannot be read, instead of returning a degraded result.
+	// Strict fails the assembly when a source cannot be read, instead of returning a degraded result. A
+	// named agent that cannot be read fails it either way.
 	Strict bool `json:"strict,omitempty"`
 	// Preset selects another rendering: "" (Loom's own) or "cookbook" (seed 003's messages; see
 	// PresetCookbook).
@@ -148,7 +150,8 @@ type Degradation struct {
 // Assemble gathers the sources req names, merges them with its inline parts and assembles them. It returns
 // ErrAgentNotFound for an agent that does not exist, a *assembler.BudgetError when the required items do not
 // fit, errors wrapping ErrInvalidRequest, assembler.ErrInvalidRequest or store.ErrInvalid for a bad request,
-// and (only when req.Strict) an error wrapping ErrSourceFailed when a source cannot be read.
+// and an error wrapping ErrSourceFailed when the named agent cannot be read or (only when req.Strict) another
+// source cannot be read.
 func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 	tenant := req.Tenant
 	if tenant == "" {
@@ -185,7 +188,7 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 			wg.Wait()
 			return nil, err
 		case err != nil:
-			if req.Strict {
+			if req.Strict || req.Agent != "" { // without the agent's instructions and tools, no assembly
 				wg.Wait()
 				return nil, fmt.Errorf("%w: store: %w", ErrSourceFailed, err)
 			}
@@ -200,7 +203,7 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 			case src == store.SourceAgent && errors.Is(err, store.ErrNotFound):
 				wg.Wait()
 				return nil, fmt.Errorf("%w: %q", ErrAgentNotFound, req.Agent)
-			case req.Strict:
+			case req.Strict || src == store.SourceAgent:
 				wg.Wait()
 				return nil, fmt.Errorf("%w: %s: %w", ErrSourceFailed, src, err)
 			default:

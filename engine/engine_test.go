@@ -272,6 +272,7 @@ func TestAssemble_DegradesOrFailsStrictly(t *testing.T) {
 		{"store down", &faultyStore{fail: down}, "store"},
 		{"store stalls past the deadline", &faultyStore{stall: true}, "store"},
 		{"one source fails", &faultyStore{fail: errors.New("corrupt list"), source: store.SourceHistory}, "history"},
+		{"the agent fails", &faultyStore{fail: errors.New("corrupt hash"), source: store.SourceAgent}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -282,7 +283,21 @@ func TestAssemble_DegradesOrFailsStrictly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// With an agent named, its instructions and tools are required: a failure to read it fails
+			// the assembly, strict or not.
 			req := engine.Request{Agent: "demo_agent", User: "user_42", Session: "sess_42", Request: assembler.Request{Message: "How much does premium cost?"}}
+			_, err = eng.Assemble(t.Context(), req)
+			if tc.want == "history" {
+				if err != nil {
+					t.Fatalf("the history failed: %v, want a degraded result", err)
+				}
+			} else if !errors.Is(err, engine.ErrSourceFailed) {
+				t.Fatalf("with the agent unreadable: %v, want ErrSourceFailed", err)
+			}
+			if tc.want == "" {
+				return
+			}
+			req.Agent, req.Instructions = "", "Be helpful."
 			start := time.Now()
 			res, err := eng.Assemble(t.Context(), req)
 			if err != nil {
