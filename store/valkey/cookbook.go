@@ -1,11 +1,11 @@
 package valkey
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -21,6 +21,20 @@ import (
 )
 
 // cookbook is LayoutCookbook: seed 003's keys, one tenant.
+//
+// # Lenient reading
+//
+// The cookbook's lists are written by other programs too: the seed's Python, search pipelines that keep
+// FT.SEARCH's scores as strings, tools that put numbers in metadata. The seed reads only title and content
+// of a knowledge entry and role and content of a chat entry, so one odd entry must not cost the session
+// its other entries, nor Loom a source the seed would show. Each entry is decoded on its own: a field of an
+// unexpected JSON type is converted where the conversion is plain (a numeric string for a number, the JSON
+// text of a metadata value that is not a string) and ignored where it is not (a ts that is not a time), and
+// an entry that cannot be read at all (not a JSON object; a chat entry without a string role or without
+// content) is skipped while the others are kept. Skipped entries are not reported: store.Snapshot.Errors
+// marks a source as unread and absent (the engine reports it degraded, and a strict assembly fails), which
+// a source with some good entries is not; nor does a Load's snapshot have a place for a partial one. A chat
+// entry skipped leaves a gap in the seqs, which stay position + 1.
 type cookbook struct {
 	*conn
 }
@@ -290,9 +304,11 @@ type chatEntry struct {
 	TokenCounts map[string]int       `json:"token_counts,omitempty"`
 }
 
-// fromSeconds converts a Python time.time() value, to the microsecond.
+// fromSeconds converts a Python time.time() value, to the microsecond. A value that is not a time JSON can
+// encode (before year 1 or after 9999, NaN, infinite) gives the zero time.
 func fromSeconds(ts float64) time.Time {
-	if ts == 0 || math.IsNaN(ts) || math.IsInf(ts, 0) {
+	const minTS, maxTS = -62135596800, 253402300800 // 0001-01-01, 10000-01-01
+	if ts == 0 || math.IsNaN(ts) || ts < minTS || ts >= maxTS {
 		return time.Time{}
 	}
 	sec := math.Floor(ts)
@@ -337,17 +353,57 @@ func (c *cookbook) AppendMessages(ctx context.Context, tenant, session string, m
 	return msgs, nil
 }
 
-// decodeChat decodes chat list values, the first with seq first, counting the tokens the seed's JSON has
-// no counts for.
-func decodeChat(vals []string, first int64) ([]store.Message, error) {
-	if len(vals) == 0 {
-		return nil, nil
+// chatRaw is a chat:<session> entry as read, every field as raw JSON for decodeChatEntry to convert.
+type chatRaw struct {
+	Role        json.RawMessage `json:"role"`
+	Content     json.RawMessage `json:"content"`
+	TS          json.RawMessage `json:"ts"`
+	Name        json.RawMessage `json:"name"`
+	ToolCalls   json.RawMessage `json:"tool_calls"`
+	ToolCallID  json.RawMessage `json:"tool_call_id"`
+	TokenCounts json.RawMessage `json:"token_counts"`
+}
+
+// decodeChatEntry decodes one chat entry leniently (see "Lenient reading" in the cookbook type's comment).
+// ok is false for an entry the seed could not read either: not a JSON object, or without a string role or
+// without content. A null content is "" (an assistant message that only calls tools); content that is not
+// a string is its JSON text. A ts that is neither a number nor a numeric string, or that is no time, is
+// ignored; so are a name, tool_calls, tool_call_id or token_counts of the wrong type.
+func decodeChatEntry(v string) (e chatEntry, ok bool) {
+	var r chatRaw
+	if !isObject(v) || json.Unmarshal([]byte(v), &r) != nil || len(r.Content) == 0 {
+		return chatEntry{}, false
 	}
-	out := make([]store.Message, len(vals))
+	if e.Role, ok = jsonString(r.Role); !ok {
+		return chatEntry{}, false
+	}
+	e.Content, _ = jsonText(r.Content)
+	if ts, ok := jsonNumber(r.TS); ok {
+		e.TS = ts
+	}
+	e.Name, _ = jsonString(r.Name)
+	e.ToolCallID, _ = jsonString(r.ToolCallID)
+	if !isNull(r.ToolCalls) && json.Unmarshal(r.ToolCalls, &e.ToolCalls) != nil {
+		e.ToolCalls = nil
+	}
+	if !isNull(r.TokenCounts) && json.Unmarshal(r.TokenCounts, &e.TokenCounts) != nil {
+		e.TokenCounts = nil
+	}
+	return e, true
+}
+
+// decodeChat decodes chat list values, the first with seq first, counting the tokens the seed's JSON has
+// no counts for. Entries decodeChatEntry cannot read are skipped; the others keep their seqs (position + 1),
+// so a skipped entry leaves a gap.
+func decodeChat(vals []string, first int64) []store.Message {
+	if len(vals) == 0 {
+		return nil
+	}
+	out := make([]store.Message, 0, len(vals))
 	for i, v := range vals {
-		var e chatEntry
-		if err := json.Unmarshal([]byte(v), &e); err != nil {
-			return nil, fmt.Errorf("valkey: decode chat message %d: %w", first+int64(i), err)
+		e, ok := decodeChatEntry(v)
+		if !ok {
+			continue
 		}
 		counts := e.TokenCounts
 		for _, name := range store.CountedEncodings {
@@ -359,10 +415,13 @@ func decodeChat(vals []string, first int64) ([]store.Message, error) {
 				counts[name] = enc.Count(e.Content)
 			}
 		}
-		out[i] = store.Message{Seq: first + int64(i), Role: e.Role, Content: e.Content, Name: e.Name, ToolCalls: e.ToolCalls,
-			ToolCallID: e.ToolCallID, Time: fromSeconds(e.TS), TokenCounts: counts}
+		out = append(out, store.Message{Seq: first + int64(i), Role: e.Role, Content: e.Content, Name: e.Name, ToolCalls: e.ToolCalls,
+			ToolCallID: e.ToolCallID, Time: fromSeconds(e.TS), TokenCounts: counts})
 	}
-	return out, nil
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // Messages implements store.SessionStore.
@@ -395,7 +454,7 @@ func (c *cookbook) newestChat(ctx context.Context, llen, lrange valkeygo.ValkeyM
 	if err != nil {
 		return nil, c.fail(ctx, err)
 	}
-	return decodeChat(vals, total-int64(len(vals))+1)
+	return decodeChat(vals, total-int64(len(vals))+1), nil
 }
 
 // step is one tool:<session>:step_<n> key.
@@ -462,20 +521,22 @@ func (c *cookbook) toolOutputs(ctx context.Context, session string) ([]store.Too
 		if len(h) == 0 { // deleted or expired since the SCAN
 			continue
 		}
-		o := store.ToolOutput{Seq: steps[i].n, Tool: h["tool"], CallID: h["call_id"], Args: h["args"], Result: h["result"]}
-		if o.Tool == "" {
-			o.Tool = "unknown" // the seed's reading of a step without a tool
-		}
-		if ts := h["timestamp"]; ts != "" {
-			f, err := strconv.ParseFloat(ts, 64)
-			if err != nil {
-				return nil, fmt.Errorf("valkey: %s: timestamp %q is not a number", steps[i].key, ts)
-			}
-			o.Time = fromSeconds(f)
-		}
-		out = append(out, o)
+		out = append(out, decodeStep(steps[i].n, h))
 	}
 	return out, nil
+}
+
+// decodeStep is the tool output of step n's hash h. A step without a tool is tool "unknown", the seed's
+// reading; a timestamp that is not a number is ignored (the seed does not read it).
+func decodeStep(n int64, h map[string]string) store.ToolOutput {
+	o := store.ToolOutput{Seq: n, Tool: h["tool"], CallID: h["call_id"], Args: h["args"], Result: h["result"]}
+	if o.Tool == "" {
+		o.Tool = "unknown"
+	}
+	if f, err := strconv.ParseFloat(strings.TrimSpace(h["timestamp"]), 64); err == nil {
+		o.Time = fromSeconds(f)
+	}
+	return o
 }
 
 // AppendToolOutput implements store.SessionStore: HSET tool:<session>:step_<n> tool, result, timestamp
@@ -533,9 +594,9 @@ func (c *cookbook) ToolOutputs(ctx context.Context, tenant, session string) ([]s
 	return c.toolOutputs(ctx, session)
 }
 
-// kbEntry is one element of kb:results:<session>: the seed reads title and content.
+// kbEntry is one element of kb:results:<session> as Loom writes it: the seed reads title and content.
 type kbEntry struct {
-	Title       string            `json:"title,omitempty"`
+	Title       *string           `json:"title,omitempty"`
 	Content     string            `json:"content"`
 	ID          string            `json:"id,omitempty"`
 	DocumentID  string            `json:"document_id,omitempty"`
@@ -564,11 +625,11 @@ func (c *cookbook) SetKnowledge(ctx context.Context, tenant, session string, ite
 	if len(items) > 0 {
 		vals := make([]string, len(items))
 		for i, k := range items {
-			e := kbEntry{Title: k.Source, Content: k.Content, ID: k.ID, DocumentID: k.DocumentID, Score: k.Score,
+			e := kbEntry{Content: k.Content, ID: k.ID, DocumentID: k.DocumentID, Score: k.Score,
 				Type: k.Type, Trusted: k.Trusted, StartOffset: k.StartOffset, EndOffset: k.EndOffset,
 				Metadata: k.Metadata, TokenCounts: k.TokenCounts}
-			if e.Title == "" {
-				e.Title = k.Metadata["title"]
+			if title := cmp.Or(k.Source, k.Metadata["title"]); title != "" {
+				e.Title = &title
 			}
 			b, err := json.Marshal(e)
 			if err != nil {
@@ -583,33 +644,150 @@ func (c *cookbook) SetKnowledge(ctx context.Context, tenant, session string, ite
 	return err
 }
 
-func decodeKB(vals []string) ([]store.Knowledge, error) {
+// kbRaw is a kb:results:<session> entry as read, every field as raw JSON for decodeKBEntry to convert.
+type kbRaw struct {
+	Title       json.RawMessage `json:"title"`
+	Content     json.RawMessage `json:"content"`
+	ID          json.RawMessage `json:"id"`
+	DocumentID  json.RawMessage `json:"document_id"`
+	Score       json.RawMessage `json:"score"`
+	Source      json.RawMessage `json:"source"`
+	Type        json.RawMessage `json:"type"`
+	Trusted     json.RawMessage `json:"trusted"`
+	StartOffset json.RawMessage `json:"start"`
+	EndOffset   json.RawMessage `json:"end"`
+	Metadata    json.RawMessage `json:"metadata"`
+	TokenCounts json.RawMessage `json:"token_counts"`
+}
+
+// decodeKBEntry decodes one knowledge entry leniently (see "Lenient reading" in the cookbook type's
+// comment). ok is false only for an entry that is not a JSON object. Like the seed's d.get("content", ""),
+// a missing content is "", and content that is not a string is its JSON text. Score, start and end are
+// numbers or numeric strings (FT.SEARCH returns strings), else 0; trusted is true only for JSON true;
+// metadata values of any type are kept, a non-string as its JSON text (3, true, {"a":1}), a null dropped;
+// token_counts of the wrong type are ignored. The title is the item's Source (else the entry's "source")
+// and its Metadata["title"] unless its metadata has one.
+func decodeKBEntry(v string) (k store.Knowledge, ok bool) {
+	var r kbRaw
+	if !isObject(v) || json.Unmarshal([]byte(v), &r) != nil {
+		return store.Knowledge{}, false
+	}
+	k.Content, _ = jsonText(r.Content)
+	k.ID, _ = jsonText(r.ID)
+	k.DocumentID, _ = jsonText(r.DocumentID)
+	k.Type, _ = jsonText(r.Type)
+	if f, ok := jsonNumber(r.Score); ok {
+		k.Score = f
+	}
+	k.Trusted = string(r.Trusted) == "true"
+	k.StartOffset, _ = jsonInt(r.StartOffset)
+	k.EndOffset, _ = jsonInt(r.EndOffset)
+	var meta map[string]json.RawMessage
+	if len(r.Metadata) > 0 && r.Metadata[0] == '{' && json.Unmarshal(r.Metadata, &meta) == nil {
+		for name, raw := range meta {
+			if s, ok := jsonText(raw); ok {
+				if k.Metadata == nil {
+					k.Metadata = make(map[string]string, len(meta)+1)
+				}
+				k.Metadata[name] = s
+			}
+		}
+	}
+	if !isNull(r.TokenCounts) && json.Unmarshal(r.TokenCounts, &k.TokenCounts) != nil {
+		k.TokenCounts = nil
+	}
+	title, _ := jsonText(r.Title)
+	source, _ := jsonText(r.Source)
+	k.Source = cmp.Or(title, source)
+	if title != "" {
+		if k.Metadata == nil {
+			k.Metadata = map[string]string{}
+		}
+		if _, ok := k.Metadata["title"]; !ok {
+			k.Metadata["title"] = title
+		}
+	}
+	if len(k.Metadata) == 0 {
+		k.Metadata = nil
+	}
+	return k, true
+}
+
+// decodeKB decodes knowledge list values; entries decodeKBEntry cannot read are skipped.
+func decodeKB(vals []string) []store.Knowledge {
 	if len(vals) == 0 {
-		return nil, nil
+		return nil
 	}
-	out := make([]store.Knowledge, len(vals))
-	for i, v := range vals {
-		var e kbEntry
-		if err := json.Unmarshal([]byte(v), &e); err != nil {
-			return nil, fmt.Errorf("valkey: decode knowledge %d: %w", i, err)
+	out := make([]store.Knowledge, 0, len(vals))
+	for _, v := range vals {
+		if k, ok := decodeKBEntry(v); ok {
+			out = append(out, k)
 		}
-		k := store.Knowledge{ID: e.ID, DocumentID: e.DocumentID, Content: e.Content, Score: e.Score, Source: e.Title,
-			Type: e.Type, Trusted: e.Trusted, StartOffset: e.StartOffset, EndOffset: e.EndOffset,
-			Metadata: maps.Clone(e.Metadata), TokenCounts: e.TokenCounts}
-		if k.Source == "" {
-			k.Source = e.Source
-		}
-		if e.Title != "" {
-			if k.Metadata == nil {
-				k.Metadata = map[string]string{}
-			}
-			if _, ok := k.Metadata["title"]; !ok {
-				k.Metadata["title"] = e.Title
-			}
-		}
-		out[i] = k
 	}
-	return out, nil
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// isObject reports whether v starts as a JSON object does; a JSON null, array, string or number is no
+// entry (decoding null into a struct would succeed and give an empty one).
+func isObject(v string) bool {
+	return strings.HasPrefix(strings.TrimLeft(v, " \t\r\n"), "{")
+}
+
+// isNull reports whether raw is absent or JSON null.
+func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
+
+// jsonString is raw's value if it is a JSON string.
+func jsonString(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	var s string
+	return s, json.Unmarshal(raw, &s) == nil
+}
+
+// jsonText is raw as text: a string's value, else its compact JSON (a number as written, true, false, an
+// object or an array). ok is false when raw is absent or null.
+func jsonText(raw json.RawMessage) (string, bool) {
+	if isNull(raw) {
+		return "", false
+	}
+	if s, ok := jsonString(raw); ok {
+		return s, true
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw), true
+	}
+	return b.String(), true
+}
+
+// jsonNumber is raw's value if it is a finite JSON number or a string holding one.
+func jsonNumber(raw json.RawMessage) (float64, bool) {
+	var f float64
+	if s, ok := jsonString(raw); ok {
+		var err error
+		if f, err = strconv.ParseFloat(strings.TrimSpace(s), 64); err != nil {
+			return 0, false
+		}
+	} else if isNull(raw) || json.Unmarshal(raw, &f) != nil {
+		return 0, false
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, false
+	}
+	return f, true
+}
+
+// jsonInt is raw's value if jsonNumber reads it as a whole number an int holds.
+func jsonInt(raw json.RawMessage) (int, bool) {
+	f, ok := jsonNumber(raw)
+	if !ok || f != math.Trunc(f) || f < math.MinInt32 || f > math.MaxInt32 {
+		return 0, false
+	}
+	return int(f), true
 }
 
 // Knowledge implements store.SessionStore.
@@ -625,7 +803,7 @@ func (c *cookbook) Knowledge(ctx context.Context, tenant, session string) ([]sto
 	if err != nil {
 		return nil, c.fail(ctx, err)
 	}
-	return decodeKB(vals)
+	return decodeKB(vals), nil
 }
 
 // DeleteSession implements store.SessionStore: DEL of chat:<session>, kb:results:<session> and every step
@@ -748,8 +926,8 @@ func (c *cookbook) Load(ctx context.Context, tenant string, q store.LoadQuery) (
 		}
 		if vals, err := rs[kbAt][0].AsStrSlice(); err != nil {
 			snap.Errors[store.SourceKnowledge] = c.fail(ctx, err)
-		} else if snap.Knowledge, err = decodeKB(vals); err != nil {
-			snap.Errors[store.SourceKnowledge] = err
+		} else {
+			snap.Knowledge = decodeKB(vals)
 		}
 		if toolsErr != nil {
 			snap.Errors[store.SourceToolOutputs] = toolsErr

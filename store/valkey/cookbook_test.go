@@ -363,3 +363,155 @@ func TestCookbook_Cluster(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCookbook_LenientKnowledge: entries written by other tools (FT.SEARCH's string scores, metadata that
+// is not all strings, no title, no content) are read, and an entry that is not a JSON object is skipped
+// without costing the others; a Load reports no error for the source.
+func TestCookbook_LenientKnowledge(t *testing.T) {
+	t.Parallel()
+	addr := valkeytest.Start(t)
+	s := openCookbook(t, addr, valkey.Options{})
+	ctx := context.Background()
+	do(t, addr, "RPUSH", "kb:results:s",
+		`{"title": "Pricing", "content": "Premium costs $20/month.", "score": "0.9"}`,
+		`"a string, not an entry"`,
+		`{"title": "Manual", "content": "Page three.", "metadata": {"page": 3, "ratio": 1.50, "draft": false, "tags": ["a", "b"], "loc": {"x": 1, "y": [2]}, "gone": null, "lang": "en"}}`,
+		`[1, 2]`,
+		`null`,
+		`not JSON at all`,
+		`{"title": "Offsets", "content": "Offsets.", "score": 0.5, "start": "4", "end": 9.5}`,
+		`{"title": "No content"}`,
+		`{"content": "Odd types.", "score": "high", "trusted": "true", "token_counts": "many", "metadata": "none", "id": 7}`,
+	)
+	type want struct {
+		content, source string
+		score           float64
+		start, end      int
+		meta            map[string]string
+	}
+	wants := []want{
+		{"Premium costs $20/month.", "Pricing", 0.9, 0, 0, map[string]string{"title": "Pricing"}},
+		{"Page three.", "Manual", 0, 0, 0, map[string]string{"title": "Manual", "page": "3", "ratio": "1.50", "draft": "false",
+			"tags": `["a","b"]`, "loc": `{"x":1,"y":[2]}`, "lang": "en"}},
+		{"Offsets.", "Offsets", 0.5, 4, 0, map[string]string{"title": "Offsets"}},
+		{"", "No content", 0, 0, 0, map[string]string{"title": "No content"}},
+		{"Odd types.", "", 0, 0, 0, nil},
+	}
+	check := func(what string, kb []store.Knowledge) {
+		t.Helper()
+		if len(kb) != len(wants) {
+			t.Fatalf("%s: %d items, want %d: %+v", what, len(kb), len(wants), kb)
+		}
+		for i, w := range wants {
+			k := kb[i]
+			if k.Content != w.content || k.Source != w.source || k.Score != w.score || k.StartOffset != w.start || k.EndOffset != w.end ||
+				k.Trusted || k.TokenCounts != nil || fmt.Sprint(k.Metadata) != fmt.Sprint(w.meta) {
+				t.Errorf("%s: item %d = %+v, want %+v", what, i, k, w)
+			}
+		}
+		if kb[4].ID != "7" {
+			t.Errorf("%s: a numeric id read as %q", what, kb[5].ID)
+		}
+	}
+	kb, err := s.Knowledge(ctx, "default", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("Knowledge", kb)
+	snap, err := s.Load(ctx, "default", store.LoadQuery{Session: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Errors) != 0 {
+		t.Errorf("Load errors %v", snap.Errors)
+	}
+	check("Load", snap.Knowledge)
+
+	// Nothing readable is no knowledge, not an error.
+	do(t, addr, "RPUSH", "kb:results:junk", `"x"`, `[]`, `1`)
+	if kb, err := s.Knowledge(ctx, "default", "junk"); err != nil || kb != nil {
+		t.Errorf("Knowledge of junk = %+v, %v", kb, err)
+	}
+}
+
+// TestCookbook_LenientChat: a string ts, a ts that is no time, a null content and fields of the wrong type
+// do not cost the history; entries without a string role or without content are skipped, and the rest keep
+// their seqs.
+func TestCookbook_LenientChat(t *testing.T) {
+	t.Parallel()
+	addr := valkeytest.Start(t)
+	s := openCookbook(t, addr, valkey.Options{})
+	ctx := context.Background()
+	do(t, addr, "RPUSH", "chat:s",
+		`{"role": "user", "content": "Hi", "ts": "1764529200.1"}`,
+		`{"role": "assistant", "content": "Hello", "ts": "yesterday"}`,
+		`{"role": "user"}`,
+		`{"content": "no role"}`,
+		`{"role": 1, "content": "a number for a role"}`,
+		`"oops"`,
+		`{"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}`,
+		`{"role": "user", "content": "last", "ts": 1e300, "name": 5, "tool_calls": "none", "token_counts": "x"}`,
+	)
+	check := func(what string, msgs []store.Message) {
+		t.Helper()
+		var got []string
+		for _, m := range msgs {
+			got = append(got, fmt.Sprintf("%d %s %q", m.Seq, m.Role, m.Content))
+		}
+		if want := []string{`1 user "Hi"`, `2 assistant "Hello"`, `7 assistant ""`, `8 user "last"`}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s = %q, want %q", what, got, want)
+		}
+		if !msgs[0].Time.Equal(time.Unix(1764529200, 1e8)) || !msgs[1].Time.IsZero() || !msgs[3].Time.IsZero() {
+			t.Errorf("%s: times %v, %v, %v", what, msgs[0].Time, msgs[1].Time, msgs[3].Time)
+		}
+		if len(msgs[2].ToolCalls) != 1 || msgs[2].ToolCalls[0].Function.Name != "f" || msgs[3].ToolCalls != nil || msgs[3].Name != "" {
+			t.Errorf("%s: %+v, %+v", what, msgs[2], msgs[3])
+		}
+		if msgs[3].TokenCounts[tokenizer.O200KBase] != tokenizer.O200K().Count("last") {
+			t.Errorf("%s: counts %v", what, msgs[3].TokenCounts)
+		}
+	}
+	msgs, err := s.Messages(ctx, "default", "s", store.MessageQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("Messages", msgs)
+	snap, err := s.Load(ctx, "default", store.LoadQuery{Session: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Errors) != 0 {
+		t.Errorf("Load errors %v", snap.Errors)
+	}
+	check("Load", snap.Messages)
+}
+
+// TestCookbook_LenientSteps: a step whose timestamp is not a number costs neither itself nor the others.
+func TestCookbook_LenientSteps(t *testing.T) {
+	t.Parallel()
+	addr := valkeytest.Start(t)
+	s := openCookbook(t, addr, valkey.Options{})
+	ctx := context.Background()
+	do(t, addr, "HSET", "tool:s:step_1", "tool", "a", "result", "x", "timestamp", "soon")
+	do(t, addr, "HSET", "tool:s:step_2", "tool", "b", "result", "y", "timestamp", "1718000001.5")
+	do(t, addr, "HSET", "tool:s:step_3", "tool", "c", "result", "z", "timestamp", "1e300")
+	check := func(what string, outs []store.ToolOutput) {
+		t.Helper()
+		if len(outs) != 3 || outs[0].Result != "x" || outs[1].Result != "y" || outs[2].Result != "z" {
+			t.Fatalf("%s = %+v", what, outs)
+		}
+		if !outs[0].Time.IsZero() || !outs[1].Time.Equal(time.Unix(1718000001, 5e8)) || !outs[2].Time.IsZero() {
+			t.Errorf("%s: times %v, %v, %v", what, outs[0].Time, outs[1].Time, outs[2].Time)
+		}
+	}
+	outs, err := s.ToolOutputs(ctx, "default", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("ToolOutputs", outs)
+	snap, err := s.Load(ctx, "default", store.LoadQuery{Session: "s"})
+	if err != nil || len(snap.Errors) != 0 {
+		t.Fatalf("Load = %+v, %v", snap, err)
+	}
+	check("Load", snap.ToolOutputs)
+}
