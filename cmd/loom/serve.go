@@ -49,7 +49,7 @@ func runServe(ctx context.Context, args []string, s streams) error {
 	var c serveConfig
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:7070", "listen on `HOST:PORT`")
 	fs.StringVar(&c.storeURL, "store", defaultStore, "the store `URL`")
-	fs.StringVar(&c.layout, "layout", storeurl.LayoutNative, "the Valkey key `layout`: native or cookbook")
+	fs.StringVar(&c.layout, "layout", "", "the Valkey key `layout`: native (the default, or the URL's layout=) or cookbook")
 	fs.StringVar(&c.keysFile, "keys", "", "read API keys from `FILE` (lines of KEY TENANT)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log as `text` or json")
 	fs.Int64Var(&c.maxBody, "max-body-bytes", server.DefaultMaxBodyBytes, "the largest request body, in `bytes`")

@@ -38,7 +38,7 @@ func addStoreFlags(fs *flag.FlagSet) storeFlags {
 	}
 	return storeFlags{
 		url:    fs.String("store", def, "the store `URL` (default from $LOOM_STORE)"),
-		layout: fs.String("layout", storeurl.LayoutNative, "the Valkey key `layout`: native or cookbook"),
+		layout: fs.String("layout", "", "the Valkey key `layout`: native (the default, or the URL's layout=) or cookbook"),
 		tenant: fs.String("tenant", engine.DefaultTenant, "the `tenant` whose state to use"),
 	}
 }

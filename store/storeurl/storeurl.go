@@ -3,6 +3,7 @@
 package storeurl
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,25 +27,27 @@ var ErrBadURL = errors.New("storeurl: bad store URL")
 // Options are what Open passes to the store besides what the URL says.
 type Options struct {
 	// Layout is the Valkey key layout: "" or LayoutNative, or LayoutCookbook. Other stores only have
-	// the native layout.
+	// the native layout. "" leaves it to the URL's layout= (native when it has none); set both, they must
+	// agree.
 	Layout string
-	// Store are the options every backend takes (TTL, limits).
+	// Store are the options every backend takes (TTL, limits). A Valkey URL's ttl= holds when
+	// Store.SessionTTL is 0.
 	Store store.Options
 }
 
 // Open opens the store rawURL names. It returns an error wrapping ErrBadURL for a URL it cannot use, and the
 // backend's error (wrapping store.ErrUnavailable when a server cannot be reached) otherwise.
 func Open(ctx context.Context, rawURL string, opts Options) (store.Store, error) {
-	layout := opts.Layout
-	if layout == "" {
-		layout = LayoutNative
-	}
+	layout := cmp.Or(opts.Layout, LayoutNative)
 	if layout != LayoutNative && layout != LayoutCookbook {
 		return nil, fmt.Errorf("%w: layout %q (known: native, cookbook)", ErrBadURL, layout)
 	}
 	scheme, rest, _ := strings.Cut(rawURL, ":")
 	switch strings.ToLower(scheme) {
 	case "memory":
+		if rest != "" {
+			return nil, fmt.Errorf("%w: %q: memory: takes nothing after the colon", ErrBadURL, rawURL)
+		}
 		if layout != LayoutNative {
 			return nil, fmt.Errorf("%w: the %s layout is for Valkey stores", ErrBadURL, layout)
 		}
@@ -63,8 +66,20 @@ func Open(ctx context.Context, rawURL string, opts Options) (store.Store, error)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrBadURL, err)
 		}
+		// The URL's settings (ttl=, layout=) hold unless opts sets them too: opts' non-zero fields win,
+		// and a layout given both ways must agree.
+		switch {
+		case opts.Layout == "":
+		case vo.Layout == "":
+			vo.Layout = valkey.Layout(layout)
+		case string(vo.Layout) != opts.Layout:
+			return nil, fmt.Errorf("%w: the URL says layout=%s and the options say %s", ErrBadURL, vo.Layout, opts.Layout)
+		}
+		ttl := vo.SessionTTL
 		vo.Options = opts.Store
-		vo.Layout = valkey.Layout(layout)
+		if vo.SessionTTL == 0 {
+			vo.SessionTTL = ttl
+		}
 		return valkey.Open(ctx, vo)
 	}
 	return nil, fmt.Errorf("%w: %q (want sqlite:PATH, memory: or valkey://host:port)", ErrBadURL, redact(rawURL))

@@ -3,6 +3,7 @@ package storeurl_test
 import (
 	"errors"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -53,6 +54,8 @@ func TestOpen_Errors(t *testing.T) {
 		{"memory:", "weird"},
 		{"valkey://user:hunter2@", ""},
 		{"nothing", ""},
+		{"memory:x", ""},
+		{"valkey://127.0.0.1:1?layout=cookbook", "native"},
 	} {
 		_, err := storeurl.Open(t.Context(), tc.url, storeurl.Options{Layout: tc.layout})
 		if !errors.Is(err, storeurl.ErrBadURL) {
@@ -66,5 +69,26 @@ func TestOpen_Errors(t *testing.T) {
 	_, err := storeurl.Open(t.Context(), "valkey://user:hunter2@127.0.0.1:1", storeurl.Options{})
 	if !errors.Is(err, store.ErrUnavailable) || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("an unreachable server: %v", err)
+	}
+}
+
+// TestOpen_URLSettingsHold: a Valkey URL's ttl= and layout= take effect when the options leave them unset.
+func TestOpen_URLSettingsHold(t *testing.T) {
+	t.Parallel()
+	addr := valkeytest.Start(t)
+	s, err := storeurl.Open(t.Context(), "valkey://"+addr+"?ttl=60s&layout=cookbook", storeurl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.AppendMessages(t.Context(), valkey.DefaultTenant, "s1", store.Message{Role: "user", Content: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := valkeytest.Do(addr, "PTTL", "chat:s1") // the cookbook's key, with the URL's TTL
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms, _ := strconv.Atoi(r[0]); ms <= 0 || ms > 60_000 {
+		t.Errorf("PTTL chat:s1 = %v, want the URL's 60s", r)
 	}
 }
