@@ -178,20 +178,33 @@ func (s *Server) routeTable() []route {
 		{"PUT /v1/agents/{agent}", false, s.putAgent},
 		{"GET /v1/agents/{agent}", false, s.getAgent},
 		{"DELETE /v1/agents/{agent}", false, s.deleteAgent},
-		{"POST /v1/collections", false, s.createCollection},
-		{"GET /v1/collections", false, s.listCollections},
-		{"GET /v1/collections/{id}", false, s.getCollection},
-		{"DELETE /v1/collections/{id}", false, s.deleteCollection},
-		{"POST /v1/collections/{id}/documents", false, s.putDocument},
-		{"GET /v1/collections/{id}/documents", false, s.listDocuments},
-		{"DELETE /v1/collections/{id}/documents/{doc...}", false, s.deleteDocument},
-		{"POST /v1/retrieve", false, s.retrieve},
+		{"POST /v1/collections", false, s.counted("create_collection", s.createCollection)},
+		{"GET /v1/collections", false, s.counted("list_collections", s.listCollections)},
+		{"GET /v1/collections/{id}", false, s.counted("get_collection", s.getCollection)},
+		{"DELETE /v1/collections/{id}", false, s.counted("delete_collection", s.deleteCollection)},
+		{"POST /v1/collections/{id}/documents", false, s.counted("put_document", s.putDocument)},
+		{"GET /v1/collections/{id}/documents", false, s.counted("list_documents", s.listDocuments)},
+		{"DELETE /v1/collections/{id}/documents/{doc...}", false, s.counted("delete_document", s.deleteDocument)},
+		{"POST /v1/retrieve", false, s.counted("retrieve", s.retrieve)},
 		{"POST /v1/tokens/count", false, s.countTokens},
 		{"POST /v1/chunk", false, s.chunk},
 		{"GET /healthz", true, s.healthz},
 		{"GET /readyz", true, s.readyz},
 		{"GET /metrics", true, nil},
 		{"GET /openapi.json", true, s.openAPI},
+	}
+}
+
+// counted wraps a collection route's handler so that its store failures (the errors answered with a 5xx)
+// count in loom_store_errors_total under op.
+func (s *Server) counted(op string, h func(http.ResponseWriter, *http.Request) error) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		err := h(w, r)
+		var ae *apiError
+		if err != nil && !errors.As(err, &ae) && s.classify(err).status >= 500 {
+			s.metrics.storeErrors.WithLabelValues(op).Inc()
+		}
+		return err
 	}
 }
 

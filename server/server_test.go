@@ -463,6 +463,37 @@ func TestAPI_StoreDown(t *testing.T) {
 	if code != 503 || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("strict assembly while the store is down: %d", code)
 	}
+	// A named agent is required: without its instructions there is no assembly, strict or not.
+	code, _, resp = ts.call("POST", "/v1/assemble", keyAcme, map[string]any{"agent": "a", "session": "s", "message": "hi"})
+	if code != 503 || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("assembly for an agent while the store is down: %d", code)
+	}
+}
+
+// TestAPI_CollectionStoreErrorsCounted: the collection routes' store failures count in
+// loom_store_errors_total, as the session routes' do; a client's mistakes do not.
+func TestAPI_CollectionStoreErrorsCounted(t *testing.T) {
+	t.Parallel()
+	st := memory.New(store.Options{})
+	ts := newTestServer(t, st, server.Limits{})
+	ts.must("GET", "/v1/collections/nope", keyAcme, nil, 404)
+	st.Close()
+	ts.must("GET", "/v1/collections", keyAcme, nil, 503)
+	ts.must("POST", "/v1/retrieve", keyAcme, map[string]any{"collection": "c", "query": "q"}, 503)
+	resp, err := http.Get(ts.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`loom_store_errors_total{op="list_collections"} 1`, `loom_store_errors_total{op="retrieve"} 1`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	if strings.Contains(string(body), `op="get_collection"`) {
+		t.Error("a 404 counted as a store error")
+	}
 }
 
 // FuzzHandlers sends arbitrary bodies to every route: the answer is JSON with a status below 500.
