@@ -53,6 +53,12 @@ func runIngest(ctx context.Context, args []string, s streams) error {
 	if *name == "" || fs.NArg() == 0 {
 		return usageError(errors.New("ingest: want --collection NAME and at least one PATH (run 'loom help ingest')"))
 	}
+	// Every path must be there before anything is created or stored.
+	for _, p := range fs.Args() {
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("ingest: %w", err)
+		}
+	}
 	eng, closeAll, err := openEngine(ctx, sf)
 	if err != nil {
 		return err
@@ -69,7 +75,7 @@ func runIngest(ctx context.Context, args []string, s streams) error {
 		fmt.Fprintf(s.stderr, "created collection %q (%s, %d tokens, overlap %d)\n", coll.Name, coll.ChunkStrategy, coll.ChunkSize, coll.ChunkOverlap)
 	case err != nil:
 		return fmt.Errorf("ingest: %w", err)
-	case (*strategy != "" && *strategy != coll.ChunkStrategy) || (*size != 0 && *size != coll.ChunkSize) || (*overlap != 0 && *overlap != coll.ChunkOverlap):
+	case (*strategy != "" && *strategy != coll.ChunkStrategy) || (*size != 0 && *size != coll.ChunkSize) || (*overlap != 0 && max(*overlap, 0) != coll.ChunkOverlap):
 		return usageError(fmt.Errorf("ingest: collection %q exists with strategy %s, size %d, overlap %d; its settings cannot change", coll.Name, coll.ChunkStrategy, coll.ChunkSize, coll.ChunkOverlap))
 	}
 	opts := engine.IngestOptions{Walk: ingest.WalkOptions{Include: include, Exclude: exclude}}

@@ -93,6 +93,9 @@ func TestIngestAndRetrieve(t *testing.T) {
 		{[]string{"ingest", "--store", db, "--collection", "kb", "--chunk-size", "100", root}, exitUsage, "cannot change"},
 		{[]string{"ingest", "--store", db, "--collection", "new", "--chunk-size", "20", "--chunk-overlap", "30", root}, exitUsage, "overlap"},
 		{[]string{"ingest", "--store", db, "--collection", "kb"}, exitUsage, "PATH"},
+		{[]string{"ingest", "--store", db, "--collection", "ghost", filepath.Join(root, "missing.md")}, 1, "no such file"},
+		// The failed ingest above created nothing.
+		{[]string{"retrieve", "--store", db, "--collection", "ghost", "x"}, 1, "not found"},
 	} {
 		_, errOut, code := runLoom(t, "", tc.args...)
 		if code != tc.code || !strings.Contains(errOut, tc.want) {
