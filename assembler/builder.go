@@ -2,14 +2,20 @@ package assembler
 
 import (
 	"context"
+	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
+
+	"github.com/context-loom/loom/tokenizer"
 )
 
 // Builder collects regions in the shape of seed 001's assembler and builds them into a system prompt and
-// messages. It is a front for [AssembleRequest]: its knowledge is always included in full (the caller has
-// screened it) and the conversation is trimmed oldest first, by whole turns, to the budget. Unlike the seed,
-// it counts exactly, per-message overhead included, and never splits a tool call from its result.
+// messages. With a budget it is a front for [AssembleRequest]: its knowledge is always included in full
+// (the caller has screened it) and the conversation is trimmed oldest first, by whole turns, to the budget.
+// Unlike the seed, it counts exactly, per-message overhead included, and never splits a tool call from its
+// result. Without a budget (NewBuilder(0)) it does what the seed does: every message passes through
+// unchanged.
 //
 //	b := assembler.NewBuilder(4096)
 //	b.AddInstruction("You are a helpful assistant.")
@@ -23,8 +29,13 @@ type Builder struct {
 	knowledge []Knowledge
 }
 
-// NewBuilder returns a builder for a budget of tokens (0: no budget, everything passes) counted as model
-// gpt-4o does; see [Builder.WithModel].
+// NewBuilder returns a builder for a budget of tokens counted as model gpt-4o does (see
+// [Builder.WithModel]). The budget is the prompt's, as a request's max_tokens is: it must not be negative
+// nor more than the model's window leaves after its reserved output.
+//
+// A budget of 0 means no budget, as in seed 001: [Builder.Build] returns every message as it was given,
+// in its order, with nothing dropped, trimmed or checked (a leading assistant message, tool results
+// without their call, calls without results and blank messages included), and counts them.
 func NewBuilder(budget int) *Builder { return &Builder{budget: budget, model: DefaultModel} }
 
 // WithModel sets the model whose tokenizer and chat format count the budget.
@@ -63,7 +74,11 @@ type Built struct {
 }
 
 // Build assembles the regions. With a budget, the instruction and knowledge must fit (else a
-// *[BudgetError]) and the conversation is trimmed oldest first.
+// *[BudgetError]) and the conversation is trimmed oldest first, as [AssembleRequest] trims history. With
+// none, the messages pass through unchanged (see [NewBuilder]).
+//
+// TotalTokens is the exact count of the result as OpenAI chat messages: the system prompt as a system
+// message, then the messages, with the format's per-message overhead and reply priming.
 func (b *Builder) Build(ctx context.Context) (*Built, error) {
 	system := b.req.Instructions
 	for _, k := range b.knowledge {
@@ -76,14 +91,14 @@ func (b *Builder) Build(ctx context.Context) (*Built, error) {
 		}
 		system += tag
 	}
+	if b.budget == 0 {
+		return b.passThrough(ctx, system)
+	}
 	req := b.req
 	req.Model = b.model
 	req.Instructions = system
 	req.MaxTokens = b.budget
-	req.Policy = &Policy{Regions: []RegionPolicy{{Name: RegionHistory, Priority: 1, MaxShare: 1}}}
-	if b.budget == 0 {
-		req.MaxTokens = 1 << 30
-	}
+	req.Policy = builderPolicy()
 	res, err := AssembleRequest(ctx, &req)
 	if err != nil {
 		return nil, err
@@ -94,6 +109,61 @@ func (b *Builder) Build(ctx context.Context) (*Built, error) {
 			continue
 		}
 		built.Messages = append(built.Messages, Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID})
+	}
+	return built, nil
+}
+
+// builderPolicy gives the builder's conversation all that the instruction and knowledge leave.
+func builderPolicy() *Policy {
+	return &Policy{Regions: []RegionPolicy{{Name: RegionHistory, Priority: 1, MaxShare: 1}}}
+}
+
+// passThrough is Build without a budget: seed 001's build, which passes the messages through unchanged,
+// counted exactly.
+func (b *Builder) passThrough(ctx context.Context, system string) (*Built, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	model, err := tokenizer.ForModel(b.model)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	policy, err := resolvePolicy(builderPolicy())
+	if err != nil {
+		return nil, err
+	}
+	// An assembly of its own, for its counting: OpenAI's chat format, each text counted once.
+	a := &assembly{format: FormatOpenAI, model: model, m: newMeter(model.Counter())}
+	built := &Built{System: system, TotalTokens: model.ReplyPriming}
+	if len(b.req.History) > 0 {
+		built.Messages = slices.Clone(b.req.History)
+	}
+	instructions := 0
+	if system != "" {
+		instructions = a.messageCost("system", []part{newPart(system)}, "", nil, "")
+	}
+	history := 0
+	ids := make([]string, len(built.Messages))
+	for i := range built.Messages {
+		m := &built.Messages[i]
+		history += a.messageCost(m.Role, []part{a.cachedPart(m.Content, m.TokenCounts)}, m.Name, m.ToolCalls, m.ToolCallID)
+		ids[i] = historyID(i)
+	}
+	built.TotalTokens += instructions + history
+	region := func(name string, used int, included []string) RegionReport {
+		return RegionReport{Name: name, Budget: used, Used: used, Included: nonNil(included), Dropped: []Dropped{}}
+	}
+	built.Report.Regions = []RegionReport{
+		region(RegionInstructions, instructions, idsIf(system != "", "instructions")),
+		region(RegionTools, 0, nil),
+		region(RegionMessage, 0, nil),
+	}
+	for _, r := range policy.Regions {
+		if r.Name == RegionHistory {
+			built.Report.Regions = append(built.Report.Regions, region(r.Name, history, ids))
+		} else {
+			built.Report.Regions = append(built.Report.Regions, region(r.Name, 0, nil))
+		}
 	}
 	return built, nil
 }

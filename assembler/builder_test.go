@@ -65,3 +65,51 @@ func TestResolveMarkers(t *testing.T) {
 		t.Error("resolved markers in text without any")
 	}
 }
+
+// TestBuilder_NoBudgetPassesEveryMessageThrough: with no budget (NewBuilder(0)) the messages pass through
+// unchanged, as seed 001's build does: a leading assistant greeting, an orphaned tool result and a blank
+// message included; TotalTokens is their exact count as OpenAI chat messages with the system prompt.
+func TestBuilder_NoBudgetPassesEveryMessageThrough(t *testing.T) {
+	t.Parallel()
+	history := []Message{
+		{Role: "assistant", Content: "Hello! How can I help?"},
+		{Role: "user", Content: "What's the weather?"},
+		{Role: "tool", ToolCallID: "call_gone", Content: "sunny"},
+		{Role: "user", Content: "  "},
+		{Role: "assistant", ToolCalls: []ToolCall{{ID: "c1", Type: "function", Function: ToolCallFunction{Name: "weather", Arguments: `{}`}}}},
+		{Role: "assistant", Content: "It is sunny."},
+	}
+	built, err := NewBuilder(0).AddInstruction("Be brief.").AddKnowledge("It rained yesterday.", "rag", false, "").AddMessages(history).Build(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(built.Messages) != len(history) {
+		t.Fatalf("%d messages of %d passed: %+v", len(built.Messages), len(history), built.Messages)
+	}
+	for i := range history {
+		if fmt.Sprint(built.Messages[i]) != fmt.Sprint(history[i]) {
+			t.Errorf("message %d changed: %+v, want %+v", i, built.Messages[i], history[i])
+		}
+	}
+	msgs := []ChatMessage{{Role: "system", Content: built.System}}
+	for _, m := range history {
+		msgs = append(msgs, ChatMessage{Role: m.Role, Content: m.Content, Name: m.Name, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID})
+	}
+	if want := openAICount(t, &Result{Model: DefaultModel, Messages: msgs}); built.TotalTokens != want {
+		t.Errorf("TotalTokens %d, want %d", built.TotalTokens, want)
+	}
+	var hist *RegionReport
+	for i := range built.Report.Regions {
+		if built.Report.Regions[i].Name == RegionHistory {
+			hist = &built.Report.Regions[i]
+		}
+	}
+	if hist == nil || len(hist.Included) != len(history) || len(hist.Dropped) != 0 {
+		t.Errorf("history report %+v", hist)
+	}
+	// A budget still trims: the greeting, the orphaned result, the blank message and the unanswered call go.
+	trimmed, err := NewBuilder(1000).AddMessages(history).Build(context.Background())
+	if err != nil || len(trimmed.Messages) != 2 {
+		t.Errorf("with a budget: %+v, %v", trimmed, err)
+	}
+}
