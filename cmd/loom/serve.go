@@ -42,6 +42,7 @@ type serveConfig struct {
 	maxBody                                             int64
 	maxMessage, maxItems                                int
 	requestTimeout, sourceTimeout, shutdownTimeout, ttl time.Duration
+	storeWait                                           time.Duration
 }
 
 func runServe(ctx context.Context, args []string, s streams) error {
@@ -59,6 +60,7 @@ func runServe(ctx context.Context, args []string, s streams) error {
 	fs.DurationVar(&c.sourceTimeout, "source-timeout", engine.DefaultSourceTimeout, "how long an assembly waits for the store")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long to wait for requests in flight at shutdown")
 	fs.DurationVar(&c.ttl, "session-ttl", 0, "expire sessions this long after their last write (0: never)")
+	fs.DurationVar(&c.storeWait, "store-wait", 30*time.Second, "at start, how long to keep trying a store that cannot be reached")
 	if err := parseFlags(fs, help, args); err != nil {
 		return err
 	}
@@ -89,8 +91,19 @@ func runServe(ctx context.Context, args []string, s streams) error {
 		log.Warn("no API keys configured: every request is the tenant \"default\"; listening on loopback only", "addr", c.addr)
 	}
 
-	st, err := storeurl.Open(ctx, c.storeURL, storeurl.Options{Layout: c.layout, Store: store.Options{SessionTTL: c.ttl,
-		Limits: store.Limits{MaxValueBytes: c.maxMessage, MaxBatch: c.maxItems}}})
+	sopts := storeurl.Options{Layout: c.layout, Store: store.Options{SessionTTL: c.ttl,
+		Limits: store.Limits{MaxValueBytes: c.maxMessage, MaxBatch: c.maxItems}}}
+	st, err := storeurl.Open(ctx, c.storeURL, sopts)
+	// A store server that is down at start (restarting with us, say) gets --store-wait to come up.
+	for deadline := time.Now().Add(c.storeWait); errors.Is(err, store.ErrUnavailable) && time.Now().Before(deadline); {
+		log.Warn("the store cannot be reached; trying again", "store", storeKind(c.storeURL), "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+		st, err = storeurl.Open(ctx, c.storeURL, sopts)
+	}
 	if errors.Is(err, storeurl.ErrBadURL) {
 		return usageError(fmt.Errorf("serve: %w", err))
 	}

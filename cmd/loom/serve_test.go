@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/context-loom/loom/internal/valkeytest"
 )
 
 func TestServe_RefusesPublicAddressWithoutKeys(t *testing.T) {
@@ -167,5 +169,53 @@ func TestServe_ServesAndShutsDown(t *testing.T) {
 	var m struct{ Content string }
 	if code != 0 || json.Unmarshal([]byte(shown), &m) != nil || m.Content != "hello" {
 		t.Fatalf("after shutdown: exit %d %q %s", code, shown, errOut)
+	}
+}
+
+// TestServe_WaitsForTheStore: a Valkey server that is down when loom serve starts is retried; once it is up
+// the server serves.
+func TestServe_WaitsForTheStore(t *testing.T) {
+	t.Parallel()
+	srv := valkeytest.StartServer(t)
+	srv.Stop()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logs := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--addr", addr, "--store", "valkey://" + srv.Addr, "--store-wait", "20s", "--log-format", "json"},
+			strings.NewReader(""), &bytes.Buffer{}, logs)
+	}()
+	time.Sleep(1500 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("serve gave up on a store that was down for 1.5s: %v\n%s", err, logs)
+	default:
+	}
+	srv.Restart()
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready after the store came back: %v\n%s", err, logs)
+		}
+	}
+	if !strings.Contains(logs.String(), "the store cannot be reached; trying again") {
+		t.Errorf("no log of the wait:\n%s", logs)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v", err)
 	}
 }
