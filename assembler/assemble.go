@@ -583,17 +583,26 @@ func idOf(id, prefix string, i int) string {
 
 // PromptBudget is the most tokens a prompt for model may have: maxTokens when it is positive; otherwise the
 // model's window less reserveOutput (0: the model's output limit, capped at a quarter of the window) and
-// margin (0: 1% of the window). It returns an error wrapping ErrInvalidRequest for negative values and for
-// a reservation that leaves no room.
+// margin (0: 1% of the window). It returns an error wrapping ErrInvalidRequest for negative values, for a
+// reservation that leaves no room, and for a maxTokens more than the model's window leaves after the
+// reserved output (reserveOutput, or its default as above): a prompt that large could never be sent. A
+// model without a window (ContextWindow 0: not from the registry) takes any positive maxTokens.
 func PromptBudget(model tokenizer.Model, maxTokens, reserveOutput, margin int) (int, error) {
-	switch {
-	case maxTokens < 0 || reserveOutput < 0:
+	if maxTokens < 0 || reserveOutput < 0 {
 		return 0, fmt.Errorf("%w: max_tokens and reserve_output must not be negative", ErrInvalidRequest)
-	case maxTokens > 0:
+	}
+	if maxTokens > 0 && model.ContextWindow <= 0 {
 		return maxTokens, nil
 	}
 	if reserveOutput == 0 {
 		reserveOutput = min(model.MaxOutputTokens, model.ContextWindow/4)
+	}
+	if maxTokens > 0 {
+		if limit := model.ContextWindow - reserveOutput; maxTokens > limit {
+			return 0, fmt.Errorf("%w: max_tokens %d is more than %s's window of %d leaves after %d reserved for output: at most %d",
+				ErrInvalidRequest, maxTokens, model.Name, model.ContextWindow, reserveOutput, max(limit, 0))
+		}
+		return maxTokens, nil
 	}
 	if margin == 0 {
 		margin = model.ContextWindow / 100

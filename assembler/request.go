@@ -13,10 +13,12 @@ type Request struct {
 	// Model names the model (see tokenizer.ForModel): its encoding counts the tokens, its window and output
 	// limit set the default budget, its chat format the per-message overhead. Default "gpt-4o".
 	Model string `json:"model,omitempty"`
-	// MaxTokens is the budget for the prompt. 0: the model's window minus ReserveOutput and a margin.
+	// MaxTokens is the budget for the prompt. 0: the model's window minus ReserveOutput and a margin. It
+	// may not be more than the window minus ReserveOutput (an invalid request; see [PromptBudget]).
 	MaxTokens int `json:"max_tokens,omitempty"`
-	// ReserveOutput is what the budget keeps for the reply when MaxTokens is 0; 0 means the model's output
-	// limit, capped at a quarter of its window.
+	// ReserveOutput is what the window keeps for the reply: the budget when MaxTokens is 0 is what it
+	// leaves (less a margin), and a MaxTokens may not take it. 0 means the model's output limit, capped at
+	// a quarter of its window.
 	ReserveOutput int `json:"reserve_output,omitempty"`
 	// Format is the output's shape: "openai" (the default), "anthropic" or "text".
 	Format string `json:"format,omitempty"`
