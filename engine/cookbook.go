@@ -20,6 +20,21 @@ func cookbookPrompt(a *store.Agent) string {
 	return a.Instructions + "\n\nConstraints: " + a.Constraints + "\nFormat: " + a.OutputFormat
 }
 
+// cookbookTitle is the title seed 003 shows for a knowledge item, d.get('title', 'Doc'): Metadata["title"]
+// when the key is there, even empty (an entry with "title": ""), else Source when it is not empty, else
+// "Doc" (an entry without a title). The cookbook layout of the Valkey store writes an item's title by this
+// rule and reads an entry back so that it holds: an entry's title is Metadata["title"], and an entry
+// without one has neither Metadata["title"] nor Source.
+func cookbookTitle(k store.Knowledge) string {
+	if t, ok := k.Metadata["title"]; ok {
+		return t
+	}
+	if k.Source != "" {
+		return k.Source
+	}
+	return "Doc"
+}
+
 // assembleCookbook renders the sources as seed 003's assemble_context does, message for message, and
 // trims as its budget_context means to (system messages and the current message kept, history dropped
 // oldest first) but by the exact count, with the chat format's overhead, instead of by characters.
@@ -97,14 +112,7 @@ func assembleCookbook(req *Request, snap *store.Snapshot) (*assembler.Result, er
 	if len(kb) > 0 {
 		docs := make([]string, len(kb))
 		for i, k := range kb {
-			title := k.Metadata["title"]
-			if title == "" {
-				title = k.Source
-			}
-			if title == "" {
-				title = "Doc"
-			}
-			docs[i] = "[" + title + "]: " + k.Content
+			docs[i] = "[" + cookbookTitle(k) + "]: " + k.Content
 		}
 		add(&head, assembler.RegionKnowledge, "knowledge", "system", "Relevant knowledge:\n"+strings.Join(docs, "\n\n"))
 	}
@@ -133,16 +141,11 @@ func assembleCookbook(req *Request, snap *store.Snapshot) (*assembler.Result, er
 		outs = append(outs, assembler.ToolOutput{Tool: o.Tool, Result: o.Result})
 	}
 	outs = append(outs, req.ToolOutputs...)
+	// The seed reads data.get('tool', 'unknown') and data.get('result', '{}'): its defaults stand for fields
+	// that are missing, which the cookbook layout of the Valkey store supplies when it reads such a step, and
+	// a field that is there is shown as it is, even empty. So the tool and result are shown as they are.
 	for i, o := range outs {
-		tool := o.Tool
-		if tool == "" {
-			tool = "unknown"
-		}
-		result := o.Result
-		if result == "" {
-			result = "{}"
-		}
-		add(&tail, assembler.RegionToolOutputs, "tool_outputs["+strconv.Itoa(i)+"]", "system", "Tool '"+tool+"' returned: "+result)
+		add(&tail, assembler.RegionToolOutputs, "tool_outputs["+strconv.Itoa(i)+"]", "system", "Tool '"+o.Tool+"' returned: "+o.Result)
 	}
 	// 6. The current message.
 	add(&tail, assembler.RegionMessage, "message", "user", req.Message)

@@ -526,12 +526,17 @@ func (c *cookbook) toolOutputs(ctx context.Context, session string) ([]store.Too
 	return out, nil
 }
 
-// decodeStep is the tool output of step n's hash h. A step without a tool is tool "unknown", the seed's
-// reading; a timestamp that is not a number is ignored (the seed does not read it).
+// decodeStep is the tool output of step n's hash h as the seed reads it: data.get('tool', 'unknown') and
+// data.get('result', '{}'), so a step without a tool field is tool "unknown" and one without a result field
+// has result "{}", while fields that are there, empty or not, are taken as they are. A timestamp that is not
+// a number is ignored (the seed does not read it).
 func decodeStep(n int64, h map[string]string) store.ToolOutput {
 	o := store.ToolOutput{Seq: n, Tool: h["tool"], CallID: h["call_id"], Args: h["args"], Result: h["result"]}
-	if o.Tool == "" {
+	if _, ok := h["tool"]; !ok {
 		o.Tool = "unknown"
+	}
+	if _, ok := h["result"]; !ok {
+		o.Result = "{}"
 	}
 	if f, err := strconv.ParseFloat(strings.TrimSpace(h["timestamp"]), 64); err == nil {
 		o.Time = fromSeconds(f)
@@ -610,8 +615,18 @@ type kbEntry struct {
 	TokenCounts map[string]int    `json:"token_counts,omitempty"`
 }
 
-// SetKnowledge implements store.SessionStore: the list is replaced in one transaction; each item is
-// written with its Source as the seed's title.
+// kbTitle is the title an item is written with, the one the seed shows as [title]: Metadata["title"] when
+// the key is there (even empty), else Source when it is not empty, else none (the seed shows [Doc]). The
+// cookbook preset of package engine renders an item's title by the same rule.
+func kbTitle(k store.Knowledge) (string, bool) {
+	if t, ok := k.Metadata["title"]; ok {
+		return t, true
+	}
+	return k.Source, k.Source != ""
+}
+
+// SetKnowledge implements store.SessionStore: the list is replaced in one transaction. Each item is written
+// with the title kbTitle gives it and, when its Source is not that title, with its Source under "source".
 func (c *cookbook) SetKnowledge(ctx context.Context, tenant, session string, items []store.Knowledge) error {
 	if err := c.ids(tenant, "session", session); err != nil {
 		return err
@@ -628,8 +643,11 @@ func (c *cookbook) SetKnowledge(ctx context.Context, tenant, session string, ite
 			e := kbEntry{Content: k.Content, ID: k.ID, DocumentID: k.DocumentID, Score: k.Score,
 				Type: k.Type, Trusted: k.Trusted, StartOffset: k.StartOffset, EndOffset: k.EndOffset,
 				Metadata: k.Metadata, TokenCounts: k.TokenCounts}
-			if title := cmp.Or(k.Source, k.Metadata["title"]); title != "" {
+			if title, ok := kbTitle(k); ok {
 				e.Title = &title
+				if k.Source != title {
+					e.Source = k.Source
+				}
 			}
 			b, err := json.Marshal(e)
 			if err != nil {
@@ -665,8 +683,13 @@ type kbRaw struct {
 // a missing content is "", and content that is not a string is its JSON text. Score, start and end are
 // numbers or numeric strings (FT.SEARCH returns strings), else 0; trusted is true only for JSON true;
 // metadata values of any type are kept, a non-string as its JSON text (3, true, {"a":1}), a null dropped;
-// token_counts of the wrong type are ignored. The title is the item's Source (else the entry's "source")
-// and its Metadata["title"] unless its metadata has one.
+// token_counts of the wrong type are ignored.
+//
+// The title decides how the cookbook preset shows the item, so that it shows it as the seed does
+// (d.get('title', 'Doc')): when the entry has a title (a null one counts as none) it is Metadata["title"],
+// replacing any title in the entry's metadata, and the item's Source is the entry's "source", else the
+// title. An entry without a title has no Metadata["title"] (one in its metadata is dropped) and no Source;
+// its "source", if any, is kept as Metadata["source"] unless its metadata has one.
 func decodeKBEntry(v string) (k store.Knowledge, ok bool) {
 	var r kbRaw
 	if !isObject(v) || json.Unmarshal([]byte(v), &r) != nil {
@@ -696,15 +719,20 @@ func decodeKBEntry(v string) (k store.Knowledge, ok bool) {
 	if !isNull(r.TokenCounts) && json.Unmarshal(r.TokenCounts, &k.TokenCounts) != nil {
 		k.TokenCounts = nil
 	}
-	title, _ := jsonText(r.Title)
 	source, _ := jsonText(r.Source)
-	k.Source = cmp.Or(title, source)
-	if title != "" {
+	if title, ok := jsonText(r.Title); ok {
+		k.Source = cmp.Or(source, title)
 		if k.Metadata == nil {
 			k.Metadata = map[string]string{}
 		}
-		if _, ok := k.Metadata["title"]; !ok {
-			k.Metadata["title"] = title
+		k.Metadata["title"] = title
+	} else {
+		delete(k.Metadata, "title")
+		if _, ok := k.Metadata["source"]; !ok && source != "" {
+			if k.Metadata == nil {
+				k.Metadata = map[string]string{}
+			}
+			k.Metadata["source"] = source
 		}
 	}
 	if len(k.Metadata) == 0 {

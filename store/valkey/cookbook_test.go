@@ -434,6 +434,89 @@ func TestCookbook_LenientKnowledge(t *testing.T) {
 	}
 }
 
+// TestCookbook_KnowledgeTitles: an item is written with the title the cookbook preset shows for it, its
+// Source under "source" when that differs, and read back as it was.
+func TestCookbook_KnowledgeTitles(t *testing.T) {
+	t.Parallel()
+	addr := valkeytest.Start(t)
+	s := openCookbook(t, addr, valkey.Options{})
+	ctx := context.Background()
+	in := []store.Knowledge{
+		{Source: "manual.md", Content: "a", Metadata: map[string]string{"title": "Intro"}},
+		{Source: "Pricing", Content: "b"},
+		{Content: "c"},
+		{Content: "d", Metadata: map[string]string{"title": ""}},
+	}
+	if err := s.SetKnowledge(ctx, "default", "s", in); err != nil {
+		t.Fatal(err)
+	}
+	raw := do(t, addr, "LRANGE", "kb:results:s", "0", "-1")
+	wantRaw := []struct {
+		title  *string
+		source string
+	}{{ptr("Intro"), "manual.md"}, {ptr("Pricing"), ""}, {nil, ""}, {ptr(""), ""}}
+	for i, w := range wantRaw {
+		var e struct {
+			Title  *string `json:"title"`
+			Source string  `json:"source"`
+		}
+		if err := json.Unmarshal([]byte(raw[i]), &e); err != nil {
+			t.Fatal(err)
+		}
+		if (e.Title == nil) != (w.title == nil) || e.Title != nil && *e.Title != *w.title || e.Source != w.source {
+			t.Errorf("entry %d: %s, want title %v source %q", i, raw[i], w.title, w.source)
+		}
+	}
+	kb, err := s.Knowledge(ctx, "default", "s")
+	if err != nil || len(kb) != 4 {
+		t.Fatalf("Knowledge = %+v, %v", kb, err)
+	}
+	if kb[0].Source != "manual.md" || kb[0].Metadata["title"] != "Intro" || kb[1].Source != "Pricing" || kb[1].Metadata["title"] != "Pricing" ||
+		kb[2].Source != "" || kb[2].Metadata != nil || kb[3].Source != "" || kb[3].Metadata == nil || kb[3].Metadata["title"] != "" {
+		t.Errorf("Knowledge = %+v", kb)
+	}
+}
+
+func ptr(s string) *string { return &s }
+
+// TestCookbook_ForeignTitles: entries written by other tools are read so that the cookbook preset shows
+// their titles as the seed's d.get('title', 'Doc') does: an entry's title, even empty, is Metadata["title"]
+// (over one in its metadata); an entry without one (or with a null one) has none, and no Source, so that
+// the preset shows [Doc]; its "source" is kept in Metadata["source"].
+func TestCookbook_ForeignTitles(t *testing.T) {
+	t.Parallel()
+	addr := valkeytest.Start(t)
+	s := openCookbook(t, addr, valkey.Options{})
+	ctx := context.Background()
+	do(t, addr, "RPUSH", "kb:results:s",
+		`{"content": "Untitled.", "source": "a.md"}`,
+		`{"content": "Untitled, with sources.", "source": "a.md", "metadata": {"source": "b.md", "title": "M"}}`,
+		`{"title": "", "content": "An empty title.", "metadata": {"title": "M"}}`,
+		`{"title": null, "content": "A null title.", "metadata": {"title": "M"}}`,
+		`{"title": "T", "content": "Two titles.", "source": "a.md", "metadata": {"title": "M"}}`,
+		`{"title": 3, "content": "A number for a title."}`,
+	)
+	kb, err := s.Knowledge(ctx, "default", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`"" map[source:a.md]`,
+		`"" map[source:b.md]`,
+		`"" map[title:]`,
+		`"" map[]`,
+		`"a.md" map[title:T]`,
+		`"3" map[title:3]`,
+	}
+	var got []string
+	for _, k := range kb {
+		got = append(got, fmt.Sprintf("%q %v", k.Source, k.Metadata))
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("Knowledge (source, metadata):\n got %q\nwant %q", got, want)
+	}
+}
+
 // TestCookbook_LenientChat: a string ts, a ts that is no time, a null content and fields of the wrong type
 // do not cost the history; entries without a string role or without content are skipped, and the rest keep
 // their seqs.
@@ -502,6 +585,42 @@ func TestCookbook_LenientSteps(t *testing.T) {
 		}
 		if !outs[0].Time.IsZero() || !outs[1].Time.Equal(time.Unix(1718000001, 5e8)) || !outs[2].Time.IsZero() {
 			t.Errorf("%s: times %v, %v, %v", what, outs[0].Time, outs[1].Time, outs[2].Time)
+		}
+	}
+	outs, err := s.ToolOutputs(ctx, "default", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("ToolOutputs", outs)
+	snap, err := s.Load(ctx, "default", store.LoadQuery{Session: "s"})
+	if err != nil || len(snap.Errors) != 0 {
+		t.Fatalf("Load = %+v, %v", snap, err)
+	}
+	check("Load", snap.ToolOutputs)
+}
+
+// TestCookbook_StepsAsTheSeedReadsThem: a step without tool or result reads as the seed's defaults
+// ("unknown", "{}"), fields that are there are taken as they are, even empty, and a timestamp that is not a
+// number costs nothing.
+func TestCookbook_StepsAsTheSeedReadsThem(t *testing.T) {
+	t.Parallel()
+	addr := valkeytest.Start(t)
+	s := openCookbook(t, addr, valkey.Options{})
+	ctx := context.Background()
+	do(t, addr, "HSET", "tool:s:step_1", "tool", "a", "result", "", "timestamp", "soon")
+	do(t, addr, "HSET", "tool:s:step_2", "args", "{}")
+	do(t, addr, "HSET", "tool:s:step_3", "tool", "", "result", "r", "timestamp", "1718000001.5")
+	check := func(what string, outs []store.ToolOutput) {
+		t.Helper()
+		var got []string
+		for _, o := range outs {
+			got = append(got, fmt.Sprintf("%d %q %q", o.Seq, o.Tool, o.Result))
+		}
+		if want := []string{`1 "a" ""`, `2 "unknown" "{}"`, `3 "" "r"`}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s = %q, want %q", what, got, want)
+		}
+		if !outs[0].Time.IsZero() || !outs[2].Time.Equal(time.Unix(1718000001, 5e8)) {
+			t.Errorf("%s: times %v, %v", what, outs[0].Time, outs[2].Time)
 		}
 	}
 	outs, err := s.ToolOutputs(ctx, "default", "s")
