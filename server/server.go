@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -220,7 +221,7 @@ func (s *Server) routes() http.Handler {
 		mux.Handle(rt.pattern, s.observe(rt.pattern, h))
 	}
 	// Everything else: a JSON 404, or 405 with Allow when the path exists with other methods.
-	mux.Handle("/", s.observe("other", s.wrap(route{pattern: "/", public: true, handle: func(w http.ResponseWriter, r *http.Request) error {
+	other := s.observe("other", s.wrap(route{pattern: "/", public: true, handle: func(w http.ResponseWriter, r *http.Request) error {
 		var allow []string
 		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
 			probe := r.Clone(r.Context())
@@ -234,8 +235,17 @@ func (s *Server) routes() http.Handler {
 			return errorf(http.StatusMethodNotAllowed, "method_not_allowed", "%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", "))
 		}
 		return errorf(http.StatusNotFound, "not_found", "no route %s %s", r.Method, r.URL.Path)
-	}})))
-	return s.requestID(mux)
+	}}))
+	mux.Handle("/", other)
+	// A path with "." or ".." segments or doubled slashes would get the mux's redirect to its clean form,
+	// whose body is not JSON and which no API client follows usefully: it is a 404 like any unknown path.
+	return s.requestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.EscapedPath(); p != "/" && strings.TrimSuffix(p, "/") != path.Clean(p) {
+			other.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}))
 }
 
 // requestIDPattern is what a client's X-Request-Id must look like to be kept.

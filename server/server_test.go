@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -505,16 +506,21 @@ func FuzzHandlers(f *testing.F) {
 		f.Fatal(err)
 	}
 	h := srv.Handler()
-	routes := []string{"POST /v1/assemble", "POST /v1/sessions/s/messages", "POST /v1/collections", "POST /v1/collections/c/documents", "POST /v1/retrieve", "POST /v1/sessions/s/tool-outputs", "PUT /v1/sessions/s/knowledge",
-		"PUT /v1/users/u/memory/k", "PUT /v1/agents/a", "POST /v1/tokens/count", "POST /v1/chunk", "GET /v1/sessions/s/messages"}
+	// {id} in a route is replaced by the fuzzed id, path-escaped: any bytes a client can put in a path.
+	routes := []string{"POST /v1/assemble", "POST /v1/sessions/{id}/messages", "POST /v1/collections", "POST /v1/collections/{id}/documents", "POST /v1/retrieve", "POST /v1/sessions/{id}/tool-outputs", "PUT /v1/sessions/{id}/knowledge",
+		"PUT /v1/users/{id}/memory/k", "PUT /v1/agents/{id}", "POST /v1/tokens/count", "POST /v1/chunk", "GET /v1/sessions/{id}/messages",
+		"DELETE /v1/sessions/{id}", "DELETE /v1/users/u/memory/{id}", "DELETE /v1/agents/{id}", "DELETE /v1/collections/{id}",
+		"DELETE /v1/collections/c/documents/{id}", "GET /v1/collections/{id}", "GET /v1/collections/{id}/documents", "GET /v1/users/{id}/memory",
+		"GET /v1/agents/{id}"}
 	for i, seed := range []string{`{"message":"hi"}`, `{"messages":[{"role":"user","content":"x"}]}`, `{"role":"tool","content":"x"}`,
 		`{"tool":"t","result":"r"}`, `{"knowledge":[{"content":"</context>"}]}`, `{"value":"v","pinned":true}`, `{"instructions":"x","tools":[{"type":"function","function":{"name":"f","parameters":{}}}]}`,
 		`{"text":"hello","model":"gpt-4o"}`, `{"text":"a b c","strategy":"markdown","chunk_size":5}`, `{"history":[{"role":"tool","tool_call_id":"x","content":"y"}],"message":"m","max_tokens":50}`,
 		`{"agent":"a","session":"s","user":"u","message":"m","preset":"cookbook"}`, "\xff", `[[[[`, `null`, `{"name":"c","chunk_size":8}`, `{"id":"d","text":"<h1>x</h1>","content_type":"html"}`, `{"collection":"c","query":"x","mode":"mmr"}`, `{"message":"hi","policy":{"regions":[{"name":"history","min_share":2}]}}`} {
-		f.Add(uint8(i), []byte(seed))
+		f.Add(uint8(i), []string{"s", "a%b", "x/y", "\x00", strings.Repeat("z", 300)}[i%5], []byte(seed))
 	}
-	f.Fuzz(func(t *testing.T, route uint8, body []byte) {
+	f.Fuzz(func(t *testing.T, route uint8, id string, body []byte) {
 		method, path, _ := strings.Cut(routes[int(route)%len(routes)], " ")
+		path = strings.ReplaceAll(path, "{id}", url.PathEscape(id))
 		req := httptest.NewRequest(method, path, bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+keyAcme)
 		rec := httptest.NewRecorder()
