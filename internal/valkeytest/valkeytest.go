@@ -1,5 +1,6 @@
-// Package valkeytest starts throwaway Valkey (or Redis) servers for tests: one server, or a cluster of
-// several, each on a free loopback port with nothing persisted, killed when the test ends.
+// Package valkeytest starts throwaway Valkey (or Redis) servers for tests: one server, a cluster of several,
+// or a Sentinel that monitors a server, each on a free loopback port with nothing persisted, killed when the
+// test ends.
 //
 // The server binary is the one named by the environment variable LOOM_VALKEY_SERVER, else valkey-server or
 // redis-server on PATH. When none is found the test is skipped, unless LOOM_REQUIRE_VALKEY=1 (CI sets it):
@@ -90,6 +91,16 @@ func StartServer(tb testing.TB, extraArgs ...string) *Server {
 
 func startServer(tb testing.TB, bin string, extraArgs []string) *Server {
 	tb.Helper()
+	return startProcess(tb, bin, func(port int, dir string) ([]string, error) {
+		return append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+			"--dir", dir, "--daemonize", "no", "--protected-mode", "no"}, extraArgs...), nil
+	})
+}
+
+// startProcess runs bin with the arguments args gives for a free port and a new directory, retrying with
+// another port if the server cannot start, and returns it once it answers PING.
+func startProcess(tb testing.TB, bin string, args func(port int, dir string) ([]string, error)) *Server {
+	tb.Helper()
 	var lastErr error
 	for range 5 { // the free port may be taken before the server binds it
 		port, err := freePort()
@@ -97,11 +108,9 @@ func startServer(tb testing.TB, bin string, extraArgs []string) *Server {
 			tb.Fatal(err)
 		}
 		dir := tb.TempDir()
-		s := &Server{
-			Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-			tb:   tb, bin: bin, dir: dir,
-			args: append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-				"--dir", dir, "--daemonize", "no", "--protected-mode", "no"}, extraArgs...),
+		s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), tb: tb, bin: bin, dir: dir}
+		if s.args, err = args(port, dir); err != nil {
+			tb.Fatalf("valkeytest: %v", err)
 		}
 		if lastErr = s.start(); lastErr == nil {
 			tb.Cleanup(s.kill)
@@ -110,6 +119,44 @@ func startServer(tb testing.TB, bin string, extraArgs []string) *Server {
 	}
 	tb.Fatalf("valkeytest: %v", lastErr)
 	return nil
+}
+
+// SentinelMaster is the name of the master set a sentinel of StartSentinel monitors.
+const SentinelMaster = "mymaster"
+
+// StartSentinel starts a Sentinel (the server binary run with --sentinel) on a free loopback port that
+// monitors the server at masterAddr as master set SentinelMaster, with a quorum of 1 and
+// down-after-milliseconds 1000, and returns its handle once it answers PING and names the master. Its
+// configuration file, which a sentinel must be able to rewrite, is in a directory of its own; extraConfig
+// are more lines for it, such as "sentinel auth-pass mymaster <password>" for a master that requires one.
+// It is killed when the test ends.
+func StartSentinel(tb testing.TB, masterAddr string, extraConfig ...string) *Server {
+	tb.Helper()
+	host, port, err := net.SplitHostPort(masterAddr)
+	if err != nil {
+		tb.Fatalf("valkeytest: master address %q: %v", masterAddr, err)
+	}
+	s := startProcess(tb, binary(tb), func(p int, dir string) ([]string, error) {
+		conf := filepath.Join(dir, "sentinel.conf")
+		text := fmt.Sprintf("port %d\nbind 127.0.0.1\nprotected-mode no\ndaemonize no\n"+
+			"sentinel monitor %s %s %s 1\nsentinel down-after-milliseconds %s 1000\n",
+			p, SentinelMaster, host, port, SentinelMaster)
+		for _, line := range extraConfig {
+			text += line + "\n"
+		}
+		return []string{conf, "--sentinel"}, os.WriteFile(conf, []byte(text), 0o600)
+	})
+	deadline := time.Now().Add(startTimeout)
+	for {
+		r, err := Do(s.Addr, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SentinelMaster)
+		if err == nil && len(r) == 2 && net.JoinHostPort(r[0], r[1]) == net.JoinHostPort(host, port) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("valkeytest: the sentinel on %s does not name the master %s: %q, %v", s.Addr, masterAddr, r, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func freePort() (int, error) {
@@ -121,7 +168,7 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// start runs the server and waits until it answers PING.
+// start runs the server and waits until it answers PING (with PONG, or NOAUTH when it wants a password).
 func (s *Server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -149,7 +196,9 @@ func (s *Server) start() error {
 	}()
 	deadline := time.Now().Add(startTimeout)
 	for {
-		if reply, err := Do(s.Addr, "PING"); err == nil && len(reply) == 1 && reply[0] == "PONG" {
+		// A server started with --requirepass answers NOAUTH: it is up.
+		if reply, err := Do(s.Addr, "PING"); err == nil && len(reply) == 1 && reply[0] == "PONG" ||
+			err != nil && strings.HasPrefix(err.Error(), "NOAUTH ") {
 			s.cmd, s.done = cmd, done
 			return nil
 		}

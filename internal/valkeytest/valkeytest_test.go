@@ -49,3 +49,31 @@ func TestDo_ErrorReply(t *testing.T) {
 		t.Fatal("an unknown command succeeded")
 	}
 }
+
+func TestStartSentinel_NamesTheMaster(t *testing.T) {
+	t.Parallel()
+	master := Start(t)
+	s := StartSentinel(t, master)
+	r, err := Do(s.Addr, "SENTINEL", "MASTER", SentinelMaster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := map[string]string{}
+	for i := 0; i+1 < len(r); i += 2 {
+		fields[r[i]] = r[i+1]
+	}
+	if fields["ip"]+":"+fields["port"] != master || fields["quorum"] != "1" {
+		t.Fatalf("SENTINEL MASTER %s = %v", SentinelMaster, fields)
+	}
+	if got, err := Do(s.Addr, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", "nosuchmaster"); err != nil || len(got) != 0 {
+		t.Fatalf("an unknown master set: %q, %v", got, err)
+	}
+}
+
+func TestStartServer_WithPassword(t *testing.T) {
+	t.Parallel()
+	s := StartServer(t, "--requirepass", "pw")
+	if _, err := Do(s.Addr, "GET", "k"); err == nil || !strings.HasPrefix(err.Error(), "NOAUTH") {
+		t.Fatalf("GET without AUTH: %v", err)
+	}
+}
