@@ -50,11 +50,17 @@
 //	                           for small hashes), not sorted, so the cookbook's output is reproduced
 //	chat:<session>             list of JSON {"role", "content", "ts"}; seq = position + 1; token counts are
 //	                           counted on read when the JSON has none
-//	kb:results:<session>       list of JSON {"title", "content", ...}; the title is Knowledge.Source and
-//	                           Metadata["title"]
+//	kb:results:<session>       list of JSON {"title", "content", ...}; the title is Metadata["title"], and
+//	                           Source unless a "source" is given; an untitled entry's "source" is
+//	                           Metadata["source"] (and it renders as the seed's "Doc")
 //	tool:<session>:step_<n>    hash: tool, result, timestamp (and call_id, args when Loom writes them); found
 //	                           with SCAN MATCH, never KEYS, and ordered by n as a number, so step_2 comes
 //	                           before step_10 (the cookbook sorts them as strings, which puts step_10 first)
+//
+// Entries written by other tools are read leniently, one at a time, as the seed's Python reads them: numbers
+// may be numeric strings, metadata values of any JSON type are kept (as JSON text), and an entry that is not
+// an object, or a chat entry without role and content, is skipped rather than failing its whole source (see
+// cookbook.go).
 //
 // The cookbook's keys carry no tenant, so this layout holds the single tenant "default" ([DefaultTenant]);
 // any other tenant gets an error wrapping store.ErrUnsupported. Its Load takes more than one round trip:
@@ -213,6 +219,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	copt.DisableCache = opts.CacheAgents == 0
 	if copt.Dialer.Timeout == 0 || copt.Dialer.Timeout > opts.Timeout {
 		copt.Dialer.Timeout = opts.Timeout
+	}
+	if copt.Sentinel.MasterSet != "" && (copt.Sentinel.Dialer.Timeout == 0 || copt.Sentinel.Dialer.Timeout > opts.Timeout) {
+		copt.Sentinel.Dialer.Timeout = opts.Timeout // asking the Sentinels is bounded like every call
 	}
 	if copt.RetryDelay == nil {
 		copt.RetryDelay = retryDelay
