@@ -172,8 +172,18 @@ CREATE TABLE changes (
 // Loom) is refused by Open.
 const SchemaVersion = 2
 
-// migrate brings the file to SchemaVersion in one write transaction.
+// migrate brings the file to SchemaVersion in one write transaction. A file at SchemaVersion already (every
+// open but the first) is only read: no write lock for the processes that open it at once to queue for.
 func migrate(ctx context.Context, db *sql.DB) error {
+	var have int
+	if err := db.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&have); err == nil {
+		if have > SchemaVersion {
+			return fmt.Errorf("%w: the file has schema version %d, this build knows up to %d", ErrNewerSchema, have, SchemaVersion)
+		}
+		if have == SchemaVersion {
+			return nil
+		}
+	} // else most likely a new file, without the table: the transaction below creates it
 	tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: see the writer's DSN
 	if err != nil {
 		return err

@@ -20,13 +20,14 @@
 //
 // # WAL and durability
 //
-// The file is in WAL mode: readers never block the writer and the writer never blocks readers. Each
-// connection gets its pragmas (busy_timeout, journal_mode=WAL, foreign_keys, synchronous) from the DSN, so
-// every pooled connection has them. By default synchronous=FULL: a write transaction's WAL frames are
-// fsynced before the commit returns, so an acknowledged write survives the process being killed and the
-// machine losing power. [WithSynchronous]([SynchronousNormal]) skips that fsync: an acknowledged write
-// still survives the process being killed (kill -9), since the frames are in the operating system's
-// cache, but the last commits may be lost if the machine loses power; writes are then faster.
+// The file is in WAL mode: readers never block the writer and the writer never blocks readers. Open
+// switches the file to WAL, a mode the file keeps; each connection gets its pragmas (busy_timeout,
+// foreign_keys, synchronous) from the DSN, so every pooled connection has them. By default
+// synchronous=FULL: a write transaction's WAL frames are fsynced before the commit returns, so an
+// acknowledged write survives the process being killed and the machine losing power.
+// [WithSynchronous]([SynchronousNormal]) skips that fsync: an acknowledged write still survives the
+// process being killed (kill -9), since the frames are in the operating system's cache, but the last
+// commits may be lost if the machine loses power; writes are then faster.
 //
 // # Concurrency
 //
@@ -35,7 +36,9 @@
 // a message batch gets its contiguous sequence numbers inside its own transaction, so concurrent appends
 // lose nothing and never interleave. Reads use a pool of read-only connections; [Store.Load] reads every
 // source in one read transaction, one consistent snapshot. Another process may open the same file: SQLite
-// locks it, and busy_timeout makes each side wait for the other.
+// locks it, and busy_timeout makes each side wait for the other. Many processes may open a new file at
+// once: the switch to WAL and the migration, whose locks busy_timeout does not always wait for, are
+// retried on SQLITE_BUSY for up to the busy timeout.
 //
 // # Expiry
 //
@@ -49,6 +52,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"runtime"
 	"strconv"
@@ -114,7 +118,8 @@ const (
 func WithSynchronous(s Synchronous) Option { return func(c *config) { c.sync = s } }
 
 // WithBusyTimeout sets how long a statement waits for a lock another process (or a checkpoint) holds
-// before it fails; the default is DefaultBusyTimeout.
+// before it fails, and how long Open retries the switch to WAL and the migration of a file that others
+// are opening at the same time; the default is DefaultBusyTimeout.
 func WithBusyTimeout(d time.Duration) Option { return func(c *config) { c.busyTimeout = d } }
 
 // WithCleanupInterval sets how often the store deletes the rows of expired sessions when a SessionTTL is
@@ -185,14 +190,15 @@ func Open(ctx context.Context, path string, opts store.Options, options ...Optio
 	s.wdb.SetMaxIdleConns(1)
 	s.wdb.SetConnMaxLifetime(0)
 	s.wdb.SetConnMaxIdleTime(0)
-	var mode string
-	if err := s.wdb.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+	// Switching a new file to WAL and migrating it take locks that busy_timeout does not always wait for
+	// (a connection that holds a read lock and needs the write lock gets SQLITE_BUSY at once, lest two
+	// wait for each other), so when many processes open a new file at once, both are retried on
+	// SQLITE_BUSY until the busy timeout has passed.
+	until := time.Now().Add(cfg.busyTimeout)
+	if err := retryBusy(ctx, until, func() error { return useWAL(ctx, s.wdb) }); err != nil {
 		return fail(err)
 	}
-	if !strings.EqualFold(mode, "wal") {
-		return fail(fmt.Errorf("journal mode is %q, not WAL", mode))
-	}
-	if err := migrate(ctx, s.wdb); err != nil {
+	if err := retryBusy(ctx, until, func() error { return migrate(ctx, s.wdb) }); err != nil {
 		return fail(err)
 	}
 	if s.rdb, err = sql.Open("sqlite", dsn(path, cfg, syncMode, true)); err != nil {
@@ -236,12 +242,59 @@ func cleanupInterval(ttl, set time.Duration) time.Duration {
 	return min(max(ttl, time.Second), DefaultCleanupInterval)
 }
 
+// useWAL switches the file to WAL mode (a no-op if it is in WAL mode already); the mode is the file's,
+// kept in it, so every connection opened after has it.
+func useWAL(ctx context.Context, db *sql.DB) error {
+	var mode string
+	if err := db.QueryRowContext(ctx, `PRAGMA journal_mode = WAL`).Scan(&mode); err != nil {
+		return err
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("journal mode is %q, not WAL", mode)
+	}
+	return nil
+}
+
+// retryBusy calls fn until it returns anything but SQLITE_BUSY, ctx is done or until has passed, waiting
+// a little longer (with jitter, so that processes that collided do not collide again) after each BUSY.
+func retryBusy(ctx context.Context, until time.Time, fn func() error) error {
+	wait := 2 * time.Millisecond
+	for {
+		err := fn()
+		if err == nil || !isBusy(err) || ctx.Err() != nil {
+			return err
+		}
+		left := time.Until(until)
+		if left <= 0 {
+			return err
+		}
+		d := min(wait/2+rand.N(wait), left)
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, 100*time.Millisecond)
+	}
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY (or one of its extended codes): another connection
+// holds the lock.
+func isBusy(err error) bool {
+	var coded interface{ Code() int }
+	return errors.As(err, &coded) && coded.Code()&0xff == 5 // SQLITE_BUSY
+}
+
 // dsn is the data source name of path for a writer or a reader connection. The path is a URI path, with
-// the characters a URI gives meaning to escaped; the pragmas are applied to every new connection.
+// the characters a URI gives meaning to escaped; the pragmas are applied to every new connection,
+// busy_timeout first, so that whatever the others do waits for locks. Neither switches the journal mode:
+// that takes a lock busy_timeout may not wait for, and a pragma of the DSN that fails fails the
+// connection, so Open switches the file to WAL itself (see useWAL), retrying.
 func dsn(path string, cfg config, syncMode string, readOnly bool) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(cfg.busyTimeout.Milliseconds(), 10)+")")
-	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous("+syncMode+")")
 	if readOnly {
