@@ -229,7 +229,12 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 	if req.Preset == PresetCookbook {
 		res, err = assembleCookbook(&req, snap)
 	} else {
-		res, err = assembler.AssembleRequest(ctx, merge(&req, snap))
+		merged, skipped := merge(&req, snap)
+		if skipped > 0 {
+			degraded = append(degraded, Degradation{Source: string(store.SourceHistory),
+				Cause: fmt.Sprintf("%d stored messages skipped: a role other than user, assistant, system or tool, or a tool message without its tool_call_id", skipped)})
+		}
+		res, err = assembler.AssembleRequest(ctx, merged)
 	}
 	if err != nil {
 		return nil, err
@@ -297,7 +302,7 @@ func (e *Engine) load(ctx context.Context, tenant string, req Request) (*store.S
 }
 
 // merge builds the assembler's request from the stored snapshot and the request's inline parts.
-func merge(req *Request, snap *store.Snapshot) *assembler.Request {
+func merge(req *Request, snap *store.Snapshot) (_ *assembler.Request, skipped int) {
 	out := req.Request // a copy; slices are replaced, never appended to in place
 	if a := snap.Agent; a != nil {
 		if p := a.SystemPrompt(); p != "" {
@@ -341,6 +346,12 @@ func merge(req *Request, snap *store.Snapshot) *assembler.Request {
 	if len(snap.Messages) > 0 {
 		history := make([]assembler.Message, 0, len(snap.Messages)+len(req.History))
 		for _, m := range snap.Messages {
+			// Loom's stores refuse such messages; seed 003's keys, written by other code, may hold them,
+			// and one would otherwise fail the whole assembly.
+			if !slices.Contains([]string{"user", "assistant", "system", "tool"}, m.Role) || (m.Role == "tool" && m.ToolCallID == "") {
+				skipped++
+				continue
+			}
 			history = append(history, m.AssemblerMessage())
 		}
 		out.History = append(history, req.History...)
@@ -352,7 +363,7 @@ func merge(req *Request, snap *store.Snapshot) *assembler.Request {
 		}
 		out.ToolOutputs = append(outs, req.ToolOutputs...)
 	}
-	return &out
+	return &out, skipped
 }
 
 // Turn is one exchange to record: the user's message and what answered it.

@@ -261,6 +261,43 @@ func (f *faultyStore) Load(ctx context.Context, tenant string, q store.LoadQuery
 	return snap, err
 }
 
+// oddHistory is a store whose sessions also hold messages Loom's stores would refuse, as seed 003's keys
+// written by other code can.
+type oddHistory struct{ store.Store }
+
+func (o oddHistory) Load(ctx context.Context, tenant string, q store.LoadQuery) (*store.Snapshot, error) {
+	snap, err := o.Store.Load(ctx, tenant, q)
+	if err == nil {
+		snap.Messages = append([]store.Message{{Seq: 1, Role: "function", Content: "odd"}, {Seq: 2, Role: "tool", Content: "no call id"}},
+			snap.Messages...)
+	}
+	return snap, err
+}
+
+// TestAssemble_SkipsUnusableStoredMessages: a stored message with a role the assembler cannot use is left
+// out, and the result says so, rather than failing the whole assembly.
+func TestAssemble_SkipsUnusableStoredMessages(t *testing.T) {
+	t.Parallel()
+	mem := memory.New(store.Options{})
+	seedScenario(t, mem, engine.DefaultTenant)
+	eng, err := engine.New(oddHistory{mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := eng.Assemble(t.Context(), engine.Request{Agent: "demo_agent", User: "user_42", Session: "sess_42",
+		Request: assembler.Request{Message: "How much does premium cost?"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Degraded) != 1 || res.Degraded[0].Source != "history" || !strings.Contains(res.Degraded[0].Cause, "2 stored messages skipped") {
+		t.Errorf("degraded = %+v", res.Degraded)
+	}
+	text := messagesText(res.Result)
+	if strings.Contains(text, "no call id") || !strings.Contains(text, "I want to upgrade") {
+		t.Errorf("the odd messages are in, or the good ones out:\n%s", text)
+	}
+}
+
 func TestAssemble_DegradesOrFailsStrictly(t *testing.T) {
 	t.Parallel()
 	down := fmt.Errorf("%w: connection refused", store.ErrUnavailable)
