@@ -441,21 +441,21 @@ func (a *assembly) result(out rendering) *Result {
 	res.Report.Regions = make([]RegionReport, 0, 3+len(a.policy.Regions))
 
 	// The report: required regions, then the optional ones in priority order.
+	used := a.regionsUsed(&out)
 	add := func(name string, budget, used int, included []string) {
 		res.Report.Regions = append(res.Report.Regions, RegionReport{
 			Name: name, Budget: budget, Used: used, Included: nonNil(included), Dropped: nonNilDropped(a.dropped[name]),
 		})
 	}
-	add(RegionInstructions, out.costs.instructions, out.costs.instructions, idsIf(a.req.Instructions != "", "instructions"))
+	add(RegionInstructions, used[regInstructions], used[regInstructions], idsIf(a.req.Instructions != "", "instructions"))
 	var toolNames []string
 	for _, t := range a.req.Tools {
 		toolNames = append(toolNames, t.Function.Name)
 	}
-	add(RegionTools, out.costs.tools, out.costs.tools, toolNames)
-	add(RegionMessage, out.costs.message, out.costs.message, idsIf(a.message != "", "message"))
+	add(RegionTools, used[regTools], used[regTools], toolNames)
+	add(RegionMessage, used[regMessage], used[regMessage], idsIf(a.message != "", "message"))
 	for _, r := range a.policy.Regions {
 		var included []string
-		used := 0
 		if r.Name == RegionHistory {
 			kept, dropped := 0, 0
 			for i, g := range a.groups {
@@ -474,7 +474,6 @@ func (a *assembly) result(out rendering) *Result {
 				switch {
 				case i >= a.keepFrom:
 					included = g.appendIDs(included)
-					used += int(g.cost)
 				case !g.orphaned: // an orphaned turn is reported so already
 					for j := range g.n {
 						drops = append(drops, Dropped{ID: historyID(int(g.first + j)), Reason: ReasonBudget})
@@ -484,7 +483,6 @@ func (a *assembly) result(out rendering) *Result {
 			a.dropped[RegionHistory] = drops
 			for _, g := range a.required {
 				included = g.appendIDs(included)
-				used += int(g.cost)
 			}
 		} else {
 			items := a.items(r.Name)
@@ -493,7 +491,6 @@ func (a *assembly) result(out rendering) *Result {
 			for _, it := range items {
 				if it.kept {
 					included = append(included, it.id)
-					used += it.cost
 				} else if it.dup != "" {
 					drops = append(drops, Dropped{ID: it.id, Reason: it.dup})
 				} else {
@@ -503,9 +500,23 @@ func (a *assembly) result(out rendering) *Result {
 			a.dropped[r.Name] = drops
 		}
 		// A region that took leftover tokens past its share was allotted what it used.
-		add(r.Name, max(a.alloc[r.Name], used), used, included)
+		n := used[regionIndex(r.Name)]
+		add(r.Name, max(a.alloc[r.Name], n), n, included)
 	}
 	return res
+}
+
+// regionIndex is an optional region's index in rendering.used.
+func regionIndex(name string) int {
+	switch name {
+	case RegionMemory:
+		return regMemory
+	case RegionToolOutputs:
+		return regToolOutputs
+	case RegionKnowledge:
+		return regKnowledge
+	}
+	return regHistory
 }
 
 func idsIf(cond bool, id string) []string {

@@ -18,12 +18,78 @@ type rendering struct {
 	context  string
 	prefix   string // the stable prefix, hashed into Result.PrefixHash
 	total    int
-	costs    requiredCosts
-	err      error // the rendering breaks a rule of the format that trimming cannot fix
+	// used is what each region (reg*) uses of total, as far as the rendering knows it; the texts in units
+	// are shared by regions, and split among them only when the rendering is reported (see regionsUsed).
+	used   [numRegs]int
+	units  [2]unit
+	nunits int
+	err    error // the rendering breaks a rule of the format that trimming cannot fix
 }
 
-// requiredCosts is what the required regions cost in a rendering.
-type requiredCosts struct{ instructions, tools, message int }
+// The regions of the report, as indexes of rendering.used; regOverhead is what belongs to none of them.
+const (
+	regInstructions = iota
+	regTools
+	regMessage
+	regMemory
+	regToolOutputs
+	regKnowledge
+	regHistory
+	regOverhead
+	numRegs
+)
+
+// unit is a text counted whole (total tokens) that holds more than one region: parts[:bounds[0].end] is
+// the first region's, and so on; the last bound ends at len(parts).
+type unit struct {
+	parts  []part
+	total  int
+	bounds [10]bound
+	n      int
+}
+
+type bound struct{ end, region int }
+
+// mark ends the region that runs from the last bound to len(u.parts), if it has any parts.
+func (u *unit) mark(region int) { u.markAt(len(u.parts), region) }
+
+// markAt ends the region that runs from the last bound to end, if it has any parts.
+func (u *unit) markAt(end, region int) {
+	if (u.n == 0 && end > 0) || (u.n > 0 && end > u.bounds[u.n-1].end) {
+		u.bounds[u.n] = bound{end, region}
+		u.n++
+	}
+}
+
+// addUnit records that u.total tokens of the rendering are shared by u's regions.
+func (r *rendering) addUnit(u unit) {
+	if u.n == 1 {
+		r.used[u.bounds[0].region] += u.total
+		return
+	}
+	r.units[r.nunits] = u
+	r.nunits++
+}
+
+// regionsUsed splits the rendering's shared texts among their regions, and returns what each region uses.
+// Each region of a text is given what it adds to the count of the text before it, so that the regions add
+// up to the text's count exactly, however its parts merge at their joins.
+func (a *assembly) regionsUsed(r *rendering) [numRegs]int {
+	used := r.used
+	for i := range r.units[:r.nunits] {
+		u := &r.units[i]
+		prev := 0
+		for j, b := range u.bounds[:u.n] {
+			n := u.total
+			if j < u.n-1 {
+				n = a.m.join(u.parts[:b.end])
+			}
+			used[b.region] += n - prev
+			prev = n
+		}
+	}
+	return used
+}
 
 // Wrappers of the memory blocks.
 const (
@@ -41,6 +107,7 @@ func (a *assembly) render(requiredOnly bool) rendering {
 	if a.req.Instructions != "" {
 		stable = append(stable, newPart(a.req.Instructions))
 	}
+	instructionParts := len(stable) // stable[:instructionParts] is the instructions', the rest pinned memory's
 	var pinned, recent []*ctxItem
 	if !requiredOnly {
 		for _, it := range a.memory {
@@ -71,6 +138,7 @@ func (a *assembly) render(requiredOnly bool) rendering {
 		}
 		ctxParts = append(ctxParts, newPart(memoryClose))
 	}
+	memoryEnd := len(ctxParts)
 	if !requiredOnly {
 		for i := len(a.toolOuts) - 1; i >= 0; i-- { // chronological
 			if it := a.toolOuts[i]; it.kept {
@@ -78,6 +146,7 @@ func (a *assembly) render(requiredOnly bool) rendering {
 			}
 		}
 	}
+	toolsEnd := len(ctxParts)
 	// The knowledge, the context's last parts, is also returned alone: the context text is joined once, and
 	// the knowledge's is its end.
 	knowledgeAt := 0 // where the knowledge starts in the context text
@@ -112,20 +181,94 @@ func (a *assembly) render(requiredOnly bool) rendering {
 	toolsJSON := a.toolsJSON()
 	r.tools = toolsJSON.raw
 	if a.format != FormatText { // the text format has the tools in its text
-		r.costs.tools = a.m.countShort(toolsJSON.text)
-		r.total += r.costs.tools
+		n := a.m.countShort(toolsJSON.text)
+		r.used[regTools] += n
+		r.total += n
 	}
 
+	// The stable prefix is passed apart from the rest of the layout, which escape analysis would let take
+	// it to the heap.
+	l := layout{instructionParts: instructionParts, ctx: ctxParts, ctxText: ctxText, memoryEnd: memoryEnd, toolsEnd: toolsEnd}
 	switch a.format {
 	case FormatOpenAI:
-		a.renderOpenAI(&r, stable, history, ctxParts, ctxText)
+		a.renderOpenAI(&r, stable, &l, history)
 	case FormatAnthropic:
-		a.renderAnthropic(&r, stable, history, ctxParts, ctxText)
+		a.renderAnthropic(&r, stable, &l, history)
 	case FormatText:
-		a.renderText(&r, stable, history, ctxParts)
+		a.renderText(&r, stable, &l, history)
 	}
 	r.prefix = toolsJSON.text + "\x00" + joinText(stable)
 	return r
+}
+
+// layout is where each region's parts are in a rendering's stable prefix (instructions, then pinned
+// memory) and context.
+type layout struct {
+	instructionParts int    // stable[:instructionParts] is the instructions'
+	ctx              []part // memory, tool outputs, knowledge
+	ctxText          string
+	memoryEnd        int // ctx[:memoryEnd] is memory's
+	toolsEnd         int // ctx[memoryEnd:toolsEnd] is the tool outputs', the rest knowledge's
+}
+
+// stableRegion is the region of the stable prefix's first part, which a message of it is framed for.
+func (l *layout) stableRegion() int {
+	if l.instructionParts > 0 {
+		return regInstructions
+	}
+	return regMemory
+}
+
+// stableUnit is the stable prefix as one text of total tokens.
+func (l *layout) stableUnit(stable []part, total int) unit {
+	u := unit{total: total}
+	u.markAt(l.instructionParts, regInstructions)
+	u.markAt(len(stable), regMemory)
+	if u.n > 1 { // to be split: a copy, so that a prefix of instructions alone stays off the heap
+		u.parts = slices.Clone(stable)
+	}
+	return u
+}
+
+// contextUnit is the context as one text of total tokens.
+func (l *layout) contextUnit(total int) unit {
+	u := unit{parts: l.ctx, total: total}
+	u.markAt(l.memoryEnd, regMemory)
+	u.markAt(l.toolsEnd, regToolOutputs)
+	u.markAt(len(l.ctx), regKnowledge)
+	return u
+}
+
+// appendStable appends the stable prefix to u, and then sep, marking its regions' bounds.
+func (l *layout) appendStable(u *unit, stable []part, sep ...part) {
+	u.parts = append(u.parts, stable[:l.instructionParts]...)
+	if l.instructionParts == len(stable) {
+		u.parts = append(u.parts, sep...)
+	}
+	u.mark(regInstructions)
+	if l.instructionParts < len(stable) {
+		u.parts = append(u.parts, stable[l.instructionParts:]...)
+		u.parts = append(u.parts, sep...)
+		u.mark(regMemory)
+	}
+}
+
+// appendContext appends the context to u, and then sep, marking its regions' bounds.
+func (l *layout) appendContext(u *unit, sep ...part) {
+	segments := [3]struct{ from, to, region int }{
+		{0, l.memoryEnd, regMemory}, {l.memoryEnd, l.toolsEnd, regToolOutputs}, {l.toolsEnd, len(l.ctx), regKnowledge},
+	}
+	last := 2 // the last region with parts, which sep goes with
+	for last > 0 && segments[last].from == segments[last].to {
+		last--
+	}
+	for i, seg := range segments {
+		u.parts = append(u.parts, l.ctx[seg.from:seg.to]...)
+		if i == last {
+			u.parts = append(u.parts, sep...)
+		}
+		u.mark(seg.region)
+	}
 }
 
 // trimKeptStart drops the kept history turns that would start the history with an assistant's message or
@@ -146,21 +289,20 @@ func (a *assembly) trimKeptStart() {
 	}
 }
 
-func (a *assembly) renderOpenAI(r *rendering, stable []part, history []group, ctxParts []part, ctxText string) {
-	// add adds a message with content, made of parts, and returns its cost.
-	add := func(role string, parts []part, content string) int {
-		cost := a.messageCost(role, parts, "", nil, "")
-		r.total += cost
-		r.messages = append(r.messages, ChatMessage{Role: role, Content: content})
-		return cost
-	}
+func (a *assembly) renderOpenAI(r *rendering, stable []part, l *layout, history []group) {
 	n := 3
 	for _, g := range history {
 		n += int(g.n)
 	}
 	r.messages = make([]ChatMessage, 0, n)
+	frame := func(role string) int { return a.model.TokensPerMessage + a.roleTokens(role) }
 	if len(stable) > 0 {
-		r.costs.instructions = add("system", stable, joinText(stable))
+		content := a.m.join(stable)
+		f := frame("system")
+		r.total += f + content
+		r.used[l.stableRegion()] += f
+		r.addUnit(l.stableUnit(stable, content))
+		r.messages = append(r.messages, ChatMessage{Role: "system", Content: joinText(stable)})
 	}
 	for gi := range history {
 		g := &history[gi]
@@ -177,6 +319,7 @@ func (a *assembly) renderOpenAI(r *rendering, stable []part, history []group, ct
 		}
 		if g.cost >= 0 && !named { // what groupCost counted, message by message
 			r.total += int(g.cost)
+			r.used[regHistory] += int(g.cost)
 			continue
 		}
 		for i := range msgs {
@@ -185,35 +328,53 @@ func (a *assembly) renderOpenAI(r *rendering, stable []part, history []group, ct
 			if msg.Role == "tool" {
 				name = ""
 			}
-			r.total += a.messageCost(msg.Role, contents[i:i+1], name, msg.ToolCalls, msg.ToolCallID)
+			cost := a.messageCost(msg.Role, contents[i:i+1], name, msg.ToolCalls, msg.ToolCallID)
+			r.total += cost
+			r.used[regHistory] += cost
 		}
 	}
-	if len(ctxParts) > 0 {
-		add("system", ctxParts, ctxText)
+	if len(l.ctx) > 0 { // the context's own message, whose frame is no region's
+		u := l.contextUnit(a.m.join(l.ctx))
+		f := frame("system")
+		r.total += f + u.total
+		r.used[regOverhead] += f
+		r.addUnit(u)
+		r.messages = append(r.messages, ChatMessage{Role: "system", Content: l.ctxText})
 	}
 	if a.message != "" {
-		r.costs.message = add("user", []part{newPart(a.message)}, a.message)
+		cost := a.messageCost("user", []part{newPart(a.message)}, "", nil, "")
+		r.total += cost
+		r.used[regMessage] += cost
+		r.messages = append(r.messages, ChatMessage{Role: "user", Content: a.message})
 	}
 	r.total += a.model.ReplyPriming
+	r.used[regOverhead] += a.model.ReplyPriming
 }
 
-func (a *assembly) renderAnthropic(r *rendering, stable []part, history []group, ctxParts []part, ctxText string) {
+func (a *assembly) renderAnthropic(r *rendering, stable []part, l *layout, history []group) {
 	if len(stable) > 0 {
 		r.system = joinText(stable)
-		cost := a.model.TokensPerMessage + a.m.join(stable)
-		r.total += cost
-		r.costs.instructions = cost
+		content := a.m.join(stable)
+		r.total += a.model.TokensPerMessage + content
+		r.used[l.stableRegion()] += a.model.TokensPerMessage
+		r.addUnit(l.stableUnit(stable, content))
 	}
 	var msgs []ChatMessage
-	var costs []int
-	push := func(role string, blocks []Block, cost int) {
+	// push adds blocks of a role; a message it opens is framed for region.
+	push := func(role string, blocks []Block, region int) {
 		if n := len(msgs); n > 0 && msgs[n-1].Role == role { // Anthropic alternates roles: merge
 			msgs[n-1].Blocks = append(msgs[n-1].Blocks, blocks...)
-			costs[n-1] += cost
 			return
 		}
 		msgs = append(msgs, ChatMessage{Role: role, Blocks: blocks})
-		costs = append(costs, cost+a.model.TokensPerMessage+a.roleTokens(role))
+		frame := a.model.TokensPerMessage + a.roleTokens(role)
+		r.total += frame
+		r.used[region] += frame
+	}
+	addHistory := func(role string, blocks []Block, cost int) {
+		r.total += cost
+		r.used[regHistory] += cost
+		push(role, blocks, regHistory)
 	}
 	for gi := range history {
 		g := &history[gi]
@@ -238,38 +399,41 @@ func (a *assembly) renderAnthropic(r *rendering, stable []part, history []group,
 					blocks = append(blocks, Block{Type: "tool_use", ID: id, Name: call.Function.Name, Input: input})
 					cost += a.m.countShort(id) + a.m.countShort(call.Function.Name) + a.m.count(string(input))
 				}
-				push("assistant", blocks, cost)
+				addHistory("assistant", blocks, cost)
 			case "tool":
 				id := anthropicID(msg.ToolCallID)
-				push("user", []Block{{Type: "tool_result", ToolUseID: id, Content: msg.Content}}, a.m.countShort(id)+content)
+				addHistory("user", []Block{{Type: "tool_result", ToolUseID: id, Content: msg.Content}}, a.m.countShort(id)+content)
 			default: // user, and system messages of the history (Anthropic has only the top-level system)
-				push("user", []Block{{Type: "text", Text: msg.Content}}, content)
+				addHistory("user", []Block{{Type: "text", Text: msg.Content}}, content)
 			}
 		}
 	}
+	// The context and the message, in a user message of their own, or the history's last one. A message
+	// the context opens is framed for no region.
 	var last []Block
-	lastCost := 0
-	if len(ctxParts) > 0 {
-		last = append(last, Block{Type: "text", Text: ctxText})
-		lastCost += a.m.join(ctxParts)
+	frame := regMessage
+	if len(l.ctx) > 0 {
+		last = append(last, Block{Type: "text", Text: l.ctxText})
+		u := l.contextUnit(a.m.join(l.ctx))
+		r.total += u.total
+		r.addUnit(u)
+		frame = regOverhead
 	}
 	if a.message != "" {
 		last = append(last, Block{Type: "text", Text: a.message})
 		mc := a.m.count(a.message)
-		lastCost += mc
-		r.costs.message = mc
+		r.total += mc
+		r.used[regMessage] += mc
 	}
 	if len(last) > 0 {
-		push("user", last, lastCost)
-	}
-	for i := range msgs {
-		r.total += costs[i]
+		push("user", last, frame)
 	}
 	r.messages = msgs
 	if len(msgs) > 0 && msgs[0].Role != "user" {
 		r.err = fmt.Errorf("%w: an Anthropic conversation starts with the user, and this history starts with the assistant's tool call", ErrInvalidRequest)
 	}
 	r.total += a.model.ReplyPriming
+	r.used[regOverhead] += a.model.ReplyPriming
 }
 
 // anthropicID maps a tool call id to one that Anthropic accepts ([a-zA-Z0-9_-]+), the same way for a
@@ -293,14 +457,14 @@ func anthropicID(id string) string {
 	return "t" + string(b) + "_" + hex.EncodeToString(sum[:4])
 }
 
-func (a *assembly) renderText(r *rendering, stable []part, history []group, ctxParts []part) {
-	var parts []part
+func (a *assembly) renderText(r *rendering, stable []part, l *layout, history []group) {
+	u := unit{}
 	if len(stable) > 0 {
-		parts = append(parts, stable...)
-		parts = append(parts, newPart("\n\n"))
+		l.appendStable(&u, stable, newPart("\n\n"))
 	}
 	if tools := a.toolsJSON().text; tools != "" {
-		parts = append(parts, newPart("Tools:\n"), newPart(tools), newPart("\n\n"))
+		u.parts = append(u.parts, newPart("Tools:\n"), newPart(tools), newPart("\n\n"))
+		u.mark(regTools)
 	}
 	for gi := range history {
 		g := &history[gi]
@@ -310,22 +474,26 @@ func (a *assembly) renderText(r *rendering, stable []part, history []group, ctxP
 			if msg.Role == "tool" {
 				label += " (" + msg.ToolCallID + ")"
 			}
-			parts = append(parts, newPart(label+": "), contents[i], newPart("\n\n"))
+			u.parts = append(u.parts, newPart(label+": "), contents[i], newPart("\n\n"))
 			for _, call := range msg.ToolCalls {
-				parts = append(parts, newPart("Assistant called "+call.Function.Name+" ("+call.ID+"): "+call.Function.Arguments+"\n\n"))
+				u.parts = append(u.parts, newPart("Assistant called "+call.Function.Name+" ("+call.ID+"): "+call.Function.Arguments+"\n\n"))
 			}
 		}
 	}
-	parts = append(parts, ctxParts...)
-	if len(ctxParts) > 0 {
-		parts = append(parts, newPart("\n\n"))
+	u.mark(regHistory)
+	if len(l.ctx) > 0 {
+		l.appendContext(&u, newPart("\n\n"))
 	}
 	if a.message != "" {
-		parts = append(parts, newPart("User: "), newPart(a.message), newPart("\n\n"))
+		u.parts = append(u.parts, newPart("User: "), newPart(a.message), newPart("\n\n"))
+		u.mark(regMessage)
 	}
-	parts = append(parts, newPart("Assistant:"))
-	r.text = joinText(parts)
-	r.total += a.m.join(parts)
+	u.parts = append(u.parts, newPart("Assistant:"))
+	u.mark(regOverhead)
+	r.text = joinText(u.parts)
+	u.total = a.m.join(u.parts)
+	r.total += u.total
+	r.addUnit(u)
 }
 
 // messageCost is what an OpenAI-style message costs: the format's overhead, its role, its content and

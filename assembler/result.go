@@ -46,14 +46,25 @@ type Reference struct {
 }
 
 // Report says, per region, what it was given, what it used, and every item included or dropped.
+//
+// Every token of Result.TotalTokens is counted once: in the Used of the region whose text it is, or in
+// the format's overhead, which is no region's. The overhead is the reply priming (OpenAI's 3 tokens per
+// request; the text format's closing "Assistant:") and the frame (per-message tokens and role) of a
+// message that the context (memory that is not pinned, tool outputs, knowledge) opens: the system message
+// that carries it in the openai format, the user message it starts in the anthropic format. So the
+// regions' Used add up to TotalTokens less that overhead. Any other message's frame is the region's
+// whose text it opens with (the instructions', or pinned memory's when there are no instructions); a
+// wrapper or separator is the region's that it wraps or follows (pinned memory's wrapper is memory's);
+// and where two regions meet in one text, a token that spans the join is the later region's.
 type Report struct {
 	Regions []RegionReport `json:"regions"`
 }
 
 // RegionReport is one region's account.
 type RegionReport struct {
-	Name     string    `json:"name"`
-	Budget   int       `json:"budget"` // tokens allotted: the policy's share, or what the region took of the leftover; for required regions, what they need
+	Name   string `json:"name"`
+	Budget int    `json:"budget"` // tokens allotted: the policy's share, or what the region took of the leftover; for required regions, what they need
+	// Used is the tokens of the output that are the region's (see Report).
 	Used     int       `json:"used"`
 	Included []string  `json:"included"`
 	Dropped  []Dropped `json:"dropped"`
