@@ -14,8 +14,9 @@ import (
 )
 
 // AssembleRequest fits req into its budget and renders it in its format. Required items (instructions,
-// tools, the current message, the latest tool exchange) are always kept, or the call fails with a
-// *[BudgetError]. The optional regions share the rest by req.Policy: memory by pinned, then recency; tool
+// tools, the current message, the latest tool exchange and the user message that asked for it) are always
+// kept, or the call fails with a *[BudgetError]; a latest tool exchange with no user message before it is
+// [ErrNoUserTurn], in every format, for a conversation starts with the user. The optional regions share the rest by req.Policy: memory by pinned, then recency; tool
 // outputs newest first, long ones cut head and tail; history trimmed oldest first as a contiguous suffix
 // of whole turns (a tool call stays with its results); knowledge by score, first fit, without duplicates.
 //
@@ -175,6 +176,10 @@ func (a *assembly) run(ctx context.Context) (*Result, error) {
 	a.scratch = getScratch()
 	defer a.release()
 	a.prepareHistory()
+	if len(a.required) > 0 && a.msgs(&a.required[0])[0].Role != "user" {
+		return nil, fmt.Errorf("%w: history[%d] is the assistant's tool call that starts it, and a conversation starts with the user's message",
+			ErrNoUserTurn, a.required[0].first)
+	}
 	a.prepareMemory()
 	a.prepareToolOutputs()
 	a.prepareKnowledge()

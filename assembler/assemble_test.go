@@ -151,6 +151,9 @@ func TestAssemble_NeverExceedsTheBudgetAndCountsExactly(t *testing.T) {
 			}
 			continue
 		}
+		if errors.Is(err, ErrNoUserTurn) { // a history that starts with the exchange it ends with
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

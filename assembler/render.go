@@ -428,9 +428,12 @@ func (a *assembly) renderAnthropic(r *rendering, stable []part, l *layout, histo
 	if len(last) > 0 {
 		push("user", last, frame)
 	}
+	if msgs == nil { // the Messages API requires the array, even empty
+		msgs = []ChatMessage{}
+	}
 	r.messages = msgs
-	if len(msgs) > 0 && msgs[0].Role != "user" {
-		r.err = fmt.Errorf("%w: an Anthropic conversation starts with the user, and this history starts with the assistant's tool call", ErrInvalidRequest)
+	if len(msgs) > 0 && msgs[0].Role != "user" { // cannot happen: kept history starts with the user (see run)
+		r.err = fmt.Errorf("%w: an Anthropic conversation starts with the user, and this one starts with the %s", ErrNoUserTurn, msgs[0].Role)
 	}
 	r.total += a.model.ReplyPriming
 	r.used[regOverhead] += a.model.ReplyPriming

@@ -136,6 +136,13 @@ const DefaultModel = "gpt-4o"
 var (
 	ErrInvalidRequest = errors.New("assembler: invalid request")
 	ErrUnknownFormat  = errors.New("assembler: unknown format")
+	// ErrNoUserTurn is returned, wrapped with the history index, for a history whose latest tool exchange
+	// has no user message before it. That exchange is required (the model is mid-task), and a conversation
+	// starts with the user's message (Anthropic rejects any other start); rather than send an
+	// assistant-first conversation, or drop the tool results the model is to continue from, the request is
+	// refused in every format. It wraps ErrInvalidRequest. An older exchange without a user message before
+	// it is not required: it is dropped, reported as orphaned.
+	ErrNoUserTurn = fmt.Errorf("%w: the latest tool exchange has no user message before it", ErrInvalidRequest)
 )
 
 // BudgetError is returned when the required items (instructions, tools, the current message, the latest

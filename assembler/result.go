@@ -18,10 +18,10 @@ type Result struct {
 	// Exact is false when the model's tokenizer is not public and counts are estimates.
 	Exact bool `json:"exact"`
 
-	Messages []ChatMessage     `json:"messages,omitempty"` // openai and anthropic
-	System   string            `json:"system,omitempty"`   // anthropic: the top-level system prompt
-	Tools    []json.RawMessage `json:"tools,omitempty"`    // in the format's shape
-	Text     string            `json:"text,omitempty"`     // text: the whole prompt
+	Messages []ChatMessage     `json:"messages,omitzero"` // openai and anthropic: always an array, if empty; none for text
+	System   string            `json:"system,omitempty"`  // anthropic: the top-level system prompt
+	Tools    []json.RawMessage `json:"tools,omitempty"`   // in the format's shape
+	Text     string            `json:"text,omitempty"`    // text: the whole prompt
 
 	// Context is the knowledge region as rendered (the <context> tags), also inside Messages or Text.
 	Context   string      `json:"context,omitempty"`

@@ -1,0 +1,83 @@
+package assembler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestAssemble_AnthropicAlwaysHasMessages: the Messages API requires a messages array, so the anthropic
+// output carries one even when there is nothing to put in it (no history, no message, no context); so does
+// the openai output. The text format has none.
+func TestAssemble_AnthropicAlwaysHasMessages(t *testing.T) {
+	t.Parallel()
+	for _, format := range []string{FormatAnthropic, FormatOpenAI, FormatText} {
+		for _, instructions := range []string{"", "Be brief."} {
+			res, err := AssembleRequest(context.Background(), &Request{Format: format, Instructions: instructions})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := json.Marshal(res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out map[string]json.RawMessage
+			if err := json.Unmarshal(b, &out); err != nil {
+				t.Fatal(err)
+			}
+			msgs, ok := out["messages"]
+			switch {
+			case format == FormatText && ok:
+				t.Errorf("text, instructions %q: messages %s, want none", instructions, msgs)
+			case format != FormatText && !ok:
+				t.Errorf("%s, instructions %q: no messages key in %s", format, instructions, b)
+			case format != FormatText && !strings.HasPrefix(string(msgs), "["):
+				t.Errorf("%s, instructions %q: messages %s, want an array", format, instructions, msgs)
+			}
+		}
+	}
+}
+
+// TestAssemble_ToolExchangeWithoutAUserTurn: the latest tool exchange is required, and a conversation starts
+// with the user (issue 4; Anthropic enforces it). A history whose required exchange has no user message
+// before it is the same typed error in every format, naming the problem, not an assistant-first output in
+// one format and an error in another.
+func TestAssemble_ToolExchangeWithoutAUserTurn(t *testing.T) {
+	t.Parallel()
+	call := Message{Role: "assistant", ToolCalls: []ToolCall{{ID: "c1", Type: "function", Function: ToolCallFunction{Name: "lookup", Arguments: `{"q":"x"}`}}}}
+	result := Message{Role: "tool", ToolCallID: "c1", Content: "found it"}
+	for _, format := range []string{FormatOpenAI, FormatAnthropic, FormatText} {
+		for _, message := range []string{"", "What did you find?"} {
+			for _, history := range [][]Message{
+				{call, result},
+				{{Role: "system", Content: "Be brief."}, call, result},
+				{{Role: "assistant", Content: "Hello!"}, call, result},
+			} {
+				req := &Request{Format: format, Instructions: "Be helpful.", History: history, Message: message}
+				_, err := AssembleRequest(context.Background(), req)
+				if !errors.Is(err, ErrNoUserTurn) || !errors.Is(err, ErrInvalidRequest) || !strings.Contains(err.Error(), "history[") {
+					t.Errorf("%s, message %q, %d messages: %v, want ErrNoUserTurn naming the history index", format, message, len(history), err)
+				}
+			}
+		}
+		// With the user's request before it, the exchange is kept, from the user's message on.
+		req := &Request{Format: format, History: []Message{{Role: "user", Content: "Look it up."}, call, result}}
+		if _, err := AssembleRequest(context.Background(), req); err != nil {
+			t.Errorf("%s: an exchange after the user's request: %v", format, err)
+		}
+		// An older exchange without a user turn is not required: it is dropped as orphaned, not an error.
+		old := &Request{Format: format, History: []Message{call, result, {Role: "user", Content: "Thanks."}, {Role: "assistant", Content: "You're welcome."}}, Message: "Bye."}
+		res, err := AssembleRequest(context.Background(), old)
+		if err != nil {
+			t.Errorf("%s: an old exchange without a user turn: %v", format, err)
+			continue
+		}
+		for _, r := range res.Report.Regions {
+			if r.Name == RegionHistory && (len(r.Dropped) != 2 || r.Dropped[0].Reason != ReasonOrphan) {
+				t.Errorf("%s: history dropped %+v, want the old exchange as orphaned", format, r.Dropped)
+			}
+		}
+	}
+}
