@@ -195,10 +195,11 @@ func ExampleWithMaxTokens() {
 	// true
 }
 
-// The seed's full RAG pattern, with the parts that exist today. The engine (eng.Retrieve with
-// engine.WithCollection, engine.WithTopK and engine.WithMinScore) and tenant scoping (loom.WithTenant, the
-// seed's weave.WithTenant) arrive in a later issue, so the retrieved chunks are built by hand here; and the
-// prompt is printed rather than sent to an LLM (llm.Complete).
+// The seed's full RAG pattern, with the retrieved chunks built by hand so that this package's example
+// stands alone. Retrieval itself is engine.Engine.Retrieve (with engine.WithCollection, engine.WithTopK and
+// engine.WithMinScore), scoped to a tenant by loom.WithTenant (the seed's weave.WithTenant): engine's
+// ExampleEngine_Retrieve runs the whole pattern against a real collection. The prompt is printed rather
+// than sent to an LLM (llm.Complete).
 func Example_fullRAG() {
 	ctx := context.Background()
 	userQuery := "What is a data race?"
