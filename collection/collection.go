@@ -19,7 +19,9 @@ import (
 // store package's ErrInvalid, ErrTooLarge, ErrUnavailable and ErrClosed.
 var (
 	ErrNotFound = errors.New("collection: not found")
-	ErrExists   = errors.New("collection: a collection of that name exists")
+	// ErrExists is CreateCollection's error for a name or ID that is the name or ID of one of the
+	// tenant's collections.
+	ErrExists = errors.New("collection: a collection of that name exists")
 	// ErrFeedTrimmed is Changes' error when the feed no longer holds every change after the Seq asked
 	// for (the reader fell further behind than the store keeps): the reader must rebuild from ScanChunks
 	// and follow from the Seq LastChange gives before the scan.
@@ -99,8 +101,10 @@ const (
 
 // Store keeps collections, documents and chunks.
 type Store interface {
-	// CreateCollection stores c (assigning an ID if empty) and returns it. It returns ErrExists if the
-	// tenant has a collection with c.Name or c.ID.
+	// CreateCollection stores c (assigning an ID if empty) and returns it. Within a tenant, names and
+	// ids are one namespace, since GetCollection takes either: it returns ErrExists if c.Name or c.ID is
+	// the name or the ID of one of the tenant's collections (c's own ID may equal its own name). Other
+	// tenants' collections do not count.
 	CreateCollection(ctx context.Context, tenant string, c Collection) (Collection, error)
 	// GetCollection returns the collection with the id, or else the name, idOrName; ErrNotFound if none.
 	GetCollection(ctx context.Context, tenant, idOrName string) (Collection, error)

@@ -27,6 +27,8 @@ func Run(t *testing.T, newStore NewStore) {
 		run  func(*testing.T, collection.Store)
 	}{
 		{"Collections", testCollections},
+		{"NamesAndIDs", testNamesAndIDs},
+		{"NamesAndIDsConcurrent", testNamesAndIDsConcurrent},
 		{"PutDocument", testPutDocument},
 		{"Idempotent", testIdempotent},
 		{"ReplaceAndDelete", testReplaceAndDelete},
@@ -123,6 +125,103 @@ func testCollections(t *testing.T, s collection.Store) {
 	_, err = s.GetCollection(ctx, tenant, "nope")
 	wantErr(t, err, collection.ErrNotFound, "GetCollection of a missing collection")
 	wantErr(t, s.DeleteCollection(ctx, tenant, "nope"), collection.ErrNotFound, "DeleteCollection of a missing collection")
+}
+
+// testNamesAndIDs: within a tenant, names and ids are one namespace (GetCollection takes either), so a new
+// collection whose id is another's name or id, or whose name is another's id or name, is refused with
+// ErrExists. Another tenant's collections do not count.
+func testNamesAndIDs(t *testing.T, s collection.Store) {
+	ctx := t.Context()
+	manual := create(t, s, tenant, "manual")
+	fixed, err := s.CreateCollection(ctx, tenant, collection.Collection{ID: "fixed-id", Name: "fixed"})
+	check(t, err)
+	for _, tc := range []struct {
+		what string
+		c    collection.Collection
+	}{
+		{"a name in use", collection.Collection{Name: "manual"}},
+		{"a name and an id in use", collection.Collection{ID: "fixed-id", Name: "fixed"}},
+		{"an id in use", collection.Collection{ID: "fixed-id", Name: "scratch"}},
+		{"an id that is another's name", collection.Collection{ID: "manual", Name: "scratch"}},
+		{"an id that is another's name, the name free", collection.Collection{ID: "fixed", Name: "scratch"}},
+		{"a name that is another's id", collection.Collection{Name: manual.ID}},
+		{"a name that is another's id, the id free", collection.Collection{ID: "scratch-id", Name: "fixed-id"}},
+	} {
+		_, err := s.CreateCollection(ctx, tenant, tc.c)
+		wantErr(t, err, collection.ErrExists, tc.what)
+	}
+	// The refused collections left nothing behind, and each name names its collection.
+	l, err := s.ListCollections(ctx, tenant)
+	check(t, err)
+	if len(l) != 2 || l[0].ID != fixed.ID || l[1].ID != manual.ID {
+		t.Fatalf("after the refused creations, ListCollections = %+v", l)
+	}
+	for key, want := range map[string]string{"manual": manual.ID, manual.ID: manual.ID, "fixed": fixed.ID, "fixed-id": fixed.ID} {
+		got, err := s.GetCollection(ctx, tenant, key)
+		check(t, err)
+		if got.ID != want {
+			t.Errorf("GetCollection(%q) = collection %q (%q), want id %q", key, got.ID, got.Name, want)
+		}
+	}
+	for _, key := range []string{"scratch", "scratch-id"} {
+		_, err := s.GetCollection(ctx, tenant, key)
+		wantErr(t, err, collection.ErrNotFound, "GetCollection of the refused "+key)
+	}
+	wantErr(t, s.DeleteCollection(ctx, tenant, "manual"), collection.ErrNotFound, "DeleteCollection of a name, not an id")
+	if _, err := s.GetCollection(ctx, tenant, manual.ID); err != nil {
+		t.Fatalf("manual after DeleteCollection(\"manual\"): %v", err)
+	}
+
+	// A collection's own id may be its name; the refused ids and names are free.
+	same, err := s.CreateCollection(ctx, tenant, collection.Collection{ID: "same", Name: "same"})
+	check(t, err)
+	if got, err := s.GetCollection(ctx, tenant, "same"); err != nil || got.ID != same.ID {
+		t.Fatalf("GetCollection of a collection whose id is its name: %+v, %v", got, err)
+	}
+	_, err = s.CreateCollection(ctx, tenant, collection.Collection{ID: "scratch-id", Name: "scratch"})
+	check(t, err)
+
+	// Another tenant may use every name and id of acme's, crossed or not.
+	for _, c := range []collection.Collection{{ID: "manual", Name: "fixed-id"}, {ID: "fixed", Name: manual.ID}, {Name: "same"}} {
+		_, err := s.CreateCollection(ctx, "globex", c)
+		check(t, err)
+	}
+	if got, err := s.GetCollection(ctx, tenant, "manual"); err != nil || got.ID != manual.ID {
+		t.Fatalf("acme's manual after globex's creations: %+v, %v", got, err)
+	}
+	if got, err := s.GetCollection(ctx, "globex", "manual"); err != nil || got.Name != "fixed-id" {
+		t.Fatalf("globex's collection of id manual: %+v, %v", got, err)
+	}
+}
+
+// testNamesAndIDsConcurrent: of two collections created at once, one named x and one of id x, exactly one
+// is created.
+func testNamesAndIDsConcurrent(t *testing.T, s collection.Store) {
+	ctx := t.Context()
+	for i := range 20 {
+		x := fmt.Sprintf("x%d", i)
+		var errs [2]error
+		var wg sync.WaitGroup
+		wg.Go(func() { _, errs[0] = s.CreateCollection(ctx, tenant, collection.Collection{Name: x}) })
+		wg.Go(func() { _, errs[1] = s.CreateCollection(ctx, tenant, collection.Collection{ID: x, Name: "y" + x}) })
+		wg.Wait()
+		created := 0
+		for _, err := range errs {
+			if err == nil {
+				created++
+			} else if !errors.Is(err, collection.ErrExists) {
+				t.Fatal(err)
+			}
+		}
+		if created != 1 {
+			t.Fatalf("%s: %d of the two collections were created (%v)", x, created, errs)
+		}
+		got, err := s.GetCollection(ctx, tenant, x)
+		check(t, err)
+		if (errs[0] == nil) != (got.Name == x) {
+			t.Fatalf("%s: GetCollection = %+v, errors %v", x, got, errs)
+		}
+	}
 }
 
 func testPutDocument(t *testing.T, s collection.Store) {

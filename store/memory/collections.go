@@ -61,8 +61,8 @@ func (s *Store) checkOpen(ctx context.Context) error {
 }
 
 // CreateCollection implements collection.Store. It assigns an ID when c.ID is empty and sets CreatedAt
-// when zero. It returns an error wrapping collection.ErrExists if the tenant has a collection of that name
-// or ID, store.ErrInvalid or store.ErrTooLarge for a bad collection.
+// when zero. It returns an error wrapping collection.ErrExists if c's name or ID is the name or ID of one
+// of the tenant's collections, store.ErrInvalid or store.ErrTooLarge for a bad collection.
 func (s *Store) CreateCollection(ctx context.Context, tenant string, c collection.Collection) (collection.Collection, error) {
 	if err := store.ValidateID(s.opts.Limits, "tenant", tenant); err != nil {
 		return collection.Collection{}, err
@@ -80,14 +80,35 @@ func (s *Store) CreateCollection(ctx context.Context, tenant string, c collectio
 	if cs.byID == nil {
 		cs.byID, cs.byName = map[key]*coll{}, map[key]string{}
 	}
-	_, idTaken := cs.byID[key{tenant, c.ID}]
-	_, nameTaken := cs.byName[key{tenant, c.Name}]
-	if idTaken || nameTaken {
-		return collection.Collection{}, fmt.Errorf("collection %q (id %q): %w", c.Name, c.ID, collection.ErrExists)
+	if err := cs.clash(tenant, c); err != nil {
+		return collection.Collection{}, err
 	}
 	cs.byID[key{tenant, c.ID}] = &coll{c: c, docs: map[string]*storedDoc{}, owner: map[string]string{}}
 	cs.byName[key{tenant, c.Name}] = c.ID
 	return c, nil
+}
+
+// clash returns an error wrapping collection.ErrExists if c's name or id is the name or id of one of the
+// tenant's collections (names and ids are one namespace: GetCollection takes either); the caller holds mu.
+func (cs *collections) clash(tenant string, c collection.Collection) error {
+	// The same name first: the clash most likely, and the one to report if there are several.
+	for _, k := range []string{c.Name, c.ID} {
+		if id, ok := cs.byName[key{tenant, k}]; ok {
+			return errClash(c, cs.byID[key{tenant, id}].c)
+		}
+	}
+	for _, k := range []string{c.ID, c.Name} {
+		if have, ok := cs.byID[key{tenant, k}]; ok {
+			return errClash(c, have.c)
+		}
+	}
+	return nil
+}
+
+// errClash is the error of creating c when the tenant has the collection have, whose name or id is c's
+// name or id.
+func errClash(c, _ collection.Collection) error {
+	return fmt.Errorf("collection %q (id %q): %w", c.Name, c.ID, collection.ErrExists)
 }
 
 // GetCollection implements collection.Store. It returns an error wrapping collection.ErrNotFound if the

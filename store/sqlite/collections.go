@@ -33,8 +33,8 @@ const (
 )
 
 // CreateCollection implements collection.Store. It assigns an ID when c.ID is empty and sets CreatedAt
-// when zero. It returns an error wrapping collection.ErrExists if the tenant has a collection of that name
-// or ID, store.ErrInvalid or store.ErrTooLarge for a bad collection.
+// when zero. It returns an error wrapping collection.ErrExists if c's name or ID is the name or ID of one
+// of the tenant's collections, store.ErrInvalid or store.ErrTooLarge for a bad collection.
 func (s *Store) CreateCollection(ctx context.Context, tenant string, c collection.Collection) (collection.Collection, error) {
 	if err := store.ValidateID(s.opts.Limits, "tenant", tenant); err != nil {
 		return collection.Collection{}, err
@@ -44,9 +44,14 @@ func (s *Store) CreateCollection(ctx context.Context, tenant string, c collectio
 		return collection.Collection{}, err
 	}
 	err = s.write(ctx, "create collection", func(t txn) error {
+		// In the write transaction: no other writer, of this process or another, comes between the check
+		// and the insert.
+		if err := clash(t, tenant, c); err != nil {
+			return err
+		}
 		res, err := t.exec(qInsertCollection, tenant, c.ID, c.Name, c.ChunkStrategy, c.ChunkSize, c.ChunkOverlap, c.Embedder,
 			c.Dimensions, c.CreatedAt.Unix(), c.CreatedAt.Nanosecond())
-		if isConstraint(err) {
+		if isConstraint(err) { // clash found none: it cannot be, but the constraints hold anyway
 			return fmt.Errorf("collection %q (id %q): %w", c.Name, c.ID, collection.ErrExists)
 		}
 		if err != nil {
@@ -61,6 +66,40 @@ func (s *Store) CreateCollection(ctx context.Context, tenant string, c collectio
 		return collection.Collection{}, err
 	}
 	return c, nil
+}
+
+// clash returns an error wrapping collection.ErrExists if c's name or id is the name or id of one of the
+// tenant's collections (names and ids are one namespace: GetCollection takes either).
+func clash(t txn, tenant string, c collection.Collection) error {
+	rows, err := t.query(qCollectionClash, tenant, c.Name, c.ID, tenant, c.Name, c.ID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var found *collection.Collection
+	for rows.Next() {
+		var have collection.Collection
+		if err := rows.Scan(&have.ID, &have.Name); err != nil {
+			return err
+		}
+		// The same name is the clash to report if there are several: the one most likely.
+		if found == nil || have.Name == c.Name {
+			found = &have
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if found != nil {
+		return errClash(c, *found)
+	}
+	return nil
+}
+
+// errClash is the error of creating c when the tenant has the collection have, whose name or id is c's
+// name or id.
+func errClash(c, _ collection.Collection) error {
+	return fmt.Errorf("collection %q (id %q): %w", c.Name, c.ID, collection.ErrExists)
 }
 
 // GetCollection implements collection.Store. It returns an error wrapping collection.ErrNotFound if the

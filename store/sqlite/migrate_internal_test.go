@@ -65,6 +65,7 @@ func TestQueryPlans_UseTheIndexes(t *testing.T) {
 		{qDocumentChunks, []any{"t", "c", "d"}},
 		{qDeleteCollChunks, []any{"t", "c"}},
 		{qChanges, []any{0, 10}},
+		{qCollectionClash, []any{"t", "n", "i", "t", "n", "i"}},
 	} {
 		rows, err := s.rdb.Query(`EXPLAIN QUERY PLAN `+tc.query, tc.args...)
 		if err != nil {

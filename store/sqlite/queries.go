@@ -40,12 +40,16 @@ const (
 
 // Collections (collection.Store and collection.KeywordSearcher).
 const (
-	collectionColumns    = `key, id, name, chunk_strategy, chunk_size, chunk_overlap, embedder, dimensions, created_s, created_ns`
-	qCollectionByID      = `SELECT ` + collectionColumns + ` FROM collections WHERE tenant = ? AND id = ?`
-	qCollectionByName    = `SELECT ` + collectionColumns + ` FROM collections WHERE tenant = ? AND name = ?`
-	qCollections         = `SELECT ` + collectionColumns + ` FROM collections WHERE tenant = ? ORDER BY name`
-	qAllCollections      = `SELECT tenant, id FROM collections ORDER BY tenant, id`
-	qCollectionKey       = `SELECT key, dimensions FROM collections WHERE tenant = ? AND id = ?`
+	collectionColumns = `key, id, name, chunk_strategy, chunk_size, chunk_overlap, embedder, dimensions, created_s, created_ns`
+	qCollectionByID   = `SELECT ` + collectionColumns + ` FROM collections WHERE tenant = ? AND id = ?`
+	qCollectionByName = `SELECT ` + collectionColumns + ` FROM collections WHERE tenant = ? AND name = ?`
+	qCollections      = `SELECT ` + collectionColumns + ` FROM collections WHERE tenant = ? ORDER BY name`
+	qAllCollections   = `SELECT tenant, id FROM collections ORDER BY tenant, id`
+	qCollectionKey    = `SELECT key, dimensions FROM collections WHERE tenant = ? AND id = ?`
+	// qCollectionClash finds the tenant's collections whose name or id is a new one's name or id (parameters:
+	// tenant, name, id, twice), each half a search of one unique index.
+	qCollectionClash = `SELECT id, name FROM collections WHERE tenant = ? AND name IN (?, ?)
+		UNION SELECT id, name FROM collections WHERE tenant = ? AND id IN (?, ?)`
 	qInsertCollection    = `INSERT INTO collections (tenant, id, name, chunk_strategy, chunk_size, chunk_overlap, embedder, dimensions, created_s, created_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qSetDimensions       = `UPDATE collections SET dimensions = ? WHERE tenant = ? AND id = ?`
 	qDeleteCollection    = `DELETE FROM collections WHERE tenant = ? AND id = ?`
@@ -81,7 +85,7 @@ const (
 )
 
 var writeQueries = append([]string{
-	qCollectionKey, qInsertCollection, qSetDimensions, qDeleteCollection, qDeleteCollChunks, qDeleteCollDocuments,
+	qCollectionKey, qCollectionClash, qInsertCollection, qSetDimensions, qDeleteCollection, qDeleteCollChunks, qDeleteCollDocuments,
 	qDocumentHash, qPutDocument, qDeleteDocument, qDeleteDocChunks, qLastChunkRowid, qInsertChange, qTrimChanges,
 
 	qPutAgent, qDeleteAgent, qSetFact, qDeleteFact,

@@ -39,10 +39,10 @@ import (
 // Creating and deleting a collection touch two slots (the tenant's index and the collection's keys), so
 // they are two steps, ordered so that the index never names a collection whose keys are missing:
 // creation writes the meta (failing if the id is taken) and then reserves the name and id in the index
-// (failing if either is taken, after which the meta is removed again); deletion removes the index entry
-// and then the collection's keys. A crash between the steps leaves a collection's keys without an index
-// entry: invisible to GetCollection and ListCollections, and never blocking a name. Deleting the id again
-// removes them.
+// (failing if either is the name or id of a collection there, after which the meta is removed again);
+// deletion removes the index entry and then the collection's keys. A crash between the steps leaves a
+// collection's keys without an index entry: invisible to GetCollection and ListCollections, and never
+// blocking a name. Deleting the id again removes them.
 //
 // The change feed. Every put and delete of a document and every deleted collection adds an entry to the
 // stream (XADD MAXLEN ~ store.Options.ChangesKept) whose id is the change's Seq. On a standalone server (or
@@ -78,8 +78,8 @@ func (s *Store) collections() (*native, error) {
 }
 
 // CreateCollection implements collection.Store. It assigns a random ID when c.ID is empty and sets
-// CreatedAt when it is zero. It returns collection.ErrExists if the tenant has a collection of that name
-// or id, store.ErrInvalid for a collection without a name, and store.ErrUnsupported in the cookbook
+// CreatedAt when it is zero. It returns collection.ErrExists if c's name or id is the name or id of one of
+// the tenant's collections, store.ErrInvalid for a collection without a name, and store.ErrUnsupported in the cookbook
 // layout.
 func (s *Store) CreateCollection(ctx context.Context, tenant string, c collection.Collection) (collection.Collection, error) {
 	n, err := s.collections()
@@ -256,11 +256,12 @@ redis.call('HSET', KEYS[1], 'c', ARGV[1], 'dims', ARGV[2])
 return 1
 `)
 
-// reserveName enters a collection in the tenant's index unless its name or id is there. KEYS[1] is the
-// index; ARGV the name and the id.
+// reserveName enters a collection in the tenant's index unless its name or id is the name or id of a
+// collection there (names and ids are one namespace: GetCollection takes either). KEYS[1] is the index;
+// ARGV the name and the id.
 var reserveName = valkeygo.NewLuaScript(`
-if redis.call('HEXISTS', KEYS[1], 'n:' .. ARGV[1]) == 1 or redis.call('HEXISTS', KEYS[1], 'i:' .. ARGV[2]) == 1 then
-  return 0
+for _, f in ipairs({'n:' .. ARGV[1], 'i:' .. ARGV[2], 'n:' .. ARGV[2], 'i:' .. ARGV[1]}) do
+  if redis.call('HEXISTS', KEYS[1], f) == 1 then return 0 end
 end
 redis.call('HSET', KEYS[1], 'n:' .. ARGV[1], ARGV[2], 'i:' .. ARGV[2], ARGV[1])
 return 1
