@@ -103,8 +103,9 @@ const (
 type Store interface {
 	// CreateCollection stores c (assigning an ID if empty) and returns it. Within a tenant, names and
 	// ids are one namespace, since GetCollection takes either: it returns ErrExists if c.Name or c.ID is
-	// the name or the ID of one of the tenant's collections (c's own ID may equal its own name). Other
-	// tenants' collections do not count.
+	// the name or the ID of one of the tenant's collections (c's own ID may equal its own name), with a
+	// message naming what clashed and the existing collection's ID. Other tenants' collections do not
+	// count.
 	CreateCollection(ctx context.Context, tenant string, c Collection) (Collection, error)
 	// GetCollection returns the collection with the id, or else the name, idOrName; ErrNotFound if none.
 	GetCollection(ctx context.Context, tenant, idOrName string) (Collection, error)

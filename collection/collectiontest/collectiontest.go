@@ -129,26 +129,33 @@ func testCollections(t *testing.T, s collection.Store) {
 
 // testNamesAndIDs: within a tenant, names and ids are one namespace (GetCollection takes either), so a new
 // collection whose id is another's name or id, or whose name is another's id or name, is refused with
-// ErrExists. Another tenant's collections do not count.
+// ErrExists, and the error names what clashed and the existing collection's id. Another tenant's
+// collections do not count.
 func testNamesAndIDs(t *testing.T, s collection.Store) {
 	ctx := t.Context()
 	manual := create(t, s, tenant, "manual")
 	fixed, err := s.CreateCollection(ctx, tenant, collection.Collection{ID: "fixed-id", Name: "fixed"})
 	check(t, err)
 	for _, tc := range []struct {
-		what string
-		c    collection.Collection
+		what  string
+		c     collection.Collection
+		names []string // what the error must name
 	}{
-		{"a name in use", collection.Collection{Name: "manual"}},
-		{"a name and an id in use", collection.Collection{ID: "fixed-id", Name: "fixed"}},
-		{"an id in use", collection.Collection{ID: "fixed-id", Name: "scratch"}},
-		{"an id that is another's name", collection.Collection{ID: "manual", Name: "scratch"}},
-		{"an id that is another's name, the name free", collection.Collection{ID: "fixed", Name: "scratch"}},
-		{"a name that is another's id", collection.Collection{Name: manual.ID}},
-		{"a name that is another's id, the id free", collection.Collection{ID: "scratch-id", Name: "fixed-id"}},
+		{"a name in use", collection.Collection{Name: "manual"}, []string{"manual", manual.ID}},
+		{"a name and an id in use", collection.Collection{ID: "fixed-id", Name: "fixed"}, []string{"fixed", "fixed-id"}},
+		{"an id in use", collection.Collection{ID: "fixed-id", Name: "scratch"}, []string{"fixed-id", "fixed"}},
+		{"an id that is another's name", collection.Collection{ID: "manual", Name: "scratch"}, []string{"manual", manual.ID}},
+		{"an id that is another's name, the name free", collection.Collection{ID: "fixed", Name: "scratch"}, []string{"fixed", "fixed-id"}},
+		{"a name that is another's id", collection.Collection{Name: manual.ID}, []string{manual.ID, "manual"}},
+		{"a name that is another's id, the id free", collection.Collection{ID: "scratch-id", Name: "fixed-id"}, []string{"fixed-id", "fixed"}},
 	} {
 		_, err := s.CreateCollection(ctx, tenant, tc.c)
 		wantErr(t, err, collection.ErrExists, tc.what)
+		for _, name := range tc.names {
+			if !strings.Contains(err.Error(), `"`+name+`"`) {
+				t.Errorf("%s: the error %q does not name %q", tc.what, err, name)
+			}
+		}
 	}
 	// The refused collections left nothing behind, and each name names its collection.
 	l, err := s.ListCollections(ctx, tenant)

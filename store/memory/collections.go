@@ -89,7 +89,8 @@ func (s *Store) CreateCollection(ctx context.Context, tenant string, c collectio
 }
 
 // clash returns an error wrapping collection.ErrExists if c's name or id is the name or id of one of the
-// tenant's collections (names and ids are one namespace: GetCollection takes either); the caller holds mu.
+// tenant's collections (names and ids are one namespace: GetCollection takes either), naming what
+// clashed; the caller holds mu.
 func (cs *collections) clash(tenant string, c collection.Collection) error {
 	// The same name first: the clash most likely, and the one to report if there are several.
 	for _, k := range []string{c.Name, c.ID} {
@@ -106,9 +107,17 @@ func (cs *collections) clash(tenant string, c collection.Collection) error {
 }
 
 // errClash is the error of creating c when the tenant has the collection have, whose name or id is c's
-// name or id.
-func errClash(c, _ collection.Collection) error {
-	return fmt.Errorf("collection %q (id %q): %w", c.Name, c.ID, collection.ErrExists)
+// name or id: it names what clashed, and have's id.
+func errClash(c, have collection.Collection) error {
+	switch {
+	case c.Name == have.Name:
+		return fmt.Errorf("collection name %q is taken by the collection of id %q: %w", c.Name, have.ID, collection.ErrExists)
+	case c.ID == have.ID:
+		return fmt.Errorf("collection id %q is taken by collection %q: %w", c.ID, have.Name, collection.ErrExists)
+	case c.Name == have.ID:
+		return fmt.Errorf("collection name %q is the id of collection %q: %w", c.Name, have.Name, collection.ErrExists)
+	}
+	return fmt.Errorf("collection id %q is the name of the collection of id %q: %w", c.ID, have.ID, collection.ErrExists)
 }
 
 // GetCollection implements collection.Store. It returns an error wrapping collection.ErrNotFound if the

@@ -249,20 +249,27 @@ func (n *native) eval(ctx context.Context, s *valkeygo.Lua, keys, args []string)
 // memory, say), so a failure writes nothing.
 
 // createMeta writes a new collection's meta unless it exists. KEYS[1] is the meta; ARGV the collection's
-// JSON and its dimensions.
+// JSON and its dimensions. It returns 1, or the JSON of the collection the meta holds ("" if none).
 var createMeta = valkeygo.NewLuaScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('HGET', KEYS[1], 'c') or '' end
 redis.call('HSET', KEYS[1], 'c', ARGV[1], 'dims', ARGV[2])
 return 1
 `)
 
 // reserveName enters a collection in the tenant's index unless its name or id is the name or id of a
 // collection there (names and ids are one namespace: GetCollection takes either). KEYS[1] is the index;
-// ARGV the name and the id.
+// ARGV the name and the id. It returns 1, or what clashed: {"name", the id of the collection of that
+// name}, {"id", the name of the collection of that id}, {"id-name", the id of the collection named the
+// new id} or {"name-id", the name of the collection whose id is the new name}.
 var reserveName = valkeygo.NewLuaScript(`
-for _, f in ipairs({'n:' .. ARGV[1], 'i:' .. ARGV[2], 'n:' .. ARGV[2], 'i:' .. ARGV[1]}) do
-  if redis.call('HEXISTS', KEYS[1], f) == 1 then return 0 end
-end
+local have = redis.call('HGET', KEYS[1], 'n:' .. ARGV[1])
+if have then return {'name', have} end
+have = redis.call('HGET', KEYS[1], 'i:' .. ARGV[2])
+if have then return {'id', have} end
+have = redis.call('HGET', KEYS[1], 'n:' .. ARGV[2])
+if have then return {'id-name', have} end
+have = redis.call('HGET', KEYS[1], 'i:' .. ARGV[1])
+if have then return {'name-id', have} end
 redis.call('HSET', KEYS[1], 'n:' .. ARGV[1], ARGV[2], 'i:' .. ARGV[2], ARGV[1])
 return 1
 `)
@@ -404,25 +411,58 @@ func (n *native) createCollection(ctx context.Context, tenant string, c collecti
 	if err != nil {
 		return collection.Collection{}, err
 	}
-	if ok, err := m.AsInt64(); err != nil {
-		return collection.Collection{}, n.fail(ctx, err)
-	} else if ok == 0 {
-		return collection.Collection{}, fmt.Errorf("collection id %q: %w", c.ID, collection.ErrExists)
+	if !m.IsInt64() { // the id is taken: m is the JSON of the collection that has it
+		have := collection.Collection{ID: c.ID}
+		js, err := m.ToString()
+		if err != nil {
+			return collection.Collection{}, n.fail(ctx, err)
+		}
+		_ = json.Unmarshal([]byte(js), &have) // the name is for the message only
+		have.ID = c.ID
+		return collection.Collection{}, errClash(c, have)
 	}
 	// An error here may hide a reservation that was made: the meta stays (invisible if it was not).
 	m, err = n.eval(ctx, reserveName, []string{n.collIndex(tenant)}, []string{c.Name, c.ID})
 	if err != nil {
 		return collection.Collection{}, err
 	}
-	if ok, err := m.AsInt64(); err != nil {
-		return collection.Collection{}, n.fail(ctx, err)
-	} else if ok == 0 {
-		if _, err := n.eval(ctx, dropMeta, []string{k.meta, k.docs, k.chunks}, []string{string(b)}); err != nil {
-			return collection.Collection{}, fmt.Errorf("collection %q: %w (and its meta stays: %w)", c.Name, collection.ErrExists, err)
-		}
-		return collection.Collection{}, fmt.Errorf("collection %q: %w", c.Name, collection.ErrExists)
+	if m.IsInt64() {
+		return c, nil
 	}
-	return c, nil
+	clash, err := m.AsStrSlice()
+	if err != nil || len(clash) != 2 {
+		return collection.Collection{}, n.fail(ctx, fmt.Errorf("reserveName returned %v: %w", m, err))
+	}
+	var have collection.Collection
+	switch clash[0] {
+	case "name":
+		have = collection.Collection{ID: clash[1], Name: c.Name}
+	case "id":
+		have = collection.Collection{ID: c.ID, Name: clash[1]}
+	case "id-name":
+		have = collection.Collection{ID: clash[1], Name: c.ID}
+	default: // "name-id"
+		have = collection.Collection{ID: c.Name, Name: clash[1]}
+	}
+	err = errClash(c, have)
+	if _, derr := n.eval(ctx, dropMeta, []string{k.meta, k.docs, k.chunks}, []string{string(b)}); derr != nil {
+		return collection.Collection{}, fmt.Errorf("%w (and the new collection's meta stays: %w)", err, derr)
+	}
+	return collection.Collection{}, err
+}
+
+// errClash is the error of creating c when the tenant has the collection have, whose name or id is c's
+// name or id: it names what clashed, and have's id.
+func errClash(c, have collection.Collection) error {
+	switch {
+	case c.Name == have.Name:
+		return fmt.Errorf("collection name %q is taken by the collection of id %q: %w", c.Name, have.ID, collection.ErrExists)
+	case c.ID == have.ID:
+		return fmt.Errorf("collection id %q is taken by collection %q: %w", c.ID, have.Name, collection.ErrExists)
+	case c.Name == have.ID:
+		return fmt.Errorf("collection name %q is the id of collection %q: %w", c.Name, have.Name, collection.ErrExists)
+	}
+	return fmt.Errorf("collection id %q is the name of the collection of id %q: %w", c.ID, have.ID, collection.ErrExists)
 }
 
 // metaCmd reads a collection's meta.
