@@ -108,7 +108,8 @@ type Request struct {
 	User    string `json:"user,omitempty"`
 	Session string `json:"session,omitempty"`
 	// HistoryLimit is how many of the session's newest messages to consider; 0 means
-	// store.DefaultLoadMessages (for the cookbook preset, the seed's 10).
+	// store.DefaultLoadMessages (for the cookbook preset, the seed's 10). A window without a user message
+	// (inside an agent's run of tool calls) is widened back to the newest one.
 	HistoryLimit int `json:"history_limit,omitempty"`
 	// Strict fails the assembly when a source cannot be read, instead of returning a degraded result. A
 	// named agent that cannot be read fails it either way.
@@ -297,6 +298,20 @@ func (e *Engine) load(ctx context.Context, tenant string, req Request) (*store.S
 	snap, err := e.store.Load(ctx, tenant, store.LoadQuery{Agent: req.Agent, User: req.User, Session: req.Session, MaxMessages: limit})
 	if err != nil {
 		return nil, err
+	}
+	// A window of the newest messages can begin inside an agent's run of tool calls, with the user message
+	// that started it older still: the assembler cannot use a conversation that has no user turn, so the
+	// window is widened back to the newest user message (one more read, only then).
+	if req.Session != "" && limit > 0 && len(snap.Messages) == limit && req.Preset != PresetCookbook &&
+		!slices.ContainsFunc(snap.Messages, func(m store.Message) bool { return m.Role == "user" }) {
+		if more, err := e.store.Messages(ctx, tenant, req.Session, store.MessageQuery{Limit: store.DefaultLoadMessages}); err == nil {
+			for i := len(more) - 1; i >= 0; i-- {
+				if more[i].Role == "user" {
+					snap.Messages = more[i:]
+					break
+				}
+			}
+		}
 	}
 	return snap, nil
 }

@@ -261,6 +261,35 @@ func (f *faultyStore) Load(ctx context.Context, tenant string, q store.LoadQuery
 	return snap, err
 }
 
+// TestAssemble_WindowWidenedToTheUserTurn: a history_limit window that begins inside an agent's run of tool
+// calls is widened back to the user message that started the run.
+func TestAssemble_WindowWidenedToTheUserTurn(t *testing.T) {
+	t.Parallel()
+	mem := memory.New(store.Options{})
+	ctx := t.Context()
+	msgs := []store.Message{{Role: "user", Content: "Find the cheapest flight to Oslo."}}
+	for i := range 6 {
+		id := fmt.Sprintf("call_%d", i)
+		msgs = append(msgs,
+			store.Message{Role: "assistant", ToolCalls: []assembler.ToolCall{{ID: id, Function: assembler.ToolCallFunction{Name: "search", Arguments: `{"page":1}`}}}},
+			store.Message{Role: "tool", ToolCallID: id, Content: fmt.Sprintf(`{"page": %d}`, i)})
+	}
+	if _, err := mem.AppendMessages(ctx, engine.DefaultTenant, "run", msgs...); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := eng.Assemble(ctx, engine.Request{Session: "run", HistoryLimit: 4, Request: assembler.Request{Model: "gpt-4o"}})
+	if err != nil {
+		t.Fatalf("a window of 4 inside a run of tool calls: %v", err)
+	}
+	if text := messagesText(res.Result); !strings.Contains(text, "cheapest flight") {
+		t.Errorf("the user's message that started the run is not in:\n%s", text)
+	}
+}
+
 // oddHistory is a store whose sessions also hold messages Loom's stores would refuse, as seed 003's keys
 // written by other code can.
 type oddHistory struct{ store.Store }
