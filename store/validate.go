@@ -216,6 +216,13 @@ func PrepareAgent(l Limits, now time.Time, a Agent) (Agent, error) {
 	if a.MaxTokens < 0 {
 		return Agent{}, fmt.Errorf("%w: agent max_tokens is negative", ErrInvalid)
 	}
+	// An agent whose budget its own model cannot hold would fail every assembly: refused when stored.
+	// (An unknown model is left to the request, which may name another.)
+	if m, err := tokenizer.ForModel(a.Model); a.Model != "" && a.MaxTokens > 0 && err == nil {
+		if _, err := assembler.PromptBudget(m, a.MaxTokens, 0, 0); err != nil {
+			return Agent{}, fmt.Errorf("%w: agent %w", ErrInvalid, err)
+		}
+	}
 	for i, t := range a.Tools {
 		if t.Function.Name == "" {
 			return Agent{}, fmt.Errorf("%w: agent tool %d has no function name", ErrInvalid, i)
