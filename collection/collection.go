@@ -10,6 +10,7 @@ package collection
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/context-loom/loom/chunk"
@@ -21,7 +22,7 @@ var (
 	ErrNotFound = errors.New("collection: not found")
 	// ErrExists is CreateCollection's error for a name or ID that is the name or ID of one of the
 	// tenant's collections.
-	ErrExists = errors.New("collection: a collection of that name exists")
+	ErrExists = errors.New("collection: a collection of that name or id exists")
 	// ErrFeedTrimmed is Changes' error when the feed no longer holds every change after the Seq asked
 	// for (the reader fell further behind than the store keeps): the reader must rebuild from ScanChunks
 	// and follow from the Seq LastChange gives before the scan.
@@ -72,6 +73,20 @@ type Document struct {
 type Chunk struct {
 	chunk.Chunk
 	Vector []float32
+}
+
+// ClashError is the error a store's CreateCollection returns when c's name or id is have's name or id: it
+// wraps ErrExists and says what clashed, naming have's id.
+func ClashError(c, have Collection) error {
+	switch {
+	case c.Name == have.Name:
+		return fmt.Errorf("collection name %q is taken by the collection of id %q: %w", c.Name, have.ID, ErrExists)
+	case c.ID == have.ID:
+		return fmt.Errorf("collection id %q is taken by collection %q: %w", c.ID, have.Name, ErrExists)
+	case c.Name == have.ID:
+		return fmt.Errorf("collection name %q is the id of collection %q: %w", c.Name, have.Name, ErrExists)
+	}
+	return fmt.Errorf("collection id %q is the name of the collection of id %q: %w", c.ID, have.ID, ErrExists)
 }
 
 // Ref names one tenant's collection.

@@ -92,23 +92,9 @@ func clash(t txn, tenant string, c collection.Collection) error {
 		return err
 	}
 	if found != nil {
-		return errClash(c, *found)
+		return collection.ClashError(c, *found)
 	}
 	return nil
-}
-
-// errClash is the error of creating c when the tenant has the collection have, whose name or id is c's
-// name or id: it names what clashed, and have's id.
-func errClash(c, have collection.Collection) error {
-	switch {
-	case c.Name == have.Name:
-		return fmt.Errorf("collection name %q is taken by the collection of id %q: %w", c.Name, have.ID, collection.ErrExists)
-	case c.ID == have.ID:
-		return fmt.Errorf("collection id %q is taken by collection %q: %w", c.ID, have.Name, collection.ErrExists)
-	case c.Name == have.ID:
-		return fmt.Errorf("collection name %q is the id of collection %q: %w", c.Name, have.Name, collection.ErrExists)
-	}
-	return fmt.Errorf("collection id %q is the name of the collection of id %q: %w", c.ID, have.ID, collection.ErrExists)
 }
 
 // GetCollection implements collection.Store. It returns an error wrapping collection.ErrNotFound if the

@@ -419,7 +419,7 @@ func (n *native) createCollection(ctx context.Context, tenant string, c collecti
 		}
 		_ = json.Unmarshal([]byte(js), &have) // the name is for the message only
 		have.ID = c.ID
-		return collection.Collection{}, errClash(c, have)
+		return collection.Collection{}, collection.ClashError(c, have)
 	}
 	// An error here may hide a reservation that was made: the meta stays (invisible if it was not).
 	m, err = n.eval(ctx, reserveName, []string{n.collIndex(tenant)}, []string{c.Name, c.ID})
@@ -444,25 +444,11 @@ func (n *native) createCollection(ctx context.Context, tenant string, c collecti
 	default: // "name-id"
 		have = collection.Collection{ID: c.Name, Name: clash[1]}
 	}
-	err = errClash(c, have)
+	err = collection.ClashError(c, have)
 	if _, derr := n.eval(ctx, dropMeta, []string{k.meta, k.docs, k.chunks}, []string{string(b)}); derr != nil {
 		return collection.Collection{}, fmt.Errorf("%w (and the new collection's meta stays: %w)", err, derr)
 	}
 	return collection.Collection{}, err
-}
-
-// errClash is the error of creating c when the tenant has the collection have, whose name or id is c's
-// name or id: it names what clashed, and have's id.
-func errClash(c, have collection.Collection) error {
-	switch {
-	case c.Name == have.Name:
-		return fmt.Errorf("collection name %q is taken by the collection of id %q: %w", c.Name, have.ID, collection.ErrExists)
-	case c.ID == have.ID:
-		return fmt.Errorf("collection id %q is taken by collection %q: %w", c.ID, have.Name, collection.ErrExists)
-	case c.Name == have.ID:
-		return fmt.Errorf("collection name %q is the id of collection %q: %w", c.Name, have.Name, collection.ErrExists)
-	}
-	return fmt.Errorf("collection id %q is the name of the collection of id %q: %w", c.ID, have.ID, collection.ErrExists)
 }
 
 // metaCmd reads a collection's meta.
