@@ -410,7 +410,7 @@ func TestCookbook_LenientKnowledge(t *testing.T) {
 			}
 		}
 		if kb[4].ID != "7" {
-			t.Errorf("%s: a numeric id read as %q", what, kb[5].ID)
+			t.Errorf("%s: a numeric id read as %q", what, kb[4].ID)
 		}
 	}
 	kb, err := s.Knowledge(ctx, "default", "s")
