@@ -195,7 +195,6 @@ type sender func(t *target) *client
 
 var (
 	asA     sender = func(t *target) *client { return t.a }
-	asB     sender = func(t *target) *client { return t.b }
 	asAnon  sender = func(t *target) *client { return t.anon }
 	asWrong sender = func(t *target) *client { return t.wrong }
 )
