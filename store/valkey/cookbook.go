@@ -295,13 +295,12 @@ func (c *cookbook) DeleteFact(ctx context.Context, tenant, user, key string) err
 // chatEntry is one element of chat:<session>: the seed writes role, content and ts (seconds since the
 // epoch, a float); Loom adds the rest of a message when it has them.
 type chatEntry struct {
-	Role        string               `json:"role"`
-	Content     string               `json:"content"`
-	TS          float64              `json:"ts,omitempty"`
-	Name        string               `json:"name,omitempty"`
-	ToolCalls   []assembler.ToolCall `json:"tool_calls,omitempty"`
-	ToolCallID  string               `json:"tool_call_id,omitempty"`
-	TokenCounts map[string]int       `json:"token_counts,omitempty"`
+	Role       string               `json:"role"`
+	Content    string               `json:"content"`
+	TS         float64              `json:"ts,omitempty"`
+	Name       string               `json:"name,omitempty"`
+	ToolCalls  []assembler.ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string               `json:"tool_call_id,omitempty"`
 }
 
 // fromSeconds converts a Python time.time() value, to the microsecond. A value that is not a time JSON can
@@ -332,7 +331,7 @@ func (c *cookbook) AppendMessages(ctx context.Context, tenant, session string, m
 		m := &msgs[i]
 		m.Time = m.Time.Truncate(time.Microsecond) // what ts keeps
 		b, err := json.Marshal(chatEntry{Role: m.Role, Content: m.Content, TS: toSeconds(m.Time), Name: m.Name,
-			ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, TokenCounts: m.TokenCounts})
+			ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID})
 		if err != nil {
 			return nil, fmt.Errorf("valkey: encode message %d: %w", i, err)
 		}
@@ -355,20 +354,20 @@ func (c *cookbook) AppendMessages(ctx context.Context, tenant, session string, m
 
 // chatRaw is a chat:<session> entry as read, every field as raw JSON for decodeChatEntry to convert.
 type chatRaw struct {
-	Role        json.RawMessage `json:"role"`
-	Content     json.RawMessage `json:"content"`
-	TS          json.RawMessage `json:"ts"`
-	Name        json.RawMessage `json:"name"`
-	ToolCalls   json.RawMessage `json:"tool_calls"`
-	ToolCallID  json.RawMessage `json:"tool_call_id"`
-	TokenCounts json.RawMessage `json:"token_counts"`
+	Role       json.RawMessage `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	TS         json.RawMessage `json:"ts"`
+	Name       json.RawMessage `json:"name"`
+	ToolCalls  json.RawMessage `json:"tool_calls"`
+	ToolCallID json.RawMessage `json:"tool_call_id"`
 }
 
 // decodeChatEntry decodes one chat entry leniently (see "Lenient reading" in the cookbook type's comment).
 // ok is false for an entry the seed could not read either: not a JSON object, or without a string role or
 // without content. A null content is "" (an assistant message that only calls tools); content that is not
 // a string is its JSON text. A ts that is neither a number nor a numeric string, or that is no time, is
-// ignored; so are a name, tool_calls, tool_call_id or token_counts of the wrong type.
+// ignored; so are a name, tool_calls or tool_call_id of the wrong type. A token_counts field is never read:
+// the counts are counted.
 func decodeChatEntry(v string) (e chatEntry, ok bool) {
 	var r chatRaw
 	if !isObject(v) || json.Unmarshal([]byte(v), &r) != nil || len(r.Content) == 0 {
@@ -386,9 +385,6 @@ func decodeChatEntry(v string) (e chatEntry, ok bool) {
 	if !isNull(r.ToolCalls) && json.Unmarshal(r.ToolCalls, &e.ToolCalls) != nil {
 		e.ToolCalls = nil
 	}
-	if !isNull(r.TokenCounts) && json.Unmarshal(r.TokenCounts, &e.TokenCounts) != nil {
-		e.TokenCounts = nil
-	}
 	return e, true
 }
 
@@ -405,15 +401,12 @@ func decodeChat(vals []string, first int64) []store.Message {
 		if !ok {
 			continue
 		}
-		counts := e.TokenCounts
+		// Counted on read, whatever the entry says: these keys are written by other programs too, and a
+		// count that is wrong would make every assembly's budget wrong.
+		counts := make(map[string]int, len(store.CountedEncodings))
 		for _, name := range store.CountedEncodings {
-			if _, ok := counts[name]; !ok {
-				if counts == nil {
-					counts = make(map[string]int, len(store.CountedEncodings))
-				}
-				enc, _ := tokenizer.Get(name)
-				counts[name] = enc.Count(e.Content)
-			}
+			enc, _ := tokenizer.Get(name)
+			counts[name] = enc.Count(e.Content)
 		}
 		out = append(out, store.Message{Seq: first + int64(i), Role: e.Role, Content: e.Content, Name: e.Name, ToolCalls: e.ToolCalls,
 			ToolCallID: e.ToolCallID, Time: fromSeconds(e.TS), TokenCounts: counts})
@@ -612,7 +605,6 @@ type kbEntry struct {
 	StartOffset int               `json:"start,omitempty"`
 	EndOffset   int               `json:"end,omitempty"`
 	Metadata    map[string]string `json:"metadata,omitempty"`
-	TokenCounts map[string]int    `json:"token_counts,omitempty"`
 }
 
 // kbTitle is the title an item is written with, the one the seed shows as [title]: Metadata["title"] when
@@ -642,7 +634,7 @@ func (c *cookbook) SetKnowledge(ctx context.Context, tenant, session string, ite
 		for i, k := range items {
 			e := kbEntry{Content: k.Content, ID: k.ID, DocumentID: k.DocumentID, Score: k.Score,
 				Type: k.Type, Trusted: k.Trusted, StartOffset: k.StartOffset, EndOffset: k.EndOffset,
-				Metadata: k.Metadata, TokenCounts: k.TokenCounts}
+				Metadata: k.Metadata}
 			if title, ok := kbTitle(k); ok {
 				e.Title = &title
 				if k.Source != title {
@@ -675,7 +667,6 @@ type kbRaw struct {
 	StartOffset json.RawMessage `json:"start"`
 	EndOffset   json.RawMessage `json:"end"`
 	Metadata    json.RawMessage `json:"metadata"`
-	TokenCounts json.RawMessage `json:"token_counts"`
 }
 
 // decodeKBEntry decodes one knowledge entry leniently (see "Lenient reading" in the cookbook type's
@@ -683,7 +674,7 @@ type kbRaw struct {
 // a missing content is "", and content that is not a string is its JSON text. Score, start and end are
 // numbers or numeric strings (FT.SEARCH returns strings), else 0; trusted is true only for JSON true;
 // metadata values of any type are kept, a non-string as its JSON text (3, true, {"a":1}), a null dropped;
-// token_counts of the wrong type are ignored.
+// a token_counts field is never read.
 //
 // The title decides how the cookbook preset shows the item, so that it shows it as the seed does
 // (d.get('title', 'Doc')): when the entry has a title (a null one counts as none) it is Metadata["title"],
@@ -716,9 +707,7 @@ func decodeKBEntry(v string) (k store.Knowledge, ok bool) {
 			}
 		}
 	}
-	if !isNull(r.TokenCounts) && json.Unmarshal(r.TokenCounts, &k.TokenCounts) != nil {
-		k.TokenCounts = nil
-	}
+	// token_counts is not read: these keys are written by other programs too, so the assembler counts.
 	source, _ := jsonText(r.Source)
 	if title, ok := jsonText(r.Title); ok {
 		k.Source = cmp.Or(source, title)

@@ -527,7 +527,7 @@ func TestCookbook_LenientChat(t *testing.T) {
 	ctx := context.Background()
 	do(t, addr, "RPUSH", "chat:s",
 		`{"role": "user", "content": "Hi", "ts": "1764529200.1"}`,
-		`{"role": "assistant", "content": "Hello", "ts": "yesterday"}`,
+		`{"role": "assistant", "content": "Hello", "ts": "yesterday", "token_counts": {"o200k_base": 900, "cl100k_base": 900}}`,
 		`{"role": "user"}`,
 		`{"content": "no role"}`,
 		`{"role": 1, "content": "a number for a role"}`,
@@ -543,6 +543,9 @@ func TestCookbook_LenientChat(t *testing.T) {
 		}
 		if want := []string{`1 user "Hi"`, `2 assistant "Hello"`, `7 assistant ""`, `8 user "last"`}; fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("%s = %q, want %q", what, got, want)
+		}
+		if msgs[1].TokenCounts[tokenizer.O200KBase] != tokenizer.O200K().Count("Hello") {
+			t.Errorf("%s: the entry's own token_counts were trusted: %v", what, msgs[1].TokenCounts)
 		}
 		if !msgs[0].Time.Equal(time.Unix(1764529200, 1e8)) || !msgs[1].Time.IsZero() || !msgs[3].Time.IsZero() {
 			t.Errorf("%s: times %v, %v, %v", what, msgs[0].Time, msgs[1].Time, msgs[3].Time)
@@ -633,4 +636,14 @@ func TestCookbook_StepsAsTheSeedReadsThem(t *testing.T) {
 		t.Fatalf("Load = %+v, %v", snap, err)
 	}
 	check("Load", snap.ToolOutputs)
+}
+
+// TestCookbook_AllCollections: the cookbook layout keeps no collections, so a server starting on it loads
+// no indexes and has nothing to warn about.
+func TestCookbook_AllCollections(t *testing.T) {
+	t.Parallel()
+	s := openCookbook(t, valkeytest.Start(t), valkey.Options{})
+	if refs, err := s.AllCollections(context.Background()); err != nil || len(refs) != 0 {
+		t.Errorf("AllCollections = %v, %v; want none and no error", refs, err)
+	}
 }
