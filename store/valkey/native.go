@@ -3,6 +3,7 @@ package valkey
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -138,15 +139,46 @@ func (n *native) GetAgent(ctx context.Context, tenant, id string) (store.Agent, 
 	if err != nil {
 		return store.Agent{}, err
 	}
-	return n.decodeAgent(ctx, id, r)
+	return n.decodeAgent(ctx, tenant, id, r)
 }
 
-func (n *native) decodeAgent(ctx context.Context, id string, r valkeygo.ValkeyResult) (store.Agent, error) {
+func (n *native) decodeAgent(ctx context.Context, tenant, id string, r valkeygo.ValkeyResult) (store.Agent, error) {
 	h, err := r.AsStrMap()
 	if err != nil {
+		if isWrongType(err) {
+			return n.legacyAgent(ctx, tenant, id)
+		}
 		return store.Agent{}, n.fail(ctx, err)
 	}
 	return decodeAgentHash(id, h, "instructions")
+}
+
+// legacyAgent reads an agent that an earlier Loom stored as one JSON string (before agents were hashes);
+// the next PutAgent of it writes the hash.
+func (n *native) legacyAgent(ctx context.Context, tenant, id string) (store.Agent, error) {
+	r, err := n.do(ctx, n.client.B().Get().Key(n.agentKey(tenant, id)).Build())
+	if err != nil {
+		return store.Agent{}, err
+	}
+	b, err := r.AsBytes()
+	if valkeygo.IsValkeyNil(err) { // deleted meanwhile
+		return store.Agent{}, fmt.Errorf("agent %q: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Agent{}, n.fail(ctx, err)
+	}
+	var a store.Agent
+	if err := json.Unmarshal(b, &a); err != nil {
+		return store.Agent{}, fmt.Errorf("valkey: decode agent %q: %w", id, err)
+	}
+	a.ID = id
+	return a, nil
+}
+
+// isWrongType reports whether err is the server's WRONGTYPE error (a key holding another type).
+func isWrongType(err error) bool {
+	var ve *valkeygo.ValkeyError
+	return errors.As(err, &ve) && strings.HasPrefix(ve.Error(), "WRONGTYPE")
 }
 
 // DeleteAgent implements store.AgentStore.
@@ -517,7 +549,7 @@ func (n *native) Load(ctx context.Context, tenant string, q store.LoadQuery) (*s
 		agentRes = rs[agentAt]
 	}
 	if q.Agent != "" {
-		if a, err := n.decodeAgent(ctx, q.Agent, agentRes); err != nil {
+		if a, err := n.decodeAgent(ctx, tenant, q.Agent, agentRes); err != nil {
 			snap.Errors[store.SourceAgent] = err
 		} else {
 			snap.Agent = &a

@@ -439,3 +439,33 @@ func TestKeys_Escaped(t *testing.T) {
 		t.Errorf("the agent's hash: %v, %v", r, err)
 	}
 }
+
+// TestAgents_StoredAsJSONByAnEarlierLoom: an agent an earlier Loom stored as one JSON string is still read
+// (by GetAgent and by Load), and the next PutAgent turns it into a hash.
+func TestAgents_StoredAsJSONByAnEarlierLoom(t *testing.T) {
+	t.Parallel()
+	addr := valkeytest.Start(t)
+	s := open(t, valkey.Options{Prefix: "old"}, addr)
+	ctx := context.Background()
+	if _, err := valkeytest.Do(addr, "SET", "old:{t:acme}:agent:bot", `{"id":"bot","instructions":"Be brief.","max_tokens":900}`); err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.GetAgent(ctx, "acme", "bot")
+	if err != nil || a.Instructions != "Be brief." || a.MaxTokens != 900 {
+		t.Fatalf("GetAgent = %+v, %v", a, err)
+	}
+	snap, err := s.Load(ctx, "acme", store.LoadQuery{Agent: "bot"})
+	if err != nil || snap.Agent == nil || snap.Agent.Instructions != "Be brief." || len(snap.Errors) != 0 {
+		t.Fatalf("Load = %+v, %v", snap, err)
+	}
+	a.Instructions = "Be briefer."
+	if err := s.PutAgent(ctx, "acme", a); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := valkeytest.Do(addr, "TYPE", "old:{t:acme}:agent:bot"); err != nil || r[0] != "hash" {
+		t.Errorf("after PutAgent: TYPE %v, %v", r, err)
+	}
+	if a, err := s.GetAgent(ctx, "acme", "bot"); err != nil || a.Instructions != "Be briefer." {
+		t.Errorf("after PutAgent: %+v, %v", a, err)
+	}
+}
