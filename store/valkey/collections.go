@@ -111,6 +111,9 @@ func (s *Store) ListCollections(ctx context.Context, tenant string) ([]collectio
 // AllCollections implements collection.Store: a SCAN of every node for the tenants' index hashes (MATCH
 // <prefix>:{t:*}:colls, so once through the keyspace), then their ids, in pipelines.
 func (s *Store) AllCollections(ctx context.Context) ([]collection.Ref, error) {
+	if _, cookbook := s.l.(*cookbook); cookbook {
+		return nil, nil // the cookbook layout keeps no collections
+	}
 	n, err := s.collections()
 	if err != nil {
 		return nil, err
@@ -522,18 +525,19 @@ func (n *native) getCollection(ctx context.Context, tenant, idOrName string) (co
 }
 
 func (n *native) allCollections(ctx context.Context) ([]collection.Ref, error) {
-	cctx, cancel, err := n.call(ctx)
-	if err != nil {
-		return nil, n.fail(ctx, err)
-	}
 	head, tail := n.prefix+":{t:", "}:colls"
 	pattern := globEscape(head) + "*" + globEscape(tail)
 	tenants := map[string]string{} // index key -> tenant
 	for _, node := range n.client.Nodes() {
 		for cursor := uint64(0); ; {
-			e, err := node.Do(cctx, node.B().Scan().Cursor(cursor).Match(pattern).Count(1000).Type("hash").Build()).AsScanEntry()
+			// Each page is a call of its own, under its own timeout: the whole keyspace may take long.
+			cctx, cancel, err := n.call(ctx)
 			if err != nil {
-				cancel()
+				return nil, n.fail(ctx, err)
+			}
+			e, err := node.Do(cctx, node.B().Scan().Cursor(cursor).Match(pattern).Count(1000).Type("hash").Build()).AsScanEntry()
+			cancel()
+			if err != nil {
 				return nil, n.fail(ctx, err)
 			}
 			for _, k := range e.Elements {
@@ -548,7 +552,6 @@ func (n *native) allCollections(ctx context.Context) ([]collection.Ref, error) {
 			}
 		}
 	}
-	cancel()
 	keys := slices.Sorted(maps.Keys(tenants))
 	var out []collection.Ref
 	for batch := range slices.Chunk(keys, 256) {

@@ -49,7 +49,7 @@
 //	memory:<user>              hash: fact key -> value; Facts come in the server's order (insertion order
 //	                           for small hashes), not sorted, so the cookbook's output is reproduced
 //	chat:<session>             list of JSON {"role", "content", "ts"}; seq = position + 1; token counts are
-//	                           counted on read when the JSON has none
+//	                           counted on read (other programs write these keys, so none are trusted)
 //	kb:results:<session>       list of JSON {"title", "content", ...}; the title is Metadata["title"], and
 //	                           Source unless a "source" is given; an untitled entry's "source" is
 //	                           Metadata["source"] (and it renders as the seed's "Doc")
@@ -78,6 +78,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"strconv"
 	"strings"
@@ -159,13 +160,18 @@ const dialRetries = 3
 // restarting) then holds every call for the whole timeout. A failed dial is retried dialRetries times
 // (after 1, 2 and 4 ms, which rides out a blip) and then the call fails: an outage is a quick
 // ErrUnavailable, a 503 with Retry-After from the server, rather than a queue of stalled calls. Other
-// network errors back off as valkey-go's default does.
+// network errors back off as valkey-go's default does: 2^attempts µs with as much jitter, at most 1 s.
+// valkey-go numbers attempts from 1.
 func retryDelay(attempts int, _ valkeygo.Completed, err error) time.Duration {
 	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" && attempts >= dialRetries {
-		return -1
+	if errors.As(err, &op) && op.Op == "dial" {
+		if attempts > dialRetries {
+			return -1
+		}
+		return time.Duration(1<<(max(attempts, 1)-1)) * time.Millisecond
 	}
-	return min(time.Second, time.Duration(1<<min(attempts, 20))*time.Millisecond)
+	base := int64(1) << min(max(attempts, 0), 20)
+	return min(time.Second, time.Duration(base+rand.Int64N(base))*time.Microsecond)
 }
 
 // layout is what a key layout implements: store.Store without Ping and Close.
