@@ -41,10 +41,15 @@ func (s *Server) classify(err error) *apiError {
 		errors.Is(err, tokenizer.ErrUnknownEncoding), chunker.IsOptionError(err), errors.Is(err, engine.ErrNoCollections),
 		errors.Is(err, ingest.ErrBinary), errors.Is(err, retriever.ErrInvalidQuery), errors.Is(err, retriever.ErrDimensions):
 		return errorf(http.StatusBadRequest, "invalid_request", "%s", err.Error())
-	case errors.Is(err, store.ErrUnavailable), errors.Is(err, engine.ErrSourceFailed), errors.Is(err, store.ErrClosed):
+	case errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrClosed), errors.Is(err, engine.ErrClosed):
 		return errorf(http.StatusServiceUnavailable, "unavailable", "the store is unavailable; retry later")
 	case errors.Is(err, context.DeadlineExceeded):
 		return errorf(http.StatusServiceUnavailable, "timeout", "the request took longer than %s", s.limits.RequestTimeout)
+	case errors.Is(err, context.Canceled): // the client went away; nobody reads this
+		return errorf(http.StatusServiceUnavailable, "canceled", "the request was canceled")
+	case errors.Is(err, engine.ErrSourceFailed):
+		// A source that failed for good (data that does not decode), not for a while: retrying will not help.
+		return errorf(http.StatusInternalServerError, "source_failed", "a source of the assembly could not be read")
 	}
 	return errorf(http.StatusInternalServerError, "internal", "internal error")
 }

@@ -196,13 +196,13 @@ func (s *Server) routeTable() []route {
 	}
 }
 
-// counted wraps a collection route's handler so that its store failures (the errors answered with a 5xx)
-// count in loom_store_errors_total under op.
+// counted wraps a collection route's handler so that its store failures (the store unreachable, timed out
+// or closed; not a client's mistake, a client gone, or an embedder's failure) count in
+// loom_store_errors_total under op.
 func (s *Server) counted(op string, h func(http.ResponseWriter, *http.Request) error) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		err := h(w, r)
-		var ae *apiError
-		if err != nil && !errors.As(err, &ae) && s.classify(err).status >= 500 {
+		if errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrClosed) {
 			s.metrics.storeErrors.WithLabelValues(op).Inc()
 		}
 		return err
@@ -238,10 +238,15 @@ func (s *Server) routes() http.Handler {
 	}}))
 	mux.Handle("/", other)
 	// A path with "." or ".." segments or doubled slashes would get the mux's redirect to its clean form,
-	// whose body is not JSON and which no API client follows usefully: it is a 404 like any unknown path.
+	// whose body is not JSON and which no API client follows usefully: it is a 404, whatever route its
+	// clean form would be.
+	unclean := s.observe("other", s.wrap(route{pattern: "/", public: true, handle: func(w http.ResponseWriter, r *http.Request) error {
+		return errorf(http.StatusNotFound, "not_found", "no route %s %s (a path with empty, . or .. segments)", r.Method, r.URL.Path)
+	}}))
 	return s.requestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := r.URL.EscapedPath(); p != "/" && strings.TrimSuffix(p, "/") != path.Clean(p) {
-			other.ServeHTTP(w, r)
+		p := r.URL.EscapedPath()
+		if clean := path.Clean(p); p != clean && (clean == "/" || p != clean+"/") {
+			unclean.ServeHTTP(w, r)
 			return
 		}
 		mux.ServeHTTP(w, r)
