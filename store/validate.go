@@ -216,12 +216,11 @@ func PrepareAgent(l Limits, now time.Time, a Agent) (Agent, error) {
 	if a.MaxTokens < 0 {
 		return Agent{}, fmt.Errorf("%w: agent max_tokens is negative", ErrInvalid)
 	}
-	// An agent whose budget its own model cannot hold would fail every assembly: refused when stored.
-	// (An unknown model is left to the request, which may name another.)
-	if m, err := tokenizer.ForModel(a.Model); a.Model != "" && a.MaxTokens > 0 && err == nil {
-		if _, err := assembler.PromptBudget(m, a.MaxTokens, 0, 0); err != nil {
-			return Agent{}, fmt.Errorf("%w: agent %w", ErrInvalid, err)
-		}
+	// A budget larger than its own model's whole window could never be met: refused when stored. (Whether
+	// it leaves room for the output depends on the request's reserve_output, or the request may name
+	// another model: that is the assembly's to judge. An unknown model is left to the request too.)
+	if m, err := tokenizer.ForModel(a.Model); a.Model != "" && err == nil && m.ContextWindow > 0 && a.MaxTokens > m.ContextWindow {
+		return Agent{}, fmt.Errorf("%w: agent max_tokens %d is more than %s's window of %d", ErrInvalid, a.MaxTokens, m.Name, m.ContextWindow)
 	}
 	for i, t := range a.Tools {
 		if t.Function.Name == "" {

@@ -134,6 +134,7 @@ func testAgents(t *testing.T, newStore NewStore) {
 	wantErr(t, s.PutAgent(ctx, tenant, store.Agent{}), store.ErrInvalid, "an agent without id")
 	wantErr(t, s.PutAgent(ctx, tenant, store.Agent{ID: "x", Model: "gpt-4", MaxTokens: 1_000_000}), store.ErrInvalid, "a budget over the model's window")
 	ok(t, s.PutAgent(ctx, tenant, store.Agent{ID: "y", Model: "a-model-of-its-own", MaxTokens: 1_000_000})) // unknown: the request decides
+	ok(t, s.PutAgent(ctx, tenant, store.Agent{ID: "z", Model: "gpt-4o", MaxTokens: 120_000}))               // fits with a smaller reserve_output
 	ok(t, s.DeleteAgent(ctx, tenant, "support"))
 	_, err = s.GetAgent(ctx, tenant, "support")
 	wantErr(t, err, store.ErrNotFound, "GetAgent after DeleteAgent")
