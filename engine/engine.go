@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +40,8 @@ var (
 	// tools are required), and in strict mode when any source cannot be read; in the default mode the
 	// other sources' failures give a degraded result instead.
 	ErrSourceFailed = errors.New("engine: a source failed")
+	// ErrClosed is returned by retrievals and LoadIndexes after Close.
+	ErrClosed = errors.New("engine: closed")
 )
 
 // Engine assembles contexts from stored state. It is safe for concurrent use.
@@ -78,7 +81,7 @@ func New(s store.Store, opts ...Option) (*Engine, error) {
 		return nil, fmt.Errorf("%w: nil store", ErrInvalidRequest)
 	}
 	e := &Engine{store: s, sourceTimeout: DefaultSourceTimeout, now: time.Now, embedders: map[string]embed.Embedder{},
-		chunkers: map[string]chunker.Chunker{}, ix: indexes{m: map[indexKey]*liveIndex{}}}
+		chunkers: map[string]chunker.Chunker{}, ix: indexes{m: map[indexKey]*liveIndex{}, closing: make(chan struct{})}}
 	e.colls, _ = s.(collection.Store)
 	for _, o := range opts {
 		if err := o(e); err != nil {
@@ -302,14 +305,12 @@ func (e *Engine) load(ctx context.Context, tenant string, req Request) (*store.S
 	// A window of the newest messages can begin inside an agent's run of tool calls, with the user message
 	// that started it older still: the assembler cannot use a conversation that has no user turn, so the
 	// window is widened back to the newest user message (one more read, only then).
-	if req.Session != "" && limit > 0 && len(snap.Messages) == limit && req.Preset != PresetCookbook &&
-		!slices.ContainsFunc(snap.Messages, func(m store.Message) bool { return m.Role == "user" }) {
+	// (A user turn counts as the assembler counts it: a user message that is not blank.)
+	userTurn := func(m store.Message) bool { return m.Role == "user" && strings.TrimSpace(m.Content) != "" }
+	if req.Session != "" && limit > 0 && len(snap.Messages) > 0 && req.Preset != PresetCookbook && !slices.ContainsFunc(snap.Messages, userTurn) {
 		if more, err := e.store.Messages(ctx, tenant, req.Session, store.MessageQuery{Limit: store.DefaultLoadMessages}); err == nil {
-			for i := len(more) - 1; i >= 0; i-- {
-				if more[i].Role == "user" {
-					snap.Messages = more[i:]
-					break
-				}
+			if i := lastIndexFunc(more, userTurn); i >= 0 && len(more)-i > len(snap.Messages) {
+				snap.Messages = more[i:]
 			}
 		}
 	}
@@ -379,6 +380,16 @@ func merge(req *Request, snap *store.Snapshot) (_ *assembler.Request, skipped in
 		out.ToolOutputs = append(outs, req.ToolOutputs...)
 	}
 	return &out, skipped
+}
+
+// lastIndexFunc is the index of the last element of s that f accepts, or -1.
+func lastIndexFunc[T any](s []T, f func(T) bool) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if f(s[i]) {
+			return i
+		}
+	}
+	return -1
 }
 
 // Turn is one exchange to record: the user's message and what answered it.

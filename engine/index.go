@@ -35,11 +35,13 @@ type liveIndex struct {
 // indexes is the engine's set of indexes and the follower that keeps them current.
 type indexes struct {
 	mu      sync.Mutex
+	closed  bool // Close was called: no build or follower starts any more
 	m       map[indexKey]*liveIndex
 	cancel  context.CancelFunc // stops the follower; nil until it is started
 	done    chan struct{}
-	lastSeq string // the follower's position, for tests and diagnostics
-	resyncs int    // how often the follower lost its place in the feed and rebuilt every index
+	closing chan struct{} // closed by Close
+	lastSeq string        // the follower's position, for tests and diagnostics
+	resyncs int           // how often the follower lost its place in the feed and rebuilt every index
 }
 
 // LoadIndexes builds the search index of every collection in the store, of every tenant, one after
@@ -61,6 +63,9 @@ func (e *Engine) LoadIndexes(ctx context.Context) (int, error) {
 		if _, err := e.index(ctx, r.Tenant, r.ID); err != nil {
 			if ctx.Err() != nil {
 				return n, ctx.Err()
+			}
+			if errors.Is(err, ErrClosed) {
+				return n, err
 			}
 			if !errors.Is(err, collection.ErrNotFound) { // deleted since it was listed
 				errs = append(errs, err)
@@ -97,6 +102,10 @@ func (li *liveIndex) replace(docID string, chunks []collection.Chunk) {
 func (e *Engine) index(ctx context.Context, tenant, collID string) (*liveIndex, error) {
 	k := indexKey{tenant, collID}
 	e.ix.mu.Lock()
+	if e.ix.closed {
+		e.ix.mu.Unlock()
+		return nil, ErrClosed
+	}
 	li := e.ix.m[k]
 	build := li == nil
 	if build {
@@ -114,8 +123,17 @@ func (e *Engine) index(ctx context.Context, tenant, collID string) (*liveIndex, 
 	}
 	e.ix.mu.Unlock()
 	if build {
-		// The build is not tied to this caller's context: other callers wait for it too.
-		err := e.fill(context.WithoutCancel(ctx), k, li.idx)
+		// The build is not tied to this caller's context (other callers wait for it too), but Close ends it.
+		bctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		defer stop()
+		go func() {
+			select {
+			case <-e.ix.closing:
+				stop()
+			case <-bctx.Done():
+			}
+		}()
+		err := e.fill(bctx, k, li.idx)
 		e.ix.mu.Lock()
 		if err != nil {
 			li.err = err
@@ -286,9 +304,14 @@ func (e *Engine) apply(ctx context.Context, ch collection.Change) {
 	e.reload(ctx, k, li, ch.DocumentID)
 }
 
-// Close stops the engine's background work (the change feed's follower). It does not close the store.
+// Close stops the engine's background work (the change feed's follower, index builds under way); builds
+// and retrievals asked for after it fail with ErrClosed. It does not close the store.
 func (e *Engine) Close() error {
 	e.ix.mu.Lock()
+	if !e.ix.closed {
+		e.ix.closed = true
+		close(e.ix.closing)
+	}
 	cancel, done := e.ix.cancel, e.ix.done
 	e.ix.mu.Unlock()
 	if cancel != nil {

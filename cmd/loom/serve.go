@@ -115,14 +115,24 @@ func runServe(ctx context.Context, args []string, s streams) error {
 	if err != nil {
 		return err
 	}
-	defer eng.Close()
-	// The search indexes load while the server starts listening; /readyz says 503 until they have.
+	// The search indexes load while the server starts listening; /readyz says 503 until they have. On the
+	// way out the engine is closed (which ends a build under way) and the loader waited for, before the
+	// store is closed.
 	var loading atomic.Bool
 	loading.Store(true)
+	loaded := make(chan struct{})
+	defer func() {
+		eng.Close()
+		<-loaded
+	}()
 	go func() {
+		defer close(loaded)
 		start := time.Now()
 		n, err := eng.LoadIndexes(ctx)
-		if err != nil && ctx.Err() == nil {
+		if errors.Is(err, engine.ErrClosed) || ctx.Err() != nil {
+			return
+		}
+		if err != nil {
 			log.Warn("some search indexes did not load; they load on their first retrieval", "err", err)
 		}
 		log.Info("search indexes loaded", "collections", n, "took", time.Since(start).Round(time.Millisecond))
