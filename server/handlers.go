@@ -54,10 +54,11 @@ func (s *Server) classify(err error) *apiError {
 	return errorf(http.StatusInternalServerError, "internal", "internal error")
 }
 
-// isClientError reports whether a store error is the caller's doing (bad input, a missing item).
-func isClientError(err error) bool {
-	return errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrTooLarge) ||
-		errors.Is(err, store.ErrUnsupported) || errors.Is(err, context.Canceled)
+// isStoreFailure reports whether err is the store's failure (unreachable, timed out or closed; stores wrap
+// every failure of their own as store.ErrUnavailable), not the caller's doing, a client gone away, or a
+// failure of something else (an embedder).
+func isStoreFailure(err error) bool {
+	return errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrClosed) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // writeJSON writes v with status. HTML characters are not escaped: the text is for models and programs.

@@ -66,10 +66,9 @@ func (m *metrics) assembled(res *engine.Result) {
 	}
 }
 
-// storeError counts a failed store call, unless it failed for the caller's input.
+// storeError counts a store call that failed for the store's sake (isStoreFailure).
 func (m *metrics) storeError(op string, err error) {
-	if isClientError(err) {
-		return
+	if isStoreFailure(err) {
+		m.storeErrors.WithLabelValues(op).Inc()
 	}
-	m.storeErrors.WithLabelValues(op).Inc()
 }

@@ -196,14 +196,13 @@ func (s *Server) routeTable() []route {
 	}
 }
 
-// counted wraps a collection route's handler so that its store failures (the store unreachable, timed out
-// or closed; not a client's mistake, a client gone, or an embedder's failure) count in
-// loom_store_errors_total under op.
+// counted wraps a collection route's handler so that its store failures count in loom_store_errors_total
+// under op, as the other routes' do (metrics.storeError).
 func (s *Server) counted(op string, h func(http.ResponseWriter, *http.Request) error) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		err := h(w, r)
-		if errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrClosed) {
-			s.metrics.storeErrors.WithLabelValues(op).Inc()
+		if err != nil {
+			s.metrics.storeError(op, err)
 		}
 		return err
 	}
