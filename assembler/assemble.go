@@ -146,16 +146,25 @@ func newAssembly(req *Request) (*assembly, error) {
 	return a, nil
 }
 
+// CheckRole returns an error wrapping ErrInvalidRequest unless role is user, assistant, tool or system, and
+// a tool message (role tool) has its toolCallID: the messages a history may hold.
+func CheckRole(role, toolCallID string) error {
+	switch role {
+	case "user", "assistant", "system":
+		return nil
+	case "tool":
+		if toolCallID == "" {
+			return fmt.Errorf("%w: a tool message without tool_call_id", ErrInvalidRequest)
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: role %q (want user, assistant, tool or system)", ErrInvalidRequest, role)
+}
+
 func validateHistory(h []Message) error {
 	for i, msg := range h {
-		switch msg.Role {
-		case "user", "assistant", "system":
-		case "tool":
-			if msg.ToolCallID == "" {
-				return fmt.Errorf("%w: history[%d] is a tool message without tool_call_id", ErrInvalidRequest, i)
-			}
-		default:
-			return fmt.Errorf("%w: history[%d] has role %q (want user, assistant, tool or system)", ErrInvalidRequest, i, msg.Role)
+		if err := CheckRole(msg.Role, msg.ToolCallID); err != nil {
+			return fmt.Errorf("history[%d]: %w", i, err)
 		}
 		if len(msg.ToolCalls) > 1 && len(uniqueCalls(msg.ToolCalls)) != len(msg.ToolCalls) {
 			return fmt.Errorf("%w: history[%d] has two tool calls with one id", ErrInvalidRequest, i)

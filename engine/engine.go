@@ -364,7 +364,7 @@ func merge(req *Request, snap *store.Snapshot) (_ *assembler.Request, skipped in
 		for _, m := range snap.Messages {
 			// Loom's stores refuse such messages; seed 003's keys, written by other code, may hold them,
 			// and one would otherwise fail the whole assembly.
-			if !slices.Contains([]string{"user", "assistant", "system", "tool"}, m.Role) || (m.Role == "tool" && m.ToolCallID == "") {
+			if store.CheckRole(m) != nil {
 				skipped++
 				continue
 			}

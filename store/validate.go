@@ -57,6 +57,15 @@ func validateText(l Limits, what, s string) error {
 // CountedEncodings are the encodings whose counts PrepareMessages caches on each message.
 var CountedEncodings = []string{tokenizer.O200KBase, tokenizer.CL100KBase}
 
+// CheckRole returns an error wrapping ErrInvalid unless m's role is one an assembly can use
+// (assembler.CheckRole: user, assistant, tool with its tool_call_id, or system).
+func CheckRole(m Message) error {
+	if err := assembler.CheckRole(m.Role, m.ToolCallID); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return nil
+}
+
 // PrepareMessages validates msgs for appending and returns copies with Time (now, if zero) and
 // TokenCounts set: counted for CountedEncodings, whatever counts were given (they are not trusted). Roles are user, assistant, tool and system; a tool
 // message needs its tool_call_id; tool calls need an id, a name and JSON arguments. Errors wrap ErrInvalid
@@ -72,14 +81,8 @@ func PrepareMessages(l Limits, now time.Time, msgs []Message) ([]Message, error)
 	out := make([]Message, len(msgs))
 	for i, m := range msgs {
 		what := fmt.Sprintf("message %d", i)
-		switch m.Role {
-		case "user", "assistant", "system":
-		case "tool":
-			if m.ToolCallID == "" {
-				return nil, fmt.Errorf("%w: %s: a tool message needs its tool_call_id", ErrInvalid, what)
-			}
-		default:
-			return nil, fmt.Errorf("%w: %s: role %q (known: user, assistant, tool, system)", ErrInvalid, what, m.Role)
+		if err := CheckRole(m); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		if len(m.ToolCalls) > 0 && m.Role != "assistant" {
 			return nil, fmt.Errorf("%w: %s: only an assistant message has tool calls", ErrInvalid, what)
