@@ -35,12 +35,10 @@ type liveIndex struct {
 // indexes is the engine's set of indexes and the follower that keeps them current.
 type indexes struct {
 	mu      sync.Mutex
-	closed  bool // Close was called: no build or follower starts any more
 	m       map[indexKey]*liveIndex
 	cancel  context.CancelFunc // stops the follower; nil until it is started
 	done    chan struct{}
-	closing chan struct{} // closed by Close
-	lastSeq string        // the follower's position, for tests and diagnostics
+	closing chan struct{} // closed by Close: no build or follower starts any more
 	resyncs int           // how often the follower lost its place in the feed and rebuilt every index
 }
 
@@ -102,7 +100,7 @@ func (li *liveIndex) replace(docID string, chunks []collection.Chunk) {
 func (e *Engine) index(ctx context.Context, tenant, collID string) (*liveIndex, error) {
 	k := indexKey{tenant, collID}
 	e.ix.mu.Lock()
-	if e.ix.closed {
+	if e.ix.isClosed() {
 		e.ix.mu.Unlock()
 		return nil, ErrClosed
 	}
@@ -246,7 +244,7 @@ func (e *Engine) reload(ctx context.Context, k indexKey, li *liveIndex, docID st
 // e.ix.mu.
 func (e *Engine) startFollower(from string) {
 	ctx, cancel := context.WithCancel(context.Background())
-	e.ix.cancel, e.ix.done, e.ix.lastSeq = cancel, make(chan struct{}), from
+	e.ix.cancel, e.ix.done = cancel, make(chan struct{})
 	go func() {
 		defer close(e.ix.done)
 		last, pause := from, 50*time.Millisecond
@@ -257,7 +255,7 @@ func (e *Engine) startFollower(from string) {
 				if from, err = e.resync(ctx); err == nil {
 					last = from
 					e.ix.mu.Lock()
-					e.ix.lastSeq, e.ix.resyncs = last, e.ix.resyncs+1
+					e.ix.resyncs++
 					e.ix.mu.Unlock()
 					continue
 				}
@@ -275,9 +273,6 @@ func (e *Engine) startFollower(from string) {
 				e.apply(ctx, ch)
 				last = ch.Seq
 			}
-			e.ix.mu.Lock()
-			e.ix.lastSeq = last
-			e.ix.mu.Unlock()
 		}
 	}()
 }
@@ -304,12 +299,21 @@ func (e *Engine) apply(ctx context.Context, ch collection.Change) {
 	e.reload(ctx, k, li, ch.DocumentID)
 }
 
+// isClosed reports whether Close was called.
+func (ix *indexes) isClosed() bool {
+	select {
+	case <-ix.closing:
+		return true
+	default:
+		return false
+	}
+}
+
 // Close stops the engine's background work (the change feed's follower, index builds under way); builds
 // and retrievals asked for after it fail with ErrClosed. It does not close the store.
 func (e *Engine) Close() error {
 	e.ix.mu.Lock()
-	if !e.ix.closed {
-		e.ix.closed = true
+	if !e.ix.isClosed() {
 		close(e.ix.closing)
 	}
 	cancel, done := e.ix.cancel, e.ix.done
