@@ -81,7 +81,8 @@ func New(s store.Store, opts ...Option) (*Engine, error) {
 		return nil, fmt.Errorf("%w: nil store", ErrInvalidRequest)
 	}
 	e := &Engine{store: s, sourceTimeout: DefaultSourceTimeout, now: time.Now, embedders: map[string]embed.Embedder{},
-		chunkers: map[string]chunker.Chunker{}, ix: indexes{m: map[indexKey]*liveIndex{}, closing: make(chan struct{})}}
+		chunkers: map[string]chunker.Chunker{}, ix: indexes{m: map[indexKey]*liveIndex{}}}
+	e.ix.life, e.ix.end = context.WithCancel(context.Background())
 	e.colls, _ = s.(collection.Store)
 	for _, o := range opts {
 		if err := o(e); err != nil {

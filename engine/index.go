@@ -34,11 +34,13 @@ type liveIndex struct {
 
 // indexes is the engine's set of indexes and the follower that keeps them current.
 type indexes struct {
-	mu      sync.Mutex
-	m       map[indexKey]*liveIndex
-	cancel  context.CancelFunc // stops the follower; nil until it is started
-	done    chan struct{}
-	closing chan struct{} // closed by Close: no build or follower starts any more
+	mu sync.Mutex
+	m  map[indexKey]*liveIndex
+	// life ends at Close, and with it the follower and the builds under way; no build or follower starts
+	// after it.
+	life    context.Context
+	end     context.CancelFunc
+	done    chan struct{} // closed when the follower has stopped; nil until it is started
 	resyncs int           // how often the follower lost its place in the feed and rebuilt every index
 }
 
@@ -100,14 +102,14 @@ func (li *liveIndex) replace(docID string, chunks []collection.Chunk) {
 func (e *Engine) index(ctx context.Context, tenant, collID string) (*liveIndex, error) {
 	k := indexKey{tenant, collID}
 	e.ix.mu.Lock()
-	if e.ix.isClosed() {
+	if e.ix.life.Err() != nil {
 		e.ix.mu.Unlock()
 		return nil, ErrClosed
 	}
 	li := e.ix.m[k]
 	build := li == nil
 	if build {
-		if e.ix.cancel == nil {
+		if e.ix.done == nil {
 			// The feed's position is taken before the first scan, so that no change falls between them.
 			last, err := e.colls.LastChange(ctx)
 			if err != nil {
@@ -122,16 +124,7 @@ func (e *Engine) index(ctx context.Context, tenant, collID string) (*liveIndex, 
 	e.ix.mu.Unlock()
 	if build {
 		// The build is not tied to this caller's context (other callers wait for it too), but Close ends it.
-		bctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-		defer stop()
-		go func() {
-			select {
-			case <-e.ix.closing:
-				stop()
-			case <-bctx.Done():
-			}
-		}()
-		err := e.fill(bctx, k, li.idx)
+		err := e.fill(e.ix.life, k, li.idx)
 		e.ix.mu.Lock()
 		if err != nil {
 			li.err = err
@@ -243,8 +236,8 @@ func (e *Engine) reload(ctx context.Context, k indexKey, li *liveIndex, docID st
 // startFollower starts the goroutine that applies the change feed to the loaded indexes; the caller holds
 // e.ix.mu.
 func (e *Engine) startFollower(from string) {
-	ctx, cancel := context.WithCancel(context.Background())
-	e.ix.cancel, e.ix.done = cancel, make(chan struct{})
+	ctx := e.ix.life
+	e.ix.done = make(chan struct{})
 	go func() {
 		defer close(e.ix.done)
 		last, pause := from, 50*time.Millisecond
@@ -299,27 +292,14 @@ func (e *Engine) apply(ctx context.Context, ch collection.Change) {
 	e.reload(ctx, k, li, ch.DocumentID)
 }
 
-// isClosed reports whether Close was called.
-func (ix *indexes) isClosed() bool {
-	select {
-	case <-ix.closing:
-		return true
-	default:
-		return false
-	}
-}
-
 // Close stops the engine's background work (the change feed's follower, index builds under way); builds
 // and retrievals asked for after it fail with ErrClosed. It does not close the store.
 func (e *Engine) Close() error {
 	e.ix.mu.Lock()
-	if !e.ix.isClosed() {
-		close(e.ix.closing)
-	}
-	cancel, done := e.ix.cancel, e.ix.done
+	e.ix.end()
+	done := e.ix.done
 	e.ix.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	if done != nil {
 		<-done
 	}
 	return nil
