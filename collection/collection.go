@@ -9,8 +9,10 @@ package collection
 
 import (
 	"context"
+	"cmp"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/context-loom/loom/chunk"
@@ -93,6 +95,11 @@ func ClashError(c, have Collection) error {
 type Ref struct {
 	Tenant string `json:"tenant"`
 	ID     string `json:"id"`
+}
+
+// CompareRefs orders refs by tenant, then id: AllCollections' order.
+func CompareRefs(a, b Ref) int {
+	return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.ID, b.ID))
 }
 
 // Change is one change to a collection's contents, as a store's change feed reports it, so that every

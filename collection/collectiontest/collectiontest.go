@@ -596,12 +596,7 @@ func testAllCollections(t *testing.T, s collection.Store) {
 	}
 	gone := create(t, s, "other", "gone")
 	check(t, s.DeleteCollection(ctx, "other", gone.ID))
-	slices.SortFunc(want, func(a, b collection.Ref) int {
-		if c := strings.Compare(a.Tenant, b.Tenant); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
+	slices.SortFunc(want, collection.CompareRefs)
 	all, err = s.AllCollections(ctx)
 	check(t, err)
 	if !slices.Equal(all, want) {

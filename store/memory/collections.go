@@ -161,12 +161,8 @@ func (s *Store) AllCollections(ctx context.Context) ([]collection.Ref, error) {
 		out = append(out, collection.Ref{Tenant: k.tenant, ID: k.id})
 	}
 	cs.mu.RUnlock()
-	slices.SortFunc(out, compareRefs)
+	slices.SortFunc(out, collection.CompareRefs)
 	return out, nil
-}
-
-func compareRefs(a, b collection.Ref) int {
-	return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.ID, b.ID))
 }
 
 // DeleteCollection implements collection.Store: it deletes the collection, its documents and chunks, and

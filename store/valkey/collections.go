@@ -575,9 +575,7 @@ func (n *native) allCollections(ctx context.Context) ([]collection.Ref, error) {
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b collection.Ref) int {
-		return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.ID, b.ID))
-	})
+	slices.SortFunc(out, collection.CompareRefs)
 	return out, nil
 }
 
