@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"time"
-	"unicode/utf8"
 
 	"github.com/context-loom/loom/collection"
 )
@@ -67,7 +66,7 @@ func PrepareDocument(l Limits, doc collection.Document, chunks []collection.Chun
 		return 0, fmt.Errorf("%w: document %q: negative size", ErrInvalid, doc.ID)
 	}
 	for _, f := range []struct{ what, v string }{{"source", doc.Source}, {"content type", doc.ContentType}} {
-		if err := validCollectionText(l, "document "+f.what, f.v); err != nil {
+		if err := validateText(l, "document "+f.what, f.v); err != nil {
 			return 0, err
 		}
 	}
@@ -88,7 +87,7 @@ func PrepareDocument(l Limits, doc collection.Document, chunks []collection.Chun
 			return 0, fmt.Errorf("%w: %s: chunk id %q used twice", ErrInvalid, what, ch.ID)
 		}
 		seen[ch.ID] = struct{}{}
-		if err := validCollectionText(l, what+" content", ch.Content); err != nil {
+		if err := validateText(l, what+" content", ch.Content); err != nil {
 			return 0, err
 		}
 		if ch.Index < 0 || ch.StartOffset < 0 || ch.EndOffset < ch.StartOffset || ch.TokenCount < 0 {
@@ -114,22 +113,12 @@ func PrepareDocument(l Limits, doc collection.Document, chunks []collection.Chun
 	return dims, nil
 }
 
-func validCollectionText(l Limits, what, s string) error {
-	if len(s) > l.MaxValueBytes {
-		return fmt.Errorf("%w: %s is %d bytes, the limit is %d", ErrTooLarge, what, len(s), l.MaxValueBytes)
-	}
-	if !utf8.ValidString(s) {
-		return fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalid, what)
-	}
-	return nil
-}
-
 func validMetadata(l Limits, what string, m map[string]string) error {
 	for k, v := range m {
-		if err := validCollectionText(l, what+" metadata key", k); err != nil {
+		if err := validateText(l, what+" metadata key", k); err != nil {
 			return err
 		}
-		if err := validCollectionText(l, what+" metadata value", v); err != nil {
+		if err := validateText(l, what+" metadata value", v); err != nil {
 			return err
 		}
 	}
