@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	valkeygo "github.com/valkey-io/valkey-go"
 
@@ -362,18 +361,6 @@ func (n *native) publish(ctx context.Context, tenant, coll, doc, op string) erro
 	return nil
 }
 
-// checkText checks a field stored as JSON: valid UTF-8 (JSON would replace invalid bytes) and at most
-// l.MaxValueBytes.
-func checkText(l store.Limits, what, s string) error {
-	if len(s) > l.MaxValueBytes {
-		return fmt.Errorf("%w: %s is %d bytes, the limit is %d", store.ErrTooLarge, what, len(s), l.MaxValueBytes)
-	}
-	if !utf8.ValidString(s) {
-		return fmt.Errorf("%w: %s is not valid UTF-8", store.ErrInvalid, what)
-	}
-	return nil
-}
-
 // newCollectionID returns a random id: 26 characters of base32, 130 bits.
 func newCollectionID() string { return rand.Text() }
 
@@ -381,27 +368,12 @@ func (n *native) createCollection(ctx context.Context, tenant string, c collecti
 	if err := store.ValidateID(n.limits, "tenant", tenant); err != nil {
 		return collection.Collection{}, err
 	}
-	if c.Name == "" {
-		return collection.Collection{}, fmt.Errorf("%w: a collection needs a name", store.ErrInvalid)
-	}
-	if err := store.ValidateID(n.limits, "collection name", c.Name); err != nil {
-		return collection.Collection{}, err
-	}
-	if c.ID == "" {
+	if c.ID == "" { // the store's own kind of id, random
 		c.ID = newCollectionID()
-	} else if err := store.ValidateID(n.limits, "collection", c.ID); err != nil {
+	}
+	c, err := store.PrepareCollection(n.limits, n.now(), c)
+	if err != nil {
 		return collection.Collection{}, err
-	}
-	if c.ChunkSize < 0 || c.ChunkOverlap < 0 || c.Dimensions < 0 {
-		return collection.Collection{}, fmt.Errorf("%w: collection %q has a negative chunk size, overlap or dimensions", store.ErrInvalid, c.Name)
-	}
-	for what, s := range map[string]string{"chunk strategy": c.ChunkStrategy, "embedder": c.Embedder} {
-		if err := checkText(n.limits, what, s); err != nil {
-			return collection.Collection{}, err
-		}
-	}
-	if c.CreatedAt.IsZero() {
-		c.CreatedAt = n.now().UTC()
 	}
 	stored := c
 	stored.Dimensions = 0
@@ -656,46 +628,12 @@ func (n *native) deleteCollection(ctx context.Context, tenant, id string) error 
 // encoded chunks and their vectors' length.
 func (n *native) prepareDocument(tenant string, doc collection.Document, chunks []collection.Chunk) (collection.Document, string, []byte, int, error) {
 	fail := func(err error) (collection.Document, string, []byte, int, error) { return doc, "", nil, 0, err }
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "collection", doc.CollectionID, "document", doc.ID); err != nil {
+	if err := store.ValidateID(n.limits, "tenant", tenant); err != nil {
 		return fail(err)
 	}
-	if doc.Hash == "" {
-		return fail(fmt.Errorf("%w: document %q has no hash", store.ErrInvalid, doc.ID))
-	}
-	if doc.Bytes < 0 {
-		return fail(fmt.Errorf("%w: document %q has a negative size", store.ErrInvalid, doc.ID))
-	}
-	for what, s := range map[string]string{"hash": doc.Hash, "source": doc.Source, "content type": doc.ContentType} {
-		if err := checkText(n.limits, "document "+what, s); err != nil {
-			return fail(err)
-		}
-	}
-	for k, v := range doc.Metadata {
-		if !utf8.ValidString(k) || !utf8.ValidString(v) {
-			return fail(fmt.Errorf("%w: metadata of document %q is not valid UTF-8", store.ErrInvalid, doc.ID))
-		}
-	}
-	dims := -1
-	ids := make(map[string]struct{}, len(chunks))
-	for i, c := range chunks {
-		switch {
-		case c.DocumentID != doc.ID:
-			return fail(fmt.Errorf("%w: chunk %d is of document %q, not %q", store.ErrInvalid, i, c.DocumentID, doc.ID))
-		case c.StartOffset < 0 || c.EndOffset < c.StartOffset || c.Index < 0 || c.TokenCount < 0:
-			return fail(fmt.Errorf("%w: chunk %q has a negative index, offset or count, or ends before it starts", store.ErrInvalid, c.ID))
-		case len(c.Content) > n.limits.MaxValueBytes:
-			return fail(fmt.Errorf("%w: chunk %q is %d bytes, the limit is %d", store.ErrTooLarge, c.ID, len(c.Content), n.limits.MaxValueBytes))
-		case dims >= 0 && len(c.Vector) != dims:
-			return fail(fmt.Errorf("%w: chunk %q has a vector of %d dimensions, chunk %q of %d", store.ErrInvalid, c.ID, len(c.Vector), chunks[0].ID, dims))
-		}
-		if err := store.ValidateID(n.limits, "chunk", c.ID); err != nil {
-			return fail(err)
-		}
-		if _, dup := ids[c.ID]; dup {
-			return fail(fmt.Errorf("%w: document %q has two chunks %q", store.ErrInvalid, doc.ID, c.ID))
-		}
-		ids[c.ID] = struct{}{}
-		dims = len(c.Vector)
+	dims, err := store.PrepareDocument(n.limits, doc, chunks)
+	if err != nil {
+		return fail(err)
 	}
 	sorted := slices.Clone(chunks)
 	slices.SortStableFunc(sorted, func(a, b collection.Chunk) int { return cmp.Compare(a.Index, b.Index) })
@@ -705,7 +643,7 @@ func (n *native) prepareDocument(tenant string, doc collection.Document, chunks 
 	if err != nil {
 		return fail(fmt.Errorf("valkey: encode document %q: %w", doc.ID, err))
 	}
-	return doc, string(b), encodeChunks(sorted), max(dims, 0), nil
+	return doc, string(b), encodeChunks(sorted), dims, nil
 }
 
 func (n *native) putDocument(ctx context.Context, tenant string, doc collection.Document, chunks []collection.Chunk) (bool, error) {
