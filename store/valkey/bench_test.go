@@ -2,6 +2,7 @@ package valkey_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -144,4 +145,23 @@ func BenchmarkScanChunks(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(10000*b.N)/b.Elapsed().Seconds(), "chunks/s")
+}
+
+// BenchmarkLoadRefused is a Load while the server is down (connections refused): how long a caller waits
+// for store.ErrUnavailable. With valkey-go's own retries it waited out the call's timeout; the store's
+// retry delay gives up after three quick dials.
+func BenchmarkLoadRefused(b *testing.B) {
+	srv := valkeytest.StartServer(b)
+	s := open(b, valkey.Options{Timeout: 2 * time.Second}, srv.Addr)
+	ctx := context.Background()
+	if err := s.Ping(ctx); err != nil {
+		b.Fatal(err)
+	}
+	srv.Stop()
+	q := store.LoadQuery{Agent: "a", User: "u", Session: "s"}
+	for b.Loop() {
+		if _, err := s.Load(ctx, "acme", q); !errors.Is(err, store.ErrUnavailable) {
+			b.Fatalf("Load with the server down: %v", err)
+		}
+	}
 }
