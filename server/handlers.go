@@ -489,6 +489,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	}
 	if s.ready != nil {
 		if err := s.ready(); err != nil {
+			markRoutine(r.Context()) // not ready yet (loading at start): expected, not a failure
 			return errorf(http.StatusServiceUnavailable, "not_ready", "%s", err)
 		}
 	}

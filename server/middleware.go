@@ -23,7 +23,19 @@ const (
 )
 
 // reqInfo is what the inner handlers tell observe about a request, for its log line.
-type reqInfo struct{ tenant string }
+type reqInfo struct {
+	tenant string
+	// routine marks a 5xx answer that is expected and says nothing is wrong (a /readyz 503 while the
+	// search indexes load): it is logged at INFO, not ERROR.
+	routine bool
+}
+
+// markRoutine tells observe that the request's 5xx answer is routine (see reqInfo.routine).
+func markRoutine(ctx context.Context) {
+	if info, ok := ctx.Value(keyInfo).(*reqInfo); ok {
+		info.routine = true
+	}
+}
 
 func withRequestID(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, keyRequestID, id)
@@ -69,7 +81,8 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // observe times the request for the route's histogram and logs one line for it. The line has the request
-// id, method, route, status, duration, size and tenant: never a key, a body or a query.
+// id, method, route, status, duration, size and tenant: never a key, a body or a query. It is logged at
+// ERROR for a 5xx answer, unless the handler marked the answer routine, and at INFO otherwise.
 func (s *Server) observe(routeName string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -82,7 +95,7 @@ func (s *Server) observe(routeName string, next http.Handler) http.Handler {
 		d := time.Since(start)
 		s.metrics.observe(routeName, sw.status, d)
 		level := slog.LevelInfo
-		if sw.status >= 500 {
+		if sw.status >= 500 && !info.routine {
 			level = slog.LevelError
 		}
 		s.log.LogAttrs(r.Context(), level, "request",
