@@ -1,12 +1,15 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -105,5 +108,195 @@ func TestAPI_ReadyzLogLevels(t *testing.T) {
 	}
 	if code, level := readyzLogLevel(t, memory.New(store.Options{}), nil); code != 200 || level != "INFO" {
 		t.Errorf("ready: status %d logged at %s, want 200 at INFO", code, level)
+	}
+}
+
+// newHandler is the handler of a server over st with keys (none: keyless).
+func newHandler(t *testing.T, st store.Store, keys map[string]string) http.Handler {
+	t.Helper()
+	eng, err := engine.New(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{Engine: eng, Keys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv.Handler()
+}
+
+// serve sends one request to h, from a loopback client to a loopback Host unless req says otherwise.
+func serve(h http.Handler, req *http.Request) *httptest.ResponseRecorder {
+	if req.Host == "example.com" { // httptest.NewRequest's default
+		req.Host = "127.0.0.1:7070"
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// TestAPI_ContentTypeMustBeJSON: a POST or PUT, or any request with a body, must be application/json (UTF-8
+// if a charset is named), with keys or without; otherwise 415 and nothing is written. A form or text/plain
+// post is what a web page can send to any address without a preflight.
+func TestAPI_ContentTypeMustBeJSON(t *testing.T) {
+	t.Parallel()
+	for _, keyed := range []bool{false, true} {
+		st := memory.New(store.Options{})
+		var keys map[string]string
+		auth := ""
+		if keyed {
+			keys, auth = map[string]string{keyAcme: "default"}, "Bearer "+keyAcme
+		}
+		h := newHandler(t, st, keys)
+		for i, tt := range []struct {
+			contentType string
+			want        int
+		}{
+			{"application/json", 201},
+			{"application/json; charset=utf-8", 201},
+			{"Application/JSON;Charset=\"UTF-8\"", 201},
+			{"", 415},
+			{"text/plain", 415},
+			{"text/plain;charset=UTF-8", 415},
+			{"text/plain; x=application/json", 415},
+			{"application/x-www-form-urlencoded", 415},
+			{"multipart/form-data; boundary=b", 415},
+			{"application/json, text/plain", 415},
+			{"application/jsonx", 415},
+			{"application/json; charset=iso-8859-1", 415},
+			{"application/json; charset=utf-16", 415},
+		} {
+			session := fmt.Sprintf("s-%d", i)
+			for _, method := range []string{"POST", "PUT"} {
+				path, body := "/v1/sessions/"+session+"/messages", `{"role":"user","content":"hi"}`
+				if method == "PUT" {
+					path, body, tt.want = "/v1/users/u"+session+"/memory/k", `{"value":"v"}`, map[int]int{201: 200, 415: 415}[tt.want]
+				}
+				req := httptest.NewRequest(method, path, strings.NewReader(body))
+				if tt.contentType != "" {
+					req.Header.Set("Content-Type", tt.contentType)
+				}
+				if auth != "" {
+					req.Header.Set("Authorization", auth)
+				}
+				rec := serve(h, req)
+				if rec.Code != tt.want {
+					t.Errorf("keys %v: %s %s with Content-Type %q: %d %s, want %d", keyed, method, path, tt.contentType, rec.Code, rec.Body, tt.want)
+				}
+				if tt.want == 415 && !strings.Contains(rec.Body.String(), `"unsupported_media_type"`) {
+					t.Errorf("415 body %s", rec.Body)
+				}
+			}
+			msgs, _ := st.Messages(context.Background(), engine.DefaultTenant, session, store.MessageQuery{})
+			facts, _ := st.Facts(context.Background(), engine.DefaultTenant, "u"+session)
+			if stored := len(msgs) + len(facts); (tt.want == 415 && stored != 0) || (tt.want != 415 && stored != 2) {
+				t.Errorf("keys %v: Content-Type %q: %d items stored", keyed, tt.contentType, stored)
+			}
+		}
+		// Requests without a body need no Content-Type; a POST does, even an empty one; a DELETE with a body does.
+		for _, tt := range []struct {
+			method, path, body string
+			want               int
+		}{
+			{"GET", "/v1/sessions/s-0/messages", "", 200},
+			{"DELETE", "/v1/sessions/s-0", "", 204},
+			{"GET", "/healthz", "", 200},
+			{"POST", "/v1/tokens/count", "", 415},
+			{"DELETE", "/v1/sessions/s-1", `{"x":1}`, 415},
+		} {
+			req := httptest.NewRequest(tt.method, tt.path, strings.NewReader(tt.body))
+			if tt.body == "" {
+				req = httptest.NewRequest(tt.method, tt.path, nil)
+			}
+			if auth != "" {
+				req.Header.Set("Authorization", auth)
+			}
+			if rec := serve(h, req); rec.Code != tt.want {
+				t.Errorf("keys %v: %s %s without Content-Type: %d %s, want %d", keyed, tt.method, tt.path, rec.Code, rec.Body, tt.want)
+			}
+		}
+	}
+}
+
+// TestAPI_KeylessAnswersOnlyLoopbackHosts: without keys, a request whose Host is not a loopback name or
+// address gets 421 (a page that rebinds its own name to 127.0.0.1 cannot read the API), on every route; with
+// keys any Host is answered.
+func TestAPI_KeylessAnswersOnlyLoopbackHosts(t *testing.T) {
+	t.Parallel()
+	keyless := newHandler(t, memory.New(store.Options{}), nil)
+	keyed := newHandler(t, memory.New(store.Options{}), map[string]string{keyAcme: "acme"})
+	good := []string{"localhost", "localhost:7070", "LocalHost:1", "localhost.", "127.0.0.1", "127.0.0.1:7070", "127.9.8.7:80",
+		"[::1]", "[::1]:7070", "[::ffff:127.0.0.1]:7070"}
+	bad := []string{"", "evil.example", "evil.example:7070", "127.0.0.1.evil.example", "localhost.evil.example:7070", "0.0.0.0:7070",
+		"10.0.0.1", "192.168.1.2:7070", "[::]:7070", "[fe80::1%25lo]:7070", "::1", "127.1", "localhost:7070:7070", "[::1"}
+	for _, path := range []string{"/healthz", "/openapi.json", "/metrics", "/v1/sessions/s/messages", "/no/such/route"} {
+		for _, host := range append(append([]string(nil), good...), bad...) {
+			want := http.StatusMisdirectedRequest
+			if slices.Contains(good, host) {
+				want = map[string]int{"/no/such/route": 404}[path]
+				if want == 0 {
+					want = 200
+				}
+			}
+			req := httptest.NewRequest("GET", path, nil)
+			req.Host = host
+			rec := httptest.NewRecorder()
+			keyless.ServeHTTP(rec, req)
+			if rec.Code != want {
+				t.Errorf("keyless: GET %s with Host %q: %d, want %d", path, host, rec.Code, want)
+			}
+			if rec.Code == 421 && !strings.Contains(rec.Body.String(), `"misdirected_request"`) {
+				t.Errorf("421 body %s", rec.Body)
+			}
+		}
+	}
+	for _, host := range bad {
+		req := httptest.NewRequest("GET", "/v1/sessions/s/messages", nil)
+		req.Host = host
+		req.Header.Set("Authorization", "Bearer "+keyAcme)
+		rec := httptest.NewRecorder()
+		keyed.ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			t.Errorf("with keys: Host %q: %d, want 200", host, rec.Code)
+		}
+	}
+}
+
+// TestAPI_NoCORSHeaders: no answer carries a CORS header, a preflight included, with keys or without: a web
+// page of another origin is never allowed to read the API or send it JSON.
+func TestAPI_NoCORSHeaders(t *testing.T) {
+	t.Parallel()
+	for _, keys := range []map[string]string{nil, {keyAcme: "acme"}} {
+		h := newHandler(t, memory.New(store.Options{}), keys)
+		eng, _ := engine.New(memory.New(store.Options{}))
+		srv, _ := server.New(server.Config{Engine: eng})
+		for _, rt := range srv.Routes() {
+			method, path, _ := strings.Cut(rt, " ")
+			path = strings.NewReplacer("{session}", "s", "{user}", "u", "{key}", "k", "{agent}", "a", "{id}", "c", "{doc}", "d").Replace(path)
+			for _, m := range []string{"OPTIONS", method} {
+				var body io.Reader
+				if m != "OPTIONS" && m != "GET" && m != "DELETE" {
+					body = strings.NewReader(`{}`)
+				}
+				req := httptest.NewRequest(m, path, body)
+				req.Header.Set("Origin", "https://evil.example")
+				if m == "OPTIONS" {
+					req.Header.Set("Access-Control-Request-Method", method)
+					req.Header.Set("Access-Control-Request-Headers", "content-type, authorization")
+				} else {
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set("Authorization", "Bearer "+keyAcme)
+				}
+				rec := serve(h, req)
+				for name := range rec.Header() {
+					if strings.HasPrefix(strings.ToLower(name), "access-control-") {
+						t.Errorf("keys %v: %s %s: the answer has %s: %s", keys != nil, m, path, name, rec.Header().Get(name))
+					}
+				}
+				if m == "OPTIONS" && rec.Code < 400 {
+					t.Errorf("keys %v: a preflight of %s %s got %d", keys != nil, method, path, rec.Code)
+				}
+			}
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"mime"
 	"net/http"
 	"runtime/debug"
 	"strings"
@@ -109,8 +110,8 @@ func (s *Server) observe(routeName string, next http.Handler) http.Handler {
 	})
 }
 
-// wrap authenticates the request (unless the route is public), limits its body and time, recovers from a
-// panic, and writes the handler's error as JSON.
+// wrap authenticates the request and checks its Content-Type (unless the route is public), limits its body
+// and time, recovers from a panic, and writes the handler's error as JSON.
 func (s *Server) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
@@ -133,6 +134,10 @@ func (s *Server) wrap(rt route) http.Handler {
 			if info, ok := ctx.Value(keyInfo).(*reqInfo); ok {
 				info.tenant = t
 			}
+			if err := checkContentType(r); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
 		}
 		ctx, cancel := context.WithTimeout(ctx, s.limits.RequestTimeout)
 		defer cancel()
@@ -142,6 +147,33 @@ func (s *Server) wrap(rt route) http.Handler {
 			s.writeError(w, r, err)
 		}
 	})
+}
+
+// checkContentType refuses, with 415, a request that has a body, or whose method takes one (POST, PUT,
+// PATCH), unless its Content-Type is application/json with no charset other than UTF-8. A web page can
+// post text/plain or a form to any address without asking; application/json it cannot send to another
+// origin without a CORS preflight, which this server never grants. So the rule is what stops cross-site
+// writes (CSRF) when no key is needed, and it holds with keys too: one rule for every client.
+func checkContentType(r *http.Request) error {
+	switch r.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch:
+	default:
+		if r.ContentLength == 0 {
+			return nil // GET, DELETE: no body to read
+		}
+	}
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "a %s needs Content-Type: application/json", r.Method)
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "Content-Type %q: the body must be application/json", ct)
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "Content-Type %q: the body must be UTF-8", ct)
+	}
+	return nil
 }
 
 // authenticate returns the tenant of the request's bearer key.

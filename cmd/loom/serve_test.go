@@ -193,6 +193,7 @@ func TestServe_ServesAndShutsDown(t *testing.T) {
 	post := func(path, body string) int {
 		req, _ := http.NewRequest("POST", base+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer sk-test-secret")
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
