@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -298,5 +299,105 @@ func TestAPI_NoCORSHeaders(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// fullBodies are a body for each route that takes one, with every field that holds text filled in.
+var fullBodies = []struct{ method, path, body string }{
+	{"POST", "/v1/assemble", `{"agent":"a","user":"u","session":"s","history_limit":5,"retrieve":{"collection":"c","query":"q","mode":"hybrid","filter":{"k":"v"}},
+		"model":"gpt-4o","format":"openai","instructions":"i","tools":[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object","description":"p"}}}],
+		"memory":[{"key":"k","value":"v","source":"s"}],"knowledge":[{"id":"k1","document_id":"d","content":"c","source":"s","type":"rag","metadata":{"m":"v"}}],
+		"history":[{"role":"user","content":"h","name":"n"},{"role":"assistant","content":"a","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"r"}],
+		"tool_outputs":[{"tool":"t","call_id":"c1","args":"{}","result":"r"}],"message":"m","policy":{"knowledge_order":"score","regions":[{"name":"history","priority":1}]}}`},
+	{"POST", "/v1/assemble", `{"message":"m","preset":"cookbook"}`},
+	{"POST", "/v1/sessions/s/messages", `{"role":"user","content":"c","name":"n"}`},
+	{"POST", "/v1/sessions/s/messages", `{"messages":[{"role":"assistant","content":"c","name":"n","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"r"}]}`},
+	{"POST", "/v1/sessions/s/tool-outputs", `{"tool":"t","call_id":"c1","args":"{}","result":"r"}`},
+	{"PUT", "/v1/sessions/s/knowledge", `{"knowledge":[{"id":"k1","document_id":"d","content":"c","source":"s","type":"rag","metadata":{"m":"v"}}]}`},
+	{"PUT", "/v1/users/u/memory/k", `{"value":"v","source":"s"}`},
+	{"PUT", "/v1/agents/a", `{"id":"a","instructions":"i","constraints":"c","output_format":"o","model":"gpt-4o",
+		"tools":[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object","description":"p"}}}],"policy":{"knowledge_order":"score","regions":[{"name":"history","priority":1}]}}`},
+	{"POST", "/v1/collections", `{"id":"c","name":"n","chunk_strategy":"recursive"}`},
+	{"POST", "/v1/collections/c/documents", `{"id":"d","source":"s.md","content_type":"markdown","text":"t","metadata":{"m":"v"}}`},
+	{"POST", "/v1/retrieve", `{"collection":"c","query":"q","mode":"hybrid","filter":{"k":"v"}}`},
+	{"POST", "/v1/tokens/count", `{"text":"t","model":"gpt-4o"}`},
+	{"POST", "/v1/tokens/count", `{"text":"t","encoding":"cl100k_base"}`},
+	{"POST", "/v1/chunk", `{"text":"t","strategy":"code","language":"go","encoding":"cl100k_base"}`},
+	{"POST", "/v1/chunk", `{"text":"t","model":"gpt-4o"}`},
+}
+
+// stringLeaves calls fn with the path of each string in v (decoded JSON), in a fixed order, and a setter
+// that replaces it.
+func stringLeaves(v any, fn func(path string, set func(any))) {
+	var walk func(v any, path string, set func(any))
+	walk = func(v any, path string, set func(any)) {
+		switch x := v.(type) {
+		case string:
+			fn(path, set)
+		case []any:
+			for i := range x {
+				walk(x[i], fmt.Sprintf("%s[%d]", path, i), func(n any) { x[i] = n })
+			}
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				walk(x[k], strings.TrimPrefix(path+"."+k, "."), func(n any) { x[k] = n })
+			}
+		}
+	}
+	walk(v, "", nil)
+}
+
+// TestAPI_EveryTextIsLimited: every string of every route's body, one at a time made one byte longer than
+// the per-text limit, gets 413 (checked before anything is counted, chunked or stored), but a document's
+// text, which only the body limit bounds. Before, /v1/tokens/count counted a text of any size the body
+// limit let in, and most fields other than a message's content were not checked at all.
+func TestAPI_EveryTextIsLimited(t *testing.T) {
+	t.Parallel()
+	const limit = 64
+	big := strings.Repeat("x", limit+1)
+	ts := newTestServer(t, memory.New(store.Options{}), server.Limits{MaxMessageBytes: limit})
+	decode := func(body string) any {
+		var v any
+		if err := json.Unmarshal([]byte(body), &v); err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		return v
+	}
+	for _, b := range fullBodies {
+		if code, out, _ := ts.call(b.method, b.path, keyAcme, []byte(b.body)); code == 413 || errorCode(out) == "invalid_json" {
+			t.Fatalf("%s %s: the full body itself is refused: %d %v", b.method, b.path, code, out)
+		}
+		n := 0
+		stringLeaves(decode(b.body), func(string, func(any)) { n++ })
+		if n == 0 {
+			t.Errorf("%s %s: no texts", b.method, b.path)
+		}
+		for k := range n {
+			body, i, path := decode(b.body), 0, ""
+			stringLeaves(body, func(p string, set func(any)) {
+				if i == k {
+					set(big)
+					path = p
+				}
+				i++
+			})
+			variant, _ := json.Marshal(body)
+			want := 413
+			if b.path == "/v1/collections/c/documents" && path == "text" {
+				want = 201 // a document's text is bounded by the body limit
+			}
+			code, out, _ := ts.call(b.method, b.path, keyAcme, variant)
+			switch {
+			case code != want:
+				t.Errorf("%s %s with %s of %d bytes: %d %v, want %d", b.method, b.path, path, len(big), code, out, want)
+			case want == 413 && errorCode(out) != "too_large":
+				t.Errorf("%s %s with %s over the limit: code %q", b.method, b.path, path, errorCode(out))
+			}
+		}
+	}
+	// Map keys count too.
+	code, out, _ := ts.call("PUT", "/v1/sessions/s/knowledge", keyAcme, `{"knowledge":[{"content":"c","metadata":{"`+big+`":"v"}}]}`)
+	if code != 413 {
+		t.Errorf("a metadata key over the limit: %d %v", code, out)
 	}
 }

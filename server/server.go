@@ -37,7 +37,10 @@ import (
 type Limits struct {
 	// MaxBodyBytes is the largest request body; larger ones get 413.
 	MaxBodyBytes int64
-	// MaxMessageBytes is the largest text of one message, fact, tool output or knowledge item.
+	// MaxMessageBytes is the largest any one text of a request body may be (413 past it, checked before
+	// any work): a message, fact, tool output or knowledge item, instructions, a tool's parameters, a
+	// query, a text to count or chunk, an id or a metadata value. A document's text is bounded by
+	// MaxBodyBytes instead.
 	MaxMessageBytes int
 	// MaxItems is the most items one request may carry: messages in one append, and in an assembly the
 	// inline tools, memory facts, knowledge items, history messages and tool outputs together.

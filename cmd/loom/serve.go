@@ -62,7 +62,7 @@ func runServe(ctx context.Context, args []string, s streams) error {
 	fs.StringVar(&c.keysFile, "keys", "", "read API keys from `FILE` (lines of KEY TENANT)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log as `text` or json")
 	fs.Int64Var(&c.maxBody, "max-body-bytes", server.DefaultMaxBodyBytes, "the largest request body, in `bytes`")
-	fs.IntVar(&c.maxMessage, "max-message-bytes", server.DefaultMaxMessageBytes, "the largest message, fact or item text, in `bytes`")
+	fs.IntVar(&c.maxMessage, "max-message-bytes", server.DefaultMaxMessageBytes, "the largest text in a request (a message, fact, query, text to count...; not a document), in `bytes`")
 	fs.IntVar(&c.maxItems, "max-items", server.DefaultMaxItems, "the most items (messages, knowledge, ...) in one request")
 	fs.DurationVar(&c.requestTimeout, "request-timeout", server.DefaultRequestTimeout, "the longest a request may take")
 	fs.DurationVar(&c.sourceTimeout, "source-timeout", engine.DefaultSourceTimeout, "how long an assembly waits for the store")
