@@ -86,8 +86,12 @@ func (sf storeFlags) with(ctx context.Context, verb string, fn func(store.Store)
 	return storeError(verb, fn(st))
 }
 
-// verbs runs the verb args[0] of a command with verbs (session, memory, agent).
-func verbs(ctx context.Context, name, usage string, table map[string]func(context.Context, string, []string, streams) error, args []string, s streams) error {
+// verb is one verb of a command with verbs: it runs with the name "command verb" and the arguments after
+// the verb.
+type verb func(ctx context.Context, name string, args []string, s streams) error
+
+// verbs runs the verb args[0] of a command with verbs (session, memory, agent, collection, document).
+func verbs(ctx context.Context, name, usage string, table map[string]verb, args []string, s streams) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
 		io.WriteString(s.stderr, usage)
 		if len(args) == 0 {
@@ -157,10 +161,12 @@ knowledge replaces the session's pre-retrieved knowledge with a JSON list of kno
 the session. Each takes --store, --layout and --tenant.
 ` + storeFlagsUsage
 
+var sessionVerbs = map[string]verb{
+	"append": sessionAppend, "show": sessionShow, "tool-output": sessionToolOutput, "knowledge": sessionKnowledge, "delete": sessionDelete,
+}
+
 func runSession(ctx context.Context, args []string, s streams) error {
-	return verbs(ctx, "session", sessionUsage, map[string]func(context.Context, string, []string, streams) error{
-		"append": sessionAppend, "show": sessionShow, "tool-output": sessionToolOutput, "knowledge": sessionKnowledge, "delete": sessionDelete,
-	}, args, s)
+	return verbs(ctx, "session", sessionUsage, sessionVerbs, args, s)
 }
 
 func sessionAppend(ctx context.Context, name string, args []string, s streams) error {
@@ -325,10 +331,10 @@ user's facts as JSON Lines, ordered by key (or the one fact --key names); delete
 --store, --layout and --tenant.
 ` + storeFlagsUsage
 
+var memoryVerbs = map[string]verb{"set": memorySet, "get": memoryGet, "delete": memoryDelete}
+
 func runMemory(ctx context.Context, args []string, s streams) error {
-	return verbs(ctx, "memory", memoryUsage, map[string]func(context.Context, string, []string, streams) error{
-		"set": memorySet, "get": memoryGet, "delete": memoryDelete,
-	}, args, s)
+	return verbs(ctx, "memory", memoryUsage, memoryVerbs, args, s)
 }
 
 func memorySet(ctx context.Context, name string, args []string, s streams) error {
@@ -408,10 +414,10 @@ put creates or replaces an agent's configuration (--tools: a JSON list of OpenAI
 whole configuration as get prints it); get prints it as JSON. Each takes --store, --layout and --tenant.
 ` + storeFlagsUsage
 
+var agentVerbs = map[string]verb{"put": agentPut, "get": agentGet}
+
 func runAgent(ctx context.Context, args []string, s streams) error {
-	return verbs(ctx, "agent", agentUsage, map[string]func(context.Context, string, []string, streams) error{
-		"put": agentPut, "get": agentGet,
-	}, args, s)
+	return verbs(ctx, "agent", agentUsage, agentVerbs, args, s)
 }
 
 func agentPut(ctx context.Context, name string, args []string, s streams) error {
