@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -155,8 +156,9 @@ const sessionUsage = `Usage:
 	loom session delete --session S
 
 append adds a message to a session (with --json, a file of {"messages": [...]}, a list of messages or one
-message, in the wire format of loom assemble's history); show prints the session's messages as JSON Lines,
-oldest first, with their sequence numbers and cached token counts; tool-output records a tool step;
+message, in the wire format of loom assemble's history); a message needs content, but for an assistant
+message with tool calls and a tool message (--content "" gives an empty tool result). show prints the
+session's messages as JSON Lines, oldest first, with their sequence numbers and cached token counts; tool-output records a tool step;
 knowledge replaces the session's pre-retrieved knowledge with a JSON list of knowledge items; delete removes
 the session. Each takes --store, --layout and --tenant.
 ` + storeFlagsUsage
@@ -184,9 +186,11 @@ func sessionAppend(ctx context.Context, name string, args []string, s streams) e
 	if err := required(fs, "session"); err != nil {
 		return err
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var msgs []store.Message
 	switch {
-	case *file != "" && *content != "":
+	case *file != "" && set["content"]:
 		return usageError(fmt.Errorf("%s: give --content or --json, not both", name))
 	case *file != "":
 		data, err := readLimited(*file, s)
@@ -196,8 +200,15 @@ func sessionAppend(ctx context.Context, name string, args []string, s streams) e
 		if msgs, err = decodeMessages(data); err != nil {
 			return usageError(fmt.Errorf("%s: %s: %w", name, *file, err))
 		}
+	case !set["content"]:
+		return usageError(fmt.Errorf("%s: want --content TEXT or --json FILE (run 'loom help session')", name))
 	default:
 		msgs = []store.Message{{Role: *role, Content: *content, Name: *msgName, ToolCallID: *callID}}
+	}
+	for i, m := range msgs {
+		if err := checkContent(m); err != nil {
+			return usageError(fmt.Errorf("%s: message %d: %w", name, i+1, err))
+		}
 	}
 	return sf.with(ctx, name, func(st store.Store) error {
 		stored, err := st.AppendMessages(ctx, *sf.tenant, *session, msgs...)
@@ -211,6 +222,16 @@ func sessionAppend(ctx context.Context, name string, args []string, s streams) e
 		}
 		return nil
 	})
+}
+
+// checkContent refuses a message with no content (or only white space), which no model can use: a
+// forgotten --content, say. An assistant message that makes tool calls, and a tool message (a tool's result
+// may be empty), may have none.
+func checkContent(m store.Message) error {
+	if strings.TrimSpace(m.Content) != "" || len(m.ToolCalls) > 0 || m.Role == "tool" {
+		return nil
+	}
+	return fmt.Errorf("no content (role %s; only an assistant message with tool calls, or a tool's result, may be empty)", cmp.Or(m.Role, `""`))
 }
 
 // decodeMessages reads {"messages": [...]}, [...] or one message.
