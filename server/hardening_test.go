@@ -10,6 +10,8 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -399,5 +401,56 @@ func TestAPI_EveryTextIsLimited(t *testing.T) {
 	code, out, _ := ts.call("PUT", "/v1/sessions/s/knowledge", keyAcme, `{"knowledge":[{"content":"c","metadata":{"`+big+`":"v"}}]}`)
 	if code != 413 {
 		t.Errorf("a metadata key over the limit: %d %v", code, out)
+	}
+}
+
+// assembleField is a field of an assembly request, and two requests that differ only in it.
+type assembleField struct {
+	Field         string
+	Without, With json.RawMessage
+	// Error: With must be refused (the field cannot apply), never silently left out.
+	Error bool
+}
+
+// readAssembleFields reads the table of request fields that TestAPI_AssembleUsesEveryField and the CLI's
+// TestAssemble_UsesEveryField share (loom assemble --request takes the API's body).
+func readAssembleFields(t *testing.T, path string) []assembleField {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields []assembleField
+	if err := json.Unmarshal(data, &fields); err != nil {
+		t.Fatal(err)
+	}
+	return fields
+}
+
+// TestAPI_AssembleUsesEveryField: each field class of POST /v1/assemble changes the result, or is refused
+// when it cannot apply: none is silently ignored. The state it names (agent a, user u, session s,
+// collection kb) is stored first.
+func TestAPI_AssembleUsesEveryField(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, memory.New(store.Options{}), server.Limits{})
+	ts.must("PUT", "/v1/agents/a", keyAcme, map[string]any{"instructions": "You are Agent A."}, 200)
+	ts.must("PUT", "/v1/users/u/memory/plan", keyAcme, map[string]any{"value": "basic"}, 200)
+	ts.must("POST", "/v1/sessions/s/messages", keyAcme, map[string]any{"messages": []map[string]any{
+		{"role": "user", "content": "first question"}, {"role": "assistant", "content": "first answer"}, {"role": "user", "content": "second question"}}}, 201)
+	ts.must("POST", "/v1/collections", keyAcme, map[string]any{"name": "kb"}, 201)
+	ts.must("POST", "/v1/collections/kb/documents", keyAcme, map[string]any{"id": "d", "source": "d.md", "text": "# Travel\n\nThe zeppelin leaves at noon from the tower.\n"}, 201)
+	for _, f := range readAssembleFields(t, filepath.Join("testdata", "assemble-fields.json")) {
+		codeA, without, _ := ts.call("POST", "/v1/assemble", keyAcme, []byte(f.Without))
+		codeB, with, _ := ts.call("POST", "/v1/assemble", keyAcme, []byte(f.With))
+		switch {
+		case codeA != 200:
+			t.Errorf("%s: the request without it: %d %v", f.Field, codeA, without)
+		case f.Error && codeB != 400 && codeB != 404:
+			t.Errorf("%s: %d %v, want it refused", f.Field, codeB, with)
+		case !f.Error && codeB != 200:
+			t.Errorf("%s: %d %v", f.Field, codeB, with)
+		case !f.Error && jsonString(without) == jsonString(with):
+			t.Errorf("%s is ignored: the result is the same with it and without it:\n%s", f.Field, jsonString(with))
+		}
 	}
 }
