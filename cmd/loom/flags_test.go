@@ -12,7 +12,7 @@ import (
 
 // commandVerbs are the verbs of the commands that have them.
 var commandVerbs = map[string]map[string]verb{
-	"session": sessionVerbs, "memory": memoryVerbs, "agent": agentVerbs,
+	"session": sessionVerbs, "memory": memoryVerbs, "agent": agentVerbs, "collection": collectionVerbs, "document": documentVerbs,
 }
 
 // TestFlags_AfterAnArgument_EveryCommand: every command and verb parses a flag that comes after an

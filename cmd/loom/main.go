@@ -32,6 +32,8 @@ var commands = []command{
 	{"assemble", "fit a request, or stored state, into its token budget and print the result", runAssemble},
 	{"ingest", "chunk, embed and store files and directories in a collection", runIngest},
 	{"retrieve", "print a collection's chunks most relevant to a query, as JSON Lines", runRetrieve},
+	{"collection", "list, show or delete collections", runCollection},
+	{"document", "list or delete a collection's documents", runDocument},
 	{"session", "append to, show or delete a stored session", runSession},
 	{"memory", "set, get or delete facts about a user", runMemory},
 	{"agent", "put or get an agent's configuration", runAgent},
@@ -150,7 +152,7 @@ func printUsage(w io.Writer) {
 	b.WriteString("Loom assembles the context of LLM calls, counted exactly in the model's tokens.\n\n")
 	b.WriteString("Usage:\n\n\tloom COMMAND [ARGUMENTS]\n\nCommands:\n\n")
 	for _, c := range commands {
-		fmt.Fprintf(&b, "\t%-10s %s\n", c.name, c.summary)
+		fmt.Fprintf(&b, "\t%-11s %s\n", c.name, c.summary)
 	}
 	b.WriteString("\nRun 'loom help COMMAND' (or 'loom COMMAND -h') for a command's usage. Flags may come before or\n")
 	b.WriteString("after a command's arguments; \"--\" ends the flags.\n")
