@@ -71,7 +71,7 @@ func TestCollectionAndDocumentCommands(t *testing.T) {
 		t.Errorf("collection list: %v", cs)
 	}
 	var show struct {
-		ID, Name                  string
+		ID, Name                 string
 		Documents, Chunks, Bytes int
 	}
 	if err := json.Unmarshal([]byte(run(0, "collection", "show", "--store", db, "--collection", "kb")), &show); err != nil {
