@@ -25,7 +25,7 @@ type command struct {
 
 // commands are the subcommands, in the order `loom help` lists them. Adding one is one line here.
 var commands = []command{
-	{"demo", "run seed 003's scenario on a temporary SQLite file and show the assembled context", runDemo},
+	{"demo", "run the Valkey cookbook's scenario on a temporary SQLite file and show the assembled context", runDemo},
 	{"serve", "run the HTTP API", runServe},
 	{"tokens", "count the tokens of files or standard input", runTokens},
 	{"chunk", "split a file into chunks, printed as JSON Lines", runChunk},

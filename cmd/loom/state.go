@@ -23,8 +23,8 @@ const defaultStore = "sqlite:loom.db"
 const storeFlagsUsage = `
 Stores: sqlite:PATH (the default, sqlite:loom.db, or $LOOM_STORE), memory: (gone when the command ends),
 valkey://[user:pass@]host:port[/db] (valkeys:// for TLS; redis:// and rediss:// work too). With --layout
-cookbook, a Valkey store reads and writes seed 003's keys (agent:config:<id>, memory:<user>, chat:<session>,
-kb:results:<session>, tool:<session>:step_*), for the tenant "default" only.
+cookbook, a Valkey store reads and writes the Valkey cookbook's keys (agent:config:<id>, memory:<user>,
+chat:<session>, kb:results:<session>, tool:<session>:step_*), for the tenant "default" only.
 `
 
 // storeFlags are the flags that choose a store and a tenant.
