@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package loom is the root of Loom, a context-assembly engine for LLM applications. Before every model call,
 // Loom gathers the instructions, tool definitions, user memory, retrieved knowledge, conversation history
 // and tool outputs, fits them exactly into the model's token budget, and returns provider-ready messages with
@@ -7,11 +9,13 @@
 // assembler (fitting a request into the budget), store and its backends (state), collection, ingest and
 // retriever (knowledge), engine (ingestion, retrieval and assembly from stored state) and server (the HTTP
 // API).
+//
+// Loom is licensed under the Apache License, Version 2.0 (the LICENSE file).
 package loom
 
 import "context"
 
-// Version is the version of Loom.
+// Version is the version of Loom: what `loom version` prints and the HTTP API's OpenAPI document says.
 const Version = "0.1.0-dev"
 
 // tenantKey is the context key of the tenant.

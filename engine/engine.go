@@ -113,7 +113,8 @@ type Request struct {
 	Session string `json:"session,omitempty"`
 	// HistoryLimit is how many of the session's newest messages to consider; 0 means
 	// store.DefaultLoadMessages (for the cookbook preset, the seed's 10). A window without a user message
-	// (inside an agent's run of tool calls) is widened back to the newest one.
+	// (inside an agent's run of tool calls) is widened back to the newest one. Without a session it is an
+	// invalid request, but for the cookbook preset, which applies it to the inline history too.
 	HistoryLimit int `json:"history_limit,omitempty"`
 	// Strict fails the assembly when a source cannot be read, instead of returning a degraded result. A
 	// named agent that cannot be read fails it either way.
@@ -169,6 +170,9 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 	}
 	if req.HistoryLimit < 0 {
 		return nil, fmt.Errorf("%w: history_limit must not be negative", ErrInvalidRequest)
+	}
+	if req.HistoryLimit > 0 && req.Session == "" && req.Preset != PresetCookbook { // it bounds a stored session's read
+		return nil, fmt.Errorf("%w: history_limit needs a session", ErrInvalidRequest)
 	}
 	var degraded []Degradation
 	snap := &store.Snapshot{}

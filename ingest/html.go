@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -13,7 +15,9 @@ import (
 //
 // The document is parsed as a browser would (golang.org/x/net/html). What is not shown is dropped: <head>
 // (but its <title> is the title), <script>, <style>, <noscript>, <template>, <svg>, <iframe>, <canvas>,
-// comments, and elements with the hidden attribute. <nav>, <header>, <footer> and <aside> are kept.
+// comments, and the elements that hide themselves, with all they hold: the hidden attribute,
+// aria-hidden="true", and an inline style of display: none, visibility: hidden or collapse, or
+// content-visibility: hidden (see hiddenAttrs). <nav>, <header>, <footer> and <aside> are kept.
 // Structure is kept as Markdown, for the markdown chunker:
 //   - h1 to h6 become "#" to "######" headings, on one line;
 //   - paragraphs and other blocks (div, section, ...) are separated by blank lines;
@@ -31,8 +35,8 @@ import (
 // quotes. The title is the <title>'s text, or the first <h1>'s when there is no title.
 //
 // A document the parser rejects (elements nested more than 512 deep) is read token by token instead: its
-// text and headings, with blocks separated and the content of <script>, <style>, <noscript> and <iframe> left
-// out, but no lists, quotes, fences or tables.
+// text and headings, with blocks separated and the content of <script>, <style>, <noscript>, <iframe>,
+// <template>, <svg>, <canvas> and of hidden elements left out, but no lists, quotes, fences or tables.
 func htmlToMarkdown(text string) (markdown, title string) {
 	doc, err := html.Parse(strings.NewReader(text))
 	if err != nil {
@@ -206,14 +210,153 @@ var lines = map[atom.Atom]bool{
 	atom.Dt: true, atom.Dd: true, atom.Option: true, atom.Tr: true, atom.Td: true, atom.Th: true,
 }
 
-func hidden(n *html.Node) bool {
-	for _, a := range n.Attr {
-		if a.Namespace == "" && a.Key == "hidden" {
+// hidden reports whether n hides itself and all it holds (see hiddenAttrs).
+func hidden(n *html.Node) bool { return hiddenAttrs(n.Attr) }
+
+// hiddenAttrs reports whether an element with attrs is not shown, by what it says of itself: the hidden
+// attribute (any value), aria-hidden="true" (any case and spacing), or an inline style whose display is
+// none, whose visibility is hidden or collapse, or whose content-visibility is hidden (see styleHides).
+// Such an element is dropped with all it holds: hidden text is a classic hiding place for instructions
+// injected into a page, and a reader never sees it. (A descendant that sets visibility: visible again is
+// dropped too.) Style sheets, classes and other ways of hiding (zero size, off-screen, transparent text)
+// are not looked at.
+func hiddenAttrs(attrs []html.Attribute) bool {
+	for _, a := range attrs {
+		if a.Namespace != "" {
+			continue
+		}
+		switch a.Key {
+		case "hidden":
 			return true
+		case "aria-hidden":
+			if strings.EqualFold(strings.Trim(a.Val, " \t\n\r\f"), "true") {
+				return true
+			}
+		case "style":
+			if styleHides(a.Val) {
+				return true
+			}
 		}
 	}
 	return false
 }
+
+// styleHides reports whether an inline style attribute's declarations hide the element, as a browser reads
+// them: comments are white space, escapes (\6e, \n) are decoded, names and keywords are of any case, and
+// of the declarations of one property the last valid one wins, unless an earlier one is !important and it
+// is not. A value a browser would throw away (display: garbage) does not undo an earlier display: none.
+func styleHides(style string) bool {
+	type decl struct {
+		value     string
+		important bool
+	}
+	valid := map[string]map[string]bool{"display": displayValues, "visibility": visibilityValues, "content-visibility": contentVisibilityValues}
+	got := map[string]*decl{"display": {}, "visibility": {}, "content-visibility": {}}
+	for part := range strings.SplitSeq(cssUnescape(cssStripComments(style)), ";") {
+		name, value, ok := strings.Cut(part, ":")
+		if !ok {
+			continue
+		}
+		name = strings.ToLower(strings.TrimSpace(name))
+		d := got[name]
+		if d == nil {
+			continue
+		}
+		value = strings.ToLower(strings.Join(strings.Fields(value), " "))
+		important := false
+		if i := strings.LastIndexByte(value, '!'); i >= 0 && strings.TrimSpace(value[i+1:]) == "important" {
+			value, important = strings.TrimSpace(value[:i]), true
+		}
+		if !valid[name][value] || (d.important && !important) {
+			continue
+		}
+		*d = decl{value: value, important: important}
+	}
+	return got["display"].value == "none" || got["visibility"].value == "hidden" || got["visibility"].value == "collapse" ||
+		got["content-visibility"].value == "hidden"
+}
+
+// The values a browser accepts for the properties styleHides reads (lowercase, single spaces).
+var (
+	cssGlobal               = []string{"inherit", "initial", "unset", "revert", "revert-layer"}
+	displayValues           = cssValues(cssGlobal, "none", "contents", "block", "inline", "run-in", "flow", "flow-root", "table", "flex", "grid", "ruby", "list-item", "inline-block", "inline-table", "inline-flex", "inline-grid", "inline-list-item", "table-row-group", "table-header-group", "table-footer-group", "table-row", "table-cell", "table-column-group", "table-column", "table-caption", "ruby-base", "ruby-text", "ruby-base-container", "ruby-text-container", "math", "inline math", "block math", "block flow", "block flow-root", "block table", "block flex", "block grid", "block ruby", "inline flow", "inline flow-root", "inline table", "inline flex", "inline grid", "inline ruby", "run-in flow", "block flow list-item", "inline flow list-item", "block list-item", "inline list-item", "flow list-item", "flow-root list-item", "list-item block", "list-item inline", "list-item flow", "-webkit-box", "-webkit-inline-box", "-webkit-flex", "-webkit-inline-flex", "-ms-flexbox", "-ms-inline-flexbox", "-ms-grid", "-ms-inline-grid", "-moz-box", "-moz-inline-box")
+	visibilityValues        = cssValues(cssGlobal, "visible", "hidden", "collapse")
+	contentVisibilityValues = cssValues(cssGlobal, "visible", "auto", "hidden")
+)
+
+func cssValues(global []string, values ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, v := range append(values, global...) {
+		m[v] = true
+	}
+	return m
+}
+
+// cssStripComments replaces each /* comment */ (an unterminated one runs to the end) with a space.
+func cssStripComments(s string) string {
+	if !strings.Contains(s, "/*") {
+		return s
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "/*")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		b.WriteByte(' ')
+		j := strings.Index(s[i+2:], "*/")
+		if j < 0 {
+			return b.String()
+		}
+		s = s[i+2+j+2:]
+	}
+}
+
+// cssUnescape decodes CSS escapes: a backslash and 1 to 6 hex digits (and one white space after them) is
+// that code point (0, a surrogate or one past U+10FFFF is U+FFFD); a backslash and a newline is nothing;
+// a backslash and any other character is that character.
+func cssUnescape(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		if s[i] != '\\' {
+			b.WriteByte(s[i])
+			i++
+			continue
+		}
+		i++
+		j := i
+		for j < len(s) && j-i < 6 && isHex(s[j]) {
+			j++
+		}
+		switch {
+		case j > i:
+			v, _ := strconv.ParseUint(s[i:j], 16, 32)
+			r := rune(v)
+			if r == 0 || r > unicode.MaxRune || (r >= 0xD800 && r <= 0xDFFF) {
+				r = unicode.ReplacementChar
+			}
+			b.WriteRune(r)
+			if j < len(s) && isHTMLSpace(s[j]) {
+				j++
+			}
+			i = j
+		case i < len(s) && s[i] == '\n':
+			i++
+		case i < len(s):
+			_, size := utf8.DecodeRuneInString(s[i:])
+			b.WriteString(s[i : i+size])
+			i += size
+		}
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
 
 func attr(n *html.Node, key string) (string, bool) {
 	for _, a := range n.Attr {
@@ -244,7 +387,7 @@ func (w *mdWriter) node(n *html.Node) {
 		return
 	}
 	if n.Namespace != "" { // MathML: its text is shown
-		if n.Namespace == "svg" {
+		if n.Namespace == "svg" || hidden(n) {
 			return
 		}
 		w.children(n)
@@ -491,25 +634,40 @@ func inlineText(n *html.Node) string {
 	return strings.TrimSpace(w.out.String())
 }
 
-// findTitle returns the text of the document's first <title>, or of its first <h1> when it has no title.
+// findTitle returns the text of the document's first <title>, or of its first <h1> that is shown when it
+// has no title.
 func findTitle(doc *html.Node) string {
 	var h1 *html.Node
-	for n := range doc.Descendants() {
-		if n.Type != html.ElementNode || n.Namespace != "" {
-			continue
-		}
-		switch n.DataAtom {
-		case atom.Title:
-			var b strings.Builder
-			verbatim(&b, n)
-			if t := strings.Join(strings.Fields(b.String()), " "); t != "" {
+	var find func(n *html.Node) string
+	find = func(n *html.Node) string {
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type != html.ElementNode || c.Namespace != "" {
+				continue
+			}
+			switch c.DataAtom {
+			case atom.Title:
+				var b strings.Builder
+				verbatim(&b, c)
+				if t := strings.Join(strings.Fields(b.String()), " "); t != "" {
+					return t
+				}
+				continue
+			case atom.H1:
+				if h1 == nil && !hidden(c) {
+					h1 = c
+				}
+			}
+			if hidden(c) && c.DataAtom != atom.Head { // a hidden <head> still holds the title
+				continue
+			}
+			if t := find(c); t != "" {
 				return t
 			}
-		case atom.H1:
-			if h1 == nil {
-				h1 = n
-			}
 		}
+		return ""
+	}
+	if t := find(doc); t != "" {
+		return t
 	}
 	if h1 != nil {
 		return inlineText(h1)
@@ -523,6 +681,11 @@ func tokensToMarkdown(text string) (markdown, title string) {
 	w := &mdWriter{}
 	skip := false // the next text token is the raw content of a dropped element
 	inTitle := false
+	// An element that is not shown (hidden, or a <template>, <svg> or <canvas>) is left out with all it
+	// holds: up to the end tag that closes it, counting the elements of its name opened inside it. (One
+	// whose end tag is left out runs to the end of the document: more is dropped, never less.)
+	var hideName string
+	hideDepth := 0
 	for {
 		tt := z.Next()
 		switch tt {
@@ -530,6 +693,7 @@ func tokensToMarkdown(text string) (markdown, title string) {
 			return w.String(), strings.TrimSpace(title)
 		case html.TextToken:
 			switch {
+			case hideDepth > 0:
 			case inTitle:
 				if title == "" {
 					title = strings.Join(strings.Fields(string(z.Text())), " ")
@@ -539,9 +703,22 @@ func tokensToMarkdown(text string) (markdown, title string) {
 			}
 			skip = false
 		case html.StartTagToken, html.EndTagToken, html.SelfClosingTagToken:
-			name, _ := z.TagName()
-			a := atom.Lookup(name)
+			tok := z.Token()
+			a := tok.DataAtom
 			start := tt != html.EndTagToken
+			if hideDepth > 0 {
+				switch {
+				case tt == html.StartTagToken && tok.Data == hideName:
+					hideDepth++
+				case tt == html.EndTagToken && tok.Data == hideName:
+					hideDepth--
+				}
+				continue
+			}
+			if tt == html.StartTagToken && !voidElements[a] && (hiddenAttrs(tok.Attr) || a == atom.Template || a == atom.Svg || a == atom.Canvas) {
+				hideName, hideDepth = tok.Data, 1
+				continue
+			}
 			skip = start && (a == atom.Script || a == atom.Style || a == atom.Noscript || a == atom.Iframe)
 			inTitle = start && a == atom.Title
 			switch a {
@@ -561,4 +738,11 @@ func tokensToMarkdown(text string) (markdown, title string) {
 			}
 		}
 	}
+}
+
+// voidElements are the elements that have no end tag and hold nothing.
+var voidElements = map[atom.Atom]bool{
+	atom.Area: true, atom.Base: true, atom.Br: true, atom.Col: true, atom.Embed: true, atom.Hr: true, atom.Img: true,
+	atom.Input: true, atom.Keygen: true, atom.Link: true, atom.Meta: true, atom.Param: true, atom.Source: true,
+	atom.Track: true, atom.Wbr: true,
 }

@@ -15,7 +15,7 @@ func tenantContext(r *http.Request) *http.Request {
 
 func (s *Server) createCollection(w http.ResponseWriter, r *http.Request) error {
 	var c collection.Collection
-	if err := decode(r, &c); err != nil {
+	if err := s.decode(r, &c); err != nil {
 		return err
 	}
 	c.Dimensions, c.CreatedAt = 0, c.CreatedAt.UTC()
@@ -62,14 +62,16 @@ type documentBody struct {
 	ID     string `json:"id"`
 	Source string `json:"source"`
 	// ContentType is "text", "markdown", "html" or "code"; "" detects it from Source's extension.
-	ContentType string            `json:"content_type"`
-	Text        *string           `json:"text"`
-	Metadata    map[string]string `json:"metadata"`
+	ContentType string `json:"content_type"`
+	// Text is bounded by the body limit and ingestion's own, not by the per-text limit: a document is
+	// larger than a message.
+	Text     *string           `json:"text" textlimit:"body"`
+	Metadata map[string]string `json:"metadata"`
 }
 
 func (s *Server) putDocument(w http.ResponseWriter, r *http.Request) error {
 	var b documentBody
-	if err := decode(r, &b); err != nil {
+	if err := s.decode(r, &b); err != nil {
 		return err
 	}
 	if b.Text == nil {
@@ -117,10 +119,7 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) error {
 		Filter     map[string]string `json:"filter"`
 		MMRLambda  float64           `json:"mmr_lambda"`
 	}
-	if err := decode(r, &b); err != nil {
-		return err
-	}
-	if err := s.checkText("the query", b.Query); err != nil {
+	if err := s.decode(r, &b); err != nil {
 		return err
 	}
 	opts := []engine.RetrieveOption{engine.WithCollection(b.Collection), engine.WithTopK(b.TopK), engine.WithMinScore(b.MinScore),

@@ -77,8 +77,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // decode reads the body into v strictly: valid UTF-8, one JSON value, no unknown fields, within the body
-// limit.
-func decode(r *http.Request, v any) error {
+// limit, and every text within the per-text limit (checkTexts).
+func (s *Server) decode(r *http.Request, v any) error {
 	data, err := io.ReadAll(r.Body)
 	var mbe *http.MaxBytesError
 	switch {
@@ -99,15 +99,7 @@ func decode(r *http.Request, v any) error {
 	if dec.More() {
 		return errorf(http.StatusBadRequest, "invalid_json", "malformed JSON: data after the value")
 	}
-	return nil
-}
-
-// checkText checks one text against the message size limit.
-func (s *Server) checkText(what, text string) error {
-	if len(text) > s.limits.MaxMessageBytes {
-		return errorf(http.StatusRequestEntityTooLarge, "too_large", "%s is %d bytes, the limit is %d", what, len(text), s.limits.MaxMessageBytes)
-	}
-	return nil
+	return s.checkTexts(v)
 }
 
 func (s *Server) checkItems(what string, n int) error {
@@ -117,36 +109,15 @@ func (s *Server) checkItems(what string, n int) error {
 	return nil
 }
 
-// checkRequest applies the size limits to an assembly's inline parts.
+// checkRequest applies the item limit to an assembly's inline parts (decode checked their texts).
 func (s *Server) checkRequest(req *engine.Request) error {
 	r := &req.Request
-	if err := s.checkItems("items in the request", len(r.Tools)+len(r.Memory)+len(r.Knowledge)+len(r.History)+len(r.ToolOutputs)); err != nil {
-		return err
-	}
-	texts := []string{r.Instructions, r.Message}
-	for _, m := range r.Memory {
-		texts = append(texts, m.Value)
-	}
-	for _, k := range r.Knowledge {
-		texts = append(texts, k.Content)
-	}
-	for _, m := range r.History {
-		texts = append(texts, m.Content)
-	}
-	for _, o := range r.ToolOutputs {
-		texts = append(texts, o.Result)
-	}
-	for _, t := range texts {
-		if err := s.checkText("a text of the request", t); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.checkItems("items in the request", len(r.Tools)+len(r.Memory)+len(r.Knowledge)+len(r.History)+len(r.ToolOutputs))
 }
 
 func (s *Server) assemble(w http.ResponseWriter, r *http.Request) error {
 	var req engine.Request
-	if err := decode(r, &req); err != nil {
+	if err := s.decode(r, &req); err != nil {
 		return err
 	}
 	if err := s.checkRequest(&req); err != nil {
@@ -171,7 +142,7 @@ type messagesBody struct {
 
 func (s *Server) appendMessages(w http.ResponseWriter, r *http.Request) error {
 	var body messagesBody
-	if err := decode(r, &body); err != nil {
+	if err := s.decode(r, &body); err != nil {
 		return err
 	}
 	msgs := body.Messages
@@ -184,9 +155,6 @@ func (s *Server) appendMessages(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	for i := range msgs {
-		if err := s.checkText("a message", msgs[i].Content); err != nil {
-			return err
-		}
 		msgs[i].TokenCounts = nil // counted by the store, never taken from a client
 	}
 	stored, err := s.st.AppendMessages(r.Context(), tenant(r.Context()), r.PathValue("session"), msgs...)
@@ -230,10 +198,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) appendToolOutput(w http.ResponseWriter, r *http.Request) error {
 	var o store.ToolOutput
-	if err := decode(r, &o); err != nil {
-		return err
-	}
-	if err := s.checkText("a tool output", o.Result); err != nil {
+	if err := s.decode(r, &o); err != nil {
 		return err
 	}
 	stored, err := s.st.AppendToolOutput(r.Context(), tenant(r.Context()), r.PathValue("session"), o)
@@ -249,16 +214,11 @@ func (s *Server) setKnowledge(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		Knowledge []store.Knowledge `json:"knowledge"`
 	}
-	if err := decode(r, &body); err != nil {
+	if err := s.decode(r, &body); err != nil {
 		return err
 	}
 	if err := s.checkItems("knowledge items", len(body.Knowledge)); err != nil {
 		return err
-	}
-	for _, k := range body.Knowledge {
-		if err := s.checkText("a knowledge item", k.Content); err != nil {
-			return err
-		}
 	}
 	if err := s.st.SetKnowledge(r.Context(), tenant(r.Context()), r.PathValue("session"), body.Knowledge); err != nil {
 		s.metrics.storeError("set_knowledge", err)
@@ -274,10 +234,7 @@ func (s *Server) setFact(w http.ResponseWriter, r *http.Request) error {
 		Pinned bool   `json:"pinned"`
 		Source string `json:"source"`
 	}
-	if err := decode(r, &body); err != nil {
-		return err
-	}
-	if err := s.checkText("a fact", body.Value); err != nil {
+	if err := s.decode(r, &body); err != nil {
 		return err
 	}
 	f := store.Fact{Key: r.PathValue("key"), Value: body.Value, Pinned: body.Pinned, Source: body.Source}
@@ -313,7 +270,7 @@ func (s *Server) deleteFact(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) putAgent(w http.ResponseWriter, r *http.Request) error {
 	var a store.Agent
-	if err := decode(r, &a); err != nil {
+	if err := s.decode(r, &a); err != nil {
 		return err
 	}
 	id := r.PathValue("agent")
@@ -321,11 +278,6 @@ func (s *Server) putAgent(w http.ResponseWriter, r *http.Request) error {
 		return errorf(http.StatusBadRequest, "invalid_request", "the body's id %q is not the path's %q", a.ID, id)
 	}
 	a.ID = id
-	for _, t := range []string{a.Instructions, a.Constraints, a.OutputFormat} {
-		if err := s.checkText("an agent's text", t); err != nil {
-			return err
-		}
-	}
 	if err := s.checkItems("tools", len(a.Tools)); err != nil {
 		return err
 	}
@@ -393,7 +345,7 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) error {
 		Model    string  `json:"model"`
 		Encoding string  `json:"encoding"`
 	}
-	if err := decode(r, &body); err != nil {
+	if err := s.decode(r, &body); err != nil {
 		return err
 	}
 	if body.Text == nil {
@@ -427,14 +379,11 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 		Model        string  `json:"model"`
 		Encoding     string  `json:"encoding"`
 	}
-	if err := decode(r, &body); err != nil {
+	if err := s.decode(r, &body); err != nil {
 		return err
 	}
 	if body.Text == nil {
 		return errorf(http.StatusBadRequest, "invalid_request", "text is required")
-	}
-	if err := s.checkText("the text", *body.Text); err != nil {
-		return err
 	}
 	if body.ChunkSize != 0 && body.ChunkSize < engine.MinChunkSize {
 		return errorf(http.StatusBadRequest, "invalid_request", "chunk_size %d is below the least, %d tokens", body.ChunkSize, engine.MinChunkSize)
@@ -489,6 +438,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	}
 	if s.ready != nil {
 		if err := s.ready(); err != nil {
+			markRoutine(r.Context()) // not ready yet (loading at start): expected, not a failure
 			return errorf(http.StatusServiceUnavailable, "not_ready", "%s", err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"mime"
 	"net/http"
 	"runtime/debug"
 	"strings"
@@ -23,7 +24,19 @@ const (
 )
 
 // reqInfo is what the inner handlers tell observe about a request, for its log line.
-type reqInfo struct{ tenant string }
+type reqInfo struct {
+	tenant string
+	// routine marks a 5xx answer that is expected and says nothing is wrong (a /readyz 503 while the
+	// search indexes load): it is logged at INFO, not ERROR.
+	routine bool
+}
+
+// markRoutine tells observe that the request's 5xx answer is routine (see reqInfo.routine).
+func markRoutine(ctx context.Context) {
+	if info, ok := ctx.Value(keyInfo).(*reqInfo); ok {
+		info.routine = true
+	}
+}
 
 func withRequestID(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, keyRequestID, id)
@@ -69,7 +82,8 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // observe times the request for the route's histogram and logs one line for it. The line has the request
-// id, method, route, status, duration, size and tenant: never a key, a body or a query.
+// id, method, route, status, duration, size and tenant: never a key, a body or a query. It is logged at
+// ERROR for a 5xx answer, unless the handler marked the answer routine, and at INFO otherwise.
 func (s *Server) observe(routeName string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -82,7 +96,7 @@ func (s *Server) observe(routeName string, next http.Handler) http.Handler {
 		d := time.Since(start)
 		s.metrics.observe(routeName, sw.status, d)
 		level := slog.LevelInfo
-		if sw.status >= 500 {
+		if sw.status >= 500 && !info.routine {
 			level = slog.LevelError
 		}
 		s.log.LogAttrs(r.Context(), level, "request",
@@ -96,8 +110,8 @@ func (s *Server) observe(routeName string, next http.Handler) http.Handler {
 	})
 }
 
-// wrap authenticates the request (unless the route is public), limits its body and time, recovers from a
-// panic, and writes the handler's error as JSON.
+// wrap authenticates the request and checks its Content-Type (unless the route is public), limits its body
+// and time, recovers from a panic, and writes the handler's error as JSON.
 func (s *Server) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
@@ -120,6 +134,10 @@ func (s *Server) wrap(rt route) http.Handler {
 			if info, ok := ctx.Value(keyInfo).(*reqInfo); ok {
 				info.tenant = t
 			}
+			if err := checkContentType(r); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
 		}
 		ctx, cancel := context.WithTimeout(ctx, s.limits.RequestTimeout)
 		defer cancel()
@@ -129,6 +147,33 @@ func (s *Server) wrap(rt route) http.Handler {
 			s.writeError(w, r, err)
 		}
 	})
+}
+
+// checkContentType refuses, with 415, a request that has a body, or whose method takes one (POST, PUT,
+// PATCH), unless its Content-Type is application/json with no charset other than UTF-8. A web page can
+// post text/plain or a form to any address without asking; application/json it cannot send to another
+// origin without a CORS preflight, which this server never grants. So the rule is what stops cross-site
+// writes (CSRF) when no key is needed, and it holds with keys too: one rule for every client.
+func checkContentType(r *http.Request) error {
+	switch r.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch:
+	default:
+		if r.ContentLength == 0 {
+			return nil // GET, DELETE: no body to read
+		}
+	}
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "a %s needs Content-Type: application/json", r.Method)
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "Content-Type %q: the body must be application/json", ct)
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "Content-Type %q: the body must be UTF-8", ct)
+	}
+	return nil
 }
 
 // authenticate returns the tenant of the request's bearer key.

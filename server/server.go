@@ -2,6 +2,12 @@
 // agents and tool outputs, token counting and chunking, health, readiness, Prometheus metrics and an
 // OpenAPI document. Every request is authenticated by an API key bound to one tenant (unless no keys are
 // configured), limited in size and time, and answered with JSON; errors are {"error": {"code", "message"}}.
+//
+// Browsers: a request with a body (every POST and PUT) must say Content-Type: application/json, with no
+// charset but UTF-8, or it gets 415; a web page cannot send that cross-origin without a CORS preflight, and
+// the server never answers one with CORS headers (it sends none, ever), so a page the user visits cannot
+// write to the API (CSRF). Without keys, a Host that is not a loopback name or address gets 421, so that a
+// page cannot read the API by rebinding its own name to 127.0.0.1.
 package server
 
 import (
@@ -11,7 +17,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"path"
 	"regexp"
 	"strconv"
@@ -29,7 +37,10 @@ import (
 type Limits struct {
 	// MaxBodyBytes is the largest request body; larger ones get 413.
 	MaxBodyBytes int64
-	// MaxMessageBytes is the largest text of one message, fact, tool output or knowledge item.
+	// MaxMessageBytes is the largest any one text of a request body may be (413 past it, checked before
+	// any work): a message, fact, tool output or knowledge item, instructions, a tool's parameters, a
+	// query, a text to count or chunk, an id or a metadata value. A document's text is bounded by
+	// MaxBodyBytes instead.
 	MaxMessageBytes int
 	// MaxItems is the most items one request may carry: messages in one append, and in an assembly the
 	// inline tools, memory facts, knowledge items, history messages and tool outputs together.
@@ -69,7 +80,9 @@ type Config struct {
 	// Engine assembles and holds the store. Required.
 	Engine *engine.Engine
 	// Keys maps API keys to tenants. Empty: no authentication, every request is the default tenant's (the
-	// command binds such a server to loopback only).
+	// command binds such a server to loopback only), and only requests whose Host is a loopback name or
+	// address (localhost, 127.0.0.0/8, [::1], with or without a port) are answered; any other Host gets
+	// 421, so that a web page whose name was rebound to 127.0.0.1 (DNS rebinding) cannot read the API.
 	Keys map[string]string
 	// Limits bound requests.
 	Limits Limits
@@ -242,7 +255,16 @@ func (s *Server) routes() http.Handler {
 	unclean := s.observe("other", s.wrap(route{pattern: "/", public: true, handle: func(w http.ResponseWriter, r *http.Request) error {
 		return errorf(http.StatusNotFound, "not_found", "no route %s %s (a path with empty, . or .. segments)", r.Method, r.URL.Path)
 	}}))
+	// Without keys, the API is anyone's who can reach it: only loopback, and only by a loopback name.
+	misdirected := s.observe("other", s.wrap(route{pattern: "/", public: true, handle: func(w http.ResponseWriter, r *http.Request) error {
+		return errorf(http.StatusMisdirectedRequest, "misdirected_request",
+			"the Host %q is not a loopback name or address; a server without API keys answers only localhost, 127.0.0.1 or [::1]", r.Host)
+	}}))
 	return s.requestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(s.keys) == 0 && !loopbackHost(r.Host) {
+			misdirected.ServeHTTP(w, r)
+			return
+		}
 		p := r.URL.EscapedPath()
 		if clean := path.Clean(p); p != clean && (clean == "/" || p != clean+"/") {
 			unclean.ServeHTTP(w, r)
@@ -250,6 +272,23 @@ func (s *Server) routes() http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	}))
+}
+
+// loopbackHost reports whether host, a request's Host (with or without a port), is "localhost" or a
+// loopback address (127.0.0.0/8, ::1 in brackets).
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	} else if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		host = host[1 : len(host)-1]
+	} else if strings.Contains(host, ":") {
+		return false // an IPv6 address without brackets, or a malformed port
+	}
+	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Zone() == "" && ip.Unmap().IsLoopback()
 }
 
 // requestIDPattern is what a client's X-Request-Id must look like to be kept.

@@ -94,6 +94,9 @@ func (ts *testServer) call(method, path, key string, body any) (int, map[string]
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := ts.Client().Do(req)
 	if err != nil {
 		ts.t.Fatal(err)
@@ -527,6 +530,7 @@ func FuzzHandlers(f *testing.F) {
 		path = strings.ReplaceAll(path, "{id}", url.PathEscape(id))
 		req := httptest.NewRequest(method, path, bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+keyAcme)
+		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		if rec.Code >= 500 {

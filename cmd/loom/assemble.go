@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/context-loom/loom/assembler"
+	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/store"
 )
@@ -21,12 +22,14 @@ Assemble fits a request into its token budget and prints the result as one JSON 
 messages (or system and messages for anthropic, or text), the exact total_tokens, the citations, the stable
 prefix's hash and a report of every item kept or dropped.
 
-With --request, the request is read from FILE.json ("-" for standard input). With --agent, --user or
---session, the agent's configuration, the user's memory and the session's history, tool outputs and
-knowledge are read from the store and merged with the request's own parts (the flags, and the file if
---request is given too, which may also name "agent", "user" and "session"). A store that cannot be read
-leaves a "degraded" list in the result; --strict makes that an error. --preset cookbook renders the
-messages as seed 003's assemble_context does.
+With --request, the request is read from FILE.json ("-" for standard input): the body of the HTTP API's
+POST /v1/assemble, every field meaning what it means there. With --agent, --user or --session (or the
+file's "agent", "user" and "session"), the agent's configuration, the user's memory and the session's
+history, tool outputs and knowledge are read from the store and merged with the request's own parts; with
+the file's "retrieve" ({"collection", "query", "top_k", "min_score", "mode", "filter"}), knowledge is
+retrieved from the store's collection for the message. A store that cannot be read leaves a "degraded"
+list in the result; --strict makes that an error. --preset cookbook renders the messages as the Valkey
+cookbook's assemble_context does.
 
 The request:
 
@@ -34,10 +37,12 @@ The request:
 	 "instructions": "...", "tools": [{"type": "function", "function": {...}}],
 	 "memory": [{"key", "value", "pinned"}], "knowledge": [{"id", "content", "score", "source", "type",
 	 "trusted", "metadata"}], "history": [{"role", "content", "tool_calls", "tool_call_id", "name"}],
-	 "tool_outputs": [{"tool", "call_id", "result"}], "message": "...", "policy": {...}}
+	 "tool_outputs": [{"tool", "call_id", "result"}], "message": "...", "policy": {...},
+	 "agent": "...", "user": "...", "session": "...", "history_limit": 20, "strict": false,
+	 "preset": "cookbook", "retrieve": {"collection": "...", "top_k": 5}}
 
-Exit status: 0 on success; 1 if the file or store cannot be read or the agent does not exist; 2 for a
-malformed request or bad usage; 3 when the required items (instructions, tools, the message, the latest tool
+Exit status: 0 on success; 1 if the file or store cannot be read or the agent or collection does not
+exist; 2 for a malformed request or bad usage; 3 when the required items (instructions, tools, the message, the latest tool
 exchange) do not fit the budget.
 ` + storeFlagsUsage
 
@@ -88,20 +93,17 @@ func runAssemble(ctx context.Context, args []string, s streams) error {
 		req.MaxTokens = *maxTokens
 	}
 	req.Strict = req.Strict || *strict
-	useStore := req.Agent != "" || req.User != "" || req.Session != "" || set["store"]
+	// Every request goes through the engine, as the HTTP API's do, so that each of its fields means the
+	// same here. Stored state (ids, a retrieval) is read from the store the flags name; a request of inline
+	// parts only needs none, and gets an empty one in memory.
+	useStore := req.Agent != "" || req.User != "" || req.Session != "" || req.Retrieve != nil || set["store"] || set["layout"] || set["tenant"]
 	if *path == "" && !useStore {
 		return usageError(errors.New("assemble: want --request FILE.json, or --agent, --user or --session with a store (run 'loom help assemble')"))
 	}
-	var res any
-	var err error
-	if useStore {
-		res, err = assembleFromStore(ctx, sf, req, s)
-	} else {
-		if req.Preset != "" {
-			return usageError(errors.New("assemble: --preset needs stored state (--agent, --user or --session)"))
-		}
-		res, err = assembler.AssembleRequest(ctx, &req.Request)
+	if !useStore {
+		*sf.url, *sf.layout = "memory:", ""
 	}
+	res, err := assembleFromStore(ctx, sf, req, s)
 	var be *assembler.BudgetError
 	var ee *exitError
 	switch {
@@ -109,7 +111,7 @@ func runAssemble(ctx context.Context, args []string, s streams) error {
 		return &exitError{code: exitBudget, err: fmt.Errorf("assemble: the required items need %d tokens, the budget is %d", be.Required, be.Available)}
 	case errors.As(err, &ee):
 		return err
-	case errors.Is(err, engine.ErrAgentNotFound), errors.Is(err, engine.ErrSourceFailed), errors.Is(err, store.ErrUnavailable):
+	case errors.Is(err, engine.ErrAgentNotFound), errors.Is(err, collection.ErrNotFound), errors.Is(err, engine.ErrSourceFailed), errors.Is(err, store.ErrUnavailable):
 		return fmt.Errorf("assemble: %w", err)
 	case err != nil:
 		return usageError(fmt.Errorf("assemble: %w", err))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,5 +96,58 @@ func TestAssemble_RequestCountsIgnored(t *testing.T) {
 	}
 	if res.TotalTokens > 60 || len(res.Messages) >= 2+len(history) {
 		t.Errorf("understated counts were trusted: total %d of 60, %d messages", res.TotalTokens, len(res.Messages))
+	}
+}
+
+// TestAssemble_UsesEveryField: each field class of a request file changes the result, or is refused when
+// it cannot apply: the table is the HTTP API's (the file is POST /v1/assemble's body). The store is named
+// by LOOM_STORE only, as a user's would be: before, a "retrieve" block was dropped unless a stored part was
+// named too.
+func TestAssemble_UsesEveryField(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("LOOM_STORE", "sqlite:"+filepath.Join(dir, "loom.db"))
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, args := range [][]string{
+		{"agent", "put", "--agent", "a", "--instructions", "You are Agent A."},
+		{"memory", "set", "--user", "u", "--key", "plan", "--value", "basic"},
+		{"session", "append", "--session", "s", "--json", write("msgs.json", `[{"role":"user","content":"first question"},
+			{"role":"assistant","content":"first answer"},{"role":"user","content":"second question"}]`)},
+		{"ingest", "--collection", "kb", write("travel.md", "# Travel\n\nThe zeppelin leaves at noon from the tower.\n")},
+	} {
+		if _, errOut, code := runLoom(t, "", args...); code != 0 {
+			t.Fatalf("loom %q: exit %d %s", args, code, errOut)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join("..", "..", "server", "testdata", "assemble-fields.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields []struct {
+		Field         string
+		Without, With json.RawMessage
+		Error         bool
+	}
+	if err := json.Unmarshal(data, &fields); err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range fields {
+		without, errA, codeA := runLoom(t, "", "assemble", "--request", write(fmt.Sprintf("without-%d.json", i), string(f.Without)))
+		with, errB, codeB := runLoom(t, "", "assemble", "--request", write(fmt.Sprintf("with-%d.json", i), string(f.With)))
+		switch {
+		case codeA != 0:
+			t.Errorf("%s: the request without it: exit %d %s", f.Field, codeA, errA)
+		case f.Error && codeB == 0:
+			t.Errorf("%s: exit 0, want it refused:\n%s", f.Field, with)
+		case !f.Error && codeB != 0:
+			t.Errorf("%s: exit %d %s", f.Field, codeB, errB)
+		case !f.Error && without == with:
+			t.Errorf("%s is ignored: the result is the same with it and without it:\n%s", f.Field, with)
+		}
 	}
 }

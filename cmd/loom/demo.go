@@ -17,9 +17,9 @@ import (
 
 const demoUsage = `Usage: loom demo [--store URL] [--max-tokens N] [--model M] [--format F] [--preset cookbook]
 
-Demo runs seed 003's "Putting It Together" scenario on the embedded default with no set-up: it stores the
-agent demo_agent, Bob's memory (user_42), a three-turn chat (sess_42) and a check_account tool output in a
-temporary SQLite file (or the --store you name; the demo's session is replaced there), assembles the context
+Demo runs the Valkey cookbook's "Putting It Together" scenario on the embedded default with no set-up: it
+stores the agent demo_agent, Bob's memory (user_42), a three-turn chat (sess_42) and a check_account tool
+output in a temporary SQLite file (or the --store you name; the demo's session is replaced there), assembles the context
 for "How much does premium cost?", and prints the messages and a table of each region's tokens out of the
 budget. A small --max-tokens shows what is trimmed, and why.
 `
@@ -30,10 +30,10 @@ const demoMessage = "How much does premium cost?"
 func runDemo(ctx context.Context, args []string, s streams) error {
 	fs, help := newFlagSet("demo", demoUsage, s)
 	storeURL := fs.String("store", "", "a store `URL` to use instead of a temporary SQLite file")
-	maxTokens := fs.Int("max-tokens", 4000, "the prompt budget in tokens (seed 003 uses 4000)")
+	maxTokens := fs.Int("max-tokens", 4000, "the prompt budget in tokens (the cookbook uses 4000)")
 	model := fs.String("model", "gpt-4o", "the `model` whose tokens to count")
 	format := fs.String("format", assembler.FormatOpenAI, "the output `format`: openai, anthropic or text")
-	preset := fs.String("preset", "", "render with a `preset`: cookbook (seed 003's own messages)")
+	preset := fs.String("preset", "", "render with a `preset`: cookbook (the Valkey cookbook's own messages)")
 	if err := parseFlags(fs, help, args); err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func runDemo(ctx context.Context, args []string, s streams) error {
 	return printDemo(s, url, *storeURL == "", res)
 }
 
-// storeDemo writes seed 003's scenario, replacing the demo session if it exists.
+// storeDemo writes the Valkey cookbook's scenario, replacing the demo session if it exists.
 func storeDemo(ctx context.Context, st store.Store) error {
 	const tenant = engine.DefaultTenant
 	if err := st.PutAgent(ctx, tenant, store.Agent{ID: "demo_agent", Instructions: "You are a helpful AI assistant.",
@@ -111,7 +111,7 @@ func printDemo(s streams, url string, temporary bool, res *engine.Result) error 
 	if temporary {
 		where = "a temporary SQLite file"
 	}
-	fmt.Fprintf(&b, "Stored seed 003's scenario in %s: agent demo_agent, user_42's memory, session sess_42 (3 messages, 1 tool output).\n", where)
+	fmt.Fprintf(&b, "Stored the Valkey cookbook's scenario in %s: agent demo_agent, user_42's memory, session sess_42 (3 messages, 1 tool output).\n", where)
 	fmt.Fprintf(&b, "Assembled for %q with %s (%s), format %s:\n\n", demoMessage, res.Model, res.Encoding, res.Format)
 	if res.System != "" {
 		fmt.Fprintf(&b, "[system]\n%s\n\n", indent(res.System))

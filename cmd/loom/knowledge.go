@@ -19,15 +19,18 @@ import (
 )
 
 const ingestUsage = `Usage: loom ingest --collection NAME [--store URL] [--tenant T] [--strategy S] [--chunk-size N]
-                   [--chunk-overlap M] [--include GLOB]... [--exclude GLOB]... [--json] PATH...
+                   [--chunk-overlap M] [--include GLOB]... [--exclude GLOB]... [--prune] [--json] PATH...
 
 Ingest reads files and directories (in lexical order; hidden files and symbolic links are left out) as
 text, Markdown, HTML (its text extracted, its headings kept for chunking) or code, chunks and embeds them
 with the offline embedder, and stores them in the collection NAME, which is created if it does not exist
 (with --strategy, --chunk-size and --chunk-overlap, or the defaults: auto, 512, 50). A document's id is its
 path as walked; ingesting an unchanged file again changes nothing, a changed one replaces its old chunks.
-On a terminal it shows a progress bar on standard error; at the end it prints a summary (--json: as JSON).
-Files that cannot be read as text are skipped and listed.
+With --prune, it then deletes the documents it made from files under the PATHs that no longer exist, and
+lists them ("removed ID"; with --json, "removed": [...]): run it from the same directory as before, since a
+document's id is its path as given. A file that is there keeps its document, even one left out by
+--exclude. On a terminal it shows a progress bar on standard error; at the end it prints a summary (--json:
+as JSON). Files that cannot be read as text are skipped and listed.
 ` + storeFlagsUsage
 
 // multiFlag collects a repeated flag.
@@ -46,6 +49,7 @@ func runIngest(ctx context.Context, args []string, s streams) error {
 	var include, exclude multiFlag
 	fs.Var(&include, "include", "ingest only files matching `GLOB` (repeatable; *.md, docs/*.html)")
 	fs.Var(&exclude, "exclude", "leave out files and directories matching `GLOB` (repeatable)")
+	prune := fs.Bool("prune", false, "then delete the documents of files under the PATHs that no longer exist")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	if err := parseFlags(fs, help, args); err != nil {
 		return err
@@ -93,19 +97,38 @@ func runIngest(ctx context.Context, args []string, s streams) error {
 	if err != nil {
 		return fmt.Errorf("ingest: %w", err)
 	}
+	var removed *[]string // with --prune, the ids removed
+	if *prune {
+		ids, err := eng.PruneDocuments(ctx, coll.ID, fs.Args())
+		if err != nil {
+			for _, id := range ids {
+				fmt.Fprintf(s.stdout, "removed %s\n", id)
+			}
+			return fmt.Errorf("ingest: prune: %w", err)
+		}
+		ids = append([]string{}, ids...)
+		removed = &ids
+	}
 	elapsed := time.Since(start)
 	if *asJSON {
 		return writeJSON(s.stdout, struct {
 			Collection string `json:"collection"`
 			engine.IngestSummary
-			Seconds float64 `json:"seconds"`
-		}{coll.ID, sum, elapsed.Seconds()})
+			Removed *[]string `json:"removed,omitempty"` // with --prune; [] when nothing was removed
+			Seconds float64   `json:"seconds"`
+		}{coll.ID, sum, removed, elapsed.Seconds()})
 	}
 	mbps := float64(sum.Bytes) / 1e6 / max(elapsed.Seconds(), 1e-9)
 	fmt.Fprintf(s.stdout, "ingested %d files into %q: %d new or changed (%d chunks), %d unchanged, %d skipped; %.1f MB in %.2fs (%.1f MB/s)\n",
 		sum.Files, coll.Name, sum.Changed, sum.Chunks, sum.Unchanged, len(sum.Skipped), float64(sum.Bytes)/1e6, elapsed.Seconds(), mbps)
 	for _, sk := range sum.Skipped {
 		fmt.Fprintf(s.stdout, "skipped %s\n", sk)
+	}
+	if removed != nil {
+		for _, id := range *removed {
+			fmt.Fprintf(s.stdout, "removed %s\n", id)
+		}
+		fmt.Fprintf(s.stdout, "removed %d documents whose files are gone\n", len(*removed))
 	}
 	return nil
 }

@@ -25,13 +25,15 @@ type command struct {
 
 // commands are the subcommands, in the order `loom help` lists them. Adding one is one line here.
 var commands = []command{
-	{"demo", "run seed 003's scenario on a temporary SQLite file and show the assembled context", runDemo},
+	{"demo", "run the Valkey cookbook's scenario on a temporary SQLite file and show the assembled context", runDemo},
 	{"serve", "run the HTTP API", runServe},
 	{"tokens", "count the tokens of files or standard input", runTokens},
 	{"chunk", "split a file into chunks, printed as JSON Lines", runChunk},
 	{"assemble", "fit a request, or stored state, into its token budget and print the result", runAssemble},
 	{"ingest", "chunk, embed and store files and directories in a collection", runIngest},
 	{"retrieve", "print a collection's chunks most relevant to a query, as JSON Lines", runRetrieve},
+	{"collection", "list, show or delete collections", runCollection},
+	{"document", "list or delete a collection's documents", runDocument},
 	{"session", "append to, show or delete a stored session", runSession},
 	{"memory", "set, get or delete facts about a user", runMemory},
 	{"agent", "put or get an agent's configuration", runAgent},
@@ -150,9 +152,10 @@ func printUsage(w io.Writer) {
 	b.WriteString("Loom assembles the context of LLM calls, counted exactly in the model's tokens.\n\n")
 	b.WriteString("Usage:\n\n\tloom COMMAND [ARGUMENTS]\n\nCommands:\n\n")
 	for _, c := range commands {
-		fmt.Fprintf(&b, "\t%-10s %s\n", c.name, c.summary)
+		fmt.Fprintf(&b, "\t%-11s %s\n", c.name, c.summary)
 	}
-	b.WriteString("\nRun 'loom help COMMAND' (or 'loom COMMAND -h') for a command's usage.\n")
+	b.WriteString("\nRun 'loom help COMMAND' (or 'loom COMMAND -h') for a command's usage. Flags may come before or\n")
+	b.WriteString("after a command's arguments; \"--\" ends the flags.\n")
 	io.WriteString(w, b.String())
 }
 
@@ -176,19 +179,60 @@ func newFlagSet(name, usage string, s streams) (*flag.FlagSet, func()) {
 	return fs, help
 }
 
-// parseFlags parses args with fs. For -h it prints the usage with help and returns errHelp; for bad flags
-// it returns a usage error.
+// parseFlags parses args with fs, every command's flags, so that flags and arguments may come in any
+// order: a flag after an argument is a flag (loom tokens README.md --json), and "--" ends the flags, so
+// that what follows it is an argument even if it starts with "-". Afterwards fs.Args() are the arguments,
+// in order. For -h it prints the usage with help and returns errHelp; for bad flags it returns a usage
+// error.
 func parseFlags(fs *flag.FlagSet, help func(), args []string) error {
-	err := fs.Parse(args)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, flag.ErrHelp):
-		help()
-		return errHelp
-	default:
-		return usageError(fmt.Errorf("%s: %w (run 'loom help %s' for usage)", fs.Name(), err, fs.Name()))
+	var positional []string
+	for {
+		err := fs.Parse(args)
+		switch {
+		case errors.Is(err, flag.ErrHelp):
+			help()
+			return errHelp
+		case err != nil:
+			return usageError(fmt.Errorf("%s: %w (run 'loom help %s' for usage)", fs.Name(), err, strings.Fields(fs.Name())[0]))
+		}
+		rest := fs.Args()
+		if endsWithTerminator(fs, args[:len(args)-len(rest)]) {
+			positional = append(positional, rest...)
+			break
+		}
+		if len(rest) == 0 {
+			break
+		}
+		// fs.Parse stopped at an argument: keep it, and parse what follows it.
+		positional = append(positional, rest[0])
+		args = rest[1:]
 	}
+	// Leave the arguments as fs.Args(): parsing "--" and them sets no flag.
+	return fs.Parse(append([]string{"--"}, positional...))
+}
+
+// endsWithTerminator reports whether parsed, the arguments fs.Parse consumed, ended with the "--" that ends
+// the flags, rather than with a flag's value that is "--" (--content --).
+func endsWithTerminator(fs *flag.FlagSet, parsed []string) bool {
+	for i := 0; i < len(parsed); i++ {
+		a := parsed[i]
+		if a == "--" {
+			return true
+		}
+		name := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		if strings.Contains(name, "=") {
+			continue // -flag=value
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			continue
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			continue // -flag, with no value
+		}
+		i++ // -flag value: the next one is its value, whatever it is
+	}
+	return false
 }
 
 // errHelp is returned by parseFlags when usage was asked for and printed; commands return it, and

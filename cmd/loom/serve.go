@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/server"
@@ -27,10 +28,17 @@ Serve runs Loom's HTTP API (GET /openapi.json describes it) until SIGINT or SIGT
 connections, finishes the requests in flight (up to --shutdown-timeout) and closes the store. At start it
 loads the search index of every collection in the background; GET /readyz answers 503 until it is done.
 
-API keys: LOOM_API_KEYS="KEY1=TENANT1,KEY2=TENANT2", or --keys FILE with one "KEY TENANT" pair a line (#
-starts a comment). Clients send "Authorization: Bearer KEY" and see only their tenant's agents, users and
-sessions. With no keys, every request is the tenant "default" and the server refuses to listen on anything
-but a loopback address.
+API keys: LOOM_API_KEYS="KEY1=TENANT1,KEY2=TENANT2" (each pair split at its last "=", so a key may end in
+base64 "=" padding: "c2VjcmV0IQ===acme" is the key "c2VjcmV0IQ==" for acme), or --keys FILE with one
+"KEY TENANT" pair a line (# starts a comment). A tenant may not contain "=" or white space. LOOM_API_KEYS set but
+empty, or a keys file with no key, is an error, never a server without keys. Clients send
+"Authorization: Bearer KEY" and see only their tenant's collections, agents, users and sessions.
+
+With no keys, every request is the tenant "default", the server refuses to listen on anything but a
+loopback address, and it answers only requests whose Host is a loopback name or address (localhost,
+127.0.0.0/8, [::1], with any port): a web page that rebinds its own name to 127.0.0.1 gets 421. With or
+without keys, a request with a body must be Content-Type: application/json (415 otherwise), so that a web
+page cannot post a form to the API, and no CORS header is ever sent.
 
 Every flag can also be set by an environment variable: LOOM_ and the flag's name in capitals with _ for -
 (--max-body-bytes is LOOM_MAX_BODY_BYTES). A flag on the command line wins.
@@ -54,7 +62,7 @@ func runServe(ctx context.Context, args []string, s streams) error {
 	fs.StringVar(&c.keysFile, "keys", "", "read API keys from `FILE` (lines of KEY TENANT)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log as `text` or json")
 	fs.Int64Var(&c.maxBody, "max-body-bytes", server.DefaultMaxBodyBytes, "the largest request body, in `bytes`")
-	fs.IntVar(&c.maxMessage, "max-message-bytes", server.DefaultMaxMessageBytes, "the largest message, fact or item text, in `bytes`")
+	fs.IntVar(&c.maxMessage, "max-message-bytes", server.DefaultMaxMessageBytes, "the largest text in a request (a message, fact, query, text to count...; not a document), in `bytes`")
 	fs.IntVar(&c.maxItems, "max-items", server.DefaultMaxItems, "the most items (messages, knowledge, ...) in one request")
 	fs.DurationVar(&c.requestTimeout, "request-timeout", server.DefaultRequestTimeout, "the longest a request may take")
 	fs.DurationVar(&c.sourceTimeout, "source-timeout", engine.DefaultSourceTimeout, "how long an assembly waits for the store")
@@ -70,7 +78,8 @@ func runServe(ctx context.Context, args []string, s streams) error {
 	if err := flagsFromEnv(fs); err != nil {
 		return usageError(fmt.Errorf("serve: %w", err))
 	}
-	keys, err := loadKeys(os.Getenv("LOOM_API_KEYS"), c.keysFile)
+	env, envSet := os.LookupEnv("LOOM_API_KEYS")
+	keys, err := loadKeys(env, envSet, c.keysFile)
 	if err != nil {
 		return usageError(fmt.Errorf("serve: %w", err))
 	}
@@ -192,13 +201,22 @@ func flagsFromEnv(fs *flag.FlagSet) error {
 	return err
 }
 
-// loadKeys reads API keys from LOOM_API_KEYS ("KEY=TENANT,...") and a keys file ("KEY TENANT" lines).
-func loadKeys(env, file string) (map[string]string, error) {
+// loadKeys reads API keys from LOOM_API_KEYS (env, when envSet) and a keys file. LOOM_API_KEYS is
+// "KEY=TENANT,KEY=TENANT", each pair split at its last "=" (so a key may end in base64's "=" padding); the
+// file has one "KEY TENANT" pair a line, # starting a comment. A tenant named here may not contain "=" or
+// white space and must be a valid tenant id. A source that is given but names no key is an error: the
+// server would otherwise start without authentication. Errors never print a key.
+func loadKeys(env string, envSet bool, file string) (map[string]string, error) {
 	keys := map[string]string{}
 	add := func(where, key, tenant string) error {
 		key, tenant = strings.TrimSpace(key), strings.TrimSpace(tenant)
-		if key == "" || tenant == "" {
-			return fmt.Errorf("%s: want KEY and TENANT", where)
+		switch {
+		case key == "":
+			return fmt.Errorf("%s: the key is empty", where)
+		case tenant == "":
+			return fmt.Errorf("%s: the tenant is empty", where)
+		case strings.ContainsFunc(tenant, func(r rune) bool { return r == '=' || unicode.IsSpace(r) }):
+			return fmt.Errorf("%s: tenant %q: a tenant may not contain \"=\" or white space", where, tenant)
 		}
 		if err := store.ValidateID(store.Limits{}, "tenant", tenant); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
@@ -209,13 +227,18 @@ func loadKeys(env, file string) (map[string]string, error) {
 		keys[key] = tenant
 		return nil
 	}
-	if strings.TrimSpace(env) != "" {
+	if envSet {
+		if strings.TrimSpace(env) == "" {
+			return nil, errors.New("LOOM_API_KEYS is set but names no key (want KEY=TENANT,...); unset it to run without keys")
+		}
 		for i, pair := range strings.Split(env, ",") {
-			k, t, ok := strings.Cut(pair, "=")
-			if !ok {
-				return nil, fmt.Errorf("LOOM_API_KEYS entry %d: want KEY=TENANT", i+1)
+			where := fmt.Sprintf("LOOM_API_KEYS entry %d", i+1)
+			// The tenant has no "=", so the last one ends the key, which may hold "=" itself.
+			at := strings.LastIndex(pair, "=")
+			if at < 0 {
+				return nil, fmt.Errorf("%s: want KEY=TENANT", where)
 			}
-			if err := add(fmt.Sprintf("LOOM_API_KEYS entry %d", i+1), k, t); err != nil {
+			if err := add(where, pair[:at], pair[at+1:]); err != nil {
 				return nil, err
 			}
 		}
@@ -226,6 +249,7 @@ func loadKeys(env, file string) (map[string]string, error) {
 			return nil, err
 		}
 		defer f.Close()
+		found := false
 		sc := bufio.NewScanner(io.LimitReader(f, 16<<20))
 		for n := 1; sc.Scan(); n++ {
 			line := strings.TrimSpace(sc.Text())
@@ -239,9 +263,13 @@ func loadKeys(env, file string) (map[string]string, error) {
 			if err := add(fmt.Sprintf("%s line %d", file, n), fields[0], fields[1]); err != nil {
 				return nil, err
 			}
+			found = true
 		}
 		if err := sc.Err(); err != nil {
 			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		if !found {
+			return nil, fmt.Errorf("%s names no key (want lines of KEY TENANT); refusing to start without authentication", file)
 		}
 	}
 	return keys, nil

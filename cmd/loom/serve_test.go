@@ -27,31 +27,92 @@ func TestServe_RefusesPublicAddressWithoutKeys(t *testing.T) {
 func TestLoadKeys(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "keys")
-	if err := os.WriteFile(file, []byte("# keys\nsk-file-1 acme\n\n  sk-file-2   globex \n"), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte("# keys\nsk-file-1 acme\n\n  sk-file-2   globex \nc2VjcmV0IQ== initech\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	keys, err := loadKeys("sk-env-1=acme, sk-env-2=initech", file)
+	keys, err := loadKeys("sk-env-1=acme, sk-env-2=initech,YmFzZTY0IGtleQ===hooli", true, file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"sk-env-1": "acme", "sk-env-2": "initech", "sk-file-1": "acme", "sk-file-2": "globex"}
+	want := map[string]string{"sk-env-1": "acme", "sk-env-2": "initech", "YmFzZTY0IGtleQ==": "hooli",
+		"sk-file-1": "acme", "sk-file-2": "globex", "c2VjcmV0IQ==": "initech"}
 	if fmt.Sprint(keys) != fmt.Sprint(want) {
 		t.Fatalf("keys = %v, want %v", keys, want)
 	}
-	for _, bad := range []string{"sk-no-tenant", "=acme", "sk-secret-x=acme,sk-secret-x=globex", "sk=bad\ttenant"} {
-		_, err := loadKeys(bad, "")
-		if err == nil {
-			t.Errorf("loadKeys(%q) succeeded", bad)
-		} else if strings.Contains(err.Error(), "sk-secret") {
+	if keys, err := loadKeys("", false, ""); err != nil || len(keys) != 0 {
+		t.Errorf("no sources: %v, %v; want no keys", keys, err)
+	}
+	for _, tt := range []struct{ env, want string }{
+		{"sk-no-tenant", "want KEY=TENANT"},
+		{"=acme", "the key is empty"},
+		{"sk-secret-x=", "the tenant is empty"},
+		{"c2VjcmV0IQ==", "the tenant is empty"}, // a padded key without its tenant is not a key for tenant "="
+		{"sk-secret-x=acme,sk-secret-x=globex", "two tenants"},
+		{"sk=bad\ttenant", "white space"},
+		{"sk=bad tenant", "white space"},
+		{"sk-secret-x=acme,", "entry 2"},
+		{"", "names no key"},
+		{" , ", "entry 1"},
+	} {
+		_, err := loadKeys(tt.env, true, "")
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("loadKeys(%q): %v, want an error saying %q", tt.env, err, tt.want)
+		} else if strings.Contains(err.Error(), "sk-secret") || strings.Contains(err.Error(), "c2VjcmV0") {
 			t.Errorf("the error names the key: %v", err)
 		}
 	}
-	if err := os.WriteFile(file, []byte("one two three\n"), 0o600); err != nil {
+	for _, tt := range []struct{ text, want string }{
+		{"one two three\n", "line 1"},
+		{"", "names no key"},
+		{"# only a comment\n\n   \n# and another\n", "names no key"},
+		{"sk-secret-x a=b\n", "may not contain"},
+	} {
+		if err := os.WriteFile(file, []byte(tt.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := loadKeys("sk-env-1=acme", true, file); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("keys file %q: %v, want an error saying %q", tt.text, err, tt.want)
+		}
+	}
+}
+
+// TestServe_RefusesKeySourcesWithoutKeys: a keys file that is empty or only comments, or LOOM_API_KEYS set
+// to nothing, stops loom serve before it listens (exit 2): it would otherwise run without authentication.
+func TestServe_RefusesKeySourcesWithoutKeys(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(file, []byte("# no keys yet\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loadKeys("", file); err == nil || !strings.Contains(err.Error(), "line 1") {
-		t.Errorf("a bad keys file: %v", err)
+	// serve stops at once; if it listens instead, it is stopped and the test fails.
+	serve := func(args ...string) (int, string) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		logs := &cancelOn{syncBuffer: &syncBuffer{}, word: `msg=listening`, cancel: cancel}
+		err := run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0", "--store", "memory:"}, args...), strings.NewReader(""), &bytes.Buffer{}, logs)
+		return report(err, logs), logs.String()
 	}
+	if code, errOut := serve("--keys", file); code != exitUsage || !strings.Contains(errOut, "names no key") {
+		t.Errorf("empty keys file: exit %d: %s", code, errOut)
+	}
+	t.Setenv("LOOM_API_KEYS", "")
+	if code, errOut := serve(); code != exitUsage || !strings.Contains(errOut, "names no key") {
+		t.Errorf("empty LOOM_API_KEYS: exit %d: %s", code, errOut)
+	}
+}
+
+// cancelOn is a log buffer that calls cancel once word is written to it.
+type cancelOn struct {
+	*syncBuffer
+	word   string
+	cancel func()
+}
+
+func (c *cancelOn) Write(p []byte) (int, error) {
+	n, err := c.syncBuffer.Write(p)
+	if strings.Contains(c.syncBuffer.String(), c.word) {
+		c.cancel()
+	}
+	return n, err
 }
 
 // syncBuffer is a buffer written by the server's logger and read by the test.
@@ -132,6 +193,7 @@ func TestServe_ServesAndShutsDown(t *testing.T) {
 	post := func(path, body string) int {
 		req, _ := http.NewRequest("POST", base+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer sk-test-secret")
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,8 +23,8 @@ const defaultStore = "sqlite:loom.db"
 const storeFlagsUsage = `
 Stores: sqlite:PATH (the default, sqlite:loom.db, or $LOOM_STORE), memory: (gone when the command ends),
 valkey://[user:pass@]host:port[/db] (valkeys:// for TLS; redis:// and rediss:// work too). With --layout
-cookbook, a Valkey store reads and writes seed 003's keys (agent:config:<id>, memory:<user>, chat:<session>,
-kb:results:<session>, tool:<session>:step_*), for the tenant "default" only.
+cookbook, a Valkey store reads and writes the Valkey cookbook's keys (agent:config:<id>, memory:<user>,
+chat:<session>, kb:results:<session>, tool:<session>:step_*), for the tenant "default" only.
 `
 
 // storeFlags are the flags that choose a store and a tenant.
@@ -86,8 +87,12 @@ func (sf storeFlags) with(ctx context.Context, verb string, fn func(store.Store)
 	return storeError(verb, fn(st))
 }
 
-// verbs runs the verb args[0] of a command with verbs (session, memory, agent).
-func verbs(ctx context.Context, name, usage string, table map[string]func(context.Context, string, []string, streams) error, args []string, s streams) error {
+// verb is one verb of a command with verbs: it runs with the name "command verb" and the arguments after
+// the verb.
+type verb func(ctx context.Context, name string, args []string, s streams) error
+
+// verbs runs the verb args[0] of a command with verbs (session, memory, agent, collection, document).
+func verbs(ctx context.Context, name, usage string, table map[string]verb, args []string, s streams) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
 		io.WriteString(s.stderr, usage)
 		if len(args) == 0 {
@@ -151,16 +156,19 @@ const sessionUsage = `Usage:
 	loom session delete --session S
 
 append adds a message to a session (with --json, a file of {"messages": [...]}, a list of messages or one
-message, in the wire format of loom assemble's history); show prints the session's messages as JSON Lines,
-oldest first, with their sequence numbers and cached token counts; tool-output records a tool step;
+message, in the wire format of loom assemble's history); a message needs content, but for an assistant
+message with tool calls and a tool message (--content "" gives an empty tool result). show prints the
+session's messages as JSON Lines, oldest first, with their sequence numbers and cached token counts; tool-output records a tool step;
 knowledge replaces the session's pre-retrieved knowledge with a JSON list of knowledge items; delete removes
 the session. Each takes --store, --layout and --tenant.
 ` + storeFlagsUsage
 
+var sessionVerbs = map[string]verb{
+	"append": sessionAppend, "show": sessionShow, "tool-output": sessionToolOutput, "knowledge": sessionKnowledge, "delete": sessionDelete,
+}
+
 func runSession(ctx context.Context, args []string, s streams) error {
-	return verbs(ctx, "session", sessionUsage, map[string]func(context.Context, string, []string, streams) error{
-		"append": sessionAppend, "show": sessionShow, "tool-output": sessionToolOutput, "knowledge": sessionKnowledge, "delete": sessionDelete,
-	}, args, s)
+	return verbs(ctx, "session", sessionUsage, sessionVerbs, args, s)
 }
 
 func sessionAppend(ctx context.Context, name string, args []string, s streams) error {
@@ -178,9 +186,11 @@ func sessionAppend(ctx context.Context, name string, args []string, s streams) e
 	if err := required(fs, "session"); err != nil {
 		return err
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var msgs []store.Message
 	switch {
-	case *file != "" && *content != "":
+	case *file != "" && set["content"]:
 		return usageError(fmt.Errorf("%s: give --content or --json, not both", name))
 	case *file != "":
 		data, err := readLimited(*file, s)
@@ -190,8 +200,15 @@ func sessionAppend(ctx context.Context, name string, args []string, s streams) e
 		if msgs, err = decodeMessages(data); err != nil {
 			return usageError(fmt.Errorf("%s: %s: %w", name, *file, err))
 		}
+	case !set["content"]:
+		return usageError(fmt.Errorf("%s: want --content TEXT or --json FILE (run 'loom help session')", name))
 	default:
 		msgs = []store.Message{{Role: *role, Content: *content, Name: *msgName, ToolCallID: *callID}}
+	}
+	for i, m := range msgs {
+		if err := checkContent(m); err != nil {
+			return usageError(fmt.Errorf("%s: message %d: %w", name, i+1, err))
+		}
 	}
 	return sf.with(ctx, name, func(st store.Store) error {
 		stored, err := st.AppendMessages(ctx, *sf.tenant, *session, msgs...)
@@ -205,6 +222,16 @@ func sessionAppend(ctx context.Context, name string, args []string, s streams) e
 		}
 		return nil
 	})
+}
+
+// checkContent refuses a message with no content (or only white space), which no model can use: a
+// forgotten --content, say. An assistant message that makes tool calls, and a tool message (a tool's result
+// may be empty), may have none.
+func checkContent(m store.Message) error {
+	if strings.TrimSpace(m.Content) != "" || len(m.ToolCalls) > 0 || m.Role == "tool" {
+		return nil
+	}
+	return fmt.Errorf("no content (role %s; only an assistant message with tool calls, or a tool's result, may be empty)", cmp.Or(m.Role, `""`))
 }
 
 // decodeMessages reads {"messages": [...]}, [...] or one message.
@@ -325,10 +352,10 @@ user's facts as JSON Lines, ordered by key (or the one fact --key names); delete
 --store, --layout and --tenant.
 ` + storeFlagsUsage
 
+var memoryVerbs = map[string]verb{"set": memorySet, "get": memoryGet, "delete": memoryDelete}
+
 func runMemory(ctx context.Context, args []string, s streams) error {
-	return verbs(ctx, "memory", memoryUsage, map[string]func(context.Context, string, []string, streams) error{
-		"set": memorySet, "get": memoryGet, "delete": memoryDelete,
-	}, args, s)
+	return verbs(ctx, "memory", memoryUsage, memoryVerbs, args, s)
 }
 
 func memorySet(ctx context.Context, name string, args []string, s streams) error {
@@ -408,10 +435,10 @@ put creates or replaces an agent's configuration (--tools: a JSON list of OpenAI
 whole configuration as get prints it); get prints it as JSON. Each takes --store, --layout and --tenant.
 ` + storeFlagsUsage
 
+var agentVerbs = map[string]verb{"put": agentPut, "get": agentGet}
+
 func runAgent(ctx context.Context, args []string, s streams) error {
-	return verbs(ctx, "agent", agentUsage, map[string]func(context.Context, string, []string, streams) error{
-		"put": agentPut, "get": agentGet,
-	}, args, s)
+	return verbs(ctx, "agent", agentUsage, agentVerbs, args, s)
 }
 
 func agentPut(ctx context.Context, name string, args []string, s streams) error {

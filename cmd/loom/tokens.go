@@ -19,7 +19,7 @@ const defaultEncoding = tokenizer.CL100KBase
 const tokensUsage = `Usage: loom tokens [--encoding NAME | --model NAME] [--json] [FILE...]
 
 Tokens counts the tokens of each FILE, or of standard input when there is no FILE or a FILE is "-".
-Flags come before the files.
+Flags may come before or after the files; after "--", everything is a FILE.
 
 It counts in the ` + defaultEncoding + ` encoding unless --encoding names another (%s) or --model
 names a model (such as gpt-4o, claude-sonnet-4-5 or openai/gpt-4o-2024-08-06), which counts as that model
