@@ -227,3 +227,29 @@ func TestPutDocument_ManyChunksInBatches(t *testing.T) {
 		}
 	}
 }
+
+// TestCollections_StoredSize measures the file's used pages after the suite's adversarial collections,
+// the WAL checkpointed into it.
+func TestCollections_StoredSize(t *testing.T) {
+	t.Parallel()
+	collectiontest.RunStoredSize(t, func(t *testing.T, opts store.Options) (collection.Store, collectiontest.Sizer) {
+		s, path := open(t, opts)
+		return s, func(t *testing.T) int64 {
+			db, err := sql.Open("sqlite", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			var pages, free, size int64
+			for q, dest := range map[string]*int64{`PRAGMA page_count`: &pages, `PRAGMA freelist_count`: &free, `PRAGMA page_size`: &size} {
+				if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+					t.Fatal(err)
+				}
+				if err := db.QueryRow(q).Scan(dest); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return (pages - free) * size
+		}
+	})
+}

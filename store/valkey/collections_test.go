@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -416,4 +417,36 @@ func TestPutDocument_FeedFailure(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCollections_StoredSize measures the memory of every key of a server of the test's own (MEMORY USAGE,
+// SAMPLES 0: every element counted) after the suite's adversarial collections.
+func TestCollections_StoredSize(t *testing.T) {
+	t.Parallel()
+	collectiontest.RunStoredSize(t, func(t *testing.T, opts store.Options) (collection.Store, collectiontest.Sizer) {
+		addr := valkeytest.Start(t)
+		return open(t, valkey.Options{Options: opts}, addr), func(t *testing.T) int64 {
+			var total int64
+			for cursor := "0"; ; {
+				reply, err := valkeytest.Do(addr, "SCAN", cursor, "COUNT", "1000")
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, k := range reply[1:] {
+					n, err := valkeytest.Do(addr, "MEMORY", "USAGE", k, "SAMPLES", "0")
+					if err != nil {
+						t.Fatal(err)
+					}
+					v, err := strconv.ParseInt(n[0], 10, 64)
+					if err != nil {
+						t.Fatal(err)
+					}
+					total += v
+				}
+				if cursor = reply[0]; cursor == "0" {
+					return total
+				}
+			}
+		}
+	})
 }
