@@ -109,7 +109,7 @@ func TestMigrate_FromVersion2(t *testing.T) {
 		{"guide#0", docMeta, ""}, // the document's alone
 		{"guide#1", `{"headings":"Intro","source":"guide.md","title":"The guide"}`, `{"headings":"Intro"}`},
 		{"guide#2", `{"source":"guide.md","title":"Another title"}`, `{"title":"Another title"}`}, // a value of its own
-		{"guide#3", ``, ``},                         // none at all
+		{"guide#3", ``, ``}, // none at all
 		{"guide#4", `{"only":"mine"}`, `{"only":"mine"}`}, // none of the document's
 	}
 	stmts := []string{
