@@ -193,7 +193,10 @@ type IngestResult struct {
 
 // Ingest chunks, embeds and stores documents in the collection (by id or name), each replacing the
 // document of the same ID with its old chunks, and makes them retrievable at once. A document whose bytes and
-// the collection's settings are unchanged is left as it is (IngestResult.Changed false).
+// the collection's settings are unchanged is left as it is (IngestResult.Changed false). A document whose
+// metadata is over the store's default limits (store.DefaultMaxMetadataBytes, DefaultMaxMetadataKeys) is
+// refused with an error wrapping store.ErrTooLarge before it is chunked. The document's metadata is stored
+// once; each chunk keeps the chunker's own (its heading path, say), and is retrieved with both.
 func (e *Engine) Ingest(ctx context.Context, collectionID string, docs ...ingest.Document) ([]IngestResult, error) {
 	coll, err := e.Collection(ctx, collectionID)
 	if err != nil {

@@ -130,13 +130,14 @@ func (s *Store) DeleteCollection(ctx context.Context, tenant, id string) error {
 	return n.deleteCollection(ctx, tenant, id)
 }
 
-// PutDocument implements collection.Store with one script on the collection's slot. It returns
+// PutDocument implements collection.Store with one script on the collection's slot. The document's
+// metadata is stored once, in its JSON; of each chunk's, its own entries alone. It returns
 // collection.ErrNotFound if the collection does not exist, store.ErrInvalid for chunks of another
 // document, repeated chunk ids or vectors of differing lengths, and store.ErrTooLarge for a chunk larger
-// than Options.Limits.MaxValueBytes or metadata over its MaxMetadataBytes or MaxMetadataKeys. The
-// document's metadata is stored once, in its JSON; of each chunk's, its own entries alone. On a cluster, an error with changed true means the document was
-// stored but its change could not be added to the feed (see the notes on the change feed in
-// collections.go); DeleteDocument and DeleteCollection say so in their errors alike.
+// than Options.Limits.MaxValueBytes or metadata over its MaxMetadataBytes or MaxMetadataKeys. On a
+// cluster, an error with changed true means the document was stored but its change could not be added
+// to the feed (see the notes on the change feed in collections.go); DeleteDocument and DeleteCollection
+// say so in their errors alike.
 func (s *Store) PutDocument(ctx context.Context, tenant string, doc collection.Document, chunks []collection.Chunk) (bool, error) {
 	n, err := s.collections()
 	if err != nil {
@@ -185,9 +186,9 @@ func (s *Store) DocumentChunks(ctx context.Context, tenant, collectionID, docume
 
 // ScanChunks implements collection.Store: HSCANs of the collection's chunks, about 64 documents a reply
 // (a script that reads their documents' metadata with them), each document's chunks passed to fn exactly
-// once. It is not a snapshot: a document written during the
-// scan may be seen in its old or new version (follow the change feed from before the scan). It returns
-// collection.ErrNotFound if the collection does not exist, and fn's error as it is.
+// once. It is not a snapshot: a document written during the scan may be seen in its old or new version
+// (follow the change feed from before the scan). It returns collection.ErrNotFound if the collection does
+// not exist, and fn's error as it is.
 func (s *Store) ScanChunks(ctx context.Context, tenant, collectionID string, fn func(collection.Chunk) error) error {
 	n, err := s.collections()
 	if err != nil {
