@@ -8,10 +8,11 @@
 package collection
 
 import (
-	"context"
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -64,17 +65,71 @@ type Document struct {
 	// ContentType is how the text was read: "text", "markdown", "html" or "code".
 	ContentType string `json:"content_type,omitempty"`
 	// Hash is the SHA-256 (hex) of the document's raw bytes and the settings it was chunked with.
-	Hash      string            `json:"hash"`
-	Bytes     int               `json:"bytes"`  // size of the extracted text
-	Chunks    int               `json:"chunks"` // how many chunks it was cut into
+	Hash   string `json:"hash"`
+	Bytes  int    `json:"bytes"`  // size of the extracted text
+	Chunks int    `json:"chunks"` // how many chunks it was cut into
+	// Metadata describes the whole document; it is stored once, with the document, and every chunk of
+	// the document shows it (see Chunk). Stores bound it (store.Limits.MaxMetadataBytes and
+	// MaxMetadataKeys).
 	Metadata  map[string]string `json:"metadata,omitempty"`
 	UpdatedAt time.Time         `json:"updated_at,omitzero"`
 }
 
 // Chunk is a chunk as stored: the chunk and its vector. Chunk.ID is unique within the collection.
+//
+// A chunk's metadata is its document's metadata under the chunk's own keys (the heading path of its
+// section, say), and the document's is stored once, with the document: PutDocument stores of each chunk
+// only the entries of Metadata that the document's Metadata does not hold with the same value, so a chunk
+// may be given with its own keys alone or with the document's too. The chunks a store reads back have the
+// whole in Metadata and the document's alone in DocumentMetadata; both may be maps shared by all the
+// chunks of one document, so read them and never change them.
 type Chunk struct {
 	chunk.Chunk
 	Vector []float32
+	// DocumentMetadata is the metadata of the chunk's document, which Metadata includes below the chunk's
+	// own keys. A reader that keeps many chunks (an index) keeps it once per document. PutDocument refuses
+	// a chunk whose DocumentMetadata is neither nil nor the same as the document's Metadata.
+	DocumentMetadata map[string]string
+}
+
+// OwnMetadata returns the chunk's own metadata: the entries of chunk that doc does not hold with the
+// same value. It is chunk itself when doc holds none of them (no copy), nil when doc holds all.
+func OwnMetadata(doc, chunk map[string]string) map[string]string {
+	shared := 0
+	for k, v := range chunk {
+		if dv, ok := doc[k]; ok && dv == v {
+			shared++
+		}
+	}
+	switch shared {
+	case 0:
+		return chunk
+	case len(chunk):
+		return nil
+	}
+	own := make(map[string]string, len(chunk)-shared)
+	for k, v := range chunk {
+		if dv, ok := doc[k]; !ok || dv != v {
+			own[k] = v
+		}
+	}
+	return own
+}
+
+// MergeMetadata returns a chunk's metadata as a whole: doc, its document's, overlaid with own, its own.
+// Without own keys it is doc itself, without document keys own itself; only a chunk that has both gets
+// a map of its own. Stores hand it out shared, as Chunk says: never change it.
+func MergeMetadata(doc, own map[string]string) map[string]string {
+	switch {
+	case len(own) == 0:
+		return doc
+	case len(doc) == 0:
+		return own
+	}
+	m := make(map[string]string, len(doc)+len(own))
+	maps.Copy(m, doc)
+	maps.Copy(m, own)
+	return m
 }
 
 // ClashError is the error a store's CreateCollection returns when c's name or id is have's name or id: it
@@ -150,9 +205,11 @@ type Store interface {
 	ListDocuments(ctx context.Context, tenant, collectionID string) ([]Document, error)
 	// DeleteDocument deletes the document and its chunks; ErrNotFound if none.
 	DeleteDocument(ctx context.Context, tenant, collectionID, documentID string) error
-	// DocumentChunks returns a document's chunks ordered by Index.
+	// DocumentChunks returns a document's chunks ordered by Index, with their metadata as a whole (see
+	// Chunk).
 	DocumentChunks(ctx context.Context, tenant, collectionID, documentID string) ([]Chunk, error)
-	// ScanChunks calls fn for every chunk of the collection (in no particular order), to build an index.
+	// ScanChunks calls fn for every chunk of the collection (in no particular order), to build an index;
+	// the chunks have their metadata as DocumentChunks gives it.
 	ScanChunks(ctx context.Context, tenant, collectionID string, fn func(Chunk) error) error
 
 	// Changes returns the changes after the one with Seq after ("" for the start of the feed, which may
@@ -162,18 +219,4 @@ type Store interface {
 	Changes(ctx context.Context, after string, limit int, wait time.Duration) ([]Change, error)
 	// LastChange returns the Seq of the newest change, "" if none.
 	LastChange(ctx context.Context) (string, error)
-}
-
-// KeywordSearcher is implemented by stores that keep a keyword index of their own (SQLite's FTS5). The
-// engine uses it instead of an in-memory BM25 index when the store has it.
-type KeywordSearcher interface {
-	// SearchKeywords returns up to k chunk IDs of the collection best matching query, with BM25 scores
-	// (higher is better), best first.
-	SearchKeywords(ctx context.Context, tenant, collectionID, query string, k int) ([]ScoredID, error)
-}
-
-// ScoredID is a chunk ID and a score.
-type ScoredID struct {
-	ID    string
-	Score float64
 }

@@ -193,7 +193,10 @@ type IngestResult struct {
 
 // Ingest chunks, embeds and stores documents in the collection (by id or name), each replacing the
 // document of the same ID with its old chunks, and makes them retrievable at once. A document whose bytes and
-// the collection's settings are unchanged is left as it is (IngestResult.Changed false).
+// the collection's settings are unchanged is left as it is (IngestResult.Changed false). A document whose
+// metadata is over the store's default limits (store.DefaultMaxMetadataBytes, DefaultMaxMetadataKeys) is
+// refused with an error wrapping store.ErrTooLarge before it is chunked. The document's metadata is stored
+// once; each chunk keeps the chunker's own (its heading path, say), and is retrieved with both.
 func (e *Engine) Ingest(ctx context.Context, collectionID string, docs ...ingest.Document) ([]IngestResult, error) {
 	coll, err := e.Collection(ctx, collectionID)
 	if err != nil {
@@ -211,8 +214,14 @@ func (e *Engine) Ingest(ctx context.Context, collectionID string, docs ...ingest
 }
 
 // IngestText ingests text as a document of the given content type ("text", "markdown", "html" or "code";
-// "" detects it from source), with id (or source, or the text's hash, when empty).
+// "" detects it from source), with id (or source, or the text's hash, when empty). The metadata is the
+// document's, beside what ingestion finds (its source, title, format, ...): all of it within the store's
+// default limits (store.DefaultMaxMetadataBytes and DefaultMaxMetadataKeys), or an error wrapping
+// store.ErrTooLarge before anything is read.
 func (e *Engine) IngestText(ctx context.Context, collectionID, id, source, contentType, text string, metadata map[string]string) (IngestResult, error) {
+	if err := store.ValidateMetadata(store.Limits{}, fmt.Sprintf("document %q", cmp.Or(id, source)), metadata); err != nil {
+		return IngestResult{}, err
+	}
 	name := source
 	if name == "" {
 		name = id
@@ -279,6 +288,10 @@ func (e *Engine) ingestOne(ctx context.Context, coll collection.Collection, d in
 	if err := store.ValidateID(store.Limits{}, "document", d.ID); err != nil {
 		return IngestResult{}, err
 	}
+	// Before any work: what the store would refuse after the chunking and the embedding.
+	if err := store.ValidateMetadata(store.Limits{}, fmt.Sprintf("document %q", d.ID), d.Metadata); err != nil {
+		return IngestResult{}, err
+	}
 	strategy := coll.ChunkStrategy
 	if strategy == StrategyAuto {
 		strategy = d.Strategy()
@@ -326,13 +339,13 @@ func (e *Engine) ingestOne(ctx context.Context, coll collection.Collection, d in
 	if err != nil {
 		return IngestResult{}, fmt.Errorf("embed: %w", err)
 	}
+	// Each chunk has the chunker's metadata (its heading path, say), and the document's once for all: the
+	// store keeps that once, the index too, and both show a chunk the whole.
 	chunks := make([]collection.Chunk, len(pieces))
 	for i, p := range pieces {
-		meta := make(map[string]string, len(p.Metadata)+len(d.Metadata))
-		maps.Copy(meta, d.Metadata)
-		maps.Copy(meta, p.Metadata)
 		chunks[i] = collection.Chunk{Chunk: chunk.Chunk{ID: d.ID + "#" + strconv.Itoa(p.Index), DocumentID: d.ID, Content: p.Content,
-			Index: p.Index, StartOffset: p.StartOffset, EndOffset: p.EndOffset, TokenCount: p.TokenCount, Metadata: meta}, Vector: vectors[i]}
+			Index: p.Index, StartOffset: p.StartOffset, EndOffset: p.EndOffset, TokenCount: p.TokenCount, Metadata: p.Metadata},
+			Vector: vectors[i], DocumentMetadata: d.Metadata}
 	}
 	doc := collection.Document{ID: d.ID, CollectionID: coll.ID, Source: d.Source, ContentType: d.ContentType, Hash: hash,
 		Bytes: len(d.Text), Chunks: len(chunks), Metadata: d.Metadata}
@@ -470,20 +483,8 @@ func (e *Engine) Retrieve(ctx context.Context, query string, opts ...RetrieveOpt
 		}
 		q.Vector = vs[0]
 	}
-	// The store's keyword index (SQLite's FTS5) ranks the whole collection, so with a filter its best
-	// candidates may all be filtered out; the in-memory BM25 applies the filter before it ranks.
-	if ks, ok := e.colls.(collection.KeywordSearcher); ok && q.Mode != ModeVector && len(q.Filter) == 0 {
-		n := q.Candidates
-		if n == 0 {
-			n = max(retriever.DefaultMinCandidates, 5*max(q.TopK, retriever.DefaultTopK))
-		}
-		if q.KeywordResults, err = ks.SearchKeywords(ctx, tenant, coll.ID, query, n); err != nil {
-			return nil, fmt.Errorf("keyword search: %w", err)
-		}
-		if q.KeywordResults == nil {
-			q.KeywordResults = []collection.ScoredID{}
-		}
-	}
+	// Every store's collections are ranked by the collection's in-memory index: keyword statistics are the
+	// collection's own, whoever else shares the store, and the analyzer is the same on every store.
 	return e.search(ctx, tenant, coll.ID, q)
 }
 

@@ -334,8 +334,8 @@ func TestCollections_TwoEngines(t *testing.T) {
 }
 
 // TestCollections_SelectiveFilter: a filter that keeps one document out of hundreds that match the query
-// better still finds that document's matching chunk, in every mode, on every backend (SQLite's FTS5 ranks
-// the whole collection, so its best candidates can all be filtered out).
+// better still finds that document's matching chunk, in every mode, on every backend (the filter applies
+// before the ranking, never to its best candidates alone).
 func TestCollections_SelectiveFilter(t *testing.T) {
 	t.Parallel()
 	for _, b := range append([]backend{{name: "memory", open: func(testing.TB) store.Store { return memory.New(store.Options{}) }}}, backends...) {

@@ -68,7 +68,8 @@ type Document struct {
 	//   - "source": Source.
 	//   - "format": the syntax of Text, "markdown" (Markdown files and extracted HTML), "code" or "text";
 	//     see [Document.Strategy].
-	//   - "title": an HTML document's <title> (or its first <h1>), a Markdown document's first H1.
+	//   - "title": an HTML document's <title> (or its first <h1>), a Markdown document's first H1, cut to
+	//     MaxTitleBytes.
 	//   - "language": a code document's language, a name [chunker.Options].Language accepts.
 	//   - "encoding": "utf-16le" or "utf-16be" when the input was UTF-16.
 	//   - "invalid_utf8": how many invalid UTF-8 bytes were replaced by U+FFFD.
@@ -156,8 +157,25 @@ func (l Limits) Read(source string, raw []byte) (Document, error) {
 	}
 	if doc.Metadata["title"] == "" {
 		delete(doc.Metadata, "title")
+	} else {
+		doc.Metadata["title"] = cutTitle(doc.Metadata["title"])
 	}
 	return doc, nil
+}
+
+// MaxTitleBytes bounds Metadata["title"]: a longer title or first heading is cut there (at the start of a
+// character), so that a document's metadata stays within the stores' limits whatever its first heading.
+const MaxTitleBytes = 512
+
+func cutTitle(s string) string {
+	if len(s) <= MaxTitleBytes {
+		return s
+	}
+	cut := MaxTitleBytes
+	for i := 1; i < utf8.UTFMax && !utf8.RuneStart(s[cut]); i++ { // back to the character's start, if valid
+		cut--
+	}
+	return s[:cut]
 }
 
 // detect returns the content type of text read from the file called name.

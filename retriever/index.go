@@ -69,6 +69,9 @@ type Index struct {
 	entries []entry           // by slot; slots are never reused until a compaction renumbers them
 	ids     map[string]uint32 // live chunk ID -> slot
 	docs    map[string][]uint32
+	// docMeta holds the metadata of each document, shared by the entries of its chunks (an entry keeps
+	// only its chunk's own keys), so that a document's metadata is held once, not once a chunk.
+	docMeta map[string]map[string]string
 	live    int // live entries
 	dead    int // dead entries
 	liveVec int // live entries with a vector
@@ -98,7 +101,8 @@ type graphBuild struct {
 }
 
 type entry struct {
-	chunk  chunk.Chunk
+	chunk  chunk.Chunk // its Metadata holds the chunk's own keys only: those doc does not hold alike
+	doc    map[string]string
 	length int // number of terms
 	live   bool
 	hasVec bool // the chunk has a non-zero vector
@@ -131,10 +135,11 @@ func NewIndex(opts IndexOptions) *Index {
 		opts.EfConstruction = DefaultEfConstruction
 	}
 	return &Index{
-		opts:  opts,
-		ids:   make(map[string]uint32),
-		docs:  make(map[string][]uint32),
-		terms: make(map[string]*term),
+		opts:    opts,
+		ids:     make(map[string]uint32),
+		docs:    make(map[string][]uint32),
+		docMeta: make(map[string]map[string]string),
+		terms:   make(map[string]*term),
 	}
 }
 
@@ -147,7 +152,9 @@ func (ix *Index) Len() int {
 
 // Add adds chunks to the index, each replacing the chunk of the same ID if there is one (a later chunk of
 // the same ID in one call replaces an earlier one). Vectors are copied and normalized; a chunk may have no
-// vector (it is then found by keywords only), and an all-zero vector counts as none.
+// vector (it is then found by keywords only), and an all-zero vector counts as none. A chunk's metadata is
+// its DocumentMetadata under its Metadata, as collection.Chunk says (filters and results see the whole);
+// the maps are copied, and the document's is kept once for all the chunks of the document that share it.
 //
 // Add returns an error wrapping ErrInvalidChunk for a chunk without an ID or with a NaN or infinite vector
 // component, and ErrDimensions for a vector whose length differs from the others'; it then adds none of the
@@ -191,7 +198,8 @@ func (ix *Index) add(c collection.Chunk, buf []string) []string {
 	}
 	slot := uint32(len(ix.entries))
 	e := entry{chunk: c.Chunk, live: true}
-	e.chunk.Metadata = maps.Clone(c.Metadata)
+	e.doc = ix.documentMetadata(c.DocumentID, c.DocumentMetadata)
+	e.chunk.Metadata = maps.Clone(collection.OwnMetadata(e.doc, c.Metadata))
 
 	buf = appendTerms(buf[:0], c.Content)
 	e.length = len(buf)
@@ -233,6 +241,20 @@ func (ix *Index) add(c collection.Chunk, buf []string) []string {
 		}
 	}
 	return buf
+}
+
+// documentMetadata returns the index's copy of the metadata m of the document docID: the one it holds
+// already if that has the same entries, else a new copy (nil for none).
+func (ix *Index) documentMetadata(docID string, m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	if have, ok := ix.docMeta[docID]; ok && maps.Equal(have, m) {
+		return have
+	}
+	have := maps.Clone(m)
+	ix.docMeta[docID] = have
+	return have
 }
 
 // row returns the vector row of slot, growing the pages to hold it; nil while the index has no dimensions.
@@ -294,6 +316,7 @@ func (ix *Index) RemoveDocument(docID string) int {
 		}
 	}
 	delete(ix.docs, docID)
+	delete(ix.docMeta, docID)
 	ix.maintain()
 	return n
 }
@@ -357,6 +380,11 @@ func (ix *Index) compact() {
 	for i, e := range ix.entries {
 		ix.ids[e.chunk.ID] = uint32(i)
 		ix.docs[e.chunk.DocumentID] = append(ix.docs[e.chunk.DocumentID], uint32(i))
+	}
+	for doc := range ix.docMeta {
+		if _, ok := ix.docs[doc]; !ok {
+			delete(ix.docMeta, doc)
+		}
 	}
 	ix.graph = nil
 	ix.epoch.Add(1)

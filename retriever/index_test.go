@@ -167,8 +167,8 @@ func FuzzTerms(f *testing.F) {
 
 func TestFuse_RRF(t *testing.T) {
 	t.Parallel()
-	a := []collection.ScoredID{{ID: "x", Score: 9}, {ID: "y", Score: 5}, {ID: "z", Score: 1}}
-	b := []collection.ScoredID{{ID: "z", Score: 0.9}, {ID: "y", Score: 0.8}, {ID: "w", Score: 0.1}}
+	a := []ScoredID{{ID: "x", Score: 9}, {ID: "y", Score: 5}, {ID: "z", Score: 1}}
+	b := []ScoredID{{ID: "z", Score: 0.9}, {ID: "y", Score: 0.8}, {ID: "w", Score: 0.1}}
 	got := Fuse(a, b)
 	// z: 1/63+1/61 (a little more than y's 2/62); y: 1/62+1/62; x: 1/61; w: 1/63.
 	wantIDs := []string{"z", "y", "x", "w"}
@@ -223,11 +223,6 @@ func TestSearch_HybridFusesBothRankings(t *testing.T) {
 		if want := float64(embed.Cosine(vec2(0), angles[r.Chunk.ID])); math.Abs(r.Vector-want) > 1e-6 {
 			t.Fatalf("%s: cosine %v, want %v", r.Chunk.ID, r.Vector, want)
 		}
-	}
-	// An external keyword ranking replaces BM25.
-	rs = search(t, ix, Query{Text: "ignored", Mode: ModeKeyword, KeywordResults: []collection.ScoredID{{ID: "none", Score: 3}, {ID: "gone", Score: 2}, {ID: "vec", Score: 1}}})
-	if got := fmt.Sprint(ids(rs)); got != "[none vec]" || rs[0].Score != 3 || rs[1].KeywordRank != 2 {
-		t.Fatalf("external keyword = %v %+v", got, rs)
 	}
 }
 

@@ -4,9 +4,9 @@
 // chunks' vectors for cosine similarity, searched exactly or, for large collections, through an HNSW graph
 // that a goroutine of the index builds while searches go on (exactly until the graph is ready).
 // [Index.Search] ranks by keywords, by vector, by both fused with reciprocal rank fusion (the default), or by
-// maximal marginal relevance for diverse results. Every engine backend builds one from its store's chunks at
-// start and keeps it current; a store with a keyword index of its own (SQLite's FTS5) passes its ranking in
-// [Query.KeywordResults], and it is fused by the same code.
+// maximal marginal relevance for diverse results. The engine builds one per collection from its store's
+// chunks, whatever the store, so that keyword scores come from one analyzer and from the collection's own
+// statistics alone.
 package retriever
 
 import (
@@ -31,7 +31,7 @@ var (
 const (
 	// ModeHybrid fuses the keyword and the vector rankings by reciprocal rank fusion. It is the default.
 	ModeHybrid = "hybrid"
-	// ModeKeyword ranks by BM25 alone (or by [Query.KeywordResults] when given).
+	// ModeKeyword ranks by BM25 alone.
 	ModeKeyword = "keyword"
 	// ModeVector ranks by cosine similarity to [Query.Vector] alone.
 	ModeVector = "vector"
@@ -60,8 +60,8 @@ type Result struct {
 	Kind string
 	// Rank is the result's position among the results, from 1.
 	Rank int
-	// Keyword is the chunk's BM25 score (as given, for [Query.KeywordResults]) and KeywordRank its position
-	// in the keyword ranking, from 1; both 0 when the chunk was not in that ranking.
+	// Keyword is the chunk's BM25 score and KeywordRank its position in the keyword ranking, from 1; both 0
+	// when the chunk was not in that ranking.
 	Keyword     float64
 	KeywordRank int
 	// Vector is the cosine similarity of the chunk's vector to the query's vector, 0 when either has none;

@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	"github.com/context-loom/loom/chunk"
-	"github.com/context-loom/loom/collection"
 )
 
 // Defaults of [Query].
@@ -48,10 +47,6 @@ type Query struct {
 	// Candidates is how many chunks each ranking (keyword, vector) contributes before fusion and MMR;
 	// 0 means max(DefaultMinCandidates, 5*TopK).
 	Candidates int
-	// KeywordResults, when not nil, is the keyword ranking (best first, chunk IDs with BM25 scores, as from a
-	// store's collection.KeywordSearcher), used instead of the index's own BM25. IDs the index does not hold,
-	// or that Filter rejects, are skipped.
-	KeywordResults []collection.ScoredID
 	// Exact makes vector search brute force even where the index has an HNSW graph.
 	Exact bool
 }
@@ -124,9 +119,7 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Result, error) {
 	var kw, vec []hit
 	var err error
 	if mode != ModeVector {
-		if q.KeywordResults != nil {
-			kw = s.external(q.KeywordResults, nCand)
-		} else if kw, err = s.bm25(ctx, q.Text, nCand); err != nil {
+		if kw, err = s.bm25(ctx, q.Text, nCand); err != nil {
 			return nil, err
 		}
 	}
@@ -214,9 +207,15 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Result, error) {
 	return results, nil
 }
 
+// copyChunk returns a copy of the entry's chunk with its metadata as a whole, in a map of its own.
 func (e *entry) copyChunk() *chunk.Chunk {
 	c := e.chunk
-	c.Metadata = maps.Clone(e.chunk.Metadata)
+	c.Metadata = nil
+	if n := len(e.doc) + len(e.chunk.Metadata); n > 0 {
+		c.Metadata = make(map[string]string, n)
+		maps.Copy(c.Metadata, e.doc)
+		maps.Copy(c.Metadata, e.chunk.Metadata)
+	}
 	return &c
 }
 
@@ -241,7 +240,11 @@ func (s *searcher) ok(slot uint32) bool {
 			}
 			continue
 		}
-		if got, ok := e.chunk.Metadata[k]; !ok || got != v {
+		got, ok := e.chunk.Metadata[k]
+		if !ok {
+			got, ok = e.doc[k]
+		}
+		if !ok || got != v {
 			return false
 		}
 	}
@@ -305,21 +308,6 @@ func (s *searcher) bm25(ctx context.Context, text string, n int) ([]hit, error) 
 		}
 	}
 	return top.sorted(), nil
-}
-
-// external turns a keyword ranking by chunk ID into hits, skipping unknown and filtered-out chunks.
-func (s *searcher) external(list []collection.ScoredID, n int) []hit {
-	out := make([]hit, 0, min(n, len(list)))
-	for _, sid := range list {
-		if len(out) == n {
-			break
-		}
-		slot, ok := s.ix.ids[sid.ID]
-		if ok && s.ok(slot) {
-			out = append(out, hit{slot: slot, score: sid.Score})
-		}
-	}
-	return out
 }
 
 // vector returns the n chunks most similar to the query vector, best first, leaving out those whose
@@ -413,14 +401,20 @@ func rrf[T any, K comparable](lists [][]T, key func(T) K) ([]K, map[K]float64) {
 	return order, score
 }
 
+// ScoredID is a chunk ID and a score, one item of a ranking.
+type ScoredID struct {
+	ID    string
+	Score float64
+}
+
 // Fuse fuses rankings of chunk IDs (each best first) by reciprocal rank fusion, as hybrid search does: each
 // ID scores the sum over the rankings it is in of 1/(60+rank), ranks from 1, whatever the input scores were.
 // It returns the IDs best first; ties keep the order of first appearance.
-func Fuse(lists ...[]collection.ScoredID) []collection.ScoredID {
-	order, score := rrf(lists, func(s collection.ScoredID) string { return s.ID })
-	out := make([]collection.ScoredID, len(order))
+func Fuse(lists ...[]ScoredID) []ScoredID {
+	order, score := rrf(lists, func(s ScoredID) string { return s.ID })
+	out := make([]ScoredID, len(order))
 	for i, id := range order {
-		out[i] = collection.ScoredID{ID: id, Score: score[id]}
+		out[i] = ScoredID{ID: id, Score: score[id]}
 	}
 	return out
 }

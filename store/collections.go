@@ -4,8 +4,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"math"
 	"time"
+	"unicode/utf8"
 
 	"github.com/context-loom/loom/collection"
 )
@@ -57,8 +59,16 @@ func NewID(now time.Time) string {
 }
 
 // PrepareDocument validates doc and its chunks and returns the length of their vectors (0 if none has
-// one).
+// one). The document's metadata and each chunk's own metadata (collection.OwnMetadata: what the chunk holds beyond
+// the document's) may hold at most l.MaxMetadataKeys keys and l.MaxMetadataBytes bytes of keys and
+// values (errors wrapping ErrTooLarge). A chunk's DocumentMetadata must be nil or doc.Metadata's
+// entries, as the chunks a store reads carry it (ErrInvalid otherwise).
 func PrepareDocument(l Limits, doc collection.Document, chunks []collection.Chunk) (int, error) {
+	l = l.WithDefaults()
+	// The metadata first: the cheapest check of what is most likely too large.
+	if err := ValidateMetadata(l, fmt.Sprintf("document %q", doc.ID), doc.Metadata); err != nil {
+		return 0, err
+	}
 	if err := ValidateIDs(l, "collection", doc.CollectionID, "document", doc.ID, "document hash", doc.Hash); err != nil {
 		return 0, err
 	}
@@ -69,9 +79,6 @@ func PrepareDocument(l Limits, doc collection.Document, chunks []collection.Chun
 		if err := validateText(l, "document "+f.what, f.v); err != nil {
 			return 0, err
 		}
-	}
-	if err := validMetadata(l, "document "+doc.ID, doc.Metadata); err != nil {
-		return 0, err
 	}
 	dims := 0
 	seen := make(map[string]struct{}, len(chunks))
@@ -93,7 +100,10 @@ func PrepareDocument(l Limits, doc collection.Document, chunks []collection.Chun
 		if ch.Index < 0 || ch.StartOffset < 0 || ch.EndOffset < ch.StartOffset || ch.TokenCount < 0 {
 			return 0, fmt.Errorf("%w: %s: negative index, offset or token count, or an end before the start", ErrInvalid, what)
 		}
-		if err := validMetadata(l, what, ch.Metadata); err != nil {
+		if ch.DocumentMetadata != nil && !maps.Equal(ch.DocumentMetadata, doc.Metadata) {
+			return 0, fmt.Errorf("%w: %s: its DocumentMetadata is not the document's metadata", ErrInvalid, what)
+		}
+		if err := ValidateMetadata(l, what+" (its own keys)", collection.OwnMetadata(doc.Metadata, ch.Metadata)); err != nil {
 			return 0, err
 		}
 		if len(ch.Vector) == 0 {
@@ -113,13 +123,24 @@ func PrepareDocument(l Limits, doc collection.Document, chunks []collection.Chun
 	return dims, nil
 }
 
-func validMetadata(l Limits, what string, m map[string]string) error {
+// ValidateMetadata checks the metadata of what (a document, or a chunk's own): at most l.MaxMetadataKeys
+// keys and l.MaxMetadataBytes bytes of keys and values (errors wrapping ErrTooLarge), valid UTF-8
+// (ErrInvalid). The sizes are checked before anything else is read.
+func ValidateMetadata(l Limits, what string, m map[string]string) error {
+	l = l.WithDefaults()
+	if len(m) > l.MaxMetadataKeys {
+		return fmt.Errorf("%w: the metadata of %s has %d keys, the limit is %d", ErrTooLarge, what, len(m), l.MaxMetadataKeys)
+	}
+	n := 0
 	for k, v := range m {
-		if err := validateText(l, what+" metadata key", k); err != nil {
-			return err
-		}
-		if err := validateText(l, what+" metadata value", v); err != nil {
-			return err
+		n += len(k) + len(v)
+	}
+	if n > l.MaxMetadataBytes {
+		return fmt.Errorf("%w: the metadata of %s is %d bytes, the limit is %d", ErrTooLarge, what, n, l.MaxMetadataBytes)
+	}
+	for k, v := range m {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return fmt.Errorf("%w: the metadata of %s is not valid UTF-8", ErrInvalid, what)
 		}
 	}
 	return nil

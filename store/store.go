@@ -242,6 +242,12 @@ type Limits struct {
 	MaxIDBytes    int // tenant, agent, user, session ids and fact keys; default DefaultMaxIDBytes
 	MaxValueBytes int // one message's content, one fact's value, one tool result, one knowledge item
 	MaxBatch      int // messages in one append, knowledge items in one set
+	// MaxMetadataBytes bounds the metadata of one document, and a chunk's own metadata, counted as the
+	// bytes of the keys and values; default DefaultMaxMetadataBytes.
+	MaxMetadataBytes int
+	// MaxMetadataKeys bounds the keys of the metadata of one document, and of a chunk's own; default
+	// DefaultMaxMetadataKeys.
+	MaxMetadataKeys int
 }
 
 // Default limits.
@@ -249,6 +255,9 @@ const (
 	DefaultMaxIDBytes    = 256
 	DefaultMaxValueBytes = 4 << 20
 	DefaultMaxBatch      = 1000
+	// DefaultMaxMetadataBytes is 8 KiB: room for a source path, a title and a few dozen attributes.
+	DefaultMaxMetadataBytes = 8 << 10
+	DefaultMaxMetadataKeys  = 64
 )
 
 // WithDefaults returns l with zero fields set to the defaults.
@@ -261,6 +270,12 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.MaxBatch <= 0 {
 		l.MaxBatch = DefaultMaxBatch
+	}
+	if l.MaxMetadataBytes <= 0 {
+		l.MaxMetadataBytes = DefaultMaxMetadataBytes
+	}
+	if l.MaxMetadataKeys <= 0 {
+		l.MaxMetadataKeys = DefaultMaxMetadataKeys
 	}
 	return l
 }

@@ -39,6 +39,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Unicode", testUnicode},
 		{"DeleteCollection", testDeleteCollection},
 		{"AllCollections", testAllCollections},
+		{"Metadata", testMetadata},
+		{"MetadataLimits", testMetadataLimits},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -160,6 +160,7 @@ func seedHostile(ctx context.Context, t *target) error {
 		{"POST", "/v1/sessions/" + secretSession + "/messages", map[string]any{"role": "user", "content": "A's private question " + t.secret}},
 		{"POST", "/v1/sessions/" + secretSession + "/tool-outputs", map[string]any{"tool": "check_account", "result": "A's balance " + t.secret}},
 		{"PUT", "/v1/sessions/" + secretSession + "/knowledge", map[string]any{"knowledge": []map[string]any{{"content": "A's contract " + t.secret}}}},
+		{"POST", "/v1/collections", map[string]any{"id": "hostile_docs", "name": "hostile_docs"}},
 
 		{"PUT", "/v1/agents/inj_agent", map[string]any{"instructions": "You are a support assistant."}},
 		{"PUT", "/v1/users/inj_user/memory/role", map[string]any{"value": injMemory}},
@@ -274,7 +275,13 @@ func limitCases() []hostileCase {
 		many[i] = map[string]string{"role": "user", "content": "hi"}
 	}
 	manyBody, _ := json.Marshal(map[string]any{"messages": many})
+	metadata := func(n int) []byte {
+		b, _ := json.Marshal(map[string]any{"id": "meta.txt", "text": "A short document.", "metadata": map[string]string{"blob": strings.Repeat("m", n)}})
+		return b
+	}
 	return []hostileCase{
+		expect("a document's metadata of 1 MB (over the 8 KiB metadata limit)", asA, "POST", "/v1/collections/hostile_docs/documents", metadata(1<<20), nil, 413, "too_large"),
+		expect("a document's metadata of 9 KB (over the 8 KiB metadata limit)", asA, "POST", "/v1/collections/hostile_docs/documents", metadata(9<<10), nil, 413, "too_large"),
 		expect("10 MB message body (append)", asA, "POST", appendPath, bigMessage, nil, 413, "too_large"),
 		expect("10 MB of non-JSON bytes (assemble)", asA, "POST", assemblePath, bytes.Repeat([]byte{'A'}, tenMB), nil, 413, "too_large"),
 		expect("10 MB body without a key", asAnon, "POST", assemblePath, bigMessage, nil, 401, "unauthorized"),
@@ -352,7 +359,58 @@ func tenancyCases() []hostileCase {
 			[]byte(`{"role":"user","content":"B was here"}`), 201),
 		unchanged("B writes an agent with A's agent id", "200 (B's own agent); A's data intact", "PUT", "/v1/agents/"+secretAgent,
 			[]byte(`{"instructions":"B's agent"}`), 200),
+		{name: "A's ingestion of B's words into a collection of B's name and id leaves B's keyword scores as they were",
+			want: "the same results, bit for bit", run: scoresUnmoved},
 	}
+}
+
+// scoresUnmoved: tenant B's keyword and hybrid results (scores and order) are the same before and after
+// tenant A ingests documents full of B's words into a collection of the same name and id.
+func scoresUnmoved(ctx context.Context, t *target) outcome {
+	const coll = "fruit_scores"
+	fail := func(err error) outcome { return outcome{got: err.Error()} }
+	for _, c := range []*client{t.b, t.a} {
+		if err := c.call(ctx, "POST", "/v1/collections", map[string]any{"id": coll, "name": coll}, nil); err != nil {
+			return fail(err)
+		}
+	}
+	for i, text := range []string{"The kumquat is a small citrus fruit.", "Lemons are citrus fruit too.", "A kumquat tree flowers in summer."} {
+		if err := t.b.call(ctx, "POST", "/v1/collections/"+coll+"/documents", map[string]any{"id": fmt.Sprint("b", i), "text": text}, nil); err != nil {
+			return fail(err)
+		}
+	}
+	results := func() (string, error) {
+		var all []json.RawMessage
+		for _, mode := range []string{"keyword", "hybrid"} {
+			var out struct {
+				Results json.RawMessage `json:"results"`
+			}
+			if err := t.b.call(ctx, "POST", "/v1/retrieve", map[string]any{"collection": coll, "query": "kumquat citrus", "mode": mode}, &out); err != nil {
+				return "", err
+			}
+			all = append(all, out.Results)
+		}
+		b, err := json.Marshal(all)
+		return string(b), err
+	}
+	before, err := results()
+	if err != nil {
+		return fail(err)
+	}
+	for i := range 30 {
+		text := strings.Repeat("kumquat citrus fruit ", 1+i%4) + fmt.Sprint("note ", i)
+		if err := t.a.call(ctx, "POST", "/v1/collections/"+coll+"/documents", map[string]any{"id": fmt.Sprint("a", i), "text": text}, nil); err != nil {
+			return fail(err)
+		}
+	}
+	after, err := results()
+	if err != nil {
+		return fail(err)
+	}
+	if before != after || !strings.Contains(before, "kumquat") {
+		return outcome{got: "B's results changed: " + before + " then " + after}
+	}
+	return outcome{got: "the same results, bit for bit", ok: true}
 }
 
 // emptyList reports whether body has no non-empty "messages" or "facts" list. Other bodies pass.

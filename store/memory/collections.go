@@ -42,10 +42,25 @@ type coll struct {
 	owner map[string]string // chunk id to its document's id
 }
 
-// storedDoc is a document and its chunks as stored: never changed, only replaced.
+// storedDoc is a document and its chunks as stored: never changed, only replaced. The document's metadata
+// is held once, in d; each chunk holds its own keys only (collection.OwnMetadata), and no
+// DocumentMetadata.
 type storedDoc struct {
 	d      collection.Document
 	chunks []collection.Chunk // ordered by Index
+}
+
+// readChunk returns a copy of the stored chunk ch of d as a read gives it: its metadata as a whole, with
+// meta (a copy of d's metadata that the caller makes once for all the chunks it reads of d) shared.
+func (d *storedDoc) readChunk(ch collection.Chunk, meta map[string]string) collection.Chunk {
+	ch.DocumentMetadata = meta
+	if len(meta) == 0 {
+		ch.Metadata = maps.Clone(ch.Metadata)
+	} else {
+		ch.Metadata = collection.MergeMetadata(meta, ch.Metadata) // meta itself, or a new map
+	}
+	ch.Vector = slices.Clone(ch.Vector)
+	return ch
 }
 
 type change struct {
@@ -241,7 +256,10 @@ func (s *Store) PutDocument(ctx context.Context, tenant string, doc collection.D
 	nd.d.Chunks = len(chunks)
 	nd.d.UpdatedAt = s.now().UTC()
 	for i, ch := range chunks {
-		nd.chunks[i] = cloneChunk(ch)
+		ch.Metadata = maps.Clone(collection.OwnMetadata(doc.Metadata, ch.Metadata))
+		ch.DocumentMetadata = nil
+		ch.Vector = slices.Clone(ch.Vector)
+		nd.chunks[i] = ch
 		c.owner[ch.ID] = doc.ID
 	}
 	slices.SortStableFunc(nd.chunks, func(a, b collection.Chunk) int {
@@ -348,8 +366,9 @@ func (s *Store) DocumentChunks(ctx context.Context, tenant, collectionID, docume
 		return nil, err
 	}
 	out := make([]collection.Chunk, len(d.chunks))
+	meta := maps.Clone(d.d.Metadata)
 	for i, ch := range d.chunks {
-		out[i] = cloneChunk(ch)
+		out[i] = d.readChunk(ch, meta)
 	}
 	return out, nil
 }
@@ -367,23 +386,21 @@ func (s *Store) ScanChunks(ctx context.Context, tenant, collectionID string, fn 
 	cs := &s.colls
 	cs.mu.RLock()
 	c, ok := cs.byID[key{tenant, collectionID}]
-	var docs [][]collection.Chunk // stored slices are never changed, only replaced: safe to read unlocked
+	var docs []*storedDoc // stored documents are never changed, only replaced: safe to read unlocked
 	if ok {
-		docs = make([][]collection.Chunk, 0, len(c.docs))
-		for _, d := range c.docs {
-			docs = append(docs, d.chunks)
-		}
+		docs = slices.Collect(maps.Values(c.docs))
 	}
 	cs.mu.RUnlock()
 	if !ok {
 		return fmt.Errorf("collection %q: %w", collectionID, collection.ErrNotFound)
 	}
-	for _, chunks := range docs {
-		for _, ch := range chunks {
+	for _, d := range docs {
+		meta := maps.Clone(d.d.Metadata)
+		for _, ch := range d.chunks {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if err := fn(cloneChunk(ch)); err != nil {
+			if err := fn(d.readChunk(ch, meta)); err != nil {
 				return err
 			}
 		}
@@ -490,9 +507,3 @@ func (cs *collections) addChange(tenant, collectionID, documentID, op string) {
 }
 
 func formatSeq(n uint64) string { return fmt.Sprintf("%020d", n) }
-
-func cloneChunk(ch collection.Chunk) collection.Chunk {
-	ch.Metadata = maps.Clone(ch.Metadata)
-	ch.Vector = slices.Clone(ch.Vector)
-	return ch
-}

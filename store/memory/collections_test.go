@@ -3,6 +3,7 @@ package memory_test
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -83,4 +84,20 @@ func TestChanges_SeqsSortAndCompare(t *testing.T) {
 	if _, err := s.Changes(ctx, all[11].Seq, 10, time.Second); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("Changes after Close: %v", err)
 	}
+}
+
+// TestCollections_StoredSize measures the heap the store holds after the suite's adversarial collections
+// (not in parallel: the heap is the process's).
+func TestCollections_StoredSize(t *testing.T) {
+	collectiontest.RunStoredSize(t, func(t *testing.T, opts store.Options) (collection.Store, collectiontest.Sizer) {
+		s := memory.New(opts)
+		t.Cleanup(func() { _ = s.Close() })
+		return s, func(*testing.T) int64 {
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			runtime.KeepAlive(s)
+			return int64(ms.HeapAlloc)
+		}
+	})
 }

@@ -16,10 +16,7 @@ import (
 	"github.com/context-loom/loom/store"
 )
 
-var (
-	_ collection.Store           = (*Store)(nil)
-	_ collection.KeywordSearcher = (*Store)(nil)
-)
+var _ collection.Store = (*Store)(nil)
 
 // The change feed.
 const (
@@ -163,8 +160,8 @@ func (s *Store) AllCollections(ctx context.Context) ([]collection.Ref, error) {
 	return out, err
 }
 
-// DeleteCollection implements collection.Store: it deletes the collection, its documents, chunks and their
-// index entries, and records an OpDeleteCollection change, in one transaction. It returns an error
+// DeleteCollection implements collection.Store: it deletes the collection, its documents and chunks, and
+// records an OpDeleteCollection change, in one transaction. It returns an error
 // wrapping collection.ErrNotFound if the tenant has no collection with the id.
 func (s *Store) DeleteCollection(ctx context.Context, tenant, id string) error {
 	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "collection", id); err != nil {
@@ -190,7 +187,8 @@ func (s *Store) DeleteCollection(ctx context.Context, tenant, id string) error {
 }
 
 // PutDocument implements collection.Store. In one write transaction it replaces the document doc.ID and
-// all of its chunks (and their index entries) with doc and chunks, sets the collection's Dimensions from
+// all of its chunks with doc and chunks (the document's metadata once, in its row; of each chunk's, its
+// own entries alone: see collection.Chunk), sets the collection's Dimensions from
 // the first vectors, and records an OpPut change; if the stored document has doc's Hash, it does nothing
 // and returns false. doc.Chunks is set to len(chunks) and doc.UpdatedAt to now. A chunk without a vector
 // is stored without one.
@@ -198,7 +196,7 @@ func (s *Store) DeleteCollection(ctx context.Context, tenant, id string) error {
 // It returns an error wrapping collection.ErrNotFound if the collection does not exist, store.ErrInvalid
 // for a bad document or chunk (a chunk of another document, a chunk ID used twice or by another document
 // of the collection, vectors of a length other than the collection's), store.ErrTooLarge for a chunk's
-// content over the MaxValueBytes limit.
+// content over the MaxValueBytes limit or metadata over the MaxMetadataBytes or MaxMetadataKeys limits.
 func (s *Store) PutDocument(ctx context.Context, tenant string, doc collection.Document, chunks []collection.Chunk) (bool, error) {
 	if err := store.ValidateID(s.opts.Limits, "tenant", tenant); err != nil {
 		return false, err
@@ -262,7 +260,7 @@ func (s *Store) PutDocument(ctx context.Context, tenant string, doc collection.D
 			rest = rest[len(batch):]
 			args = args[:0]
 			for _, ch := range batch {
-				cmeta, err := encodeMetadata(ch.Metadata)
+				cmeta, err := encodeMetadata(collection.OwnMetadata(doc.Metadata, ch.Metadata))
 				if err != nil {
 					return err
 				}
@@ -343,8 +341,8 @@ func (s *Store) ListDocuments(ctx context.Context, tenant, collectionID string) 
 	return out, err
 }
 
-// DeleteDocument implements collection.Store: it deletes the document, its chunks and their index entries
-// and records an OpDelete change, in one transaction. It returns an error wrapping collection.ErrNotFound
+// DeleteDocument implements collection.Store: it deletes the document and its chunks and records an
+// OpDelete change, in one transaction. It returns an error wrapping collection.ErrNotFound
 // if there is no such document.
 func (s *Store) DeleteDocument(ctx context.Context, tenant, collectionID, documentID string) error {
 	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "collection", collectionID, "document", documentID); err != nil {
@@ -374,19 +372,18 @@ func (s *Store) DocumentChunks(ctx context.Context, tenant, collectionID, docume
 	}
 	var out []collection.Chunk
 	err := s.read(ctx, "document chunks", func(t txn) error {
-		var exists bool
-		if err := t.scan(qDocumentExists, []any{tenant, collectionID, documentID}, &exists); err != nil {
-			return err
-		}
-		if !exists {
+		var r chunkRow
+		switch err := r.document(t, tenant, collectionID, documentID); {
+		case errors.Is(err, sql.ErrNoRows):
 			return fmt.Errorf("document %q of collection %q: %w", documentID, collectionID, collection.ErrNotFound)
+		case err != nil:
+			return err
 		}
 		rows, err := t.query(qDocumentChunks, tenant, collectionID, documentID)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		var r chunkRow
 		for rows.Next() {
 			ch, err := r.scan(rows)
 			if err != nil {
@@ -400,7 +397,8 @@ func (s *Store) DocumentChunks(ctx context.Context, tenant, collectionID, docume
 }
 
 // ScanChunks implements collection.Store: it reads the collection's chunks in one read transaction (one
-// consistent snapshot) and calls fn with each as it is read, so no more than one chunk is held at a time.
+// consistent snapshot), a document after another, and calls fn with each as it is read, so no more than
+// one chunk (and its document's metadata) is held at a time.
 // It returns fn's error as is, and an error wrapping collection.ErrNotFound if the collection does not
 // exist.
 func (s *Store) ScanChunks(ctx context.Context, tenant, collectionID string, fn func(collection.Chunk) error) error {
@@ -419,7 +417,16 @@ func (s *Store) ScanChunks(ctx context.Context, tenant, collectionID string, fn 
 		defer rows.Close()
 		var r chunkRow
 		for rows.Next() {
-			ch, err := r.scan(rows)
+			if err := rows.Scan(r.targets()...); err != nil {
+				return err
+			}
+			if r.doc != r.ch.DocumentID {
+				// The document's row is there: the chunks' foreign key is its primary key, in this snapshot.
+				if err := r.document(t, tenant, collectionID, r.ch.DocumentID); err != nil {
+					return err
+				}
+			}
+			ch, err := r.decode()
 			if err != nil {
 				return err
 			}
@@ -607,27 +614,56 @@ func scanDocument(scan func(dest ...any) error) (collection.Document, error) {
 	return d, nil
 }
 
-// chunkRow holds the scan targets of a chunk's row, made once for all the rows of a query.
+// chunkRow holds the scan targets of a chunk's row, made once for all the rows of a query, and the
+// metadata of the document whose chunks are being read.
 type chunkRow struct {
-	ch     collection.Chunk
-	meta   string
-	vector []byte
-	dest   []any
+	ch      collection.Chunk
+	meta    string
+	vector  []byte
+	dest    []any
+	doc     string            // the document whose metadata docMeta is
+	docMeta map[string]string // shared by the chunks of doc
 }
 
-func (r *chunkRow) scan(rows *sql.Rows) (collection.Chunk, error) {
+// document reads the metadata of the document id into r, for the chunks read next; sql.ErrNoRows if there
+// is no such document.
+func (r *chunkRow) document(t txn, tenant, collectionID, id string) error {
+	var meta string
+	if err := t.scan(qDocumentMeta, []any{tenant, collectionID, id}, &meta); err != nil {
+		return err
+	}
+	m, err := decodeMetadata(meta)
+	if err != nil {
+		return &decodeError{fmt.Errorf("document %q metadata: %w", id, err)}
+	}
+	r.doc, r.docMeta = id, m
+	return nil
+}
+
+func (r *chunkRow) targets() []any {
 	if r.dest == nil {
 		c := &r.ch.Chunk
 		r.dest = []any{&c.ID, &c.DocumentID, &c.Index, &c.StartOffset, &c.EndOffset, &c.TokenCount, &c.Content, &r.meta, &r.vector}
 	}
-	if err := rows.Scan(r.dest...); err != nil {
+	return r.dest
+}
+
+// scan reads the next row of rows, a chunk of the document r has the metadata of.
+func (r *chunkRow) scan(rows *sql.Rows) (collection.Chunk, error) {
+	if err := rows.Scan(r.targets()...); err != nil {
 		return collection.Chunk{}, err
 	}
+	return r.decode()
+}
+
+// decode returns the chunk last scanned, with its metadata as a whole.
+func (r *chunkRow) decode() (collection.Chunk, error) {
 	ch := r.ch
-	var err error
-	if ch.Metadata, err = decodeMetadata(r.meta); err != nil {
+	own, err := decodeMetadata(r.meta)
+	if err != nil {
 		return collection.Chunk{}, &decodeError{fmt.Errorf("chunk %q metadata: %w", ch.ID, err)}
 	}
+	ch.Metadata, ch.DocumentMetadata = collection.MergeMetadata(r.docMeta, own), r.docMeta
 	if ch.Vector, err = decodeVector(r.vector); err != nil {
 		return collection.Chunk{}, &decodeError{fmt.Errorf("chunk %q vector: %w", ch.ID, err)}
 	}

@@ -13,7 +13,9 @@ import (
 	"github.com/context-loom/loom/store/sqlite"
 )
 
-func ExampleStore_SearchKeywords() {
+// A document's metadata is stored once, with the document; a chunk keeps its own keys. Reads give each
+// chunk the whole.
+func ExampleStore_DocumentChunks() {
 	dir, err := os.MkdirTemp("", "loom")
 	if err != nil {
 		log.Fatal(err)
@@ -30,11 +32,12 @@ func ExampleStore_SearchKeywords() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	texts := []string{"A refund takes 14 days.", "Reset your password from the login page.", "Our refund policy covers every plan."}
-	doc := collection.Document{ID: "faq.md", CollectionID: c.ID, Source: "faq.md", Hash: "sha256-of-faq"}
-	var chunks []collection.Chunk
-	for i, text := range texts {
-		chunks = append(chunks, collection.Chunk{Chunk: chunk.Chunk{ID: fmt.Sprintf("faq.md#%d", i), DocumentID: doc.ID, Content: text, Index: i}})
+	doc := collection.Document{ID: "faq.md", CollectionID: c.ID, Source: "faq.md", Hash: "sha256-of-faq",
+		Metadata: map[string]string{"source": "faq.md", "title": "FAQ"}}
+	chunks := []collection.Chunk{
+		{Chunk: chunk.Chunk{ID: "faq.md#0", DocumentID: doc.ID, Content: "# FAQ", Index: 0}},
+		{Chunk: chunk.Chunk{ID: "faq.md#1", DocumentID: doc.ID, Content: "A refund takes 14 days.", Index: 1,
+			Metadata: map[string]string{"headings": "FAQ > Refunds"}}},
 	}
 	if _, err := s.PutDocument(ctx, "acme", doc, chunks); err != nil {
 		log.Fatal(err)
@@ -45,15 +48,15 @@ func ExampleStore_SearchKeywords() {
 	}
 	fmt.Println("changed again:", changed)
 
-	hits, err := s.SearchKeywords(ctx, "acme", c.ID, `refund "policy"`, 10)
+	stored, err := s.DocumentChunks(ctx, "acme", c.ID, doc.ID)
 	if err != nil {
 		log.Fatal(err)
 	}
-	for _, h := range hits {
-		fmt.Println(h.ID)
+	for _, ch := range stored {
+		fmt.Println(ch.ID, ch.Metadata)
 	}
 	// Output:
 	// changed again: false
-	// faq.md#2
-	// faq.md#0
+	// faq.md#0 map[source:faq.md title:FAQ]
+	// faq.md#1 map[headings:FAQ > Refunds source:faq.md title:FAQ]
 }

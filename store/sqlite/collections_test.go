@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,216 +45,34 @@ func newCollection(t *testing.T, s collection.Store, tn, name string) collection
 	return c
 }
 
-func ids(rs []collection.ScoredID) []string {
-	out := make([]string, len(rs))
-	for i, r := range rs {
-		out[i] = r.ID
-	}
-	return out
-}
-
-// ftsIntegrity checks the FTS5 index against the chunks table, as SQLite itself does.
-func ftsIntegrity(t *testing.T, path string) {
-	t.Helper()
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`INSERT INTO chunks_fts (chunks_fts, rank) VALUES ('integrity-check', 1)`); err != nil {
-		t.Fatalf("the FTS index is out of step with the chunks: %v", err)
-	}
-}
-
-func TestSearchKeywords_Ranks(t *testing.T) {
-	t.Parallel()
-	s, path := open(t, store.Options{})
-	ctx := t.Context()
-	c := newCollection(t, s, tenant, "help")
-	putTexts(t, s, tenant, c.ID, "billing", "v1",
-		"Refunds are issued within 14 days under our refund policy. The refund policy covers every plan.",
-		"Invoices are emailed at the start of each month.",
-		"To change your card, open the billing settings.")
-	putTexts(t, s, tenant, c.ID, "account", "v1",
-		"Reset your password from the login page.",
-		"A refund can be asked for from the support page.",
-		"The team plan has a shared storage limit.")
-	got, err := s.SearchKeywords(ctx, tenant, c.ID, "refund policy", 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{"billing#0", "account#1"}; !slices.Equal(ids(got), want) {
-		t.Fatalf("refund policy: %v, want %v", got, want)
-	}
-	if got[0].Score <= got[1].Score || got[1].Score <= 0 {
-		t.Errorf("scores are not positive and best first: %v", got)
-	}
-	got, err = s.SearchKeywords(ctx, tenant, c.ID, "PASSWORD", 10)
-	if err != nil || !slices.Equal(ids(got), []string{"account#0"}) {
-		t.Errorf("search is not case-insensitive: %v %v", got, err)
-	}
-	got, err = s.SearchKeywords(ctx, tenant, c.ID, "page", 1)
-	if err != nil || len(got) != 1 {
-		t.Errorf("k = 1: %v %v", got, err)
-	}
-	if got, err := s.SearchKeywords(ctx, tenant, c.ID, "page", 0); err != nil || len(got) != 0 {
-		t.Errorf("k = 0: %v %v", got, err)
-	}
-	if _, err := s.SearchKeywords(ctx, tenant, c.ID, "page", -1); !errors.Is(err, store.ErrInvalid) {
-		t.Errorf("k = -1: %v, want ErrInvalid", err)
-	}
-	ftsIntegrity(t, path)
-}
-
-func TestSearchKeywords_ScopedToTenantAndCollection(t *testing.T) {
-	t.Parallel()
-	s, _ := open(t, store.Options{})
-	ctx := t.Context()
-	mine := newCollection(t, s, "acme", "docs")
-	other := newCollection(t, s, "acme", "other")
-	theirs := newCollection(t, s, "globex", "docs")
-	putTexts(t, s, "acme", mine.ID, "a", "v1", "the secret launch date")
-	putTexts(t, s, "acme", other.ID, "b", "v1", "another secret launch")
-	putTexts(t, s, "globex", theirs.ID, "c", "v1", "globex secret launch plans")
-	for _, tc := range []struct {
-		tenant, coll string
-		want         []string
-	}{
-		{"acme", mine.ID, []string{"a#0"}},
-		{"acme", other.ID, []string{"b#0"}},
-		{"globex", theirs.ID, []string{"c#0"}},
-	} {
-		got, err := s.SearchKeywords(ctx, tc.tenant, tc.coll, "secret launch", 10)
-		if err != nil || !slices.Equal(ids(got), tc.want) {
-			t.Errorf("%s/%s: %v %v, want %v", tc.tenant, tc.coll, got, err, tc.want)
-		}
-	}
-	if mine.ID != theirs.ID {
-		if _, err := s.SearchKeywords(ctx, "globex", mine.ID, "secret", 10); !errors.Is(err, collection.ErrNotFound) {
-			t.Errorf("globex searching acme's collection: %v, want ErrNotFound", err)
-		}
-	}
-	if _, err := s.SearchKeywords(ctx, "acme", "missing", "secret", 10); !errors.Is(err, collection.ErrNotFound) {
-		t.Errorf("a missing collection: %v, want ErrNotFound", err)
-	}
-}
-
-func TestSearchKeywords_QueryIsNeverSyntax(t *testing.T) {
-	t.Parallel()
-	s, _ := open(t, store.Options{})
-	ctx := t.Context()
-	c := newCollection(t, s, tenant, "docs")
-	putTexts(t, s, tenant, c.ID, "d", "v1",
-		"Crème brûlée is a dessert", // 0
-		"near the refund desk",      // 1
-		"and or not",                // 2: only stopwords and operators
-		"Привет, 世界",                // 3
-		"content column dessert",    // 4
-	)
-	for _, tc := range []struct {
-		query string
-		want  []string // nil: no result
-	}{
-		{``, nil},
-		{`   `, nil},
-		{`"`, nil},
-		{`""`, nil},
-		{`*`, nil},
-		{`-`, nil},
-		{`NEAR(`, []string{"d#1"}}, // a word like any other
-		{`NEAR(refund desk, 2)`, []string{"d#1"}},
-		{`AND OR`, nil},
-		{`the of and`, nil},
-		{`NOT refund`, []string{"d#1"}},
-		{`refund*`, []string{"d#1"}},
-		{`"refund`, []string{"d#1"}},
-		{`re"fund`, nil},
-		{`^refund`, []string{"d#1"}},
-		{`-refund`, []string{"d#1"}},
-		{`content:refund`, []string{"d#1", "d#4"}},
-		{`content : "column"`, []string{"d#4"}},
-		{`{content}: dessert`, []string{"d#0", "d#4"}},
-		{`rowid:1 OR rank:2`, nil},
-		{`creme brulee`, []string{"d#0"}},
-		{`CRÈME`, []string{"d#0"}},
-		{`привет`, []string{"d#3"}},
-		{`世界`, []string{"d#3"}},
-		{`🧵 \x00 ;'--`, nil},
-		{strings.Repeat("refund ", 1000), []string{"d#1"}},
-	} {
-		got, err := s.SearchKeywords(ctx, tenant, c.ID, tc.query, 10)
-		if err != nil {
-			t.Errorf("%q: %v", tc.query, err)
-			continue
-		}
-		gotIDs := ids(got)
-		slices.Sort(gotIDs)
-		if !slices.Equal(gotIDs, tc.want) && !(len(gotIDs) == 0 && len(tc.want) == 0) {
-			t.Errorf("%q: %v, want %v", tc.query, gotIDs, tc.want)
-		}
-	}
-}
-
-func TestSearchKeywords_FollowsReplaceAndDelete(t *testing.T) {
+// TestDeleteCollection_LeavesNoRows: deleting a document or a collection deletes its rows, and no other
+// collection's.
+func TestDeleteCollection_LeavesNoRows(t *testing.T) {
 	t.Parallel()
 	s, path := open(t, store.Options{})
 	ctx := t.Context()
 	c := newCollection(t, s, tenant, "docs")
 	keep := newCollection(t, s, tenant, "keep")
-	search := func(coll, q string) []string {
-		t.Helper()
-		got, err := s.SearchKeywords(ctx, tenant, coll, q, 10)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ids(got)
-	}
 	putTexts(t, s, tenant, c.ID, "guide", "v1", "alpha one", "alpha two", "alpha three")
 	putTexts(t, s, tenant, c.ID, "other", "v1", "gamma")
 	putTexts(t, s, tenant, keep.ID, "guide", "v1", "alpha kept")
-	if got := search(c.ID, "alpha"); len(got) != 3 {
-		t.Fatalf("alpha before replacing: %v", got)
-	}
 	putTexts(t, s, tenant, c.ID, "guide", "v2", "beta one")
-	if got := search(c.ID, "alpha"); len(got) != 0 {
-		t.Errorf("the replaced chunks are still found: %v", got)
-	}
-	if got := search(c.ID, "beta"); !slices.Equal(got, []string{"guide#0"}) {
-		t.Errorf("the new chunk: %v", got)
-	}
-	ftsIntegrity(t, path)
 	if err := s.DeleteDocument(ctx, tenant, c.ID, "guide"); err != nil {
 		t.Fatal(err)
 	}
-	if got := search(c.ID, "beta one"); len(got) != 0 {
-		t.Errorf("a deleted document's chunks are found: %v", got)
-	}
-	if got := search(c.ID, "gamma"); len(got) != 1 {
-		t.Errorf("another document's chunk is lost: %v", got)
-	}
-	ftsIntegrity(t, path)
 	if err := s.DeleteCollection(ctx, tenant, c.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SearchKeywords(ctx, tenant, c.ID, "gamma", 10); !errors.Is(err, collection.ErrNotFound) {
-		t.Errorf("searching a deleted collection: %v", err)
-	}
-	again := newCollection(t, s, tenant, "docs") // the same name, a new collection: nothing of the old one
-	if got := search(again.ID, "gamma alpha beta"); len(got) != 0 {
-		t.Errorf("a new collection of the old name finds %v", got)
-	}
-	if got := search(keep.ID, "alpha"); !slices.Equal(got, []string{"guide#0"}) {
-		t.Errorf("another collection's chunks: %v", got)
-	}
-	ftsIntegrity(t, path)
-	var n int
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if err := db.QueryRow(`SELECT count(*) FROM chunks`).Scan(&n); err != nil || n != 1 {
-		t.Errorf("%d chunk rows left (%v), want 1", n, err)
+	for table, want := range map[string]int{"chunks": 1, "documents": 1} {
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM ` + table).Scan(&n); err != nil || n != want {
+			t.Errorf("%d %s rows left (%v), want %d", n, table, err, want)
+		}
 	}
 }
 
@@ -386,14 +203,11 @@ func TestCollections_ClosedStore(t *testing.T) {
 	if _, err := s.Changes(ctx, "", 10, time.Second); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("Changes after Close: %v", err)
 	}
-	if _, err := s.SearchKeywords(ctx, tenant, c.ID, "x", 10); !errors.Is(err, store.ErrClosed) {
-		t.Errorf("SearchKeywords after Close: %v", err)
-	}
 }
 
 func TestPutDocument_ManyChunksInBatches(t *testing.T) {
 	t.Parallel()
-	s, path := open(t, store.Options{})
+	s, _ := open(t, store.Options{})
 	ctx := t.Context()
 	c := newCollection(t, s, tenant, "docs")
 	for _, n := range []int{100, 1, 64, 65, 0, 127} { // 64+32+4, 1, 64, 64+1, none, 64+32+16+8+4+2+1
@@ -411,12 +225,31 @@ func TestPutDocument_ManyChunksInBatches(t *testing.T) {
 				t.Fatalf("%d chunks: chunk %d = %+v", n, i, ch)
 			}
 		}
-		if n > 0 {
-			hits, err := s.SearchKeywords(ctx, tenant, c.ID, fmt.Sprintf("w%d", n-1), 10)
-			if err != nil || len(hits) != 1 || hits[0].ID != fmt.Sprintf("big#%d", n-1) {
-				t.Fatalf("%d chunks: the last chunk's word finds %v, %v", n, hits, err)
-			}
-		}
-		ftsIntegrity(t, path)
 	}
+}
+
+// TestCollections_StoredSize measures the file's used pages after the suite's adversarial collections,
+// the WAL checkpointed into it.
+func TestCollections_StoredSize(t *testing.T) {
+	t.Parallel()
+	collectiontest.RunStoredSize(t, func(t *testing.T, opts store.Options) (collection.Store, collectiontest.Sizer) {
+		s, path := open(t, opts)
+		return s, func(t *testing.T) int64 {
+			db, err := sql.Open("sqlite", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			var pages, free, size int64
+			for q, dest := range map[string]*int64{`PRAGMA page_count`: &pages, `PRAGMA freelist_count`: &free, `PRAGMA page_size`: &size} {
+				if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+					t.Fatal(err)
+				}
+				if err := db.QueryRow(q).Scan(dest); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return (pages - free) * size
+		}
+	})
 }

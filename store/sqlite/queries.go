@@ -38,7 +38,7 @@ const (
 		FROM knowledge WHERE tenant = ? AND session = ? ORDER BY position`
 )
 
-// Collections (collection.Store and collection.KeywordSearcher).
+// Collections (collection.Store).
 const (
 	collectionColumns = `key, id, name, chunk_strategy, chunk_size, chunk_overlap, embedder, dimensions, created_s, created_ns`
 	qCollectionByID   = `SELECT ` + collectionColumns + ` FROM collections WHERE tenant = ? AND id = ?`
@@ -60,23 +60,19 @@ const (
 	qDocument       = `SELECT ` + documentColumns + ` FROM documents WHERE tenant = ? AND collection_id = ? AND id = ?`
 	qDocuments      = `SELECT ` + documentColumns + ` FROM documents WHERE tenant = ? AND collection_id = ? ORDER BY id`
 	qDocumentHash   = `SELECT hash FROM documents WHERE tenant = ? AND collection_id = ? AND id = ?`
-	qDocumentExists = `SELECT EXISTS (SELECT 1 FROM documents WHERE tenant = ? AND collection_id = ? AND id = ?)`
+	qDocumentMeta   = `SELECT metadata FROM documents WHERE tenant = ? AND collection_id = ? AND id = ?`
 	qPutDocument    = `INSERT INTO documents (tenant, collection_id, id, source, content_type, hash, bytes, chunks, metadata, updated_s, updated_ns)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, collection_id, id) DO UPDATE SET source = excluded.source,
 		content_type = excluded.content_type, hash = excluded.hash, bytes = excluded.bytes, chunks = excluded.chunks,
 		metadata = excluded.metadata, updated_s = excluded.updated_s, updated_ns = excluded.updated_ns`
-	qDeleteDocument   = `DELETE FROM documents WHERE tenant = ? AND collection_id = ? AND id = ?`
-	qDeleteDocChunks  = `DELETE FROM chunks WHERE tenant = ? AND collection_id = ? AND document_id = ?`
-	chunkColumns      = `id, document_id, idx, start_offset, end_offset, token_count, content, metadata, vector`
-	qLastChunkRowid   = `SELECT coalesce(max(rid), -1) FROM chunks WHERE rid BETWEEN ? AND ?`
-	qDocumentChunks   = `SELECT ` + chunkColumns + ` FROM chunks WHERE tenant = ? AND collection_id = ? AND document_id = ? ORDER BY idx, id`
-	qCollectionChunks = `SELECT ` + chunkColumns + ` FROM chunks WHERE tenant = ? AND collection_id = ?`
-
-	// qSearchKeywords ranks the collection's chunks by bm25 (rank): the rowid range is the collection's, so
-	// FTS5 matches in its rows alone and the LIMIT applies to them. The join checks the tenant and the
-	// collection again, which the range already implies.
-	qSearchKeywords = `SELECT c.id, f.rank FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid BETWEEN ? AND ?
-		ORDER BY rank LIMIT ?) AS f JOIN chunks AS c ON c.rid = f.rowid WHERE c.tenant = ? AND c.collection_id = ? ORDER BY f.rank`
+	qDeleteDocument  = `DELETE FROM documents WHERE tenant = ? AND collection_id = ? AND id = ?`
+	qDeleteDocChunks = `DELETE FROM chunks WHERE tenant = ? AND collection_id = ? AND document_id = ?`
+	chunkColumns     = `id, document_id, idx, start_offset, end_offset, token_count, content, metadata, vector`
+	qLastChunkRowid  = `SELECT coalesce(max(rid), -1) FROM chunks WHERE rid BETWEEN ? AND ?`
+	qDocumentChunks  = `SELECT ` + chunkColumns + ` FROM chunks WHERE tenant = ? AND collection_id = ? AND document_id = ? ORDER BY idx, id`
+	// qCollectionChunks reads a collection's chunks a document after another (in the order of the index
+	// chunks_document, no sort), so that each document's metadata is read once.
+	qCollectionChunks = `SELECT ` + chunkColumns + ` FROM chunks WHERE tenant = ? AND collection_id = ? ORDER BY document_id, idx`
 
 	qInsertChange = `INSERT INTO changes (tenant, collection_id, document_id, op, at) VALUES (?, ?, ?, ?, ?)`
 	qTrimChanges  = `DELETE FROM changes WHERE seq <= ?`
@@ -95,14 +91,12 @@ var writeQueries = append([]string{
 
 var readQueries = []string{
 	qPing, qGetAgent, qFacts, qLiveSession, qNewestMessages, qToolOutputs, qKnowledge,
-	qCollectionByID, qCollectionByName, qCollections, qAllCollections, qCollectionKey, qDocument, qDocuments, qDocumentExists,
-	qDocumentChunks, qCollectionChunks, qSearchKeywords, qChanges, qLastChange,
+	qCollectionByID, qCollectionByName, qCollections, qAllCollections, qCollectionKey, qDocument, qDocuments, qDocumentMeta,
+	qDocumentChunks, qCollectionChunks, qChanges, qLastChange,
 }
 
-// insertChunks[i] inserts 1<<i chunks in one statement. Each statement that writes to chunks_fts has a
-// statement savepoint, at which FTS5 writes the terms it holds as a new segment, to be merged later: a
-// document's chunks are inserted in as few statements as their count has bits set (a 20-chunk document
-// in two), not one a chunk.
+// insertChunks[i] inserts 1<<i chunks in one statement: a document's chunks are inserted in as few
+// statements as their count has bits set (a 20-chunk document in two), not one a chunk.
 var insertChunks = func() []string {
 	const row = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qs := make([]string, maxChunkBatchBits+1)

@@ -166,11 +166,29 @@ CREATE TABLE changes (
 	at            INTEGER NOT NULL -- Unix nanoseconds
 );
 `,
+	// Keyword search leaves SQLite for the engine's in-memory BM25 (statistics of one collection, never the
+	// whole file's, and the same analyzer on every store): the FTS5 index and its triggers go. A chunk
+	// keeps only its own metadata (the entries its document's metadata does not hold alike): the copies of
+	// the document's that version 2 kept in every chunk go too, and reads merge the document's back.
+	3: `
+DROP TRIGGER chunks_fts_insert;
+DROP TRIGGER chunks_fts_delete;
+DROP TRIGGER chunks_fts_update;
+DROP TABLE chunks_fts;
+UPDATE chunks SET metadata = coalesce((
+	SELECT nullif(json_group_object(m.key, m.value), '{}') FROM json_each(chunks.metadata) AS m
+	WHERE NOT EXISTS (
+		SELECT 1 FROM documents AS d, json_each(CASE d.metadata WHEN '' THEN '{}' ELSE d.metadata END) AS dm
+		WHERE d.tenant = chunks.tenant AND d.collection_id = chunks.collection_id AND d.id = chunks.document_id
+			AND dm.key = m.key AND dm.value = m.value)
+	), '')
+WHERE metadata != '';
+`,
 }
 
 // SchemaVersion is the schema version this package writes: a file at a later version (written by a newer
 // Loom) is refused by Open.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // migrate brings the file to SchemaVersion in one write transaction. A file at SchemaVersion already (every
 // open but the first) is only read: no write lock for the processes that open it at once to queue for.

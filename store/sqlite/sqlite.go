@@ -11,12 +11,11 @@
 //
 // # Collections
 //
-// A Store is also a [collection.Store] and a [collection.KeywordSearcher]: collections, their documents and
-// chunks (vectors included, as little-endian float32s) live in the same file, and an FTS5 index over the
-// chunks' text (tokenizer unicode61 with diacritics removed) ranks keyword searches by BM25. Triggers keep
-// the index exact when chunks are replaced or deleted. Every write to a collection appends to a change feed
-// in the same transaction; [Store.Changes] follows it, and sees the writes of other processes on the file
-// too. BM25's document frequencies are the whole file's, not one collection's.
+// A Store is also a [collection.Store]: collections, their documents and chunks (vectors included, as
+// little-endian float32s) live in the same file, a document's metadata once, in its row, and each chunk's
+// own metadata in the chunk's. Keywords are ranked by the engine's in-memory index of each collection, not
+// here. Every write to a collection appends to a change feed in the same transaction; [Store.Changes]
+// follows it, and sees the writes of other processes on the file too.
 //
 // # WAL and durability
 //

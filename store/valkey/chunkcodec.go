@@ -11,7 +11,7 @@ import (
 
 // A document's chunks are stored as one binary value (a field of the collection's chunks hash):
 //
-//	version byte (1), uvarint count, then per chunk, in order of Index:
+//	version byte (2), uvarint count, then per chunk, in order of Index:
 //	  uvarint len, ID bytes
 //	  uvarint len, Content bytes
 //	  varint Index, StartOffset, EndOffset, TokenCount
@@ -19,7 +19,14 @@ import (
 //	  uvarint dims, then dims float32 little-endian (IEEE 754 bits)
 //
 // Strings are kept byte for byte (no JSON escaping, no UTF-8 repair), and vectors cost 4 bytes a dimension.
-const chunksFormat = 1
+// The metadata is the chunk's own (collection.OwnMetadata); the document's is in the document's JSON.
+// Version 1, which Loom wrote before, has the same layout with a copy of the document's metadata in every
+// chunk: it decodes as well, and merges with the document's to the same whole. (A Loom that knows version 1
+// alone refuses version 2, rather than show chunks without their document's metadata.)
+const (
+	chunksFormat       = 2
+	chunksFormatCopies = 1 // the metadata of each chunk holds its document's too
+)
 
 var errCorruptChunks = errors.New("valkey: corrupt chunk record")
 
@@ -129,9 +136,10 @@ func (d *chunkDecoder) count(min int) int {
 	return int(n)
 }
 
-// decodeChunks decodes the chunks of document docID, calling fn for each.
+// decodeChunks decodes the chunks of document docID, calling fn for each; their Metadata is what the value
+// holds (see chunksFormat).
 func decodeChunks(docID, value string, fn func(collection.Chunk) error) error {
-	if len(value) == 0 || value[0] != chunksFormat {
+	if len(value) == 0 || value[0] != chunksFormat && value[0] != chunksFormatCopies {
 		return errCorruptChunks
 	}
 	d := &chunkDecoder{s: value[1:]}

@@ -25,9 +25,10 @@ import (
 //
 //	loom:{t:<tenant>:c:<id>}:meta    hash: "c" -> the collection as JSON (Dimensions left out),
 //	                                 "dims" -> its vectors' length ("0" until the first vectors)
-//	loom:{t:<tenant>:c:<id>}:docs    hash: document id -> the document as JSON
+//	loom:{t:<tenant>:c:<id>}:docs    hash: document id -> the document as JSON (its metadata included)
 //	loom:{t:<tenant>:c:<id>}:chunks  hash: document id -> all of the document's chunks as one binary value
-//	                                 (see chunkcodec.go; vectors as little-endian float32)
+//	                                 (see chunkcodec.go; vectors as little-endian float32, and of the
+//	                                 metadata each chunk's own keys alone: reads merge the document's)
 //	loom:{t:<tenant>}:colls          hash, the tenant's index: "n:<name>" -> id and "i:<id>" -> name
 //	loom:changes                     stream: the change feed of the whole deployment (one per prefix)
 //
@@ -129,12 +130,14 @@ func (s *Store) DeleteCollection(ctx context.Context, tenant, id string) error {
 	return n.deleteCollection(ctx, tenant, id)
 }
 
-// PutDocument implements collection.Store with one script on the collection's slot. It returns
+// PutDocument implements collection.Store with one script on the collection's slot. The document's
+// metadata is stored once, in its JSON; of each chunk's, its own entries alone. It returns
 // collection.ErrNotFound if the collection does not exist, store.ErrInvalid for chunks of another
 // document, repeated chunk ids or vectors of differing lengths, and store.ErrTooLarge for a chunk larger
-// than Options.Limits.MaxValueBytes. On a cluster, an error with changed true means the document was
-// stored but its change could not be added to the feed (see the notes on the change feed in
-// collections.go); DeleteDocument and DeleteCollection say so in their errors alike.
+// than Options.Limits.MaxValueBytes or metadata over its MaxMetadataBytes or MaxMetadataKeys. On a
+// cluster, an error with changed true means the document was stored but its change could not be added
+// to the feed (see the notes on the change feed in collections.go); DeleteDocument and DeleteCollection
+// say so in their errors alike.
 func (s *Store) PutDocument(ctx context.Context, tenant string, doc collection.Document, chunks []collection.Chunk) (bool, error) {
 	n, err := s.collections()
 	if err != nil {
@@ -171,8 +174,8 @@ func (s *Store) DeleteDocument(ctx context.Context, tenant, collectionID, docume
 	return n.deleteDocument(ctx, tenant, collectionID, documentID)
 }
 
-// DocumentChunks implements collection.Store: collection.ErrNotFound if the collection or document does
-// not exist.
+// DocumentChunks implements collection.Store with one script that reads the document and its chunks:
+// collection.ErrNotFound if the collection or document does not exist.
 func (s *Store) DocumentChunks(ctx context.Context, tenant, collectionID, documentID string) ([]collection.Chunk, error) {
 	n, err := s.collections()
 	if err != nil {
@@ -181,10 +184,11 @@ func (s *Store) DocumentChunks(ctx context.Context, tenant, collectionID, docume
 	return n.documentChunks(ctx, tenant, collectionID, documentID)
 }
 
-// ScanChunks implements collection.Store: HSCANs of the collection's chunks, about 64 documents a reply,
-// each document's chunks passed to fn exactly once. It is not a snapshot: a document written during the
-// scan may be seen in its old or new version (follow the change feed from before the scan). It returns
-// collection.ErrNotFound if the collection does not exist, and fn's error as it is.
+// ScanChunks implements collection.Store: HSCANs of the collection's chunks, about 64 documents a reply
+// (a script that reads their documents' metadata with them), each document's chunks passed to fn exactly
+// once. It is not a snapshot: a document written during the scan may be seen in its old or new version
+// (follow the change feed from before the scan). It returns collection.ErrNotFound if the collection does
+// not exist, and fn's error as it is.
 func (s *Store) ScanChunks(ctx context.Context, tenant, collectionID string, fn func(collection.Chunk) error) error {
 	n, err := s.collections()
 	if err != nil {
@@ -346,6 +350,28 @@ end
 redis.call('HDEL', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[2], ARGV[1])
 return id
+`)
+
+// readChunks reads a document and its chunks at once. KEYS are the collection's docs and chunks; ARGV[1]
+// the document id. It returns {the document's JSON, its chunks}, each nil if missing.
+var readChunks = valkeygo.NewLuaScript(`
+return {redis.call('HGET', KEYS[1], ARGV[1]), redis.call('HGET', KEYS[2], ARGV[1])}
+`)
+
+// scanChunks reads one HSCAN page of a collection's chunks and their documents at once. KEYS are the
+// collection's chunks, docs and meta; ARGV the cursor and the COUNT. It returns {-1} if the collection does
+// not exist, else {the next cursor, then per document: its id, its chunks, its JSON (nil if missing)}.
+var scanChunks = valkeygo.NewLuaScript(`
+if redis.call('EXISTS', KEYS[3]) == 0 then return {-1} end
+local page = redis.call('HSCAN', KEYS[1], ARGV[1], 'COUNT', ARGV[2])
+local out = {page[1]}
+local fields = page[2]
+for i = 1, #fields, 2 do
+  out[#out + 1] = fields[i]
+  out[#out + 1] = fields[i + 1]
+  out[#out + 1] = redis.call('HGET', KEYS[2], fields[i])
+end
+return out
 `)
 
 // publish adds a change to the stream (on a cluster, after the write).
@@ -637,6 +663,9 @@ func (n *native) prepareDocument(tenant string, doc collection.Document, chunks 
 	}
 	sorted := slices.Clone(chunks)
 	slices.SortStableFunc(sorted, func(a, b collection.Chunk) int { return cmp.Compare(a.Index, b.Index) })
+	for i := range sorted {
+		sorted[i].Metadata = collection.OwnMetadata(doc.Metadata, sorted[i].Metadata) // the document's is in its JSON
+	}
 	doc.Chunks = len(chunks)
 	doc.UpdatedAt = n.now().UTC()
 	b, err := json.Marshal(doc)
@@ -798,22 +827,55 @@ func (n *native) documentChunks(ctx context.Context, tenant, collectionID, docum
 	if err := store.ValidateIDs(n.limits, "tenant", tenant, "collection", collectionID, "document", documentID); err != nil {
 		return nil, err
 	}
-	r, err := n.do(ctx, n.client.B().Hget().Key(n.coll(tenant, collectionID).chunks).Field(documentID).Build())
+	k := n.coll(tenant, collectionID)
+	m, err := n.eval(ctx, readChunks, []string{k.docs, k.chunks}, []string{documentID})
 	if err != nil {
 		return nil, err
 	}
-	v, err := r.ToString()
-	if valkeygo.IsValkeyNil(err) {
+	vals, err := m.ToArray()
+	if err != nil || len(vals) != 2 {
+		return nil, n.fail(ctx, fmt.Errorf("readChunks returned %v: %w", m, err))
+	}
+	if vals[1].IsNil() {
 		return nil, fmt.Errorf("document %q of collection %q: %w", documentID, collectionID, collection.ErrNotFound)
 	}
+	v, err := vals[1].ToString()
 	if err != nil {
 		return nil, n.fail(ctx, err)
 	}
+	meta, err := n.documentMetadata(ctx, documentID, vals[0])
+	if err != nil {
+		return nil, err
+	}
 	var out []collection.Chunk
-	if err := decodeChunks(documentID, v, func(c collection.Chunk) error { out = append(out, c); return nil }); err != nil {
+	if err := decodeChunks(documentID, v, func(c collection.Chunk) error { out = append(out, withDocument(c, meta)); return nil }); err != nil {
 		return nil, fmt.Errorf("%w (document %q)", err, documentID)
 	}
 	return out, nil
+}
+
+// documentMetadata decodes the metadata of a document's JSON (nil for none).
+func (n *native) documentMetadata(ctx context.Context, id string, js valkeygo.ValkeyMessage) (map[string]string, error) {
+	if js.IsNil() {
+		return nil, nil // written with its chunks and deleted with them: not seen without them
+	}
+	s, err := js.ToString()
+	if err != nil {
+		return nil, n.fail(ctx, err)
+	}
+	var d struct {
+		Metadata map[string]string `json:"metadata"`
+	}
+	if err := json.Unmarshal([]byte(s), &d); err != nil {
+		return nil, fmt.Errorf("valkey: decode document %q: %w", id, err)
+	}
+	return d.Metadata, nil
+}
+
+// withDocument gives a decoded chunk its metadata as a whole: the document's meta under its own.
+func withDocument(c collection.Chunk, meta map[string]string) collection.Chunk {
+	c.Metadata, c.DocumentMetadata = collection.MergeMetadata(meta, c.Metadata), meta
+	return c
 }
 
 func (n *native) scanChunks(ctx context.Context, tenant, collectionID string, fn func(collection.Chunk) error) error {
@@ -821,17 +883,53 @@ func (n *native) scanChunks(ctx context.Context, tenant, collectionID string, fn
 		return err
 	}
 	k := n.coll(tenant, collectionID)
-	return n.scan(ctx, k, k.chunks, collectionID, func(doc, v string) error {
-		var fnErr error
-		err := decodeChunks(doc, v, func(c collection.Chunk) error {
-			fnErr = fn(c)
-			return fnErr
-		})
-		if err != nil && fnErr == nil {
-			return fmt.Errorf("%w (document %q)", err, doc)
+	seen := map[string]struct{}{}
+	for cursor := "0"; ; {
+		// Each page one script: a document's chunks and its metadata as of one moment.
+		m, err := n.eval(ctx, scanChunks, []string{k.chunks, k.docs, k.meta}, []string{cursor, strconv.Itoa(scanBatch)})
+		if err != nil {
+			return err
 		}
-		return err
-	})
+		vals, err := m.ToArray()
+		if err != nil || len(vals) == 0 || len(vals)%3 != 1 {
+			return n.fail(ctx, fmt.Errorf("scanChunks returned %v: %w", m, err))
+		}
+		if vals[0].IsInt64() {
+			return fmt.Errorf("collection %q: %w", collectionID, collection.ErrNotFound)
+		}
+		if cursor, err = vals[0].ToString(); err != nil {
+			return n.fail(ctx, err)
+		}
+		for i := 1; i+2 < len(vals); i += 3 {
+			doc, err1 := vals[i].ToString()
+			v, err2 := vals[i+1].ToString()
+			if err1 != nil || err2 != nil {
+				return n.fail(ctx, cmp.Or(err1, err2))
+			}
+			if _, dup := seen[doc]; dup { // HSCAN may return a field twice
+				continue
+			}
+			seen[doc] = struct{}{}
+			meta, err := n.documentMetadata(ctx, doc, vals[i+2])
+			if err != nil {
+				return err
+			}
+			var fnErr error
+			err = decodeChunks(doc, v, func(c collection.Chunk) error {
+				fnErr = fn(withDocument(c, meta))
+				return fnErr
+			})
+			if fnErr != nil {
+				return fnErr
+			}
+			if err != nil {
+				return fmt.Errorf("%w (document %q)", err, doc)
+			}
+		}
+		if cursor == "0" {
+			return nil
+		}
+	}
 }
 
 // validSeq reports whether s is a stream entry id: <ms>-<seq> or <ms>.

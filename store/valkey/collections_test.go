@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -416,4 +418,96 @@ func TestPutDocument_FeedFailure(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCollections_StoredSize measures the memory of every key of a server of the test's own (MEMORY USAGE,
+// SAMPLES 0: every element counted) after the suite's adversarial collections.
+func TestCollections_StoredSize(t *testing.T) {
+	t.Parallel()
+	collectiontest.RunStoredSize(t, func(t *testing.T, opts store.Options) (collection.Store, collectiontest.Sizer) {
+		addr := valkeytest.Start(t)
+		return open(t, valkey.Options{Options: opts}, addr), func(t *testing.T) int64 {
+			var total int64
+			for cursor := "0"; ; {
+				reply, err := valkeytest.Do(addr, "SCAN", cursor, "COUNT", "1000")
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, k := range reply[1:] {
+					n, err := valkeytest.Do(addr, "MEMORY", "USAGE", k, "SAMPLES", "0")
+					if err != nil {
+						t.Fatal(err)
+					}
+					v, err := strconv.ParseInt(n[0], 10, 64)
+					if err != nil {
+						t.Fatal(err)
+					}
+					total += v
+				}
+				if cursor = reply[0]; cursor == "0" {
+					return total
+				}
+			}
+		}
+	})
+}
+
+// TestCollections_ReadsFormat1 reads chunks as an earlier Loom wrote them: records of format 1, each chunk
+// with a copy of its document's metadata. They read as they did, and a new version of the document is
+// written in format 2 and reads alike.
+func TestCollections_ReadsFormat1(t *testing.T) {
+	t.Parallel()
+	addr := valkeytest.Start(t)
+	s := open(t, valkey.Options{Prefix: "old"}, addr)
+	ctx := t.Context()
+	if _, err := s.CreateCollection(ctx, "acme", collection.Collection{ID: "c1", Name: "docs"}); err != nil {
+		t.Fatal(err)
+	}
+	str := func(s string) string { return string(rune(len(s))) + s } // lengths below 128: one byte
+	// Version 1, one chunk: ID, content, Index 0, StartOffset 0, EndOffset 4, TokenCount 1 (zigzag
+	// varints), three metadata pairs sorted by key, no vector.
+	record := "\x01\x01" + str("guide#0") + str("text") + "\x00\x00\x08\x02" +
+		"\x03" + str("headings") + str("Intro") + str("source") + str("guide.md") + str("title") + str("The guide") + "\x00"
+	doc := `{"id":"guide","collection_id":"c1","source":"guide.md","hash":"h1","bytes":4,"chunks":1,"metadata":{"source":"guide.md","title":"The guide"}}`
+	for _, cmd := range [][]string{
+		{"HSET", "old:{t:acme:c:c1}:docs", "guide", doc},
+		{"HSET", "old:{t:acme:c:c1}:chunks", "guide", record},
+	} {
+		if _, err := valkeytest.Do(addr, cmd...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]string{"headings": "Intro", "source": "guide.md", "title": "The guide"}
+	check := func(what string) {
+		t.Helper()
+		got, err := s.DocumentChunks(ctx, "acme", "c1", "guide")
+		if err != nil || len(got) != 1 || got[0].Content != "text" || got[0].EndOffset != 4 || got[0].TokenCount != 1 || !maps.Equal(got[0].Metadata, want) {
+			t.Fatalf("%s: DocumentChunks = %+v, %v", what, got, err)
+		}
+		n := 0
+		err = s.ScanChunks(ctx, "acme", "c1", func(ch collection.Chunk) error {
+			n++
+			if !maps.Equal(ch.Metadata, want) || !maps.Equal(ch.DocumentMetadata, map[string]string{"source": "guide.md", "title": "The guide"}) {
+				t.Errorf("%s: ScanChunks metadata %v, document's %v", what, ch.Metadata, ch.DocumentMetadata)
+			}
+			return nil
+		})
+		if err != nil || n != 1 {
+			t.Fatalf("%s: ScanChunks saw %d chunks, %v", what, n, err)
+		}
+	}
+	check("format 1")
+	chunks, err := s.DocumentChunks(ctx, "acme", "c1", "guide")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutDocument(ctx, "acme", collection.Document{ID: "guide", CollectionID: "c1", Source: "guide.md", Hash: "h2",
+		Metadata: map[string]string{"source": "guide.md", "title": "The guide"}}, chunks); err != nil {
+		t.Fatal(err)
+	}
+	v, err := valkeytest.Do(addr, "HGET", "old:{t:acme:c:c1}:chunks", "guide")
+	if err != nil || len(v) != 1 || v[0][0] != 2 || strings.Contains(v[0], "guide.md") {
+		t.Fatalf("the new version's record: %q %v, want format 2 without the document's metadata", v, err)
+	}
+	check("format 2")
 }
