@@ -8,8 +8,8 @@
 package collection
 
 import (
-	"context"
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -176,4 +176,15 @@ type KeywordSearcher interface {
 type ScoredID struct {
 	ID    string
 	Score float64
+}
+
+// Epocher is implemented by stores whose server can lose writes it acknowledged behind the store's back:
+// a Valkey server restarted without persistence comes back empty, a failover may lose what the old primary
+// had not replicated. Epoch checks the server and returns a value that changes whenever that may have
+// happened since the store was opened. A reader holding state built from the store (an in-memory index, a
+// position in the change feed) that sees Epoch change must rebuild it, as after ErrFeedTrimmed: the feed
+// itself may have been lost with the rest. Stores that cannot lose acknowledged writes (a file) do not
+// implement it.
+type Epocher interface {
+	Epoch(ctx context.Context) (string, error)
 }
