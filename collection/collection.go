@@ -220,3 +220,14 @@ type Store interface {
 	// LastChange returns the Seq of the newest change, "" if none.
 	LastChange(ctx context.Context) (string, error)
 }
+
+// Epocher is implemented by stores whose server can lose writes it acknowledged behind the store's back:
+// a Valkey server restarted without persistence comes back empty, a failover may lose what the old primary
+// had not replicated. Epoch checks the server and returns a value that changes whenever that may have
+// happened since the store was opened. A reader holding state built from the store (an in-memory index, a
+// position in the change feed) that sees Epoch change must rebuild it, as after ErrFeedTrimmed: the feed
+// itself may have been lost with the rest. Stores that cannot lose acknowledged writes (a file) do not
+// implement it.
+type Epocher interface {
+	Epoch(ctx context.Context) (string, error)
+}

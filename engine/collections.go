@@ -145,7 +145,14 @@ func (e *Engine) CreateCollection(ctx context.Context, c collection.Collection) 
 	case e.embedders[c.Embedder] == nil:
 		return collection.Collection{}, fmt.Errorf("%w: unknown embedder %q (register it with WithEmbedder)", ErrInvalidRequest, c.Embedder)
 	}
-	return cs.CreateCollection(ctx, loom.Tenant(ctx), c)
+	created, err := cs.CreateCollection(ctx, loom.Tenant(ctx), c)
+	if err != nil {
+		return collection.Collection{}, err
+	}
+	// An index still loaded under the id is of a collection the store lost (a server restarted without
+	// persistence): the new collection is empty.
+	e.dropIndex(loom.Tenant(ctx), created.ID)
+	return created, nil
 }
 
 // Collection returns the tenant's collection with the id, or else the name, idOrName.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -12,10 +13,13 @@ import (
 )
 
 // The engine keeps an in-memory search index per collection, built from the store at start (LoadIndexes)
-// or on the first retrieval, and kept current by the writes of this engine and by following the store's change feed, which reports
-// the writes of every other engine (other servers on the same Valkey, the CLI on the same SQLite file).
-// A follower that falls further behind than the feed keeps (collection.ErrFeedTrimmed) rebuilds every
-// loaded index rather than go on with a gap.
+// or on the first retrieval, and kept current by the writes of this engine and by following the store's
+// change feed, which reports the writes of every other engine (other servers on the same Valkey, the CLI
+// on the same SQLite file). A follower that falls further behind than the feed keeps
+// (collection.ErrFeedTrimmed) rebuilds every loaded index rather than go on with a gap. So does a
+// follower whose store may have lost acknowledged writes (collection.Epocher: a Valkey server restarted
+// without persistence), and then no search is answered from the old indexes, which may hold what the
+// store lost: a collection created again with the same id must not serve the chunks of the old one.
 
 // indexKey names a collection's index.
 type indexKey struct{ tenant, collection string }
@@ -110,13 +114,14 @@ func (e *Engine) index(ctx context.Context, tenant, collID string) (*liveIndex, 
 	build := li == nil
 	if build {
 		if e.ix.done == nil {
-			// The feed's position is taken before the first scan, so that no change falls between them.
-			last, err := e.colls.LastChange(ctx)
+			// The feed's position is taken before the first scan, so that no change falls between them, and
+			// the store's epoch before the position.
+			pos, err := e.feedPos(ctx)
 			if err != nil {
 				e.ix.mu.Unlock()
-				return nil, fmt.Errorf("read the change feed: %w", err)
+				return nil, err
 			}
-			e.startFollower(last)
+			e.startFollower(pos)
 		}
 		li = &liveIndex{idx: retriever.NewIndex(e.indexOpts), ready: make(chan struct{}), pending: map[string]bool{}}
 		e.ix.m[k] = li
@@ -161,41 +166,82 @@ func (e *Engine) fill(ctx context.Context, k indexKey, idx *retriever.Index) err
 	return nil
 }
 
-// resync rebuilds every loaded index from the store, after the follower fell so far behind that the feed
-// no longer holds the changes it missed, and returns the feed's position to follow on from: taken before
-// the scans, so that no change falls between. Searches use the old indexes until their new ones are
-// built; changes are not applied meanwhile (the follower is busy here) and are applied to the new ones
-// afterwards.
-func (e *Engine) resync(ctx context.Context) (string, error) {
+// feedPos is where the follower is: the change it applied last, and the store's epoch ("" for a store
+// that is no collection.Epocher) when it took that position.
+type feedPos struct{ last, epoch string }
+
+// feedPos returns the feed's position now: the store's epoch, then the newest change.
+func (e *Engine) feedPos(ctx context.Context) (feedPos, error) {
+	var pos feedPos
+	if ep, ok := e.colls.(collection.Epocher); ok {
+		var err error
+		if pos.epoch, err = ep.Epoch(ctx); err != nil {
+			return pos, fmt.Errorf("read the store's epoch: %w", err)
+		}
+	}
 	last, err := e.colls.LastChange(ctx)
 	if err != nil {
-		return "", fmt.Errorf("read the change feed: %w", err)
+		return pos, fmt.Errorf("read the change feed: %w", err)
+	}
+	pos.last = last
+	return pos, nil
+}
+
+// resync rebuilds every loaded index from the store and returns the feed's position to follow on from:
+// taken before the scans, so that no change falls between. It is called when the follower fell so far
+// behind that the feed no longer holds the changes it missed (lost false), or when the store's epoch
+// changed (lost true). Changes are not applied meanwhile (the follower is busy here) and are applied to
+// the new indexes afterwards.
+//
+// When the feed was trimmed, the old indexes miss some changes but hold nothing that is not in the store:
+// searches use them until their new ones are built. When the store may have lost writes, the old indexes
+// may serve chunks the store no longer has (of a collection since created again with the same id, say):
+// they are dropped at once, and searches wait for the new ones.
+func (e *Engine) resync(ctx context.Context, lost bool) (feedPos, error) {
+	pos, err := e.feedPos(ctx)
+	if err != nil {
+		if lost { // nothing is answered from what the store lost; the follower's next try rebuilds
+			e.ix.mu.Lock()
+			clear(e.ix.m)
+			e.ix.mu.Unlock()
+		}
+		return feedPos{}, err
 	}
 	e.ix.mu.Lock()
-	old := make(map[indexKey]*liveIndex, len(e.ix.m))
-	for k, li := range e.ix.m {
-		old[k] = li
+	old := maps.Clone(e.ix.m)
+	if lost {
+		clear(e.ix.m)
 	}
 	e.ix.mu.Unlock()
 	for k, li := range old {
-		idx := retriever.NewIndex(e.indexOpts)
-		err := e.fill(ctx, k, idx)
-		e.ix.mu.Lock()
-		switch {
-		case e.ix.m[k] != li: // dropped or replaced meanwhile
-		case err != nil:
-			delete(e.ix.m, k) // the next retrieval builds it again
-		default:
-			ready := make(chan struct{})
-			close(ready)
-			e.ix.m[k] = &liveIndex{idx: idx, ready: ready}
+		if lost {
+			// Built as on a first retrieval, which waits for it; a collection that is gone is not built.
+			if _, err := e.index(ctx, k.tenant, k.collection); errors.Is(err, ErrClosed) {
+				return feedPos{}, err
+			}
+		} else {
+			idx := retriever.NewIndex(e.indexOpts)
+			err := e.fill(ctx, k, idx)
+			e.ix.mu.Lock()
+			switch {
+			case e.ix.m[k] != li: // dropped or replaced meanwhile
+			case err != nil:
+				delete(e.ix.m, k) // the next retrieval builds it again
+			default:
+				ready := make(chan struct{})
+				close(ready)
+				e.ix.m[k] = &liveIndex{idx: idx, ready: ready}
+			}
+			e.ix.mu.Unlock()
 		}
-		e.ix.mu.Unlock()
 		if ctx.Err() != nil {
-			return "", ctx.Err()
+			return feedPos{}, ctx.Err()
 		}
 	}
-	return last, nil
+	e.ix.mu.Lock()
+	e.ix.resyncs++
+	e.ix.mu.Unlock()
+	return pos, nil
 }
 
 // indexPut puts a document's chunks into the collection's index, if it is loaded.
@@ -235,25 +281,14 @@ func (e *Engine) reload(ctx context.Context, k indexKey, li *liveIndex, docID st
 
 // startFollower starts the goroutine that applies the change feed to the loaded indexes; the caller holds
 // e.ix.mu.
-func (e *Engine) startFollower(from string) {
+func (e *Engine) startFollower(from feedPos) {
 	ctx := e.ix.life
 	e.ix.done = make(chan struct{})
 	go func() {
 		defer close(e.ix.done)
-		last, pause := from, 50*time.Millisecond
+		pos, pause := from, 50*time.Millisecond
 		for ctx.Err() == nil {
-			changes, err := e.colls.Changes(ctx, last, 1000, time.Second)
-			if errors.Is(err, collection.ErrFeedTrimmed) {
-				var from string
-				if from, err = e.resync(ctx); err == nil {
-					last = from
-					e.ix.mu.Lock()
-					e.ix.resyncs++
-					e.ix.mu.Unlock()
-					continue
-				}
-			}
-			if err != nil {
+			if err := e.follow(ctx, &pos); err != nil {
 				select {
 				case <-ctx.Done():
 				case <-time.After(pause):
@@ -262,12 +297,42 @@ func (e *Engine) startFollower(from string) {
 				continue
 			}
 			pause = 50 * time.Millisecond
-			for _, ch := range changes {
-				e.apply(ctx, ch)
-				last = ch.Seq
-			}
 		}
 	}()
+}
+
+// follow takes one step of the follower from pos: it rebuilds every index if the store's epoch changed
+// or the feed lost pos, else it applies the changes after pos (waiting up to a second for one).
+func (e *Engine) follow(ctx context.Context, pos *feedPos) error {
+	if ep, ok := e.colls.(collection.Epocher); ok {
+		epoch, err := ep.Epoch(ctx)
+		if err != nil {
+			return err
+		}
+		if epoch != pos.epoch {
+			p, err := e.resync(ctx, true)
+			if err == nil {
+				*pos = p
+			}
+			return err
+		}
+	}
+	changes, err := e.colls.Changes(ctx, pos.last, 1000, time.Second)
+	if errors.Is(err, collection.ErrFeedTrimmed) {
+		p, err := e.resync(ctx, false)
+		if err == nil {
+			*pos = p
+		}
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	for _, ch := range changes {
+		e.apply(ctx, ch)
+		pos.last = ch.Seq
+	}
+	return nil
 }
 
 // apply brings the loaded index a change concerns up to date.

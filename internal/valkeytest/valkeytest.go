@@ -224,8 +224,8 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, " | ")
 }
 
-// Stop kills the server; its address refuses connections until Restart. Stopping a stopped server does
-// nothing.
+// Stop kills the server (SIGKILL: it saves nothing on the way out); its address refuses connections until
+// Restart. Stopping a stopped server does nothing.
 func (s *Server) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -237,8 +237,11 @@ func (s *Server) Stop() {
 	s.cmd = nil
 }
 
-// Restart starts a stopped server again on the same address (empty: nothing was persisted) and waits
-// until it answers PING; it fails the test if it cannot. Restarting a running server does nothing.
+// Restart starts a stopped server again on the same address, with the same arguments and directory, and
+// waits until it answers PING; it fails the test if it cannot. The server comes back empty, as after a
+// restart without persistence, unless it was started with persistence ("--appendonly", "yes" among
+// StartServer's extraArgs): then it loads what it persisted. Each start has a new run_id. Restarting a
+// running server does nothing.
 func (s *Server) Restart() {
 	s.tb.Helper()
 	if err := s.start(); err != nil {

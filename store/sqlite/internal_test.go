@@ -88,7 +88,7 @@ func TestUseWAL_ManyConnectionsSwitchANewFileAtOnce(t *testing.T) {
 		start := make(chan struct{})
 		var wg sync.WaitGroup
 		for range conns {
-			db, err := sql.Open("sqlite", dsn(path, cfg, "FULL", false))
+			db, err := sql.Open("sqlite", dsn(path, cfg, "FULL", connWriter))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -19,9 +20,9 @@ import (
 
 // openFirst opens the store at path, appends one message to session and closes the store: what one
 // `loom session append` does. All the calls of one test start at once, when start is closed.
-func openFirst(ctx context.Context, path, session string, start <-chan struct{}) error {
+func openFirst(ctx context.Context, path, session string, start <-chan struct{}, options ...sqlite.Option) error {
 	<-start
-	s, err := sqlite.Open(ctx, path, store.Options{})
+	s, err := sqlite.Open(ctx, path, store.Options{}, options...)
 	if err != nil {
 		return err
 	}
@@ -83,45 +84,78 @@ func TestOpen_ManyFirstOpensAtOnce(t *testing.T) {
 // is set.
 const openChildEnv = "LOOM_SQLITE_OPEN_CHILD"
 
+// Stress of TestOpen_ManyProcessesAtOnce: openChildren processes, each opening openChildStores stores at
+// once, every one with a busy timeout of openChildBusy.
+const (
+	openChildren    = 16
+	openChildStores = 4
+	// openChildBusy is a fifth of DefaultBusyTimeout, so that the test is as hard as 64 openers at the
+	// default on a machine five times as loaded: `make test` on a cold 2-core machine, where the default
+	// was not enough when every opener queued for the write lock to migrate.
+	openChildBusy = sqlite.DefaultBusyTimeout / 5
+)
+
 // TestOpen_ManyProcessesAtOnce: processes open the same new file at the same moment, as concurrent
 // `loom session append` commands do, each with a few stores of its own, and every store opens and writes.
+// When every opener took the write lock to migrate (all but the first only to find the schema made), the
+// openers' queue for it outlasted the busy timeout under load, and some failed with SQLITE_BUSY.
 func TestOpen_ManyProcessesAtOnce(t *testing.T) {
 	if runtime.GOOS == "js" || runtime.GOOS == "wasip1" {
 		t.Skip("needs child processes")
 	}
 	t.Parallel()
-	const procs = 12
 	path := filepath.Join(t.TempDir(), "loom.db")
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	type child struct {
 		cmd     *exec.Cmd
 		release io.WriteCloser
-		output  strings.Builder
+		ready   *bufio.Reader // the child's stderr: "ready" once it waits to be released
+		stdout  strings.Builder
+		stderr  strings.Builder
+		drained chan struct{} // closed when stderr is read to its end
 	}
-	children := make([]*child, procs)
+	children := make([]*child, openChildren)
 	for p := range children {
-		c := &child{cmd: exec.CommandContext(ctx, os.Args[0], "-test.run=^TestOpen_ManyProcessesAtOnceChild$", "-test.count=1")}
+		c := &child{cmd: exec.CommandContext(ctx, os.Args[0], "-test.run=^TestOpen_ManyProcessesAtOnceChild$", "-test.count=1"),
+			drained: make(chan struct{})}
 		c.cmd.Env = append(os.Environ(), openChildEnv+"="+path, fmt.Sprintf("LOOM_SQLITE_OPEN_CHILD_ID=p%d", p))
-		c.cmd.Stdout, c.cmd.Stderr = &c.output, &c.output
+		c.cmd.Stdout = &c.stdout
 		var err error
 		if c.release, err = c.cmd.StdinPipe(); err != nil {
 			t.Fatal(err)
 		}
+		stderr, err := c.cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.ready = bufio.NewReader(stderr)
 		if err := c.cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		children[p] = c
 	}
-	// Every child has started and waits for its stdin to close: let them all go at once.
-	time.Sleep(500 * time.Millisecond)
+	// Every child says when it waits for its stdin to close: then let them all go at once.
+	for p, c := range children {
+		line, err := c.ready.ReadString('\n')
+		if line != "ready\n" {
+			_ = c.cmd.Process.Kill()
+			rest, _ := io.ReadAll(c.ready)
+			t.Fatalf("child %d did not get ready: %q %v\n%s", p, line, err, rest)
+		}
+		go func() {
+			defer close(c.drained)
+			_, _ = io.Copy(&c.stderr, c.ready)
+		}()
+	}
 	for _, c := range children {
 		_ = c.release.Close()
 	}
 	var sessions []string
 	for p, c := range children {
+		<-c.drained
 		if err := c.cmd.Wait(); err != nil {
-			t.Errorf("child %d: %v\n%s", p, err, c.output.String())
+			t.Errorf("child %d: %v\n%s%s", p, err, c.stdout.String(), c.stderr.String())
 		}
 		for i := range openChildStores {
 			sessions = append(sessions, fmt.Sprintf("p%d-s%d", p, i))
@@ -133,28 +167,27 @@ func TestOpen_ManyProcessesAtOnce(t *testing.T) {
 	checkSessions(t, path, sessions)
 }
 
-// openChildStores is how many stores each child opens at once.
-const openChildStores = 4
-
-// TestOpen_ManyProcessesAtOnceChild is a child of TestOpen_ManyProcessesAtOnce: once its stdin closes,
-// it opens the file with openChildStores stores at once, and each appends a message.
+// TestOpen_ManyProcessesAtOnceChild is a child of TestOpen_ManyProcessesAtOnce: it says "ready" on stderr,
+// and once its stdin closes, it opens the file with openChildStores stores at once, and each appends a
+// message.
 func TestOpen_ManyProcessesAtOnceChild(t *testing.T) {
 	path := os.Getenv(openChildEnv)
 	if path == "" {
 		t.Skip("a child of TestOpen_ManyProcessesAtOnce")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range openChildStores {
 		session := fmt.Sprintf("%s-s%d", os.Getenv("LOOM_SQLITE_OPEN_CHILD_ID"), i)
 		wg.Go(func() {
-			if err := openFirst(ctx, path, session, start); err != nil {
+			if err := openFirst(ctx, path, session, start, sqlite.WithBusyTimeout(openChildBusy)); err != nil {
 				t.Errorf("store %d: %v", i, err)
 			}
 		})
 	}
+	fmt.Fprintln(os.Stderr, "ready")
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	close(start)
 	wg.Wait()

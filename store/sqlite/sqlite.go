@@ -36,8 +36,9 @@
 // lose nothing and never interleave. Reads use a pool of read-only connections; [Store.Load] reads every
 // source in one read transaction, one consistent snapshot. Another process may open the same file: SQLite
 // locks it, and busy_timeout makes each side wait for the other. Many processes may open a new file at
-// once: the switch to WAL and the migration, whose locks busy_timeout does not always wait for, are
-// retried on SQLITE_BUSY for up to the busy timeout.
+// once: the switch to WAL, whose lock busy_timeout does not always wait for, is retried on SQLITE_BUSY, and
+// only one of them migrates the schema while the others read its version until it is made (rather than
+// queue for the write lock), within the busy timeout.
 //
 // # Expiry
 //
@@ -182,25 +183,17 @@ func Open(ctx context.Context, path string, opts store.Options, options ...Optio
 		}
 		return nil, fmt.Errorf("sqlite: open %s: %w: %w", path, store.ErrUnavailable, err)
 	}
-	if s.wdb, err = sql.Open("sqlite", dsn(path, cfg, syncMode, false)); err != nil {
+	if s.wdb, err = sql.Open("sqlite", dsn(path, cfg, syncMode, connWriter)); err != nil {
 		return fail(err)
 	}
 	s.wdb.SetMaxOpenConns(1)
 	s.wdb.SetMaxIdleConns(1)
 	s.wdb.SetConnMaxLifetime(0)
 	s.wdb.SetConnMaxIdleTime(0)
-	// Switching a new file to WAL and migrating it take locks that busy_timeout does not always wait for
-	// (a connection that holds a read lock and needs the write lock gets SQLITE_BUSY at once, lest two
-	// wait for each other), so when many processes open a new file at once, both are retried on
-	// SQLITE_BUSY until the busy timeout has passed.
-	until := time.Now().Add(cfg.busyTimeout)
-	if err := retryBusy(ctx, until, func() error { return useWAL(ctx, s.wdb) }); err != nil {
+	if err := setUp(ctx, s.wdb, path, cfg, syncMode); err != nil {
 		return fail(err)
 	}
-	if err := retryBusy(ctx, until, func() error { return migrate(ctx, s.wdb) }); err != nil {
-		return fail(err)
-	}
-	if s.rdb, err = sql.Open("sqlite", dsn(path, cfg, syncMode, true)); err != nil {
+	if s.rdb, err = sql.Open("sqlite", dsn(path, cfg, syncMode, connReader)); err != nil {
 		return fail(err)
 	}
 	s.rdb.SetMaxOpenConns(cfg.readers)
@@ -208,13 +201,13 @@ func Open(ctx context.Context, path string, opts store.Options, options ...Optio
 	s.rdb.SetConnMaxLifetime(0)
 	s.rdb.SetConnMaxIdleTime(0)
 	if err := s.rdb.PingContext(ctx); err != nil {
-		return fail(err)
+		return fail(fmt.Errorf("read pool: %w", err))
 	}
 	if s.wstmts, err = prepare(ctx, s.wdb, writeQueries); err != nil {
-		return fail(err)
+		return fail(fmt.Errorf("prepare writes: %w", err))
 	}
 	if s.rstmts, err = prepare(ctx, s.rdb, readQueries); err != nil {
-		return fail(err)
+		return fail(fmt.Errorf("prepare reads: %w", err))
 	}
 
 	s.done = make(chan struct{})
@@ -241,6 +234,38 @@ func cleanupInterval(ttl, set time.Duration) time.Duration {
 	return min(max(ttl, time.Second), DefaultCleanupInterval)
 }
 
+// setUp switches the file at path to WAL on db, the writer, and migrates its schema, retrying SQLITE_BUSY
+// (with backoff) until the busy timeout has passed or ctx ends.
+//
+// Switching to WAL takes an exclusive lock that SQLite does not always let the busy handler wait for (it
+// returns SQLITE_BUSY at once to a connection that holds a read lock, lest two connections wait for each
+// other), so the switch is retried.
+//
+// Migrating takes the write lock, and there the busy handler is the wrong tool: when many processes open a
+// new file at once, all but the first find no schema yet, and with the busy handler each would queue for
+// the write lock, one after another, only to find the schema made by the first; under load that queue
+// outlasts the busy timeout (SQLite's handler polls every 100 ms, first come is not first served). So the
+// migration runs on a connection of its own without a busy timeout: an opener that finds the write lock
+// taken (most likely by the one that is migrating) gets SQLITE_BUSY at once, waits a little and reads the
+// schema's version again. Once the first has committed, the others only read; none of them takes the
+// write lock.
+func setUp(ctx context.Context, db *sql.DB, path string, cfg config, syncMode string) error {
+	until := time.Now().Add(cfg.busyTimeout)
+	if err := retryBusy(ctx, until, func() error { return useWAL(ctx, db) }); err != nil {
+		return fmt.Errorf("switch to WAL: %w", err)
+	}
+	mdb, err := sql.Open("sqlite", dsn(path, cfg, syncMode, connMigrate))
+	if err != nil {
+		return err
+	}
+	defer mdb.Close()
+	mdb.SetMaxOpenConns(1)
+	if err := retryBusy(ctx, until, func() error { return migrate(ctx, mdb) }); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
 // useWAL switches the file to WAL mode (a no-op if it is in WAL mode already); the mode is the file's,
 // kept in it, so every connection opened after has it.
 func useWAL(ctx context.Context, db *sql.DB) error {
@@ -255,7 +280,8 @@ func useWAL(ctx context.Context, db *sql.DB) error {
 }
 
 // retryBusy calls fn until it returns anything but SQLITE_BUSY, ctx is done or until has passed, waiting
-// a little longer (with jitter, so that processes that collided do not collide again) after each BUSY.
+// a little longer (with jitter, so that processes that collided do not collide again) after each BUSY:
+// from 1 to 3 ms at first, at most 50 to 150 ms.
 func retryBusy(ctx context.Context, until time.Time, fn func() error) error {
 	wait := 2 * time.Millisecond
 	for {
@@ -286,17 +312,30 @@ func isBusy(err error) bool {
 	return errors.As(err, &coded) && coded.Code()&0xff == 5 // SQLITE_BUSY
 }
 
-// dsn is the data source name of path for a writer or a reader connection. The path is a URI path, with
-// the characters a URI gives meaning to escaped; the pragmas are applied to every new connection,
-// busy_timeout first, so that whatever the others do waits for locks. Neither switches the journal mode:
-// that takes a lock busy_timeout may not wait for, and a pragma of the DSN that fails fails the
-// connection, so Open switches the file to WAL itself (see useWAL), retrying.
-func dsn(path string, cfg config, syncMode string, readOnly bool) string {
+// connKind is what a connection is for: each kind has its own DSN.
+type connKind int
+
+const (
+	connWriter  connKind = iota // the one connection every write goes through
+	connReader                  // the read pool: query_only
+	connMigrate                 // Open's migration (see setUp): a writer without a busy timeout
+)
+
+// dsn is the data source name of path for a connection of the kind. The path is a URI path, with the
+// characters a URI gives meaning to escaped; the pragmas are applied to every new connection, busy_timeout
+// first (the driver runs it before the others, whatever their order), and none of them takes a lock. None
+// switches the journal mode: that takes a lock the busy handler does not always wait for, and a pragma of
+// the DSN that fails fails the connection, so Open switches the file to WAL itself (see setUp), retrying.
+func dsn(path string, cfg config, syncMode string, kind connKind) string {
+	busy := cfg.busyTimeout.Milliseconds()
+	if kind == connMigrate {
+		busy = 0 // setUp retries SQLITE_BUSY itself
+	}
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(cfg.busyTimeout.Milliseconds(), 10)+")")
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busy, 10)+")")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous("+syncMode+")")
-	if readOnly {
+	if kind == connReader {
 		q.Add("_pragma", "query_only(1)")
 	} else {
 		q.Set("_txlock", "immediate")

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/context-loom/loom/store"
@@ -33,6 +34,10 @@ type Options struct {
 	// Store are the options every backend takes (TTL, limits). A Valkey URL's ttl= holds when
 	// Store.SessionTTL is 0.
 	Store store.Options
+	// Logger receives what the store has to say as it runs: the Valkey store says how the server persists
+	// and warns when it persists nothing or restarted (see valkey.Options.Logger); the SQLite and memory
+	// stores say nothing. nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // Open opens the store rawURL names. It returns an error wrapping ErrBadURL for a URL it cannot use, and the
@@ -80,6 +85,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (store.Store, error)
 		if vo.SessionTTL == 0 {
 			vo.SessionTTL = ttl
 		}
+		vo.Logger = opts.Logger
 		return valkey.Open(ctx, vo)
 	}
 	return nil, fmt.Errorf("%w: %q (want sqlite:PATH, memory: or valkey://host:port)", ErrBadURL, redact(rawURL))

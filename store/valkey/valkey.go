@@ -66,6 +66,17 @@
 // any other tenant gets an error wrapping store.ErrUnsupported. Its Load takes more than one round trip:
 // the tool steps must be found with SCAN before they can be read (concurrently with the other sources).
 //
+// # Durability
+//
+// An acknowledged write is as durable as the server makes it: with appendonly yes and appendfsync always
+// it survives a crash; with everysec a crash may lose about the last second; with RDB snapshots only, the
+// writes since the last snapshot; without persistence, a restart loses everything. Open logs how each
+// primary persists (Options.Logger), with a warning when it persists nothing or cannot tell (CONFIG
+// disabled, as on some managed services). The store watches each primary's run_id (Open, Ping,
+// [Store.Epoch]): a restart, or a new primary after a failover, is logged as a warning and starts a new
+// epoch, on which the engine rebuilds its search indexes from what the server holds (servers.go has the
+// details).
+//
 // # Errors
 //
 // A server that cannot be reached, a timeout (Options.Timeout) and replies such as LOADING or CLUSTERDOWN
@@ -78,6 +89,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"strconv"
@@ -142,6 +154,10 @@ type Options struct {
 	// as soon as the invalidation arrives, and at the latest after CacheAgents. It needs RESP3 and CLIENT
 	// TRACKING; Open returns ErrNoClientCache if the server has neither. 0 disables the cache.
 	CacheAgents time.Duration
+	// Logger receives what the store learns of the servers: how each primary persists (a warning when it
+	// persists nothing, or cannot tell), and a warning when one restarted or a new one appeared (see
+	// Store.Epoch). nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // Store is a store.Store on a Valkey server. It is safe for concurrent use.
@@ -191,6 +207,7 @@ type conn struct {
 	cacheTTL time.Duration // agents' client-side cache; 0: none
 	closed   atomic.Bool
 	now      func() time.Time
+	servers  *serverWatch // the primaries' lives (servers.go)
 }
 
 // Open connects to the server opts.Client names and returns a Store. It returns an error wrapping
@@ -242,8 +259,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("valkey: connect: %w", classify(err))
 	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
 	c := &conn{client: client, limits: opts.Limits.WithDefaults(), ttl: opts.SessionTTL, timeout: opts.Timeout,
-		cacheTTL: opts.CacheAgents, now: time.Now}
+		cacheTTL: opts.CacheAgents, now: time.Now, servers: &serverWatch{log: log, runs: map[string]string{}}}
 	s := &Store{c: c}
 	if opts.Layout == LayoutCookbook {
 		s.l = &cookbook{conn: c}
@@ -502,10 +523,14 @@ func (s *Store) Load(ctx context.Context, tenant string, q store.LoadQuery) (*st
 	return s.l.Load(ctx, tenant, q)
 }
 
-// Ping implements store.Store: it sends PING and returns an error wrapping store.ErrUnavailable if no reply
-// comes within the timeout, or store.ErrClosed after Close.
+// Ping implements store.Store: it sends PING, then reads the run_id of every primary as Epoch does (logging
+// a restart it finds), and returns an error wrapping store.ErrUnavailable if no reply comes within the
+// timeout, or store.ErrClosed after Close.
 func (s *Store) Ping(ctx context.Context) error {
-	_, err := s.c.do(ctx, s.c.client.B().Ping().Build())
+	if _, err := s.c.do(ctx, s.c.client.B().Ping().Build()); err != nil {
+		return err
+	}
+	_, err := s.c.check(ctx)
 	return err
 }
 
