@@ -100,7 +100,7 @@ func runServe(ctx context.Context, args []string, s streams) error {
 		log.Warn("no API keys configured: every request is the tenant \"default\"; listening on loopback only", "addr", c.addr)
 	}
 
-	sopts := storeurl.Options{Layout: c.layout, Store: store.Options{SessionTTL: c.ttl,
+	sopts := storeurl.Options{Layout: c.layout, Logger: log, Store: store.Options{SessionTTL: c.ttl,
 		Limits: store.Limits{MaxValueBytes: c.maxMessage, MaxBatch: c.maxItems}}}
 	st, err := storeurl.Open(ctx, c.storeURL, sopts)
 	// A store server that is down at start (restarting with us, say) gets --store-wait to come up.
