@@ -66,14 +66,14 @@ func (m *MarkdownChunker) Chunk(ctx context.Context, text string, opts *Options)
 	counts := make([]int, len(sections))
 	fit := make([]bool, len(sections))
 	for i, s := range sections {
-		if err := ctx.Err(); err != nil {
+		if err := b.err(); err != nil {
 			return nil, err
 		}
 		counts[i], fit[i] = b.fits(text[s.start:s.end], b.size)
 	}
 	small := b.size / 4
 	for i := 0; i < len(sections); {
-		if err := ctx.Err(); err != nil {
+		if err := b.err(); err != nil {
 			return nil, err
 		}
 		s := sections[i]
@@ -101,7 +101,7 @@ func (m *MarkdownChunker) Chunk(ctx context.Context, text string, opts *Options)
 	for i := range b.chunks { // each chunk its own map: callers may change one
 		b.chunks[i].Metadata = maps.Clone(b.chunks[i].Metadata)
 	}
-	return b.chunks, nil
+	return b.result()
 }
 
 // chunkMarkdownSection packs the blocks of a section that does not fit, cutting the blocks that do not
@@ -115,7 +115,7 @@ func (b *builder) chunkMarkdownSection(s mdSection) error {
 		}
 	}
 	for i, blk := range s.blocks {
-		if err := b.ctx.Err(); err != nil {
+		if err := b.err(); err != nil {
 			return err
 		}
 		start, end := blk.start, s.end

@@ -42,6 +42,34 @@ type builder struct {
 	chunks []ChunkResult
 
 	boundaries []uint64 // bit p: a grapheme cluster starts at byte p (built when first needed)
+	stop       error    // set when one more chunk than maxChunks was to be made
+}
+
+// err returns why chunking must stop: too many chunks, or ctx's error.
+func (b *builder) err() error {
+	if b.stop != nil {
+		return b.stop
+	}
+	return b.ctx.Err()
+}
+
+// result returns the chunks, or why chunking stopped.
+func (b *builder) result() ([]ChunkResult, error) {
+	if err := b.err(); err != nil {
+		return nil, err
+	}
+	return b.chunks, nil
+}
+
+// remaining returns how many more chunks b may make.
+func (b *builder) remaining() int { return b.maxChunks - len(b.chunks) }
+
+// tooMany records and returns the error of one chunk more than the limit.
+func (b *builder) tooMany() error {
+	if b.stop == nil {
+		b.stop = fmt.Errorf("%w: more than %d", ErrTooManyChunks, b.opts.MaxChunks)
+	}
+	return b.stop
 }
 
 // isBoundary reports whether a grapheme cluster starts at byte p (true at 0 and at the end).
@@ -168,6 +196,13 @@ func (b *builder) emit(start, end, tokens int, meta map[string]string) {
 		}
 		return
 	}
+	if b.stop != nil {
+		return
+	}
+	if len(b.chunks) >= b.maxChunks {
+		b.tooMany()
+		return
+	}
 	b.chunks = append(b.chunks, ChunkResult{
 		Content:     content,
 		Index:       len(b.chunks),
@@ -257,7 +292,7 @@ type splitFunc func(text string, start, end int) []int
 // at the next levels. Past the last level, text is cut between grapheme clusters, and a cluster larger than
 // the size between characters.
 func (b *builder) chunkSpan(start, end int, levels []splitFunc, meta map[string]string) error {
-	if err := b.ctx.Err(); err != nil {
+	if err := b.err(); err != nil {
 		return err
 	}
 	if n, ok := b.fits(b.text[start:end], b.size); ok {

@@ -33,5 +33,5 @@ func (r *RecursiveChunker) Chunk(ctx context.Context, text string, opts *Options
 	if err := b.chunkSpan(0, len(text), r.levels, nil); err != nil {
 		return nil, err
 	}
-	return b.chunks, nil
+	return b.result()
 }

@@ -101,13 +101,13 @@ func (s *SemanticChunker) Chunk(ctx context.Context, text string, opts *Options)
 		group++
 		first = last + 1
 	}
-	return b.chunks, nil
+	return b.result()
 }
 
 // chunkGroup chunks the sentences between consecutive bounds: whole if they fit, else packed sentence by
 // sentence, with sentences larger than the size cut at lines and then words.
 func (b *builder) chunkGroup(bounds []int, meta map[string]string) error {
-	if err := b.ctx.Err(); err != nil {
+	if err := b.err(); err != nil {
 		return err
 	}
 	start, end := bounds[0], bounds[len(bounds)-1]

@@ -51,7 +51,7 @@ func (w *WindowChunker) Chunk(ctx context.Context, text string, opts *Options) (
 	ends := te.TokenEnds(text)
 	b := newBuilder(ctx, text, c)
 	for start := 0; start < len(text); {
-		if err := ctx.Err(); err != nil {
+		if err := b.err(); err != nil {
 			return nil, err
 		}
 		// Tokens [first, last): from the first that ends after start.
@@ -90,7 +90,7 @@ func (w *WindowChunker) Chunk(ctx context.Context, text string, opts *Options) (
 		}
 		start = min(nextStart, end)
 	}
-	return b.chunks, nil
+	return b.result()
 }
 
 // fit returns the end of the window of tokens [first, last) that starts at byte start and its exact count.

@@ -1,0 +1,196 @@
+package chunker
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// peakChildEnv names the strategy and input a child process of the test binary measures (see TestMain).
+const peakChildEnv = "LOOM_CHUNKER_PEAK_CHILD"
+
+// memoryInputSize is the size of each input of BenchmarkChunkMemory.
+const memoryInputSize = 2 << 20
+
+// memoryInput returns the named input of BenchmarkChunkMemory, about memoryInputSize bytes, and the
+// language for the code strategy.
+func memoryInput(name string) (text, lang string, err error) {
+	repeat := func(path, lang string) (string, string, error) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return "", "", err
+		}
+		return strings.Repeat(string(data)+"\n", memoryInputSize/len(data)+1)[:memoryInputSize], lang, nil
+	}
+	switch name {
+	case "prose": // English prose: paragraphs and sentences
+		return repeat(filepath.Join("..", "tokenizer", "testdata", "corpus", "english.txt"), "")
+	case "markdown":
+		return repeat(filepath.Join("testdata", "godebug.md"), "")
+	case "go": // Go source
+		return repeat(filepath.Join("..", "tokenizer", "testdata", "corpus", "code.go.txt"), "go")
+	case "dense": // one line of JavaScript, a token every byte: the shape that peaked a server at 2.3 GB
+		return "var a=" + strings.Repeat("1+", memoryInputSize/2) + "1;\n", "javascript", nil
+	}
+	return "", "", fmt.Errorf("no input %q", name)
+}
+
+// memoryCases are the strategies and inputs BenchmarkChunkMemory measures.
+var memoryCases = []struct{ strategy, input string }{
+	{Recursive, "prose"}, {Recursive, "dense"},
+	{Fixed, "prose"}, {Fixed, "dense"},
+	{Sliding, "prose"}, {Sliding, "dense"},
+	{Semantic, "prose"}, {Semantic, "dense"},
+	{Markdown, "markdown"}, {Markdown, "dense"},
+	{Code, "go"}, {Code, "dense"}, {Code, "prose"},
+}
+
+func memoryOptions(strategy, lang string) *Options {
+	opts := &Options{Strategy: strategy}
+	if strategy == Code {
+		opts.Language = lang
+	}
+	return opts
+}
+
+// TestMain runs the measurement of a child process when peakChildEnv names one, and the tests otherwise.
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(peakChildEnv); spec != "" {
+		peak, err := measurePeak(spec)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Printf("peak %d\n", peak)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// measurePeak chunks the input named by spec ("strategy/input") and returns how far the process's
+// resident set rose above where it was before the call, in bytes: Go's heap and tree-sitter's C memory.
+func measurePeak(spec string) (int, error) {
+	strategy, input, _ := strings.Cut(spec, "/")
+	text, lang, err := memoryInput(input)
+	if err != nil {
+		return 0, err
+	}
+	c, err := New(strategy)
+	if err != nil {
+		return 0, err
+	}
+	runtime.GC()
+	debug.FreeOSMemory()
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		return 0, fmt.Errorf("reset the peak: %w", err)
+	}
+	base, err := procStatus("VmRSS")
+	if err != nil {
+		return 0, err
+	}
+	chunks, err := c.Chunk(context.Background(), text, memoryOptions(strategy, lang))
+	if err != nil {
+		return 0, err
+	}
+	peak, err := procStatus("VmHWM")
+	runtime.KeepAlive(chunks)
+	return peak - base, err
+}
+
+// procStatus returns a memory figure of /proc/self/status in bytes.
+func procStatus(key string) (int, error) {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(line, key+":"); ok {
+			kb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no %s in /proc/self/status", key)
+}
+
+// BenchmarkChunkMemory reports the peak memory of chunking per MB of input ("peakMB/MB"), for every strategy,
+// on prose and on the inputs that have made chunking blow up. The peak is the rise of the resident set
+// (VmHWM, Linux) of a fresh child process chunking the input once, so that tree-sitter's C allocations,
+// which Go's memory statistics do not see, are counted, and memory kept from earlier runs hides nothing.
+// Run it with -benchtime=1x: the time and allocations it reports are those of the same call in this process.
+func BenchmarkChunkMemory(b *testing.B) {
+	for _, mc := range memoryCases {
+		b.Run(mc.strategy+"/"+mc.input, func(b *testing.B) {
+			text, lang, err := memoryInput(mc.input)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), peakChildEnv+"="+mc.strategy+"/"+mc.input)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				b.Fatalf("child: %v: %s", err, stderr.String())
+			}
+			var peak int
+			if _, err := fmt.Sscanf(string(out), "peak %d", &peak); err != nil {
+				b.Fatalf("child said %q: %v", out, err)
+			}
+			c, err := New(mc.strategy)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(text)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Chunk(context.Background(), text, memoryOptions(mc.strategy, lang)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(peak)/float64(len(text)), "peakMB/MB")
+		})
+	}
+}
+
+// BenchmarkRecursive512 is the bench module's benchmark of the same name on this package's corpus: the
+// recursive chunker at 512 tokens with 50 of overlap.
+func BenchmarkRecursive512(b *testing.B) {
+	var parts []string
+	for _, text := range corpusInOrder(b) {
+		parts = append(parts, text)
+	}
+	text := strings.Join(parts, "\n\n")
+	opts := &Options{ChunkSize: 512, ChunkOverlap: 50}
+	c := NewRecursive()
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Chunk(context.Background(), text, opts); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// corpusInOrder returns the texts of corpus sorted by name.
+func corpusInOrder(tb testing.TB) []string {
+	texts := corpus(tb)
+	names := make([]string, 0, len(texts))
+	for name := range texts {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	out := make([]string, len(names))
+	for i, name := range names {
+		out[i] = texts[name]
+	}
+	return out
+}
