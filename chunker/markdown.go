@@ -107,13 +107,7 @@ func (m *MarkdownChunker) Chunk(ctx context.Context, text string, opts *Options)
 // chunkMarkdownSection packs the blocks of a section that does not fit, cutting the blocks that do not
 // fit either.
 func (b *builder) chunkMarkdownSection(s mdSection) error {
-	var run []unit
-	flush := func() {
-		if len(run) > 0 {
-			b.pack(run)
-			run = nil
-		}
-	}
+	run := b.packer()
 	for i, blk := range s.blocks {
 		if err := b.err(); err != nil {
 			return err
@@ -123,32 +117,40 @@ func (b *builder) chunkMarkdownSection(s mdSection) error {
 			end = s.blocks[i+1].start
 		}
 		if n, ok := b.fits(b.text[start:end], b.size); ok {
-			run = append(run, unit{start: start, end: end, tokens: n, meta: s.meta})
+			run.add(unit{start: start, end: end, tokens: n, meta: s.meta})
 			continue
 		}
 		// Cut the block at its first level that cuts it; the pieces that fit join the run, and the others
 		// are chunked at the levels below.
 		levels := blk.kind.levels()
-		var cuts []int
-		for len(cuts) == 0 && len(levels) > 0 {
-			cuts = b.keepBoundaries(levels[0](b.text, start, end))
+		cut := -1
+		var level splitFunc
+		for cut < 0 && len(levels) > 0 {
+			level = levels[0]
+			cut = b.nextCut(level, start, end)
 			levels = levels[1:]
 		}
 		prev := start
-		for _, cut := range append(cuts, end) {
+		for {
+			if cut < 0 {
+				cut = end
+			}
 			if n, ok := b.fits(b.text[prev:cut], b.size); ok {
-				run = append(run, unit{start: prev, end: cut, tokens: n, meta: s.meta})
+				run.add(unit{start: prev, end: cut, tokens: n, meta: s.meta})
 			} else {
-				flush()
+				run.flush()
 				if err := b.chunkSpan(prev, cut, levels, s.meta); err != nil {
 					return err
 				}
 			}
-			prev = cut
+			if cut == end {
+				break
+			}
+			prev, cut = cut, b.nextCut(level, cut, end)
 		}
 	}
-	flush()
-	return nil
+	run.flush()
+	return b.err()
 }
 
 // mdKind is the kind of a Markdown block.

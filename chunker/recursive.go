@@ -15,6 +15,9 @@ type RecursiveChunker struct {
 
 var _ Chunker = (*RecursiveChunker)(nil)
 
+// proseOverlap are the cuts of a unit's end that overlap may start at in prose: sentences, then words.
+var proseOverlap = []splitFunc{sentenceCuts, wordCuts}
+
 // NewRecursive returns the recursive chunker, the default strategy.
 func NewRecursive() *RecursiveChunker {
 	return &RecursiveChunker{levels: []splitFunc{paragraphCuts, lineCuts, sentenceCuts, wordCuts}}
@@ -30,6 +33,7 @@ func (r *RecursiveChunker) Chunk(ctx context.Context, text string, opts *Options
 		return nil, nil
 	}
 	b := newBuilder(ctx, text, c)
+	b.overlapLevels = proseOverlap
 	if err := b.chunkSpan(0, len(text), r.levels, nil); err != nil {
 		return nil, err
 	}

@@ -56,8 +56,11 @@ func (s *SemanticChunker) Chunk(ctx context.Context, text string, opts *Options)
 	b := newBuilder(ctx, text, c)
 
 	// Sentences: cut at paragraphs and sentence ends, between grapheme clusters.
-	cuts := b.keepBoundaries(mergeCuts(paragraphCuts(text, 0, len(text)), sentenceCuts(text, 0, len(text))))
-	bounds := append(append([]int{0}, cuts...), len(text))
+	bounds := []int{0}
+	for c := b.nextCut(sentenceBounds, 0, len(text)); c >= 0; c = b.nextCut(sentenceBounds, c, len(text)) {
+		bounds = append(bounds, c)
+	}
+	bounds = append(bounds, len(text))
 	n := len(bounds) - 1
 
 	// Breaks between sentence i and i+1 where their windows are far apart.
@@ -115,7 +118,29 @@ func (b *builder) chunkGroup(bounds []int, meta map[string]string) error {
 		b.emit(start, end, n, meta)
 		return nil
 	}
-	return b.chunkParts(start, end, bounds[1:len(bounds)-1], []splitFunc{lineCuts, wordCuts}, meta)
+	inner := bounds[1 : len(bounds)-1]
+	level := func(_ string, from, end int) int { // the next of the bounds
+		if i, _ := slices.BinarySearch(inner, from+1); i < len(inner) && inner[i] < end {
+			return inner[i]
+		}
+		return -1
+	}
+	return b.chunkParts(start, end, level, level(b.text, start, end), []splitFunc{lineCuts, wordCuts}, meta)
+}
+
+// sentenceBounds cuts at paragraphs and at sentence ends.
+func sentenceBounds(text string, from, end int) int {
+	// A paragraph cut before the next sentence cut is found without scanning past it (a blank run cannot
+	// hold a sentence's end, so none ends after it).
+	s := sentenceCuts(text, from, end)
+	limit := end
+	if s >= 0 {
+		limit = s
+	}
+	if p := paragraphCuts(text, from, limit); p >= 0 {
+		return p
+	}
+	return s
 }
 
 // percentileOf returns the p-th percentile (0 < p <= 100) of values, interpolating between ranks.
@@ -126,24 +151,6 @@ func percentileOf(values []float64, p float64) float64 {
 	lo := int(math.Floor(rank))
 	hi := min(lo+1, len(sorted)-1)
 	return sorted[lo] + (sorted[hi]-sorted[lo])*(rank-float64(lo))
-}
-
-// mergeCuts merges two ascending lists of cuts, without duplicates.
-func mergeCuts(a, b []int) []int {
-	out := make([]int, 0, len(a)+len(b))
-	for len(a) > 0 || len(b) > 0 {
-		var next int
-		switch {
-		case len(b) == 0 || len(a) > 0 && a[0] < b[0]:
-			next, a = a[0], a[1:]
-		case len(a) == 0 || b[0] < a[0]:
-			next, b = b[0], b[1:]
-		default:
-			next, a, b = a[0], a[1:], b[1:]
-		}
-		out = append(out, next)
-	}
-	return out
 }
 
 func init() { Register(Semantic, NewSemantic()) }

@@ -1,0 +1,71 @@
+package chunker
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/context-loom/loom/tokenizer"
+)
+
+// TestMaxChunks_StopsAsSoonAsPassed checks every strategy: the limit is an error wrapping ErrTooManyChunks
+// once one chunk more would be made, a text of exactly the limit is chunked, and the strategies that count
+// as they go stop counting early.
+func TestMaxChunks_StopsAsSoonAsPassed(t *testing.T) {
+	t.Parallel()
+	text := strings.Repeat(corpus(t)["english.txt"][:20000]+"\n\n", 4)
+	for _, strategy := range builtin {
+		t.Run(strategy, func(t *testing.T) {
+			t.Parallel()
+			c, err := New(strategy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all, err := c.Chunk(context.Background(), text, &Options{ChunkSize: 64})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := len(all)
+			got, err := c.Chunk(context.Background(), text, &Options{ChunkSize: 64, MaxChunks: n})
+			if err != nil || len(got) != n {
+				t.Fatalf("MaxChunks %d: %d chunks, %v", n, len(got), err)
+			}
+			got, err = c.Chunk(context.Background(), text, &Options{ChunkSize: 64, MaxChunks: n - 1})
+			if !errors.Is(err, ErrTooManyChunks) || got != nil || IsOptionError(err) {
+				t.Fatalf("MaxChunks %d of %d: %d chunks, %v; want ErrTooManyChunks", n-1, n, len(got), err)
+			}
+			if strategy == Fixed || strategy == Sliding || strategy == Semantic {
+				return // they tokenize or embed the whole text first
+			}
+			whole := &callCounter{}
+			if _, err := c.Chunk(context.Background(), text, &Options{ChunkSize: 64, Counter: whole}); err != nil {
+				t.Fatal(err)
+			}
+			limited := &callCounter{}
+			if _, err := c.Chunk(context.Background(), text, &Options{ChunkSize: 64, MaxChunks: 3, Counter: limited}); !errors.Is(err, ErrTooManyChunks) {
+				t.Fatalf("MaxChunks 3: %v", err)
+			}
+			if limited.calls.Load() > whole.calls.Load()/4 {
+				t.Errorf("%d counts before stopping at 3 chunks, %d for all %d", limited.calls.Load(), whole.calls.Load(), n)
+			}
+		})
+	}
+	if _, err := NewRecursive().Chunk(context.Background(), text, &Options{MaxChunks: -1}); !errors.Is(err, ErrNegativeLimit) || !IsOptionError(err) {
+		t.Errorf("MaxChunks -1: %v", err)
+	}
+}
+
+// callCounter is cl100k_base that counts its calls.
+type callCounter struct{ calls atomic.Int64 }
+
+func (c *callCounter) Count(s string) int {
+	c.calls.Add(1)
+	return tokenizer.CL100K().Count(s)
+}
+
+func (c *callCounter) CountUpTo(s string, limit int) (int, bool) {
+	c.calls.Add(1)
+	return tokenizer.CL100K().CountUpTo(s, limit)
+}
