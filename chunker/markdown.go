@@ -5,6 +5,8 @@ import (
 	"maps"
 	"strconv"
 	"strings"
+
+	"github.com/rivo/uniseg"
 )
 
 // MarkdownChunker splits Markdown at its headings, keeping fenced code blocks and tables whole when they
@@ -26,6 +28,10 @@ import (
 // as written, inline markup and all, less a trailing attribute block such as {#intro}; a setext heading's
 // lines are joined with spaces. Text before the first heading has no metadata; front matter has
 // {"front_matter": "yaml"} (or "toml").
+//
+// The path is bounded, so that a chunk's metadata stays small whatever the text: a heading's text is cut
+// to [MaxHeadingBytes] (ending in "…"), and when "headings" would be longer than [MaxHeadingPathBytes], the
+// outermost headings are left out of the path and of the "h1".."h6" keys.
 //
 // Sizing keeps section boundaries as chunk boundaries, so that every byte of a chunk lies under the
 // heading path in its metadata:
@@ -220,11 +226,39 @@ func markdownSections(text string, blocks []mdBlock) []mdSection {
 	return sections
 }
 
+// Bounds of the heading path in a chunk's metadata, so that its size does not depend on the input.
+const (
+	// MaxHeadingBytes is the most bytes of a heading's text in the metadata: a longer one is cut between
+	// grapheme clusters and ends with "…" (within the bound).
+	MaxHeadingBytes = 200
+	// MaxHeadingPathBytes is the most bytes of the "headings" path: while it is longer, the outermost
+	// headings are left out of the path (and their "h1".."h6" keys with them); the innermost heading is
+	// always kept.
+	MaxHeadingPathBytes = 500
+	// HeadingSeparator joins the headings of the "headings" path.
+	HeadingSeparator = " > "
+)
+
 // mdHeadingMeta returns the metadata of a heading path: "h1".."h6" and "headings", or nil for none.
 func mdHeadingMeta(path [7]string) map[string]string {
+	first, size := len(path), 0 // the outermost level kept, and the path's bytes from it
+	for level := len(path) - 1; level >= 0; level-- {
+		if path[level] == "" {
+			continue
+		}
+		n := len(path[level])
+		if size > 0 {
+			n += len(HeadingSeparator)
+		}
+		if size > 0 && size+n > MaxHeadingPathBytes {
+			break
+		}
+		first, size = level, size+n
+	}
 	var meta map[string]string
 	var names []string
-	for level, title := range path {
+	for level := first; level < len(path); level++ {
+		title := path[level]
 		if title == "" {
 			continue
 		}
@@ -235,9 +269,27 @@ func mdHeadingMeta(path [7]string) map[string]string {
 		names = append(names, title)
 	}
 	if meta != nil {
-		meta["headings"] = strings.Join(names, " > ")
+		meta["headings"] = strings.Join(names, HeadingSeparator)
 	}
 	return meta
+}
+
+// mdBoundHeading cuts a heading's text to MaxHeadingBytes, between grapheme clusters, ending it with "…".
+func mdBoundHeading(title string) string {
+	if len(title) <= MaxHeadingBytes {
+		return title
+	}
+	const ellipsis = "…"
+	end, rest, state := 0, title, -1
+	for len(rest) > 0 {
+		var cluster string
+		cluster, rest, _, state = uniseg.FirstGraphemeClusterInString(rest, state)
+		if end+len(cluster) > MaxHeadingBytes-len(ellipsis) {
+			break
+		}
+		end += len(cluster)
+	}
+	return title[:end] + ellipsis
 }
 
 // mdPara is the kind of the open paragraph-like run of lines, which later lines may continue.
@@ -469,12 +521,14 @@ func (sc *mdScanner) inLeaf(s string, col, off int, blank bool) bool {
 func (sc *mdScanner) setext(at, level int) {
 	blk := &sc.blocks[len(sc.blocks)-1]
 	var lines []string
-	for i := blk.start; i < at; {
+	size := 0
+	for i := blk.start; i < at && size <= 2*MaxHeadingBytes; { // the rest would be cut off
 		s, next := mdLineAt(sc.text, i)
 		if i == 0 {
 			s = strings.TrimPrefix(s, "\ufeff")
 		}
 		lines = append(lines, strings.Trim(s, " \t"))
+		size += len(lines[len(lines)-1]) + 1
 		i = next
 	}
 	blk.kind, blk.level, blk.title = mdHeading, level, mdHeadingText(strings.Join(lines, " "))
@@ -561,9 +615,14 @@ func mdATXHeading(rest string) (level int, title string, ok bool) {
 	return level, mdHeadingText(title), true
 }
 
-// mdHeadingText drops a trailing attribute block, as in "Introduction {#intro}" or "Setup {.tabbed}".
+// mdHeadingText drops a trailing attribute block, as in "Introduction {#intro}" or "Setup {.tabbed}", and
+// bounds the text (see MaxHeadingBytes).
 func mdHeadingText(title string) string {
-	title = strings.TrimPrefix(title, "\ufeff")
+	return mdBoundHeading(mdHeadingAttributes(strings.TrimPrefix(title, "\ufeff")))
+}
+
+// mdHeadingAttributes drops a trailing attribute block.
+func mdHeadingAttributes(title string) string {
 	if !strings.HasSuffix(title, "}") {
 		return title
 	}
