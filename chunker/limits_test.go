@@ -3,6 +3,8 @@ package chunker
 import (
 	"context"
 	"errors"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -68,4 +70,27 @@ func (c *callCounter) Count(s string) int {
 func (c *callCounter) CountUpTo(s string, limit int) (int, bool) {
 	c.calls.Add(1)
 	return tokenizer.CL100K().CountUpTo(s, limit)
+}
+
+// TestWindow_ReadsTokensBySegment checks that a text of many segments (see tokenStream) gets the windows
+// and token ranges of its whole encoding.
+func TestWindow_ReadsTokensBySegment(t *testing.T) {
+	t.Parallel()
+	text := strings.Repeat(corpus(t)["english.txt"], 2)
+	enc := tokenizer.CL100K()
+	ends := enc.TokenEnds(text)
+	opts := Options{ChunkSize: 300, ChunkOverlap: 40}
+	chunks, err := NewSliding().Chunk(context.Background(), text, &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkInvariants(t, Sliding, text, opts, chunks)
+	for _, ch := range chunks {
+		first, _ := slices.BinarySearch(ends, ch.StartOffset+1)
+		last := min(first+opts.ChunkSize, len(ends))
+		if ch.Metadata["token_start"] != strconv.Itoa(first) || ch.Metadata["token_end"] != strconv.Itoa(last) {
+			t.Fatalf("chunk %d at byte %d: tokens [%s, %s), want [%d, %d)", ch.Index, ch.StartOffset,
+				ch.Metadata["token_start"], ch.Metadata["token_end"], first, last)
+		}
+	}
 }

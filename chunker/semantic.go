@@ -16,7 +16,7 @@ import (
 const DefaultBreakpointPercentile = 95
 
 // SemanticChunker groups sentences by meaning: it embeds each sentence with its neighbours (a window of
-// three), measures the cosine distance between consecutive windows, and breaks where the distance exceeds
+// three; a batch of sentences at a time), measures the cosine distance between consecutive windows, and breaks where the distance exceeds
 // the BreakpointPercentile-th percentile of all of them. Groups that fit become chunks; a group larger than
 // the size is packed sentence by sentence (with overlap), and a sentence larger than the size is cut at
 // lines, then words. Each chunk's metadata has "group", the index of its group.
@@ -29,6 +29,9 @@ var _ Chunker = (*SemanticChunker)(nil)
 
 // NewSemantic returns the semantic strategy.
 func NewSemantic() *SemanticChunker { return &SemanticChunker{} }
+
+// semanticBatch is how many sentences the semantic strategy embeds in one call.
+const semanticBatch = 256
 
 // window is how many sentences on each side of a sentence its embedding includes.
 const window = 1
@@ -63,26 +66,35 @@ func (s *SemanticChunker) Chunk(ctx context.Context, text string, opts *Options)
 	bounds = append(bounds, len(text))
 	n := len(bounds) - 1
 
-	// Breaks between sentence i and i+1 where their windows are far apart.
+	// Breaks between sentence i and i+1 where their windows are far apart. The windows are embedded a batch
+	// at a time, so that only a batch of vectors is held.
 	breaks := make([]bool, n)
 	if n > 2 {
-		windows := make([]string, n)
-		for i := range n {
-			windows[i] = text[bounds[max(i-window, 0)]:bounds[min(i+window+1, n)]]
-		}
-		vectors, err := embedder.Embed(ctx, windows)
-		if err != nil {
-			return nil, fmt.Errorf("chunker: embed sentences: %w", err)
-		}
-		if len(vectors) != n {
-			return nil, fmt.Errorf("chunker: embedder returned %d vectors for %d sentences", len(vectors), n)
-		}
-		dist := make([]float64, n-1)
-		for i := range n - 1 {
-			if len(vectors[i]) != len(vectors[i+1]) {
-				return nil, errors.New("chunker: embedder returned vectors of different dimensions")
+		dist := make([]float64, 0, n-1)
+		var prev []float32
+		windows := make([]string, 0, min(n, semanticBatch))
+		for from := 0; from < n; from += semanticBatch {
+			windows = windows[:0]
+			for i := from; i < min(from+semanticBatch, n); i++ {
+				windows = append(windows, text[bounds[max(i-window, 0)]:bounds[min(i+window+1, n)]])
 			}
-			dist[i] = 1 - float64(embed.Cosine(vectors[i], vectors[i+1]))
+			vectors, err := embedder.Embed(ctx, windows)
+			if err != nil {
+				return nil, fmt.Errorf("chunker: embed sentences: %w", err)
+			}
+			if len(vectors) != len(windows) {
+				return nil, fmt.Errorf("chunker: embedder returned %d vectors for %d sentences", len(vectors), len(windows))
+			}
+			for _, v := range vectors {
+				if prev != nil {
+					if len(prev) != len(v) {
+						return nil, errors.New("chunker: embedder returned vectors of different dimensions")
+					}
+					dist = append(dist, 1-float64(embed.Cosine(prev, v)))
+				}
+				prev = v
+			}
+			prev = slices.Clone(prev) // not the batch's memory
 		}
 		threshold := percentileOf(dist, percentile)
 		for i, d := range dist {
