@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -83,11 +84,11 @@ const (
 	// MaxParseBytes is the most text one parse reads. A larger text is parsed in windows of at most this
 	// size that end where a line starts, preferably a line at column 0 after a blank line (a top-level
 	// declaration), and chunked window by window; tree-sitter's memory is that of one window.
-	MaxParseBytes = 256 << 10
+	MaxParseBytes = 128 << 10
 	// ParseTimeout and ParseTimePerMiB bound the time of one parse: ParseTimeout, plus ParseTimePerMiB for
 	// each MiB of the window, in wall-clock time. Well-formed code parses hundreds of times faster.
 	ParseTimeout    = 250 * time.Millisecond
-	ParseTimePerMiB = 2 * time.Second
+	ParseTimePerMiB = 4 * time.Second
 )
 
 // Metadata of the chunks of text the code strategy could not parse and chunked as plain text.
@@ -128,6 +129,10 @@ func (c *CodeChunker) Chunk(ctx context.Context, text string, opts *Options) ([]
 		describe(b.text, b.chunks, "text", nil, nil)
 		return b.result()
 	}
+	// Tree-sitter allocates with malloc, which gives each thread its own arena and keeps what is freed there
+	// for that thread: on one thread, each window reuses the memory of the one before.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	var lines lineCounter
 	for start := 0; start < len(text); {
 		end, whole := parseWindow(text, start, c.maxParse)

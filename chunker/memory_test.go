@@ -17,8 +17,14 @@ import (
 // peakChildEnv names the strategy and input a child process of the test binary measures (see TestMain).
 const peakChildEnv = "LOOM_CHUNKER_PEAK_CHILD"
 
-// memoryInputSize is the size of each input of BenchmarkChunkMemory.
-const memoryInputSize = 2 << 20
+// memoryInputSize is the size of each input of BenchmarkChunkMemory; LOOM_CHUNKER_PEAK_SIZE (bytes) sets
+// another, to see how the peak grows with the input.
+var memoryInputSize = func() int {
+	if n, err := strconv.Atoi(os.Getenv("LOOM_CHUNKER_PEAK_SIZE")); err == nil && n > 0 {
+		return n
+	}
+	return 2 << 20
+}()
 
 // memoryInput returns the named input of BenchmarkChunkMemory, about memoryInputSize bytes, and the
 // language for the code strategy.
@@ -39,6 +45,12 @@ func memoryInput(name string) (text, lang string, err error) {
 		return repeat(filepath.Join("..", "tokenizer", "testdata", "corpus", "code.go.txt"), "go")
 	case "dense": // one line of JavaScript, a token every byte: the shape that peaked a server at 2.3 GB
 		return "var a=" + strings.Repeat("1+", memoryInputSize/2) + "1;\n", "javascript", nil
+	case "statements": // a short JavaScript statement on every line: a syntax node every 5 bytes
+		return strings.Repeat("a=1;\n", memoryInputSize/5), "javascript", nil
+	case "headings": // a Markdown heading on every line: a section every 4 bytes
+		return strings.Repeat("# a\n", memoryInputSize/4), "", nil
+	case "list": // a Markdown list item on every line: a block every 4 bytes
+		return strings.Repeat("- a\n", memoryInputSize/4), "", nil
 	}
 	return "", "", fmt.Errorf("no input %q", name)
 }
@@ -49,8 +61,8 @@ var memoryCases = []struct{ strategy, input string }{
 	{Fixed, "prose"}, {Fixed, "dense"},
 	{Sliding, "prose"}, {Sliding, "dense"},
 	{Semantic, "prose"}, {Semantic, "dense"},
-	{Markdown, "markdown"}, {Markdown, "dense"},
-	{Code, "go"}, {Code, "dense"}, {Code, "prose"},
+	{Markdown, "markdown"}, {Markdown, "dense"}, {Markdown, "headings"}, {Markdown, "list"},
+	{Code, "go"}, {Code, "dense"}, {Code, "statements"}, {Code, "prose"},
 }
 
 func memoryOptions(strategy, lang string) *Options {
@@ -85,6 +97,11 @@ func measurePeak(spec string) (int, error) {
 	}
 	c, err := New(strategy)
 	if err != nil {
+		return 0, err
+	}
+	// What is loaded once per process (the encoding's vocabulary, a grammar) is not the call's: a first call
+	// on the start of the input loads it.
+	if _, err := c.Chunk(context.Background(), text[:4096], memoryOptions(strategy, lang)); err != nil {
 		return 0, err
 	}
 	runtime.GC()

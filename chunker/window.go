@@ -168,8 +168,16 @@ func (t *tokenStream) fill(n int) {
 				to++
 			}
 		}
-		for _, e := range t.te.TokenEnds(t.text[from:to]) {
-			t.ends = append(t.ends, from+e)
+		ends := t.te.TokenEnds(t.text[from:to])
+		if len(t.ends) == 0 { // no copy of a segment as long as the text
+			for i := range ends {
+				ends[i] += from
+			}
+			t.ends = ends
+		} else {
+			for _, e := range ends {
+				t.ends = append(t.ends, from+e)
+			}
 		}
 		t.done = to
 	}
