@@ -3,6 +3,7 @@ package chunker
 import (
 	"context"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -58,7 +59,12 @@ func NewMarkdown() *MarkdownChunker { return &MarkdownChunker{} }
 func init() { Register(Markdown, NewMarkdown()) }
 
 // Chunk splits text. It returns an error for invalid options (see [Options]), [ErrSizeTooSmall] when one
-// character is more tokens than the size, or ctx's error when it is done.
+// character is more tokens than the size, one wrapping [ErrTooManyChunks] past [Options.MaxChunks], or
+// ctx's error when it is done.
+//
+// The text is read line by line and chunked section by section as they end, so that what is held is the
+// section being read, not every block of the text: a section that has grown larger than the size is chunked
+// block by block as its blocks end.
 func (m *MarkdownChunker) Chunk(ctx context.Context, text string, opts *Options) ([]ChunkResult, error) {
 	c, err := resolve(Markdown, opts)
 	if err != nil {
@@ -68,95 +74,252 @@ func (m *MarkdownChunker) Chunk(ctx context.Context, text string, opts *Options)
 		return nil, nil
 	}
 	b := newBuilder(ctx, text, c)
-	sections := markdownSections(text, scanMarkdown(text))
-	counts := make([]int, len(sections))
-	fit := make([]bool, len(sections))
-	for i, s := range sections {
-		if err := b.err(); err != nil {
+	r := &mdRun{builder: b, small: b.size / 4, check: b.size}
+	sc := &mdScanner{text: text}
+	at := 0
+	if end, format := mdFrontMatterEnd(text); end > 0 {
+		sc.blocks = append(sc.blocks, mdBlock{start: 0, kind: mdFrontMatter, title: format})
+		at = end
+		if err := r.read(sc, at); err != nil {
 			return nil, err
 		}
-		counts[i], fit[i] = b.fits(text[s.start:s.end], b.size)
 	}
-	small := b.size / 4
-	for i := 0; i < len(sections); {
-		if err := b.err(); err != nil {
-			return nil, err
-		}
-		s := sections[i]
-		if !fit[i] {
-			if err := b.chunkMarkdownSection(s); err != nil {
+	for lines := 0; at < len(text); lines++ {
+		if lines%256 == 255 {
+			if err := b.err(); err != nil {
 				return nil, err
 			}
-			i++
-			continue
 		}
-		// A small section takes in the subsections that follow it while it is small and they fit.
-		j, total := i+1, counts[i]
-		for s.level > 0 && j < len(sections) && total < small && sections[j].level > s.level && fit[j] &&
-			total+counts[j] <= b.size {
-			total += counts[j]
-			j++
+		s, next := mdLineAt(text, at)
+		if at == 0 {
+			s = strings.TrimPrefix(s, "\ufeff") // a byte order mark
 		}
-		units := make([]unit, 0, j-i)
-		for k, s := range sections[i:j] {
-			units = append(units, unit{start: s.start, end: s.end, tokens: counts[i+k], meta: s.meta})
+		sc.line(at, s, next)
+		at = next
+		if err := r.read(sc, at); err != nil {
+			return nil, err
 		}
-		b.pack(units)
-		i = j
 	}
+	if err := r.end(sc); err != nil {
+		return nil, err
+	}
+	var prev map[string]string
 	for i := range b.chunks { // each chunk its own map: callers may change one
-		b.chunks[i].Metadata = maps.Clone(b.chunks[i].Metadata)
+		m := b.chunks[i].Metadata
+		if m != nil && sameMap(m, prev) {
+			b.chunks[i].Metadata = maps.Clone(m)
+		}
+		prev = m
 	}
 	return b.result()
 }
 
-// chunkMarkdownSection packs the blocks of a section that does not fit, cutting the blocks that do not
-// fit either.
-func (b *builder) chunkMarkdownSection(s mdSection) error {
-	run := b.packer()
-	for i, blk := range s.blocks {
-		if err := b.err(); err != nil {
+// mdRun is the state of one call: the sections read but not chunked yet, and the section being read.
+type mdRun struct {
+	*builder
+	small int         // a section under this many tokens takes in its subsections
+	queue []mdSection // sections read, not chunked: a small one waiting for the sections after it
+
+	started bool      // the section being read has its first block
+	cur     mdSection // the section being read (its blocks are the scanner's)
+	curKind mdKind    // the kind of its first block
+	path    [7]string // the current heading of each level
+	check   int       // bytes of cur past which to count whether it still fits
+	big     *packer   // cur does not fit: its ended blocks are packed here
+}
+
+// read takes in what the line that ends at byte at did: the first block of a section, the end of a section
+// (a heading, or the text after front matter), the end of a block of a section that does not fit.
+func (r *mdRun) read(sc *mdScanner, at int) error {
+	if len(sc.blocks) == 0 {
+		return nil
+	}
+	if !r.started {
+		sc.blocks[0].start = 0 // leading blank lines belong to the first block
+		r.start(sc.blocks[0])
+	}
+	// Only the last block is new, or changed: a paragraph that a setext underline made a heading.
+	last := len(sc.blocks) - 1
+	blk := sc.blocks[last]
+	switch {
+	case blk.start == r.cur.start:
+		if blk.kind == mdHeading && r.curKind != mdHeading {
+			r.start(blk) // the section's first paragraph, made a heading
+		}
+	case blk.kind == mdHeading || last > 0 && sc.blocks[last-1].kind == mdFrontMatter:
+		if err := r.endSection(sc.blocks[:last], blk.start); err != nil {
 			return err
 		}
-		start, end := blk.start, s.end
+		sc.blocks = append(sc.blocks[:0], blk)
+		r.start(blk)
+		return nil
+	}
+	// Whether the section still fits is counted on its ended blocks: the last may still grow, or become the
+	// next section's heading.
+	if r.big == nil && last > 0 && blk.start-r.cur.start > r.check {
+		if _, ok := r.fits(r.text[r.cur.start:blk.start], r.size); ok {
+			r.check *= 2
+		} else {
+			// The sections before cannot take this one in: chunk them, then this one's blocks as they end.
+			if err := r.drain(true); err != nil {
+				return err
+			}
+			r.big = r.packer()
+		}
+	}
+	if r.big != nil && last > 0 {
+		for i, blk := range sc.blocks[:last] {
+			if err := r.block(r.big, blk, sc.blocks[i+1].start, r.cur.meta); err != nil {
+				return err
+			}
+		}
+		sc.blocks = append(sc.blocks[:0], blk)
+	}
+	return nil
+}
+
+// start begins the section whose first block is blk, with the metadata of its heading path.
+func (r *mdRun) start(blk mdBlock) {
+	r.started, r.check, r.big, r.curKind = true, r.size, nil, blk.kind
+	r.cur = mdSection{start: blk.start}
+	switch blk.kind {
+	case mdFrontMatter:
+		r.cur.meta = map[string]string{"front_matter": blk.title}
+	case mdHeading:
+		r.path[blk.level] = blk.title
+		clear(r.path[blk.level+1:])
+		r.cur.level, r.cur.meta = blk.level, mdHeadingMeta(r.path)
+	}
+}
+
+// endSection ends the section being read at byte end; blocks are its blocks not packed yet.
+func (r *mdRun) endSection(blocks []mdBlock, end int) error {
+	s := r.cur
+	s.end = end
+	if r.big != nil {
+		for i, blk := range blocks {
+			next := end
+			if i+1 < len(blocks) {
+				next = blocks[i+1].start
+			}
+			if err := r.block(r.big, blk, next, s.meta); err != nil {
+				return err
+			}
+		}
+		r.big.flush()
+		r.big = nil
+		return r.err()
+	}
+	s.count, s.fit = r.fits(r.text[s.start:s.end], r.size)
+	s.blocks = slices.Clone(blocks)
+	r.queue = append(r.queue, s)
+	return r.drain(false)
+}
+
+// end ends the text: the last section, and every section waiting.
+func (r *mdRun) end(sc *mdScanner) error {
+	if !r.started {
+		return nil
+	}
+	if err := r.endSection(sc.blocks, len(r.text)); err != nil {
+		return err
+	}
+	return r.drain(true)
+}
+
+// drain chunks the sections of the queue whose chunks are known: all of them when final, else those
+// that do not wait for sections not read yet.
+func (r *mdRun) drain(final bool) error {
+	for len(r.queue) > 0 {
+		if err := r.err(); err != nil {
+			return err
+		}
+		s := r.queue[0]
+		if !s.fit {
+			if err := r.section(s); err != nil {
+				return err
+			}
+			r.queue = r.queue[1:]
+			continue
+		}
+		// A small section takes in the subsections that follow it while it is small and they fit.
+		j, total := 1, s.count
+		for s.level > 0 && j < len(r.queue) && total < r.small && r.queue[j].level > s.level && r.queue[j].fit &&
+			total+r.queue[j].count <= r.size {
+			total += r.queue[j].count
+			j++
+		}
+		if !final && j == len(r.queue) && s.level > 0 && total < r.small {
+			break // the next section, not read yet, may join
+		}
+		p := r.packer()
+		for _, t := range r.queue[:j] {
+			p.add(unit{start: t.start, end: t.end, tokens: t.count, meta: t.meta})
+		}
+		p.flush()
+		r.queue = r.queue[j:]
+	}
+	if len(r.queue) == 0 {
+		r.queue = nil // not the memory of every section drained
+	}
+	return r.err()
+}
+
+// section packs the blocks of a section that does not fit.
+func (r *mdRun) section(s mdSection) error {
+	p := r.packer()
+	for i, blk := range s.blocks {
+		end := s.end
 		if i+1 < len(s.blocks) {
 			end = s.blocks[i+1].start
 		}
-		if n, ok := b.fits(b.text[start:end], b.size); ok {
-			run.add(unit{start: start, end: end, tokens: n, meta: s.meta})
-			continue
-		}
-		// Cut the block at its first level that cuts it; the pieces that fit join the run, and the others
-		// are chunked at the levels below.
-		levels := blk.kind.levels()
-		cut := -1
-		var level splitFunc
-		for cut < 0 && len(levels) > 0 {
-			level = levels[0]
-			cut = b.nextCut(level, start, end)
-			levels = levels[1:]
-		}
-		prev := start
-		for {
-			if cut < 0 {
-				cut = end
-			}
-			if n, ok := b.fits(b.text[prev:cut], b.size); ok {
-				run.add(unit{start: prev, end: cut, tokens: n, meta: s.meta})
-			} else {
-				run.flush()
-				if err := b.chunkSpan(prev, cut, levels, s.meta); err != nil {
-					return err
-				}
-			}
-			if cut == end {
-				break
-			}
-			prev, cut = cut, b.nextCut(level, cut, end)
+		if err := r.block(p, blk, end, s.meta); err != nil {
+			return err
 		}
 	}
-	run.flush()
-	return b.err()
+	p.flush()
+	return r.err()
+}
+
+// block adds the block blk, which ends at byte end, of a section with metadata meta to run, cutting it
+// when it does not fit.
+func (r *mdRun) block(run *packer, blk mdBlock, end int, meta map[string]string) error {
+	if err := r.err(); err != nil {
+		return err
+	}
+	start := blk.start
+	if n, ok := r.fits(r.text[start:end], r.size); ok {
+		run.add(unit{start: start, end: end, tokens: n, meta: meta})
+		return nil
+	}
+	// Cut the block at its first level that cuts it; the pieces that fit join the run, and the others are
+	// chunked at the levels below.
+	levels := blk.kind.levels()
+	cut := -1
+	var level splitFunc
+	for cut < 0 && len(levels) > 0 {
+		level = levels[0]
+		cut = r.nextCut(level, start, end)
+		levels = levels[1:]
+	}
+	prev := start
+	for {
+		if cut < 0 {
+			cut = end
+		}
+		if n, ok := r.fits(r.text[prev:cut], r.size); ok {
+			run.add(unit{start: prev, end: cut, tokens: n, meta: meta})
+		} else {
+			run.flush()
+			if err := r.chunkSpan(prev, cut, levels, meta); err != nil {
+				return err
+			}
+		}
+		if cut == end {
+			return nil
+		}
+		prev, cut = cut, r.nextCut(level, cut, end)
+	}
 }
 
 // mdKind is the kind of a Markdown block.
@@ -197,33 +360,8 @@ type mdSection struct {
 	level      int // the heading's level; 0 for no heading
 	meta       map[string]string
 	blocks     []mdBlock
-}
-
-// markdownSections groups blocks into sections with the metadata of their heading path.
-func markdownSections(text string, blocks []mdBlock) []mdSection {
-	var sections []mdSection
-	var path [7]string // path[l]: the current heading of level l
-	for i, blk := range blocks {
-		switch {
-		case blk.kind == mdFrontMatter:
-			sections = append(sections, mdSection{start: blk.start, meta: map[string]string{"front_matter": blk.title}})
-		case blk.kind == mdHeading:
-			path[blk.level] = blk.title
-			clear(path[blk.level+1:])
-			sections = append(sections, mdSection{start: blk.start, level: blk.level, meta: mdHeadingMeta(path)})
-		case i == 0 || blocks[i-1].kind == mdFrontMatter: // text before the first heading
-			sections = append(sections, mdSection{start: blk.start})
-		}
-		s := &sections[len(sections)-1]
-		s.blocks = append(s.blocks, blk)
-	}
-	for i := range sections {
-		sections[i].end = len(text)
-		if i+1 < len(sections) {
-			sections[i].end = sections[i+1].start
-		}
-	}
-	return sections
+	count      int  // its tokens, when fit
+	fit        bool // it fits in a chunk
 }
 
 // Bounds of the heading path in a chunk's metadata, so that its size does not depend on the input.
@@ -527,9 +665,12 @@ func (sc *mdScanner) setext(at, level int) {
 		if i == 0 {
 			s = strings.TrimPrefix(s, "\ufeff")
 		}
-		lines = append(lines, strings.Trim(s, " \t"))
-		size += len(lines[len(lines)-1]) + 1
 		i = next
+		if s = strings.Trim(s, " \t"); s == "" && len(lines) == 0 {
+			continue // blank lines before the paragraph: the first block starts at 0
+		}
+		lines = append(lines, s)
+		size += len(s) + 1
 	}
 	blk.kind, blk.level, blk.title = mdHeading, level, mdHeadingText(strings.Join(lines, " "))
 	sc.para = mdParaNone

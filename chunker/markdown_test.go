@@ -735,3 +735,31 @@ func FuzzMarkdownMetadata(f *testing.F) {
 		}
 	})
 }
+
+// markdownSections groups blocks into sections with the metadata of their heading path, all at once: the
+// oracle of the paths the chunker gives.
+func markdownSections(text string, blocks []mdBlock) []mdSection {
+	var sections []mdSection
+	var path [7]string // path[l]: the current heading of level l
+	for i, blk := range blocks {
+		switch {
+		case blk.kind == mdFrontMatter:
+			sections = append(sections, mdSection{start: blk.start, meta: map[string]string{"front_matter": blk.title}})
+		case blk.kind == mdHeading:
+			path[blk.level] = blk.title
+			clear(path[blk.level+1:])
+			sections = append(sections, mdSection{start: blk.start, level: blk.level, meta: mdHeadingMeta(path)})
+		case i == 0 || blocks[i-1].kind == mdFrontMatter: // text before the first heading
+			sections = append(sections, mdSection{start: blk.start})
+		}
+		s := &sections[len(sections)-1]
+		s.blocks = append(s.blocks, blk)
+	}
+	for i := range sections {
+		sections[i].end = len(text)
+		if i+1 < len(sections) {
+			sections[i].end = sections[i+1].start
+		}
+	}
+	return sections
+}

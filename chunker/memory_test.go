@@ -76,12 +76,12 @@ func memoryOptions(strategy, lang string) *Options {
 // TestMain runs the measurement of a child process when peakChildEnv names one, and the tests otherwise.
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(peakChildEnv); spec != "" {
-		peak, err := measurePeak(spec)
+		peak, chunks, err := measurePeak(spec)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		fmt.Printf("peak %d\n", peak)
+		fmt.Printf("peak %d chunks %d\n", peak, chunks)
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -89,37 +89,37 @@ func TestMain(m *testing.M) {
 
 // measurePeak chunks the input named by spec ("strategy/input") and returns how far the process's
 // resident set rose above where it was before the call, in bytes: Go's heap and tree-sitter's C memory.
-func measurePeak(spec string) (int, error) {
+func measurePeak(spec string) (peak, chunks int, err error) {
 	strategy, input, _ := strings.Cut(spec, "/")
 	text, lang, err := memoryInput(input)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	c, err := New(strategy)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// What is loaded once per process (the encoding's vocabulary, a grammar) is not the call's: a first call
 	// on the start of the input loads it.
 	if _, err := c.Chunk(context.Background(), text[:4096], memoryOptions(strategy, lang)); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	runtime.GC()
 	debug.FreeOSMemory()
 	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-		return 0, fmt.Errorf("reset the peak: %w", err)
+		return 0, 0, fmt.Errorf("reset the peak: %w", err)
 	}
 	base, err := procStatus("VmRSS")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	chunks, err := c.Chunk(context.Background(), text, memoryOptions(strategy, lang))
+	result, err := c.Chunk(context.Background(), text, memoryOptions(strategy, lang))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	peak, err := procStatus("VmHWM")
-	runtime.KeepAlive(chunks)
-	return peak - base, err
+	peak, err = procStatus("VmHWM")
+	runtime.KeepAlive(result)
+	return peak - base, len(result), err
 }
 
 // procStatus returns a memory figure of /proc/self/status in bytes.
@@ -142,6 +142,9 @@ func procStatus(key string) (int, error) {
 // (VmHWM, Linux) of a fresh child process chunking the input once, so that tree-sitter's C allocations,
 // which Go's memory statistics do not see, are counted, and memory kept from earlier runs hides nothing.
 // Run it with -benchtime=1x: the time and allocations it reports are those of the same call in this process.
+// The peak includes the chunks returned, about 60 bytes each and their metadata maps (a few hundred bytes
+// each with a heading path or code symbols): an input that makes a chunk every few bytes ("headings") is
+// bounded by chunks/MB, which Options.MaxChunks caps.
 func BenchmarkChunkMemory(b *testing.B) {
 	for _, mc := range memoryCases {
 		b.Run(mc.strategy+"/"+mc.input, func(b *testing.B) {
@@ -157,8 +160,8 @@ func BenchmarkChunkMemory(b *testing.B) {
 			if err != nil {
 				b.Fatalf("child: %v: %s", err, stderr.String())
 			}
-			var peak int
-			if _, err := fmt.Sscanf(string(out), "peak %d", &peak); err != nil {
+			var peak, chunks int
+			if _, err := fmt.Sscanf(string(out), "peak %d chunks %d", &peak, &chunks); err != nil {
 				b.Fatalf("child said %q: %v", out, err)
 			}
 			c, err := New(mc.strategy)
@@ -173,6 +176,7 @@ func BenchmarkChunkMemory(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(peak)/float64(len(text)), "peakMB/MB")
+			b.ReportMetric(float64(chunks)/(float64(len(text))/(1<<20)), "chunks/MB")
 		})
 	}
 }
