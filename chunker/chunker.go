@@ -7,10 +7,15 @@
 //  3. Chunks are in order, Index runs 0..n-1, and every non-whitespace byte lies in some chunk.
 //  4. No chunk starts or ends inside a UTF-8 sequence, nor inside a grapheme cluster unless one cluster alone
 //     is larger than ChunkSize.
-//  5. With an overlap, neighbours share up to ChunkOverlap tokens of whole units (exactly ChunkOverlap
-//     tokens for the fixed and sliding strategies).
+//  5. With an overlap, neighbours share up to ChunkOverlap tokens, never more: exactly ChunkOverlap tokens
+//     for the fixed and sliding strategies; close to it for the recursive strategy, whose overlap is the
+//     last whole units of a chunk and, where they leave room, the end of the unit before them cut at
+//     sentences, then words; whole units (blocks, sentences, declarations) for the others.
 //  6. Bad options are an error naming the problem; empty or whitespace-only text gives no chunks.
 //  7. Results are deterministic, and text is counted a bounded number of times per byte.
+//  8. Memory is linear and small: beside the text and the chunks it returns, a call holds the pieces of
+//     about one chunk (and the code strategy one parse window, see [MaxParseBytes]); time is bounded too
+//     (see [ParseTimeout]). [Options.MaxChunks] stops a call as soon as a text makes too many chunks.
 //
 // Use [New] for a strategy by name, or [Default] to pick one per call from [Options.Strategy]. A type of
 // your own that implements [Chunker] works wherever a chunker is expected.

@@ -50,6 +50,14 @@ import (
 //   - "start_line", "end_line": the 1-based numbers of the first and last lines holding the chunk's
 //     non-space text.
 //
+// Parsing is bounded in size and time. A text larger than [MaxParseBytes] is parsed in windows that end
+// where a line starts (preferably a top-level declaration's), each chunked on its own; neighbours in
+// different windows do not overlap. A window whose parse runs past its time bound ([ParseTimeout] plus
+// [ParseTimePerMiB] per MiB), which some malformed inputs of a few bytes cause, and a line longer than
+// MaxParseBytes, are chunked as plain text, and their chunks say so: "parse" is "fallback" and
+// "parse_reason" is "timeout" or "too_large" (see [MetaParse]); their "kind" is "text" and "symbols" is
+// empty. The caller's ctx ends a parse too, with ctx's error.
+//
 // A CodeChunker is safe for concurrent use: each call has its own parser.
 type CodeChunker struct {
 	levels   []splitFunc // for plain text, and for one line larger than the size

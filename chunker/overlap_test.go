@@ -51,3 +51,29 @@ func TestRecursive_OverlapComesCloseToChunkOverlap(t *testing.T) {
 		}
 	}
 }
+
+// TestRecursive_CountsEachByteABoundedNumberOfTimes checks invariant 7 with a counter that counts whole
+// strings (no early stop), overlap cut from long units included.
+func TestRecursive_CountsEachByteABoundedNumberOfTimes(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join("testdata", "gpl-3.0.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	for _, tc := range []struct{ size, overlap int }{{100, 20}, {200, 30}, {512, 50}, {2048, 200}} {
+		var counted int
+		counter := tokenizer.CounterFunc(func(s string) int {
+			counted += len(s)
+			return tokenizer.CL100K().Count(s)
+		})
+		if _, err := NewRecursive().Chunk(context.Background(), text, &Options{ChunkSize: tc.size, ChunkOverlap: tc.overlap, Counter: counter}); err != nil {
+			t.Fatal(err)
+		}
+		ratio := float64(counted) / float64(len(text))
+		t.Logf("size %d, overlap %d: %.1f bytes counted per byte", tc.size, tc.overlap, ratio)
+		if ratio > 8 {
+			t.Errorf("size %d, overlap %d: counted %.1f bytes per byte of text", tc.size, tc.overlap, ratio)
+		}
+	}
+}

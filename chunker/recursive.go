@@ -9,6 +9,10 @@ import (
 // then grapheme clusters, going finer only where a piece is larger than the chunk size, and packs the
 // pieces of each level into chunks. Separators and indentation stay in the chunks: Content is always a
 // slice of the original text.
+//
+// Neighbours share close to ChunkOverlap tokens, never more: the overlap is the last whole pieces of a
+// chunk and, where they leave room (a long sentence or paragraph), the end of the piece before them cut at
+// sentences, then words.
 type RecursiveChunker struct {
 	levels []splitFunc
 }
