@@ -147,8 +147,8 @@ func TestCode_LargeTextIsParsedInWindows(t *testing.T) {
 
 // fuzzParse checks, for one grammar, that chunking any text of up to 64 KB keeps the invariants and takes
 // less than a second of the thread's CPU time (tree-sitter's parse runs on the calling thread; CPU time,
-// unlike wall time, does not grow when the machine is busy). The text is repeated to fill up to 64 KB with
-// the pattern the fuzzer found, which is how small pathological inputs become slow ones.
+// unlike wall time, does not grow when the machine is busy). repeat/255 of 64 KB is filled with copies of
+// the text the fuzzer made, which is how small pathological inputs become slow ones.
 func fuzzParse(f *testing.F, lang string) {
 	for name, text := range codeFiles(f) {
 		if LanguageForFile(name) == lang {
@@ -162,13 +162,18 @@ func fuzzParse(f *testing.F, lang string) {
 	}
 	f.Add(spinningTypeScript, uint8(40), uint8(0))
 	f.Add(spinningTypeScript, uint8(40), uint8(255))
+	// Shapes that are slow for parsers or for the walk of the tree, each repeated up to 64 KB: deep nesting,
+	// unclosed strings and comments, a node every two bytes, long lines.
+	for _, pattern := range []string{"{\n", "(", "[", "if x {\n", "f(\n", "\"", "/*", "`${", "<a>", "'", "a=1;\n", "1+", "x ", "\n", "\t\t", "#", "//\n"} {
+		f.Add(pattern, uint8(92), uint8(255))
+	}
 	f.Fuzz(func(t *testing.T, text string, size, repeat uint8) {
-		const maxText = 64 << 10
+		maxText := min(64<<10, maxPropertyText())
 		if len(text) > maxText {
 			text = text[:maxText]
 		}
-		if repeat > 0 && text != "" {
-			text = strings.Repeat(text, min(int(repeat)+1, maxText/len(text)))
+		if fill := maxText * int(repeat) / 255; fill > len(text) && text != "" {
+			text = strings.Repeat(text, fill/len(text)+1)[:fill]
 		}
 		opts := Options{ChunkSize: 8 + int(size), Language: lang}
 		runtime.LockOSThread()
