@@ -106,6 +106,7 @@ const (
 	// MetaParseReason is the metadata key that says why: FallbackTimeout or FallbackTooLarge.
 	MetaParseReason = "parse_reason"
 
+	// ParseFallback is MetaParse's value.
 	ParseFallback = "fallback"
 	// FallbackTimeout: the parse took longer than its bound (see ParseTimeout).
 	FallbackTimeout = "timeout"
