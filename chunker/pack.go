@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -81,6 +82,21 @@ func (b *builder) isBoundary(p int) bool {
 	if p <= 0 || p >= len(b.text) {
 		return true
 	}
+	// Next to an ASCII character, only the two characters tell whether a cluster starts between them (of
+	// Unicode's rules, those of \r\n, controls, prepended marks and extending marks apply): the text needs to
+	// be segmented only where non-ASCII characters meet.
+	switch c, prev := b.text[p], b.text[p-1]; {
+	case c < utf8.RuneSelf && prev < utf8.RuneSelf:
+		return prev != '\r' || c != '\n'
+	case c < utf8.RuneSelf:
+		_, w := utf8.DecodeLastRuneInString(b.text[:p])
+		cluster, _, _, _ := uniseg.FirstGraphemeClusterInString(b.text[p-w:p+1], -1)
+		return len(cluster) == w
+	case prev < utf8.RuneSelf:
+		_, w := utf8.DecodeRuneInString(b.text[p:])
+		cluster, _, _, _ := uniseg.FirstGraphemeClusterInString(b.text[p-1:p+w], -1)
+		return len(cluster) == 1
+	}
 	if b.boundaries == nil {
 		b.boundaries = clusterStarts(b.text)
 	}
@@ -88,23 +104,33 @@ func (b *builder) isBoundary(p int) bool {
 }
 
 // clusterStarts returns a bit set of the grapheme cluster starts of text. Between two ASCII characters
-// there is always a boundary, except inside \r\n; only around other characters is uniseg needed.
+// there is always a boundary, except inside \r\n; only around other characters is uniseg needed, from a
+// boundary that nothing before it can move: one between two ASCII characters.
 func clusterStarts(text string) []uint64 {
 	bits := make([]uint64, len(text)/64+1)
 	set := func(p int) { bits[p/64] |= 1 << (p % 64) }
+	ascii := func(p int) bool { return text[p] < utf8.RuneSelf } // p in range
+	// settled reports whether p is a cluster start whatever precedes it.
+	settled := func(p int) bool {
+		return p == 0 || ascii(p-1) && ascii(p) && (text[p-1] != '\r' || text[p] != '\n')
+	}
 	for i := 0; i < len(text); {
-		if text[i] < utf8.RuneSelf {
-			if i == 0 || text[i-1] < utf8.RuneSelf && (text[i-1] != '\r' || text[i] != '\n') {
+		if ascii(i) {
+			if i == 0 || ascii(i-1) && (text[i-1] != '\r' || text[i] != '\n') {
 				set(i)
 			}
 			i++
 			continue
 		}
-		// A run of non-ASCII: segment it from the ASCII character before it (a cluster start: no ASCII
-		// character extends another) up to the next ASCII character, which starts a cluster of its own.
-		from := max(i-1, 0)
-		to := i
-		for to < len(text) && text[to] >= utf8.RuneSelf {
+		// Non-ASCII at i: segment from the settled start before it to the first place after it where two
+		// ASCII characters meet.
+		from := i - 1
+		for from > 0 && !settled(from) {
+			from--
+		}
+		from = max(from, 0)
+		to := i + 1
+		for to < len(text) && !(ascii(to-1) && ascii(to)) {
 			to++
 		}
 		rest, state, pos := text[from:to], -1, from
@@ -114,10 +140,7 @@ func clusterStarts(text string) []uint64 {
 			set(pos)
 			pos += len(cluster)
 		}
-		if to < len(text) {
-			set(to)
-		}
-		i = to + 1
+		i = to
 	}
 	return bits
 }
@@ -296,8 +319,12 @@ func (p *packer) chunk() {
 		if ok {
 			room := min(b.overlap-shared, b.size-shared-units[next].tokens)
 			if pos, n := b.tail(before, room); pos < before.end {
-				if _, fits := b.fits(b.text[pos:units[next].start], b.overlap); fits {
-					head = unit{start: pos, end: before.end, tokens: n, meta: before.meta}
+				// The whole overlap: the end of before, and the whole units after it.
+				head = unit{start: pos, end: before.end, tokens: n, meta: before.meta}
+				if k < next {
+					if _, fits := b.fitsRun(head, units[k:next], shared+n, b.overlap); !fits {
+						head = unit{}
+					}
 				}
 			}
 		}
@@ -346,30 +373,60 @@ func (p *packer) chunk() {
 // tail returns where the end of u that has at most room tokens starts, cut at the overlap levels: as many
 // of u's last pieces at the first level as fit, then of the piece before them at the next level, and so on;
 // and the exact count of text[pos:u.end]. It returns u.end when nothing fits.
+//
+// The cuts are looked for where u's own density of tokens puts room tokens before its end, and counted from
+// the nearest one: a few counts of about room tokens, whatever the number of pieces.
 func (b *builder) tail(u unit, room int) (pos, tokens int) {
 	pos = u.end
-	if room <= 0 {
+	if room <= 0 || u.tokens <= 0 {
 		return pos, 0
 	}
-	lo, used := u.start, 0 // text[lo:pos] is the piece the next level cuts
+	perToken := float64(u.end-u.start) / float64(u.tokens) // bytes
+	lo, used := u.start, 0                                 // text[lo:pos] is the piece the next level cuts
+	additive := b.split != nil                             // used is the count of text[pos:u.end]
 	for _, level := range b.overlapLevels {
+		left := room - used
+		if left <= 0 || lo >= pos {
+			break
+		}
+		reach := int(2*perToken*float64(left)) + 64 // where cuts are looked for, before pos
 		cuts := b.cuts[:0]
-		for c := b.nextCut(level, lo, pos); c >= 0; c = b.nextCut(level, c, pos) {
+		for c := b.nextCut(level, max(lo, pos-reach), pos); c >= 0; c = b.nextCut(level, c, pos) {
 			cuts = append(cuts, c)
 		}
 		b.cuts = cuts
-		for i := len(cuts) - 1; i >= 0; i-- {
-			n, ok := b.fits(b.text[cuts[i]:pos], room-used)
-			if !ok {
-				lo = cuts[i]
+		if len(cuts) == 0 {
+			continue
+		}
+		// From the cut nearest the estimate: later while text[cut:pos] does not fit, then earlier while it does.
+		i, _ := slices.BinarySearch(cuts, pos-int(perToken*float64(left)))
+		i = min(i, len(cuts)-1)
+		n, ok := b.fits(b.text[cuts[i]:pos], left)
+		for !ok && i+1 < len(cuts) {
+			i++
+			n, ok = b.fits(b.text[cuts[i]:pos], left)
+		}
+		if !ok {
+			lo = cuts[i] // not even the last piece fits: the next level cuts it
+			continue
+		}
+		for i > 0 {
+			m, fits := b.fits(b.text[cuts[i-1]:pos], left)
+			if !fits {
 				break
 			}
-			used += n
-			pos = cuts[i]
+			i, n = i-1, m
+		}
+		if additive && pos < u.end { // pos joins what this level adds to what the levels before took
+			additive = b.split.SplitsAt(b.text, pos)
+		}
+		used, pos = used+n, cuts[i]
+		if i > 0 {
+			lo = cuts[i-1]
 		}
 	}
-	if pos == u.end {
-		return pos, 0
+	if pos == u.end || additive {
+		return pos, used
 	}
 	n, ok := b.fits(b.text[pos:u.end], room)
 	if !ok {
