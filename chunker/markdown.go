@@ -74,7 +74,7 @@ func (m *MarkdownChunker) Chunk(ctx context.Context, text string, opts *Options)
 		return nil, nil
 	}
 	b := newBuilder(ctx, text, c)
-	r := &mdRun{builder: b, small: b.size / 4, check: b.size}
+	r := &mdRun{builder: b, small: b.size / 4}
 	sc := &mdScanner{text: text}
 	at := 0
 	if end, format := mdFrontMatterEnd(text); end > 0 {
@@ -124,7 +124,7 @@ type mdRun struct {
 	cur     mdSection // the section being read (its blocks are the scanner's)
 	curKind mdKind    // the kind of its first block
 	path    [7]string // the current heading of each level
-	check   int       // bytes of cur past which to count whether it still fits
+	check   int       // bytes of cur past which to count whether it still fits: from 4 bytes a token, doubling
 	big     *packer   // cur does not fit: its ended blocks are packed here
 }
 
@@ -180,7 +180,7 @@ func (r *mdRun) read(sc *mdScanner, at int) error {
 
 // start begins the section whose first block is blk, with the metadata of its heading path.
 func (r *mdRun) start(blk mdBlock) {
-	r.started, r.check, r.big, r.curKind = true, r.size, nil, blk.kind
+	r.started, r.check, r.big, r.curKind = true, 4*r.size, nil, blk.kind
 	r.cur = mdSection{start: blk.start}
 	switch blk.kind {
 	case mdFrontMatter:
