@@ -3,6 +3,7 @@ package chunker
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -91,6 +92,35 @@ func TestWindow_ReadsTokensBySegment(t *testing.T) {
 		if ch.Metadata["token_start"] != strconv.Itoa(first) || ch.Metadata["token_end"] != strconv.Itoa(last) {
 			t.Fatalf("chunk %d at byte %d: tokens [%s, %s), want [%d, %d)", ch.Index, ch.StartOffset,
 				ch.Metadata["token_start"], ch.Metadata["token_end"], first, last)
+		}
+	}
+}
+
+// TestChunk_DenseLineAllocatesLittle chunks one line of a token every byte, the shape of a JavaScript file
+// that took a server to 2.5 GB: what every strategy allocates stays a small multiple of the text. (The
+// peak, C memory included, is BenchmarkChunkMemory's.) The window strategies are left out: they hold the
+// text's token ends, as the encoding gives them for a line it cannot split.
+func TestChunk_DenseLineAllocatesLittle(t *testing.T) {
+	text := "var a=" + strings.Repeat("1+", 256<<10) + "1;\n"
+	for _, tc := range []struct{ strategy, lang string }{{Recursive, ""}, {Semantic, ""}, {Markdown, ""}, {Code, "javascript"}, {Code, ""}} {
+		c, err := New(tc.strategy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := &Options{Language: tc.lang}
+		if _, err := c.Chunk(context.Background(), text[:1000], opts); err != nil { // what loads once
+			t.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		chunks, err := c.Chunk(context.Background(), text, opts)
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if allocated := after.TotalAlloc - before.TotalAlloc; allocated > 4*uint64(len(text)) {
+			t.Errorf("%s %s: %d chunks of a %d-byte line allocated %.1f bytes a byte", tc.strategy, tc.lang, len(chunks),
+				len(text), float64(allocated)/float64(len(text)))
 		}
 	}
 }
