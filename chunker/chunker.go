@@ -7,10 +7,15 @@
 //  3. Chunks are in order, Index runs 0..n-1, and every non-whitespace byte lies in some chunk.
 //  4. No chunk starts or ends inside a UTF-8 sequence, nor inside a grapheme cluster unless one cluster alone
 //     is larger than ChunkSize.
-//  5. With an overlap, neighbours share up to ChunkOverlap tokens of whole units (exactly ChunkOverlap
-//     tokens for the fixed and sliding strategies).
+//  5. With an overlap, neighbours share up to ChunkOverlap tokens, never more: exactly ChunkOverlap tokens
+//     for the fixed and sliding strategies; close to it for the recursive strategy, whose overlap is the
+//     last whole units of a chunk and, where they leave room, the end of the unit before them cut at
+//     sentences, then words; whole units (blocks, sentences, declarations) for the others.
 //  6. Bad options are an error naming the problem; empty or whitespace-only text gives no chunks.
 //  7. Results are deterministic, and text is counted a bounded number of times per byte.
+//  8. Memory is linear and small: beside the text and the chunks it returns, a call holds the pieces of
+//     about one chunk (and the code strategy one parse window, see [MaxParseBytes]); time is bounded too
+//     (see [ParseTimeout]). [Options.MaxChunks] stops a call as soon as a text makes too many chunks.
 //
 // Use [New] for a strategy by name, or [Default] to pick one per call from [Options.Strategy]. A type of
 // your own that implements [Chunker] works wherever a chunker is expected.
@@ -20,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -61,6 +67,10 @@ var (
 	ErrSizeTooSmall     = errors.New("chunker: chunk size is smaller than the tokens of one character")
 	ErrNoTokenOffsets   = errors.New("chunker: strategy needs a counter that reports token offsets")
 	ErrBadPercentile    = errors.New("chunker: breakpoint percentile must be in (0, 100]")
+	ErrNegativeLimit    = errors.New("chunker: MaxChunks must not be negative")
+	// ErrTooManyChunks is returned as soon as a text makes more chunks than [Options.MaxChunks], before the
+	// rest of the text is chunked. It is not an option error: the text is too large for the limit.
+	ErrTooManyChunks = errors.New("chunker: too many chunks")
 )
 
 // Options configure a call. Zero values mean the documented defaults. Options that belong to one strategy
@@ -88,6 +98,11 @@ type Options struct {
 	// BreakpointPercentile is the semantic strategy's threshold: a break goes where the distance between
 	// neighbouring sentences exceeds this percentile of all such distances. 0 means 95.
 	BreakpointPercentile float64
+
+	// MaxChunks, when positive, is the most chunks a text may make: every strategy of this package stops as
+	// soon as one more chunk would be made and returns an error wrapping [ErrTooManyChunks]. 0 means no
+	// limit.
+	MaxChunks int
 }
 
 // ChunkResult is one chunk of a text.
@@ -103,6 +118,7 @@ type ChunkResult struct {
 // config is Options resolved: defaults applied, validated.
 type config struct {
 	size, overlap int
+	maxChunks     int // MaxChunks, or math.MaxInt for no limit
 	counter       tokenizer.Counter
 	opts          *Options
 }
@@ -121,11 +137,17 @@ func resolve(name string, opts *Options) (config, error) {
 		return config{}, fmt.Errorf("%w (got %d)", ErrNegativeSize, c.size)
 	case c.overlap < 0:
 		return config{}, fmt.Errorf("%w (got %d)", ErrNegativeOverlap, c.overlap)
+	case opts.MaxChunks < 0:
+		return config{}, fmt.Errorf("%w (got %d)", ErrNegativeLimit, opts.MaxChunks)
 	case opts.NoOverlap && c.overlap != 0:
 		return config{}, fmt.Errorf("%w: NoOverlap with ChunkOverlap %d", ErrOverlapTooLarge, c.overlap)
 	}
 	if c.size == 0 {
 		c.size = DefaultChunkSize
+	}
+	c.maxChunks = opts.MaxChunks
+	if c.maxChunks == 0 {
+		c.maxChunks = math.MaxInt
 	}
 	if c.overlap == 0 && !opts.NoOverlap {
 		c.overlap = min(DefaultChunkOverlap, c.size/5)
@@ -214,7 +236,7 @@ func init() {
 // unknown strategy or language, an option of another strategy) rather than from the text or the context.
 func IsOptionError(err error) bool {
 	for _, target := range []error{ErrNegativeSize, ErrNegativeOverlap, ErrOverlapTooLarge, ErrUnknownStrategy,
-		ErrUnknownLanguage, ErrNotApplicable, ErrStrategyMismatch, ErrSizeTooSmall, ErrNoTokenOffsets, ErrBadPercentile} {
+		ErrUnknownLanguage, ErrNotApplicable, ErrStrategyMismatch, ErrSizeTooSmall, ErrNoTokenOffsets, ErrBadPercentile, ErrNegativeLimit} {
 		if errors.Is(err, target) {
 			return true
 		}

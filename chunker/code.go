@@ -2,14 +2,17 @@ package chunker
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"math"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
+	"unsafe"
 
 	sitter "github.com/smacker/go-tree-sitter"
 	"github.com/smacker/go-tree-sitter/golang"
@@ -47,16 +50,26 @@ import (
 //   - "start_line", "end_line": the 1-based numbers of the first and last lines holding the chunk's
 //     non-space text.
 //
+// Parsing is bounded in size and time. A text larger than [MaxParseBytes] is parsed in windows that end
+// where a line starts (preferably a top-level declaration's), each chunked on its own; neighbours in
+// different windows do not overlap. A window whose parse runs past its time bound ([ParseTimeout] plus
+// [ParseTimePerMiB] per MiB), which some malformed inputs of a few bytes cause, and a line longer than
+// MaxParseBytes, are chunked as plain text, and their chunks say so: "parse" is "fallback" and
+// "parse_reason" is "timeout" or "too_large" (see [MetaParse]); their "kind" is "text" and "symbols" is
+// empty. The caller's ctx ends a parse too, with ctx's error.
+//
 // A CodeChunker is safe for concurrent use: each call has its own parser.
 type CodeChunker struct {
-	levels []splitFunc // for plain text, and for one line larger than the size
+	levels   []splitFunc // for plain text, and for one line larger than the size
+	maxParse int         // MaxParseBytes, less in tests
+	timeout  func(n int) time.Duration
 }
 
 var _ Chunker = (*CodeChunker)(nil)
 
 // NewCode returns the code strategy's chunker.
 func NewCode() *CodeChunker {
-	return &CodeChunker{levels: []splitFunc{paragraphCuts, lineCuts, wordCuts}}
+	return &CodeChunker{levels: []splitFunc{paragraphCuts, lineCuts, wordCuts}, maxParse: MaxParseBytes}
 }
 
 func init() { Register(Code, NewCode()) }
@@ -72,8 +85,38 @@ func CodeLanguages() []string {
 	return names
 }
 
+// Bounds of parsing. Tree-sitter's time and memory grow with what it parses, and some inputs of a few bytes
+// make its error recovery run without end, so a parse is bounded in size and in time; what is not parsed is
+// chunked as plain text (see [CodeChunker]).
+const (
+	// MaxParseBytes is the most text one parse reads. A larger text is parsed in windows of at most this
+	// size that end where a line starts, preferably a line at column 0 after a blank line (a top-level
+	// declaration), and chunked window by window; tree-sitter's memory is that of one window.
+	MaxParseBytes = 128 << 10
+	// ParseTimeout and ParseTimePerMiB bound the time of one parse: ParseTimeout, plus ParseTimePerMiB for
+	// each MiB of the window, in wall-clock time. Well-formed code parses hundreds of times faster.
+	ParseTimeout    = 250 * time.Millisecond
+	ParseTimePerMiB = 4 * time.Second
+)
+
+// Metadata of the chunks of text the code strategy could not parse and chunked as plain text.
+const (
+	// MetaParse is the metadata key set to ParseFallback on such chunks; parsed chunks do not have it.
+	MetaParse = "parse"
+	// MetaParseReason is the metadata key that says why: FallbackTimeout or FallbackTooLarge.
+	MetaParseReason = "parse_reason"
+
+	// ParseFallback is MetaParse's value.
+	ParseFallback = "fallback"
+	// FallbackTimeout: the parse took longer than its bound (see ParseTimeout).
+	FallbackTimeout = "timeout"
+	// FallbackTooLarge: a line is longer than MaxParseBytes, so no window could hold it.
+	FallbackTooLarge = "too_large"
+)
+
 // Chunk splits text. It returns an error for invalid options (see [Options]), one wrapping
-// [ErrUnknownLanguage] for a Language it does not know, and ctx's error when ctx is done.
+// [ErrUnknownLanguage] for a Language it does not know, one wrapping [ErrTooManyChunks] past
+// [Options.MaxChunks], and ctx's error when ctx is done (also while parsing).
 func (c *CodeChunker) Chunk(ctx context.Context, text string, opts *Options) ([]ChunkResult, error) {
 	cfg, err := resolve(Code, opts)
 	if err != nil {
@@ -88,42 +131,160 @@ func (c *CodeChunker) Chunk(ctx context.Context, text string, opts *Options) ([]
 	}
 	b := newBuilder(ctx, text, cfg)
 	lang := codeLanguages[name]
-	// Tree-sitter's offsets are 32-bit: a larger text is split as plain lines.
-	if lang == nil || uint64(len(text)) > math.MaxUint32 {
+	if lang == nil {
 		if err := b.chunkSpan(0, len(text), c.levels, nil); err != nil {
 			return nil, err
 		}
-		describe(b, "text", nil)
-		return b.chunks, nil
+		describe(b.text, b.chunks, "text", nil, nil)
+		return b.result()
 	}
+	// Tree-sitter allocates with malloc, which gives each thread its own arena and keeps what is freed there
+	// for that thread: on one thread, each window reuses the memory of the one before.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var lines lineCounter
+	for start := 0; start < len(text); {
+		end, whole := parseWindow(text, start, c.maxParse)
+		if err := c.chunkWindow(b, lang, start, end, whole, &lines); err != nil {
+			return nil, err
+		}
+		start = end
+	}
+	return b.result()
+}
 
+// chunkWindow chunks text[start:end] of b's text on its own and appends its chunks to b's. With whole false,
+// the window is one line too long to parse.
+func (c *CodeChunker) chunkWindow(b *builder, lang *codeLanguage, start, end int, whole bool, lines *lineCounter) error {
+	w := newBuilder(b.ctx, b.text[start:end], b.config)
+	w.maxChunks = b.remaining()
+	var syms []symbol
+	reason := FallbackTooLarge
+	if whole {
+		var err error
+		if syms, reason, err = c.chunkParsed(w, lang); err != nil {
+			if errors.Is(err, ErrTooManyChunks) {
+				return b.tooMany()
+			}
+			return err
+		}
+	}
+	if reason != "" {
+		w.chunks = w.chunks[:0]
+		if err := w.chunkSpan(0, len(w.text), c.levels, nil); err != nil {
+			if errors.Is(err, ErrTooManyChunks) {
+				return b.tooMany()
+			}
+			return err
+		}
+	}
+	describe(w.text, w.chunks, lang.name, syms, lines)
+	for _, ch := range w.chunks {
+		ch.Index = len(b.chunks)
+		ch.StartOffset += start
+		ch.EndOffset += start
+		if reason != "" {
+			ch.Metadata[MetaParse], ch.Metadata[MetaParseReason] = ParseFallback, reason
+		}
+		b.chunks = append(b.chunks, ch)
+	}
+	lines.skip(w.text)
+	return nil
+}
+
+// chunkParsed parses w's text and chunks it along its syntax. When the parse is cut short by its bound, it
+// returns the reason, and the caller chunks the text as plain text; ctx's end is an error.
+func (c *CodeChunker) chunkParsed(w *builder, lang *codeLanguage) ([]symbol, string, error) {
 	// A parser per call: parsers are not safe for concurrent use, and one whose parse was cancelled can
 	// keep its cancellation flag set, so they are not pooled either.
 	parser := sitter.NewParser()
 	defer parser.Close()
 	parser.SetLanguage(lang.grammar())
-	tree, err := parser.ParseCtx(ctx, nil, []byte(text))
+	parser.SetOperationLimit(int(c.parseTimeout(len(w.text)).Microseconds()))
+	// ParseCtx copies the text for C: no copy of our own.
+	tree, err := parser.ParseCtx(w.ctx, nil, unsafe.Slice(unsafe.StringData(w.text), len(w.text)))
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+		if w.ctx.Err() != nil {
+			return nil, "", w.ctx.Err()
 		}
-		return nil, fmt.Errorf("chunker: parse %s: %w", lang.name, err)
+		if errors.Is(err, sitter.ErrOperationLimit) {
+			return nil, FallbackTimeout, nil
+		}
+		return nil, "", fmt.Errorf("chunker: parse %s: %w", lang.name, err)
 	}
 	defer tree.Close()
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	if err := w.ctx.Err(); err != nil {
+		return nil, "", err
 	}
-
-	r := &codeRun{builder: b, lang: lang, levels: c.levels, cursor: sitter.NewTreeCursor(tree.RootNode())}
+	r := &codeRun{builder: w, lang: lang, levels: c.levels, cursor: sitter.NewTreeCursor(tree.RootNode())}
 	defer r.cursor.Close()
-	top := r.groups(0, len(text), r.children(tree.RootNode()))
+	top := r.groups(0, len(w.text), r.children(tree.RootNode()))
 	rest, err := r.chunkGroups(top, false, true, nil)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	r.pack(rest)
-	describe(b, lang.name, r.symbols(top))
-	return b.chunks, nil
+	if err := w.err(); err != nil {
+		return nil, "", err
+	}
+	return r.symbols(top), "", nil
+}
+
+// parseTimeout returns the time bound of parsing n bytes.
+func (c *CodeChunker) parseTimeout(n int) time.Duration {
+	if c.timeout != nil {
+		return c.timeout(n)
+	}
+	return ParseTimeout + time.Duration(float64(ParseTimePerMiB)*float64(n)/(1<<20))
+}
+
+// parseWindow returns the end of the window of text that starts at byte start: the end of the text when
+// the rest is at most limit bytes; else the last line start within limit bytes, preferring one at column 0
+// (not a closing bracket) after a blank line, then one at column 0, then any. With no line start within
+// limit bytes, it returns the end of that line (after its newline) and false: the window is too large to
+// parse.
+func parseWindow(text string, start, limit int) (end int, whole bool) {
+	if len(text)-start <= limit {
+		return len(text), true
+	}
+	area := text[start : start+limit+1] // a cut at start+limit is still a window of limit bytes
+	anyStart, column0 := -1, -1
+	for i := len(area) - 1; i > 0; {
+		nl := strings.LastIndexByte(area[:i], '\n')
+		if nl < 0 {
+			break
+		}
+		p := nl + 1
+		i = nl
+		if p >= len(area) {
+			continue
+		}
+		if anyStart < 0 {
+			anyStart = p
+		}
+		if c := area[p]; c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '}' || c == ')' || c == ']' {
+			continue
+		}
+		if column0 < 0 {
+			column0 = p
+		}
+		if blank := strings.TrimRight(area[:nl], " \t\r"); strings.HasSuffix(blank, "\n") || blank == "" {
+			return start + p, true
+		}
+		if p < len(area)/2 {
+			break // a cut this early makes small windows: take the best one so far
+		}
+	}
+	switch {
+	case column0 > 0:
+		return start + column0, true
+	case anyStart > 0:
+		return start + anyStart, true
+	}
+	if nl := strings.IndexByte(text[start+limit:], '\n'); nl >= 0 {
+		return start + limit + nl + 1, false
+	}
+	return len(text), false
 }
 
 // Kinds of declarations and statements, for the "kind" metadata.
@@ -364,7 +525,7 @@ func (r *codeRun) closing(n *sitter.Node) bool {
 // is known not to fit.
 func (r *codeRun) chunkGroups(gs []group, big, top bool, run []unit) ([]unit, error) {
 	for _, g := range gs {
-		if err := r.ctx.Err(); err != nil {
+		if err := r.err(); err != nil {
 			return nil, err
 		}
 		if !big || len(gs) > 1 {
@@ -609,26 +770,22 @@ func (r *codeRun) nodeText(n *sitter.Node) string {
 	return r.text[n.StartByte():n.EndByte()]
 }
 
-// describe sets each chunk's metadata: the language, its lines, and the symbols it holds or is part of.
-func describe(b *builder, language string, syms []symbol) {
-	var newlines []int
-	for i := 0; i < len(b.text); {
-		nl := strings.IndexByte(b.text[i:], '\n')
-		if nl < 0 {
-			break
-		}
-		newlines = append(newlines, i+nl)
-		i += nl + 1
+// describe sets the metadata of chunks, whose offsets are in text: the language, their lines, and the
+// symbols they hold or are part of. lines, when not nil, counts the lines before text.
+func describe(text string, chunks []ChunkResult, language string, syms []symbol, lines *lineCounter) {
+	var own lineCounter
+	if lines == nil {
+		lines = &own
 	}
-	line := func(off int) string { return strconv.Itoa(1 + sort.SearchInts(newlines, off)) }
+	lo, hi := *lines, *lines // two cursors, each moving mostly forward
 	notSpace := func(r rune) bool { return !unicode.IsSpace(r) }
-	for i := range b.chunks {
-		ch := &b.chunks[i]
+	for i := range chunks {
+		ch := &chunks[i]
 		// The non-space text: emit drops chunks that have none.
-		lo := ch.StartOffset + strings.IndexFunc(ch.Content, notSpace)
-		hi := ch.StartOffset + strings.LastIndexFunc(ch.Content, notSpace)
+		first := ch.StartOffset + strings.IndexFunc(ch.Content, notSpace)
+		last := ch.StartOffset + strings.LastIndexFunc(ch.Content, notSpace)
 		var c collector
-		c.collect(syms, lo, hi+1, true)
+		c.collect(syms, first, last+1, true)
 		kind := kindText
 		switch {
 		case len(c.kinds) == 1:
@@ -640,10 +797,34 @@ func describe(b *builder, language string, syms []symbol) {
 			"language":   language,
 			"symbols":    strings.Join(c.names, ","),
 			"kind":       kind,
-			"start_line": line(lo),
-			"end_line":   line(hi),
+			"start_line": strconv.Itoa(lo.at(text, first)),
+			"end_line":   strconv.Itoa(hi.at(text, last)),
 		}
 	}
+}
+
+// lineCounter tells the 1-based line number of byte offsets, counting newlines from the last offset asked
+// for, so that offsets in order cost one pass over the text. Its zero value is at the start of a text.
+type lineCounter struct {
+	base int // newlines before the text
+	off  int // an offset in the text
+	line int // newlines in text[:off]
+}
+
+// at returns the number of the line that holds text[off].
+func (l *lineCounter) at(text string, off int) int {
+	if off >= l.off {
+		l.line += strings.Count(text[l.off:off], "\n")
+	} else {
+		l.line -= strings.Count(text[off:l.off], "\n")
+	}
+	l.off = off
+	return l.base + l.line + 1
+}
+
+// skip moves l past text, to the start of the text after it.
+func (l *lineCounter) skip(text string) {
+	*l = lineCounter{base: l.base + strings.Count(text, "\n")}
 }
 
 // collector gathers the names and kinds of the symbols in a span.

@@ -28,7 +28,7 @@ func checkInvariants(t testing.TB, strategy, text string, opts Options, chunks [
 		t.Fatalf("%s: no chunks for %q", strategy, clip(text))
 	}
 	bounds := map[int]bool{}
-	for _, b := range graphemeCuts(text, 0, len(text)) {
+	for _, b := range cutsOf(graphemeCuts, text, 0, len(text)) {
 		bounds[b] = true
 	}
 	bounds[0], bounds[len(text)] = true, true

@@ -3,8 +3,11 @@ package chunker
 import (
 	"context"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rivo/uniseg"
 )
 
 // MarkdownChunker splits Markdown at its headings, keeping fenced code blocks and tables whole when they
@@ -26,6 +29,10 @@ import (
 // as written, inline markup and all, less a trailing attribute block such as {#intro}; a setext heading's
 // lines are joined with spaces. Text before the first heading has no metadata; front matter has
 // {"front_matter": "yaml"} (or "toml").
+//
+// The path is bounded, so that a chunk's metadata stays small whatever the text: a heading's text is cut
+// to [MaxHeadingBytes] (ending in "…"), and when "headings" would be longer than [MaxHeadingPathBytes], the
+// outermost headings are left out of the path and of the "h1".."h6" keys.
 //
 // Sizing keeps section boundaries as chunk boundaries, so that every byte of a chunk lies under the
 // heading path in its metadata:
@@ -52,7 +59,12 @@ func NewMarkdown() *MarkdownChunker { return &MarkdownChunker{} }
 func init() { Register(Markdown, NewMarkdown()) }
 
 // Chunk splits text. It returns an error for invalid options (see [Options]), [ErrSizeTooSmall] when one
-// character is more tokens than the size, or ctx's error when it is done.
+// character is more tokens than the size, one wrapping [ErrTooManyChunks] past [Options.MaxChunks], or
+// ctx's error when it is done.
+//
+// The text is read line by line and chunked section by section as they end, so that what is held is the
+// section being read, not every block of the text: a section that has grown larger than the size is chunked
+// block by block as its blocks end.
 func (m *MarkdownChunker) Chunk(ctx context.Context, text string, opts *Options) ([]ChunkResult, error) {
 	c, err := resolve(Markdown, opts)
 	if err != nil {
@@ -62,93 +74,252 @@ func (m *MarkdownChunker) Chunk(ctx context.Context, text string, opts *Options)
 		return nil, nil
 	}
 	b := newBuilder(ctx, text, c)
-	sections := markdownSections(text, scanMarkdown(text))
-	counts := make([]int, len(sections))
-	fit := make([]bool, len(sections))
-	for i, s := range sections {
-		if err := ctx.Err(); err != nil {
+	r := &mdRun{builder: b, small: b.size / 4}
+	sc := &mdScanner{text: text}
+	at := 0
+	if end, format := mdFrontMatterEnd(text); end > 0 {
+		sc.blocks = append(sc.blocks, mdBlock{start: 0, kind: mdFrontMatter, title: format})
+		at = end
+		if err := r.read(sc, at); err != nil {
 			return nil, err
 		}
-		counts[i], fit[i] = b.fits(text[s.start:s.end], b.size)
 	}
-	small := b.size / 4
-	for i := 0; i < len(sections); {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		s := sections[i]
-		if !fit[i] {
-			if err := b.chunkMarkdownSection(s); err != nil {
+	for lines := 0; at < len(text); lines++ {
+		if lines%256 == 255 {
+			if err := b.err(); err != nil {
 				return nil, err
 			}
-			i++
+		}
+		s, next := mdLineAt(text, at)
+		if at == 0 {
+			s = strings.TrimPrefix(s, "\ufeff") // a byte order mark
+		}
+		sc.line(at, s, next)
+		at = next
+		if err := r.read(sc, at); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.end(sc); err != nil {
+		return nil, err
+	}
+	var prev map[string]string
+	for i := range b.chunks { // each chunk its own map: callers may change one
+		m := b.chunks[i].Metadata
+		if m != nil && sameMap(m, prev) {
+			b.chunks[i].Metadata = maps.Clone(m)
+		}
+		prev = m
+	}
+	return b.result()
+}
+
+// mdRun is the state of one call: the sections read but not chunked yet, and the section being read.
+type mdRun struct {
+	*builder
+	small int         // a section under this many tokens takes in its subsections
+	queue []mdSection // sections read, not chunked: a small one waiting for the sections after it
+
+	started bool      // the section being read has its first block
+	cur     mdSection // the section being read (its blocks are the scanner's)
+	curKind mdKind    // the kind of its first block
+	path    [7]string // the current heading of each level
+	check   int       // bytes of cur past which to count whether it still fits: from 4 bytes a token, doubling
+	big     *packer   // cur does not fit: its ended blocks are packed here
+}
+
+// read takes in what the line that ends at byte at did: the first block of a section, the end of a section
+// (a heading, or the text after front matter), the end of a block of a section that does not fit.
+func (r *mdRun) read(sc *mdScanner, at int) error {
+	if len(sc.blocks) == 0 {
+		return nil
+	}
+	if !r.started {
+		sc.blocks[0].start = 0 // leading blank lines belong to the first block
+		r.start(sc.blocks[0])
+	}
+	// Only the last block is new, or changed: a paragraph that a setext underline made a heading.
+	last := len(sc.blocks) - 1
+	blk := sc.blocks[last]
+	switch {
+	case blk.start == r.cur.start:
+		if blk.kind == mdHeading && r.curKind != mdHeading {
+			r.start(blk) // the section's first paragraph, made a heading
+		}
+	case blk.kind == mdHeading || last > 0 && sc.blocks[last-1].kind == mdFrontMatter:
+		if err := r.endSection(sc.blocks[:last], blk.start); err != nil {
+			return err
+		}
+		sc.blocks = append(sc.blocks[:0], blk)
+		r.start(blk)
+		return nil
+	}
+	// Whether the section still fits is counted on its ended blocks: the last may still grow, or become the
+	// next section's heading.
+	if r.big == nil && last > 0 && blk.start-r.cur.start > r.check {
+		if _, ok := r.fits(r.text[r.cur.start:blk.start], r.size); ok {
+			r.check *= 2
+		} else {
+			// The sections before cannot take this one in: chunk them, then this one's blocks as they end.
+			if err := r.drain(true); err != nil {
+				return err
+			}
+			r.big = r.packer()
+		}
+	}
+	if r.big != nil && last > 0 {
+		for i, blk := range sc.blocks[:last] {
+			if err := r.block(r.big, blk, sc.blocks[i+1].start, r.cur.meta); err != nil {
+				return err
+			}
+		}
+		sc.blocks = append(sc.blocks[:0], blk)
+	}
+	return nil
+}
+
+// start begins the section whose first block is blk, with the metadata of its heading path.
+func (r *mdRun) start(blk mdBlock) {
+	r.started, r.check, r.big, r.curKind = true, 4*r.size, nil, blk.kind
+	r.cur = mdSection{start: blk.start}
+	switch blk.kind {
+	case mdFrontMatter:
+		r.cur.meta = map[string]string{"front_matter": blk.title}
+	case mdHeading:
+		r.path[blk.level] = blk.title
+		clear(r.path[blk.level+1:])
+		r.cur.level, r.cur.meta = blk.level, mdHeadingMeta(r.path)
+	}
+}
+
+// endSection ends the section being read at byte end; blocks are its blocks not packed yet.
+func (r *mdRun) endSection(blocks []mdBlock, end int) error {
+	s := r.cur
+	s.end = end
+	if r.big != nil {
+		for i, blk := range blocks {
+			next := end
+			if i+1 < len(blocks) {
+				next = blocks[i+1].start
+			}
+			if err := r.block(r.big, blk, next, s.meta); err != nil {
+				return err
+			}
+		}
+		r.big.flush()
+		r.big = nil
+		return r.err()
+	}
+	s.count, s.fit = r.fits(r.text[s.start:s.end], r.size)
+	s.blocks = slices.Clone(blocks)
+	r.queue = append(r.queue, s)
+	return r.drain(false)
+}
+
+// end ends the text: the last section, and every section waiting.
+func (r *mdRun) end(sc *mdScanner) error {
+	if !r.started {
+		return nil
+	}
+	if err := r.endSection(sc.blocks, len(r.text)); err != nil {
+		return err
+	}
+	return r.drain(true)
+}
+
+// drain chunks the sections of the queue whose chunks are known: all of them when final, else those
+// that do not wait for sections not read yet.
+func (r *mdRun) drain(final bool) error {
+	for len(r.queue) > 0 {
+		if err := r.err(); err != nil {
+			return err
+		}
+		s := r.queue[0]
+		if !s.fit {
+			if err := r.section(s); err != nil {
+				return err
+			}
+			r.queue = r.queue[1:]
 			continue
 		}
 		// A small section takes in the subsections that follow it while it is small and they fit.
-		j, total := i+1, counts[i]
-		for s.level > 0 && j < len(sections) && total < small && sections[j].level > s.level && fit[j] &&
-			total+counts[j] <= b.size {
-			total += counts[j]
+		j, total := 1, s.count
+		for s.level > 0 && j < len(r.queue) && total < r.small && r.queue[j].level > s.level && r.queue[j].fit &&
+			total+r.queue[j].count <= r.size {
+			total += r.queue[j].count
 			j++
 		}
-		units := make([]unit, 0, j-i)
-		for k, s := range sections[i:j] {
-			units = append(units, unit{start: s.start, end: s.end, tokens: counts[i+k], meta: s.meta})
+		if !final && j == len(r.queue) && s.level > 0 && total < r.small {
+			break // the next section, not read yet, may join
 		}
-		b.pack(units)
-		i = j
+		p := r.packer()
+		for _, t := range r.queue[:j] {
+			p.add(unit{start: t.start, end: t.end, tokens: t.count, meta: t.meta})
+		}
+		p.flush()
+		r.queue = r.queue[j:]
 	}
-	for i := range b.chunks { // each chunk its own map: callers may change one
-		b.chunks[i].Metadata = maps.Clone(b.chunks[i].Metadata)
+	if len(r.queue) == 0 {
+		r.queue = nil // not the memory of every section drained
 	}
-	return b.chunks, nil
+	return r.err()
 }
 
-// chunkMarkdownSection packs the blocks of a section that does not fit, cutting the blocks that do not
-// fit either.
-func (b *builder) chunkMarkdownSection(s mdSection) error {
-	var run []unit
-	flush := func() {
-		if len(run) > 0 {
-			b.pack(run)
-			run = nil
-		}
-	}
+// section packs the blocks of a section that does not fit.
+func (r *mdRun) section(s mdSection) error {
+	p := r.packer()
 	for i, blk := range s.blocks {
-		if err := b.ctx.Err(); err != nil {
-			return err
-		}
-		start, end := blk.start, s.end
+		end := s.end
 		if i+1 < len(s.blocks) {
 			end = s.blocks[i+1].start
 		}
-		if n, ok := b.fits(b.text[start:end], b.size); ok {
-			run = append(run, unit{start: start, end: end, tokens: n, meta: s.meta})
-			continue
-		}
-		// Cut the block at its first level that cuts it; the pieces that fit join the run, and the others
-		// are chunked at the levels below.
-		levels := blk.kind.levels()
-		var cuts []int
-		for len(cuts) == 0 && len(levels) > 0 {
-			cuts = b.keepBoundaries(levels[0](b.text, start, end))
-			levels = levels[1:]
-		}
-		prev := start
-		for _, cut := range append(cuts, end) {
-			if n, ok := b.fits(b.text[prev:cut], b.size); ok {
-				run = append(run, unit{start: prev, end: cut, tokens: n, meta: s.meta})
-			} else {
-				flush()
-				if err := b.chunkSpan(prev, cut, levels, s.meta); err != nil {
-					return err
-				}
-			}
-			prev = cut
+		if err := r.block(p, blk, end, s.meta); err != nil {
+			return err
 		}
 	}
-	flush()
-	return nil
+	p.flush()
+	return r.err()
+}
+
+// block adds the block blk, which ends at byte end, of a section with metadata meta to run, cutting it
+// when it does not fit.
+func (r *mdRun) block(run *packer, blk mdBlock, end int, meta map[string]string) error {
+	if err := r.err(); err != nil {
+		return err
+	}
+	start := blk.start
+	if n, ok := r.fits(r.text[start:end], r.size); ok {
+		run.add(unit{start: start, end: end, tokens: n, meta: meta})
+		return nil
+	}
+	// Cut the block at its first level that cuts it; the pieces that fit join the run, and the others are
+	// chunked at the levels below.
+	levels := blk.kind.levels()
+	cut := -1
+	var level splitFunc
+	for cut < 0 && len(levels) > 0 {
+		level = levels[0]
+		cut = r.nextCut(level, start, end)
+		levels = levels[1:]
+	}
+	prev := start
+	for {
+		if cut < 0 {
+			cut = end
+		}
+		if n, ok := r.fits(r.text[prev:cut], r.size); ok {
+			run.add(unit{start: prev, end: cut, tokens: n, meta: meta})
+		} else {
+			run.flush()
+			if err := r.chunkSpan(prev, cut, levels, meta); err != nil {
+				return err
+			}
+		}
+		if cut == end {
+			return nil
+		}
+		prev, cut = cut, r.nextCut(level, cut, end)
+	}
 }
 
 // mdKind is the kind of a Markdown block.
@@ -189,40 +360,43 @@ type mdSection struct {
 	level      int // the heading's level; 0 for no heading
 	meta       map[string]string
 	blocks     []mdBlock
+	count      int  // its tokens, when fit
+	fit        bool // it fits in a chunk
 }
 
-// markdownSections groups blocks into sections with the metadata of their heading path.
-func markdownSections(text string, blocks []mdBlock) []mdSection {
-	var sections []mdSection
-	var path [7]string // path[l]: the current heading of level l
-	for i, blk := range blocks {
-		switch {
-		case blk.kind == mdFrontMatter:
-			sections = append(sections, mdSection{start: blk.start, meta: map[string]string{"front_matter": blk.title}})
-		case blk.kind == mdHeading:
-			path[blk.level] = blk.title
-			clear(path[blk.level+1:])
-			sections = append(sections, mdSection{start: blk.start, level: blk.level, meta: mdHeadingMeta(path)})
-		case i == 0 || blocks[i-1].kind == mdFrontMatter: // text before the first heading
-			sections = append(sections, mdSection{start: blk.start})
-		}
-		s := &sections[len(sections)-1]
-		s.blocks = append(s.blocks, blk)
-	}
-	for i := range sections {
-		sections[i].end = len(text)
-		if i+1 < len(sections) {
-			sections[i].end = sections[i+1].start
-		}
-	}
-	return sections
-}
+// Bounds of the heading path in a chunk's metadata, so that its size does not depend on the input.
+const (
+	// MaxHeadingBytes is the most bytes of a heading's text in the metadata: a longer one is cut between
+	// grapheme clusters and ends with "…" (within the bound).
+	MaxHeadingBytes = 200
+	// MaxHeadingPathBytes is the most bytes of the "headings" path: while it is longer, the outermost
+	// headings are left out of the path (and their "h1".."h6" keys with them); the innermost heading is
+	// always kept.
+	MaxHeadingPathBytes = 500
+	// HeadingSeparator joins the headings of the "headings" path.
+	HeadingSeparator = " > "
+)
 
 // mdHeadingMeta returns the metadata of a heading path: "h1".."h6" and "headings", or nil for none.
 func mdHeadingMeta(path [7]string) map[string]string {
+	first, size := len(path), 0 // the outermost level kept, and the path's bytes from it
+	for level := len(path) - 1; level >= 0; level-- {
+		if path[level] == "" {
+			continue
+		}
+		n := len(path[level])
+		if size > 0 {
+			n += len(HeadingSeparator)
+		}
+		if size > 0 && size+n > MaxHeadingPathBytes {
+			break
+		}
+		first, size = level, size+n
+	}
 	var meta map[string]string
 	var names []string
-	for level, title := range path {
+	for level := first; level < len(path); level++ {
+		title := path[level]
 		if title == "" {
 			continue
 		}
@@ -233,9 +407,27 @@ func mdHeadingMeta(path [7]string) map[string]string {
 		names = append(names, title)
 	}
 	if meta != nil {
-		meta["headings"] = strings.Join(names, " > ")
+		meta["headings"] = strings.Join(names, HeadingSeparator)
 	}
 	return meta
+}
+
+// mdBoundHeading cuts a heading's text to MaxHeadingBytes, between grapheme clusters, ending it with "…".
+func mdBoundHeading(title string) string {
+	if len(title) <= MaxHeadingBytes {
+		return title
+	}
+	const ellipsis = "…"
+	end, rest, state := 0, title, -1
+	for len(rest) > 0 {
+		var cluster string
+		cluster, rest, _, state = uniseg.FirstGraphemeClusterInString(rest, state)
+		if end+len(cluster) > MaxHeadingBytes-len(ellipsis) {
+			break
+		}
+		end += len(cluster)
+	}
+	return title[:end] + ellipsis
 }
 
 // mdPara is the kind of the open paragraph-like run of lines, which later lines may continue.
@@ -467,13 +659,18 @@ func (sc *mdScanner) inLeaf(s string, col, off int, blank bool) bool {
 func (sc *mdScanner) setext(at, level int) {
 	blk := &sc.blocks[len(sc.blocks)-1]
 	var lines []string
-	for i := blk.start; i < at; {
+	size := 0
+	for i := blk.start; i < at && size <= 2*MaxHeadingBytes; { // the rest would be cut off
 		s, next := mdLineAt(sc.text, i)
 		if i == 0 {
 			s = strings.TrimPrefix(s, "\ufeff")
 		}
-		lines = append(lines, strings.Trim(s, " \t"))
 		i = next
+		if s = strings.Trim(s, " \t"); s == "" && len(lines) == 0 {
+			continue // blank lines before the paragraph: the first block starts at 0
+		}
+		lines = append(lines, s)
+		size += len(s) + 1
 	}
 	blk.kind, blk.level, blk.title = mdHeading, level, mdHeadingText(strings.Join(lines, " "))
 	sc.para = mdParaNone
@@ -559,9 +756,14 @@ func mdATXHeading(rest string) (level int, title string, ok bool) {
 	return level, mdHeadingText(title), true
 }
 
-// mdHeadingText drops a trailing attribute block, as in "Introduction {#intro}" or "Setup {.tabbed}".
+// mdHeadingText drops a trailing attribute block, as in "Introduction {#intro}" or "Setup {.tabbed}", and
+// bounds the text (see MaxHeadingBytes).
 func mdHeadingText(title string) string {
-	title = strings.TrimPrefix(title, "\ufeff")
+	return mdBoundHeading(mdHeadingAttributes(strings.TrimPrefix(title, "\ufeff")))
+}
+
+// mdHeadingAttributes drops a trailing attribute block.
+func mdHeadingAttributes(title string) string {
 	if !strings.HasSuffix(title, "}") {
 		return title
 	}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/context-loom/loom/tokenizer"
 )
@@ -656,4 +657,109 @@ Run loom chunk on a file.
 	// 0 "Guide": # Guide
 	// 1 "Guide > Install": ## Install
 	// 2 "Guide > Usage": ## Usage
+}
+
+// mdMetaBytes returns the bytes of a chunk's metadata, keys and values.
+func mdMetaBytes(meta map[string]string) int {
+	n := 0
+	for k, v := range meta {
+		n += len(k) + len(v)
+	}
+	return n
+}
+
+// mdMaxMetaBytes bounds a markdown chunk's metadata: the path twice (in "headings" and in its levels' keys)
+// and the keys.
+const mdMaxMetaBytes = 2*MaxHeadingPathBytes + 64
+
+func TestMarkdown_HeadingPathIsBounded(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("word ", 4000) // 20 KB
+	text := "# " + long + "\n\n## Second " + strings.Repeat("é", 300) + "\n\n### " + strings.Repeat("x", 150) + "\n\n" +
+		"#### " + strings.Repeat("y", 150) + "\n\n##### " + strings.Repeat("z", 150) + "\n\ntext\n\n" +
+		long + "\n" + strings.Repeat("=", 10) + "\n\nbody " + long
+	opts := Options{ChunkSize: 64}
+	chunks := mdChunk(t, text, opts)
+	for _, ch := range chunks {
+		if n := mdMetaBytes(ch.Metadata); n > mdMaxMetaBytes {
+			t.Fatalf("chunk %d has %d bytes of metadata: %v", ch.Index, n, ch.Metadata)
+		}
+		for k, v := range ch.Metadata {
+			if k != "headings" && len(v) > MaxHeadingBytes {
+				t.Errorf("chunk %d: %s has %d bytes", ch.Index, k, len(v))
+			}
+			if !utf8.ValidString(v) {
+				t.Errorf("chunk %d: %s = %q is cut inside a character", ch.Index, k, v)
+			}
+		}
+	}
+	first := chunks[0].Metadata
+	if want := mdBoundHeading(strings.TrimSpace(long)); first["h1"] != want || !strings.HasSuffix(want, "…") || len(want) > MaxHeadingBytes {
+		t.Errorf("h1 %q, want the first %d bytes and an ellipsis", first["h1"], MaxHeadingBytes)
+	}
+	// The deepest section's path keeps the innermost headings within the bound.
+	var deep map[string]string
+	for _, ch := range chunks {
+		if ch.Metadata["h5"] != "" {
+			deep = ch.Metadata
+			break
+		}
+	}
+	if deep == nil || deep["h1"] != "" || deep["h4"] == "" || len(deep["headings"]) > MaxHeadingPathBytes ||
+		!strings.HasSuffix(deep["headings"], HeadingSeparator+deep["h5"]) {
+		t.Errorf("deepest path %v: want the innermost levels within %d bytes", deep, MaxHeadingPathBytes)
+	}
+}
+
+// FuzzMarkdownMetadata checks that a chunk's metadata is bounded whatever the text.
+func FuzzMarkdownMetadata(f *testing.F) {
+	f.Add("# "+strings.Repeat("long heading ", 100)+"\n\ntext\n", uint8(3))
+	f.Add(strings.Repeat("para line\n", 50)+"===\n\ntext", uint8(2))
+	f.Add("# a\n## b\n### c\n#### d\n##### e\n###### f\ntext", uint8(50))
+	f.Fuzz(func(t *testing.T, text string, repeat uint8) {
+		if len(text) > 4000 {
+			text = text[:4000]
+		}
+		// Repeating a heading's text makes long headings out of short inputs.
+		text = strings.Replace(text, "\n", strings.Repeat(" x", int(repeat))+"\n", 1)
+		opts := Options{ChunkSize: 32}
+		chunks, err := NewMarkdown().Chunk(context.Background(), text, &opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkInvariants(t, Markdown, text, opts, chunks)
+		for _, ch := range chunks {
+			if n := mdMetaBytes(ch.Metadata); n > mdMaxMetaBytes {
+				t.Fatalf("chunk %d has %d bytes of metadata", ch.Index, n)
+			}
+		}
+	})
+}
+
+// markdownSections groups blocks into sections with the metadata of their heading path, all at once: the
+// oracle of the paths the chunker gives.
+func markdownSections(text string, blocks []mdBlock) []mdSection {
+	var sections []mdSection
+	var path [7]string // path[l]: the current heading of level l
+	for i, blk := range blocks {
+		switch {
+		case blk.kind == mdFrontMatter:
+			sections = append(sections, mdSection{start: blk.start, meta: map[string]string{"front_matter": blk.title}})
+		case blk.kind == mdHeading:
+			path[blk.level] = blk.title
+			clear(path[blk.level+1:])
+			sections = append(sections, mdSection{start: blk.start, level: blk.level, meta: mdHeadingMeta(path)})
+		case i == 0 || blocks[i-1].kind == mdFrontMatter: // text before the first heading
+			sections = append(sections, mdSection{start: blk.start})
+		}
+		s := &sections[len(sections)-1]
+		s.blocks = append(s.blocks, blk)
+	}
+	for i := range sections {
+		sections[i].end = len(text)
+		if i+1 < len(sections) {
+			sections[i].end = sections[i+1].start
+		}
+	}
+	return sections
 }

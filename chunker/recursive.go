@@ -9,11 +9,18 @@ import (
 // then grapheme clusters, going finer only where a piece is larger than the chunk size, and packs the
 // pieces of each level into chunks. Separators and indentation stay in the chunks: Content is always a
 // slice of the original text.
+//
+// Neighbours share close to ChunkOverlap tokens, never more: the overlap is the last whole pieces of a
+// chunk and, where they leave room (a long sentence or paragraph), the end of the piece before them cut at
+// sentences, then words.
 type RecursiveChunker struct {
 	levels []splitFunc
 }
 
 var _ Chunker = (*RecursiveChunker)(nil)
+
+// proseOverlap are the cuts of a unit's end that overlap may start at in prose: sentences, then words.
+var proseOverlap = []splitFunc{sentenceCuts, wordCuts}
 
 // NewRecursive returns the recursive chunker, the default strategy.
 func NewRecursive() *RecursiveChunker {
@@ -30,8 +37,9 @@ func (r *RecursiveChunker) Chunk(ctx context.Context, text string, opts *Options
 		return nil, nil
 	}
 	b := newBuilder(ctx, text, c)
+	b.overlapLevels = proseOverlap
 	if err := b.chunkSpan(0, len(text), r.levels, nil); err != nil {
 		return nil, err
 	}
-	return b.chunks, nil
+	return b.result()
 }

@@ -16,7 +16,7 @@ import (
 const DefaultBreakpointPercentile = 95
 
 // SemanticChunker groups sentences by meaning: it embeds each sentence with its neighbours (a window of
-// three), measures the cosine distance between consecutive windows, and breaks where the distance exceeds
+// three; a batch of sentences at a time), measures the cosine distance between consecutive windows, and breaks where the distance exceeds
 // the BreakpointPercentile-th percentile of all of them. Groups that fit become chunks; a group larger than
 // the size is packed sentence by sentence (with overlap), and a sentence larger than the size is cut at
 // lines, then words. Each chunk's metadata has "group", the index of its group.
@@ -29,6 +29,9 @@ var _ Chunker = (*SemanticChunker)(nil)
 
 // NewSemantic returns the semantic strategy.
 func NewSemantic() *SemanticChunker { return &SemanticChunker{} }
+
+// semanticBatch is how many sentences the semantic strategy embeds in one call.
+const semanticBatch = 256
 
 // window is how many sentences on each side of a sentence its embedding includes.
 const window = 1
@@ -56,30 +59,42 @@ func (s *SemanticChunker) Chunk(ctx context.Context, text string, opts *Options)
 	b := newBuilder(ctx, text, c)
 
 	// Sentences: cut at paragraphs and sentence ends, between grapheme clusters.
-	cuts := b.keepBoundaries(mergeCuts(paragraphCuts(text, 0, len(text)), sentenceCuts(text, 0, len(text))))
-	bounds := append(append([]int{0}, cuts...), len(text))
+	bounds := []int{0}
+	for c := b.nextCut(sentenceBounds, 0, len(text)); c >= 0; c = b.nextCut(sentenceBounds, c, len(text)) {
+		bounds = append(bounds, c)
+	}
+	bounds = append(bounds, len(text))
 	n := len(bounds) - 1
 
-	// Breaks between sentence i and i+1 where their windows are far apart.
+	// Breaks between sentence i and i+1 where their windows are far apart. The windows are embedded a batch
+	// at a time, so that only a batch of vectors is held.
 	breaks := make([]bool, n)
 	if n > 2 {
-		windows := make([]string, n)
-		for i := range n {
-			windows[i] = text[bounds[max(i-window, 0)]:bounds[min(i+window+1, n)]]
-		}
-		vectors, err := embedder.Embed(ctx, windows)
-		if err != nil {
-			return nil, fmt.Errorf("chunker: embed sentences: %w", err)
-		}
-		if len(vectors) != n {
-			return nil, fmt.Errorf("chunker: embedder returned %d vectors for %d sentences", len(vectors), n)
-		}
-		dist := make([]float64, n-1)
-		for i := range n - 1 {
-			if len(vectors[i]) != len(vectors[i+1]) {
-				return nil, errors.New("chunker: embedder returned vectors of different dimensions")
+		dist := make([]float64, 0, n-1)
+		var prev []float32
+		windows := make([]string, 0, min(n, semanticBatch))
+		for from := 0; from < n; from += semanticBatch {
+			windows = windows[:0]
+			for i := from; i < min(from+semanticBatch, n); i++ {
+				windows = append(windows, text[bounds[max(i-window, 0)]:bounds[min(i+window+1, n)]])
 			}
-			dist[i] = 1 - float64(embed.Cosine(vectors[i], vectors[i+1]))
+			vectors, err := embedder.Embed(ctx, windows)
+			if err != nil {
+				return nil, fmt.Errorf("chunker: embed sentences: %w", err)
+			}
+			if len(vectors) != len(windows) {
+				return nil, fmt.Errorf("chunker: embedder returned %d vectors for %d sentences", len(vectors), len(windows))
+			}
+			for _, v := range vectors {
+				if prev != nil {
+					if len(prev) != len(v) {
+						return nil, errors.New("chunker: embedder returned vectors of different dimensions")
+					}
+					dist = append(dist, 1-float64(embed.Cosine(prev, v)))
+				}
+				prev = v
+			}
+			prev = slices.Clone(prev) // not the batch's memory
 		}
 		threshold := percentileOf(dist, percentile)
 		for i, d := range dist {
@@ -101,13 +116,13 @@ func (s *SemanticChunker) Chunk(ctx context.Context, text string, opts *Options)
 		group++
 		first = last + 1
 	}
-	return b.chunks, nil
+	return b.result()
 }
 
 // chunkGroup chunks the sentences between consecutive bounds: whole if they fit, else packed sentence by
 // sentence, with sentences larger than the size cut at lines and then words.
 func (b *builder) chunkGroup(bounds []int, meta map[string]string) error {
-	if err := b.ctx.Err(); err != nil {
+	if err := b.err(); err != nil {
 		return err
 	}
 	start, end := bounds[0], bounds[len(bounds)-1]
@@ -115,7 +130,29 @@ func (b *builder) chunkGroup(bounds []int, meta map[string]string) error {
 		b.emit(start, end, n, meta)
 		return nil
 	}
-	return b.chunkParts(start, end, bounds[1:len(bounds)-1], []splitFunc{lineCuts, wordCuts}, meta)
+	inner := bounds[1 : len(bounds)-1]
+	level := func(_ string, from, end int) int { // the next of the bounds
+		if i, _ := slices.BinarySearch(inner, from+1); i < len(inner) && inner[i] < end {
+			return inner[i]
+		}
+		return -1
+	}
+	return b.chunkParts(start, end, level, level(b.text, start, end), []splitFunc{lineCuts, wordCuts}, meta)
+}
+
+// sentenceBounds cuts at paragraphs and at sentence ends.
+func sentenceBounds(text string, from, end int) int {
+	// A paragraph cut before the next sentence cut is found without scanning past it (a blank run cannot
+	// hold a sentence's end, so none ends after it).
+	s := sentenceCuts(text, from, end)
+	limit := end
+	if s >= 0 {
+		limit = s
+	}
+	if p := paragraphCuts(text, from, limit); p >= 0 {
+		return p
+	}
+	return s
 }
 
 // percentileOf returns the p-th percentile (0 < p <= 100) of values, interpolating between ranks.
@@ -126,24 +163,6 @@ func percentileOf(values []float64, p float64) float64 {
 	lo := int(math.Floor(rank))
 	hi := min(lo+1, len(sorted)-1)
 	return sorted[lo] + (sorted[hi]-sorted[lo])*(rank-float64(lo))
-}
-
-// mergeCuts merges two ascending lists of cuts, without duplicates.
-func mergeCuts(a, b []int) []int {
-	out := make([]int, 0, len(a)+len(b))
-	for len(a) > 0 || len(b) > 0 {
-		var next int
-		switch {
-		case len(b) == 0 || len(a) > 0 && a[0] < b[0]:
-			next, a = a[0], a[1:]
-		case len(a) == 0 || b[0] < a[0]:
-			next, b = b[0], b[1:]
-		default:
-			next, a, b = a[0], a[1:], b[1:]
-		}
-		out = append(out, next)
-	}
-	return out
 }
 
 func init() { Register(Semantic, NewSemantic()) }
