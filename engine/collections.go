@@ -326,11 +326,18 @@ func (e *Engine) ingestOne(ctx context.Context, coll collection.Collection, d in
 	if coll.ChunkOverlap == 0 {
 		opts.NoOverlap = true
 	}
+	// The chunker stops as soon as the document passes the limit (a custom chunker may not: the check
+	// after it stays).
+	limit := cmp.Or(max(e.maxDocChunks, 0), DefaultMaxDocumentChunks)
+	opts.MaxChunks = limit
 	pieces, err := ck.Chunk(ctx, d.Text, opts)
+	if errors.Is(err, chunker.ErrTooManyChunks) {
+		return IngestResult{}, fmt.Errorf("%w: document %q makes more than %d chunks (use a larger chunk size)", store.ErrTooLarge, d.ID, limit)
+	}
 	if err != nil {
 		return IngestResult{}, err
 	}
-	if limit := cmp.Or(max(e.maxDocChunks, 0), DefaultMaxDocumentChunks); len(pieces) > limit {
+	if len(pieces) > limit {
 		return IngestResult{}, fmt.Errorf("%w: document %q makes %d chunks, more than the limit of %d (use a larger chunk size)",
 			store.ErrTooLarge, d.ID, len(pieces), limit)
 	}

@@ -608,3 +608,43 @@ func TestCollections_AfterClose(t *testing.T) {
 		t.Errorf("LoadIndexes after Close: %v, want ErrClosed", err)
 	}
 }
+
+// limitChunker records the MaxChunks it is given and makes chunks until it passes it, as the built-in
+// strategies do.
+type limitChunker struct{ got *int }
+
+func (c limitChunker) Chunk(_ context.Context, text string, opts *chunker.Options) ([]chunker.ChunkResult, error) {
+	*c.got = opts.MaxChunks
+	var out []chunker.ChunkResult
+	for i := range len(text) {
+		if opts.MaxChunks > 0 && len(out) == opts.MaxChunks {
+			return nil, fmt.Errorf("after %d: %w", len(out), chunker.ErrTooManyChunks)
+		}
+		out = append(out, chunker.ChunkResult{Content: text[i : i+1], Index: i, StartOffset: i, EndOffset: i + 1, TokenCount: 1})
+	}
+	return out, nil
+}
+
+// TestCollections_ChunkerStopsAtTheLimit: ingestion tells the chunker the document's chunk limit, so a
+// document that makes too many chunks is refused as soon as the chunker passes it, as too large.
+func TestCollections_ChunkerStopsAtTheLimit(t *testing.T) {
+	t.Parallel()
+	var got int
+	eng, err := engine.New(memory.New(store.Options{}), engine.WithMaxDocumentChunks(7), engine.WithChunker(limitChunker{&got}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	ctx := loom.WithTenant(t.Context(), "acme")
+	c, err := eng.CreateCollection(ctx, collection.Collection{Name: "limited"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = eng.IngestText(ctx, c.ID, "big.txt", "", "", strings.Repeat("x", 100), nil)
+	if got != 7 {
+		t.Errorf("the chunker was given MaxChunks %d, want the document limit 7", got)
+	}
+	if !errors.Is(err, store.ErrTooLarge) {
+		t.Errorf("a document past the limit: %v, want store.ErrTooLarge", err)
+	}
+}

@@ -399,12 +399,16 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	opts := &chunker.Options{Strategy: body.Strategy, ChunkSize: body.ChunkSize, Counter: c, Language: body.Language}
+	// The chunker stops as soon as the answer would pass the item limit, rather than after chunking all.
+	opts := &chunker.Options{Strategy: body.Strategy, ChunkSize: body.ChunkSize, Counter: c, Language: body.Language, MaxChunks: s.limits.MaxItems}
 	if body.ChunkOverlap != nil {
 		opts.ChunkOverlap = *body.ChunkOverlap
 		opts.NoOverlap = *body.ChunkOverlap == 0
 	}
 	chunks, err := ch.Chunk(r.Context(), *body.Text, opts)
+	if errors.Is(err, chunker.ErrTooManyChunks) {
+		return errorf(http.StatusRequestEntityTooLarge, "too_large", "the text makes more than %d chunks, the limit of one response", s.limits.MaxItems)
+	}
 	if err != nil {
 		if chunker.IsOptionError(err) || r.Context().Err() != nil {
 			return err
