@@ -361,11 +361,17 @@ func (e *Encoding) TokenEnds(text string) []int {
 // of text[:p] and text[p:] alone, so that the tokens of text are those of the two parts and
 // Count(text) == Count(text[:p]) + Count(text[p:]). It answers from the characters around p, conservatively:
 // false means not known. It is true where a line break ends text[:p] and text[p:] does not start with more
-// line breaks (nor a '/'), and where text[:p] ends in a character other than whitespace and text[p:] starts with a
-// space or a tab. Chunkers use it to add up the counts of pieces without counting their joins again.
+// line breaks (nor a '/'); where text[:p] ends in a character other than whitespace and text[p:] starts with a
+// space or a tab; between a digit and a character that is neither a digit nor whitespace (either way round:
+// no piece of either encoding holds a digit and another character); and after a letter followed by a
+// character that is no letter, mark, digit, whitespace or apostrophe (a letter run ends there in both
+// encodings). Chunkers use it to add up the counts of pieces without counting their joins again.
 func (e *Encoding) SplitsAt(text string, p int) bool {
 	if p <= 0 || p >= len(text) {
 		return p == 0 || p == len(text)
+	}
+	if pieceBoundary(text, p) {
+		return true
 	}
 	switch prev := text[p-1]; {
 	case prev == '\n':
@@ -390,6 +396,29 @@ func (e *Encoding) SplitsAt(text string, p int) bool {
 		return r != utf8.RuneError && !unicode.Is(unicode.White_Space, r)
 	}
 	return false
+}
+
+// pieceBoundary reports whether both encodings' pre-tokenizers end a piece at p whatever comes before
+// text[p-1] or after text[p], with no whitespace on either side (whose lookahead makes text[:p] alone split
+// otherwise): a digit beside a character that is neither a digit nor whitespace (digits make pieces of their
+// own), or a letter before a character that is no letter, mark, digit, whitespace or ASCII apostrophe (which
+// continues a letter piece as a contraction in o200k_base).
+func pieceBoundary(text string, p int) bool {
+	a, wa := utf8.DecodeLastRuneInString(text[:p])
+	b, wb := utf8.DecodeRuneInString(text[p:])
+	if (a == utf8.RuneError && wa <= 1) || (b == utf8.RuneError && wb <= 1) {
+		return false
+	}
+	t := loadClasses()
+	ca, cb := t.of(a), t.of(b)
+	if ca&clsSpace != 0 || cb&clsSpace != 0 {
+		return false
+	}
+	if ca&clsNumber != cb&clsNumber {
+		return true
+	}
+	// A mark is in o200k_base's letter-like classes without being a letter.
+	return ca&clsLetter != 0 && b != '\'' && cb&(clsLetter|clsNumber|clsUpper|clsLower) == 0
 }
 
 // mapOffsets maps ascending offsets in sanitize(s) to offsets in s, in place. An offset inside a U+FFFD

@@ -370,7 +370,8 @@ func TestTokenEnds_TileTheText(t *testing.T) {
 func TestSplitsAt_CountsAdd(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
-	alphabet := []string{"a", "Word", " ", "  ", "\t", "\n", "\r\n", "\n\n", ";", "'s", "12345", "中文", "。", "😀", "\u0301", "\u00a0", "\u3000", "/", "\xff", "é", "ǅ"}
+	alphabet := []string{"a", "Word", " ", "  ", "\t", "\n", "\r\n", "\n\n", ";", "'s", "12345", "中文", "。", "😀", "\u0301", "\u00a0", "\u3000", "/", "\xff", "é", "ǅ",
+		"1", "+", "'", "'S", "’", "-", "_", "=", "½", "٣", "x", "Ab", "(", ")", "\u0300", "ﬀ", "'ll", "Ⅻ"}
 	texts := []string{"hello world\n  indented\n\nnext; para\n\tx", "a \n b", "foo;\n bar", "x\n\u00a0y"}
 	for range 3000 {
 		var b strings.Builder
