@@ -329,7 +329,7 @@ func (a *assembly) cost(it *ctxItem, limit int) (n int, exact bool) {
 	}
 	body := &it.parts[2]
 	if it.raw && body.tokens < 0 { // not cached: count the text as it is rendered
-		body.text, it.raw = escapeText(body.text), false
+		body.text, it.raw = EscapeText(body.text), false
 	}
 	marker := a.markerCost(it.rank + 1)
 	// Text not counted yet that is plainly too long is not counted (see letterRuns). A text of b bytes has

@@ -83,7 +83,7 @@ func TestAssemble_Seed003FitsWithEverything(t *testing.T) {
 		t.Errorf("last message %q", last.Content)
 	}
 	ctx := res.Messages[4].Content
-	for _, want := range []string{"- name: Bob", "check_account", `"eligible_upgrade": true`} {
+	for _, want := range []string{"- name: Bob", "check_account", `&quot;eligible_upgrade&quot;: true`} {
 		if !strings.Contains(ctx, want) {
 			t.Errorf("context message lacks %q:\n%s", want, ctx)
 		}
@@ -545,7 +545,7 @@ func TestAssemble_CachedCountsStillEscapeAndCountExactly(t *testing.T) {
 	content := "  if a < b && c > d { return }  "
 	enc := tokenizer.O200K()
 	req := &Request{Model: "gpt-4o", Message: "q", Knowledge: []Knowledge{{ID: "k", Content: content,
-		TokenCounts: map[string]int{tokenizer.O200KBase: enc.Count(RenderedKnowledge(content))}}}}
+		TokenCounts: map[string]int{KnowledgeCountKey(tokenizer.O200KBase): enc.Count(RenderedKnowledge(content))}}}}
 	res, err := AssembleRequest(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)

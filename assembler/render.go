@@ -158,7 +158,7 @@ func (a *assembly) render(requiredOnly bool) rendering {
 		ctxParts = slices.Grow(ctxParts, 4*len(kept))
 		for _, it := range kept {
 			if it.raw {
-				it.parts[2].text, it.raw = escapeText(it.parts[2].text), false
+				it.parts[2].text, it.raw = EscapeText(it.parts[2].text), false
 			}
 			it.parts[0] = part{text: marker(it.ref.Marker), tokens: a.markerCost(it.ref.Marker)}
 			ctxParts = append(ctxParts, it.parts...)

@@ -84,8 +84,8 @@ type Knowledge struct {
 	StartOffset int               `json:"start,omitempty"`
 	EndOffset   int               `json:"end,omitempty"`
 	Metadata    map[string]string `json:"metadata,omitempty"`
-	// TokenCounts are counts of the content as it is rendered (see [RenderedKnowledge]), cached by encoding
-	// name as a store keeps them, so that assembling does not count it again.
+	// TokenCounts are counts of the content as it is rendered (see [RenderedKnowledge]), cached under
+	// [KnowledgeCountKey] of the encoding as a store keeps them, so that assembling does not count it again.
 	TokenCounts map[string]int `json:"token_counts,omitempty"`
 }
 

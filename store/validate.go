@@ -175,8 +175,8 @@ func PrepareToolOutput(l Limits, now time.Time, o ToolOutput) (ToolOutput, error
 }
 
 // PrepareKnowledge validates a session's knowledge items and returns copies, with the token counts of each
-// item's content as the assembler renders it (assembler.RenderedKnowledge) counted for CountedEncodings,
-// whatever counts were given.
+// item's content as the assembler renders it (assembler.RenderedKnowledge) counted for CountedEncodings
+// (under assembler.KnowledgeCountKey), whatever counts were given.
 func PrepareKnowledge(l Limits, items []Knowledge) ([]Knowledge, error) {
 	l = l.WithDefaults()
 	if len(items) > l.MaxBatch {
@@ -198,7 +198,7 @@ func PrepareKnowledge(l Limits, items []Knowledge) ([]Knowledge, error) {
 		rendered := assembler.RenderedKnowledge(k.Content)
 		for _, name := range CountedEncodings {
 			enc, _ := tokenizer.Get(name)
-			counts[name] = enc.Count(rendered)
+			counts[assembler.KnowledgeCountKey(name)] = enc.Count(rendered)
 		}
 		out[i].TokenCounts = counts
 	}
