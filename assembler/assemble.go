@@ -136,14 +136,56 @@ func newAssembly(req *Request) (*assembly, error) {
 		a.dropped[RegionMessage] = []Dropped{{ID: "message", Reason: ReasonEmpty}}
 	}
 	for i, t := range req.Tools {
-		if t.Function.Name == "" {
-			return nil, fmt.Errorf("%w: tools[%d] has no function name", ErrInvalidRequest, i)
+		if err := CheckToolName(t.Function.Name); err != nil {
+			return nil, fmt.Errorf("tools[%d]: %w", i, err)
 		}
 		if len(t.Function.Parameters) > 0 && !json.Valid(t.Function.Parameters) {
 			return nil, fmt.Errorf("%w: tools[%d] parameters are not JSON", ErrInvalidRequest, i)
 		}
 	}
+	for i, o := range req.ToolOutputs {
+		if err := CheckToolName(o.Tool); err != nil {
+			return nil, fmt.Errorf("tool_outputs[%d]: %w", i, err)
+		}
+	}
 	return a, nil
+}
+
+// MaxToolName is the longest tool name providers accept, in bytes.
+const MaxToolName = 64
+
+// CheckToolName returns an error wrapping ErrInvalidRequest, which names the name, unless name is one
+// that providers accept for a tool: 1 to 64 ASCII letters, digits, underscores and hyphens
+// (^[a-zA-Z0-9_-]{1,64}$). Tool definitions, the tool calls of a history and the tool of a tool output
+// are checked by it, so that no tool name can carry a line break, a quote or markup into a prompt.
+func CheckToolName(name string) error {
+	ok := name != "" && len(name) <= MaxToolName
+	for i := 0; i < len(name) && ok; i++ {
+		ok = isToolNameByte(name[i])
+	}
+	if ok {
+		return nil
+	}
+	return fmt.Errorf("%w: tool name %s is not 1 to %d letters, digits, _ or - (^[a-zA-Z0-9_-]{1,%d}$)", ErrInvalidRequest,
+		quoteName(name), MaxToolName, MaxToolName)
+}
+
+func isToolNameByte(c byte) bool {
+	return c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// quoteName quotes a name for an error message, cut after 80 bytes (and saying so) so that a huge one does
+// not make a huge message.
+func quoteName(name string) string {
+	const most = 80
+	if len(name) <= most {
+		return strconv.Quote(name)
+	}
+	cut := most
+	for cut > 0 && !isRuneStart(name, cut) {
+		cut--
+	}
+	return strconv.Quote(name[:cut]) + fmt.Sprintf("... (%d bytes)", len(name))
 }
 
 // CheckRole returns an error wrapping ErrInvalidRequest unless role is user, assistant, tool or system, and
@@ -173,8 +215,11 @@ func validateHistory(h []Message) error {
 			if msg.Role != "assistant" {
 				return fmt.Errorf("%w: history[%d] is a %s message with tool calls", ErrInvalidRequest, i, msg.Role)
 			}
-			if call.ID == "" || call.Function.Name == "" {
-				return fmt.Errorf("%w: history[%d].tool_calls[%d] needs an id and a function name", ErrInvalidRequest, i, j)
+			if call.ID == "" {
+				return fmt.Errorf("%w: history[%d].tool_calls[%d] needs an id", ErrInvalidRequest, i, j)
+			}
+			if err := CheckToolName(call.Function.Name); err != nil {
+				return fmt.Errorf("history[%d].tool_calls[%d]: %w", i, j, err)
 			}
 		}
 	}

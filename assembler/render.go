@@ -444,15 +444,14 @@ func (a *assembly) renderAnthropic(r *rendering, stable []part, l *layout, histo
 func anthropicID(id string) string {
 	ok := id != ""
 	for i := 0; i < len(id) && ok; i++ {
-		c := id[i]
-		ok = c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		ok = isToolNameByte(id[i]) // the characters of a tool name
 	}
 	if ok {
 		return id
 	}
 	b := []byte(id)
 	for i, c := range b {
-		if !(c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+		if !isToolNameByte(c) {
 			b[i] = '_'
 		}
 	}

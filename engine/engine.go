@@ -234,6 +234,7 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 	if req.Preset == PresetCookbook {
 		res, err = assembleCookbook(&req, snap)
 	} else {
+		degraded = append(degraded, usableToolNames(snap)...)
 		merged, skipped := merge(&req, snap)
 		if skipped > 0 {
 			degraded = append(degraded, Degradation{Source: string(store.SourceHistory),
