@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/context-loom/loom/tokenizer"
 )
@@ -374,7 +375,7 @@ func (a *assembly) cost(it *ctxItem, limit int) (n int, exact bool) {
 	}
 	body := &it.parts[2]
 	if it.raw && body.tokens < 0 { // not cached: count the text as it is rendered
-		body.text, it.raw = EscapeText(body.text), false
+		body.text, it.raw = a.knowledgeBody(body.text), false
 	}
 	marker := a.markerCost(it.rank + 1)
 	// Text not counted yet that is plainly too long is not counted (see letterRuns). A text of b bytes has
@@ -386,11 +387,17 @@ func (a *assembly) cost(it *ctxItem, limit int) (n int, exact bool) {
 			return it.lower, false
 		}
 	}
-	// A cached count is of the escaped text, while the parts hold the text unescaped until it is rendered:
-	// a join that does not add up is then counted whole, unescaped, unless escaping changes nothing.
+	// A cached count is of the escaped text, while the parts hold the text unescaped until it is rendered. A
+	// join that does not add up is counted from the texts around it (see meter.cutCount): the text is
+	// escaped first, unless escaping changes nothing there.
 	var cuts func() bool
 	if it.raw {
-		cuts = func() bool { return !needsEscape(body.text) }
+		cuts = func() bool {
+			if it.raw && edgesNeedEscape(body.text) {
+				body.text, it.raw = a.knowledgeBody(body.text), false
+			}
+			return true
+		}
 	}
 	n, exact = a.m.joinUpTo(it.parts[1:], max(limit-marker, 0), cuts)
 	if !exact {
@@ -399,6 +406,13 @@ func (a *assembly) cost(it *ctxItem, limit int) (n int, exact bool) {
 	}
 	it.cost = n + marker
 	return it.cost, true
+}
+
+// edgesNeedEscape reports whether EscapeText changes s within reach of the meter's counting across a join
+// (cutWindow bytes from either end, and the character before).
+func edgesNeedEscape(s string) bool {
+	const reach = cutWindow + utf8.UTFMax
+	return hasMarkup(s[:min(len(s), reach)]) || hasMarkup(s[max(0, len(s)-reach):]) || !utf8.ValidString(s)
 }
 
 func (a *assembly) items(region string) []*ctxItem {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"html"
 	"math/rand/v2"
 	"regexp"
 	"strings"
@@ -55,9 +54,32 @@ func (e element) attr(name string) (string, bool) {
 	return "", false
 }
 
+// references are the character references of Loom's markup, as XML reads them.
+var references = regexp.MustCompile(`&(amp|lt|gt|quot|#[0-9]+);`)
+
+// unescape reads the character references of s, as XML does (by the references' own code points, which
+// html.UnescapeString does not keep for 0x80 to 0x9F); it is the test's own, not Loom's.
+func unescape(s string) string {
+	return references.ReplaceAllStringFunc(s, func(ref string) string {
+		switch name := ref[1 : len(ref)-1]; name {
+		case "amp":
+			return "&"
+		case "lt":
+			return "<"
+		case "gt":
+			return ">"
+		case "quot":
+			return `"`
+		default:
+			var n rune
+			fmt.Sscanf(name, "#%d", &n)
+			return string(n)
+		}
+	})
+}
+
 // parseMarkup reads s as Loom's markup: elements that do not nest, with well-formed tags, and text that
 // holds none of < > " ' (escaped, every one of them) around and inside them. It fails the test otherwise.
-// The unescaping is the standard library's (html.UnescapeString), not Loom's.
 func parseMarkup(t *testing.T, s string) []element {
 	t.Helper()
 	var out []element
@@ -66,7 +88,7 @@ func parseMarkup(t *testing.T, s string) []element {
 		if i := strings.IndexAny(s, `>"'`); i >= 0 {
 			t.Fatalf("%q outside a tag at %q in:\n%s", s[i], s[i:min(len(s), i+30)], s)
 		}
-		return html.UnescapeString(s)
+		return unescape(s)
 	}
 	for rest := s; rest != ""; {
 		i := strings.IndexByte(rest, '<')
@@ -92,7 +114,7 @@ func parseMarkup(t *testing.T, s string) []element {
 		case m[1] == "":
 			open = &element{name: m[2]}
 			for _, a := range attrPattern.FindAllStringSubmatch(m[3], -1) {
-				open.attrs = append(open.attrs, [2]string{a[1], html.UnescapeString(a[2])})
+				open.attrs = append(open.attrs, [2]string{a[1], unescape(a[2])})
 			}
 		case open == nil || open.name != m[2] || m[3] != "":
 			t.Fatalf("a close tag %q that closes nothing open in:\n%s", m[0], s)
@@ -117,6 +139,9 @@ func checkTag(t *testing.T, out, name, text string, attrs ...string) {
 	els := parseMarkup(t, out)
 	if len(els) != 1 || !strings.HasPrefix(out, "<") || !strings.HasSuffix(out, ">") {
 		t.Fatalf("%d elements, want 1, and nothing around it:\n%s", len(els), out)
+	}
+	if open := out[:strings.IndexByte(out, '>')]; textBreaks.MatchString(open) {
+		t.Fatalf("a line break in the open tag %q", open)
 	}
 	e := els[0]
 	var want [][2]string
@@ -357,4 +382,12 @@ func TestAssemble_RefusesBadToolNames(t *testing.T) {
 	if err := CheckToolName(long); len(err.Error()) > 300 {
 		t.Errorf("a 10000-byte name makes a %d-byte error", len(err.Error()))
 	}
+}
+
+// textBreaks are the line breaks of the text format (CR LF as one), as its godoc names them.
+var textBreaks = regexp.MustCompile("\r\n|[\n\v\f\r\u0085\u2028\u2029]")
+
+// indented is s as the text format renders a body: two spaces after each line break.
+func indented(s string) string {
+	return textBreaks.ReplaceAllStringFunc(s, func(b string) string { return b + "  " })
 }

@@ -139,6 +139,11 @@ func (a *assembly) groupCost(g *group) int {
 	for i := range a.msgs(g) {
 		msg := &a.req.History[int(g.first)+i]
 		contents[i] = a.cachedPart(msg.Content, msg.TokenCounts)
+		if a.format == FormatText { // the body of a turn, its lines after the first indented
+			if text := indentLines(msg.Content); len(text) != len(msg.Content) {
+				contents[i] = newPart(text)
+			}
+		}
 		n += a.messageCost(msg.Role, contents[i:i+1], msg.Name, msg.ToolCalls, msg.ToolCallID)
 	}
 	g.cost = int32(n)
@@ -200,11 +205,16 @@ func (a *assembly) prepareToolOutputs() {
 			body = newPart(a.cutMiddle(body.text, body.tokens, a.policy.MaxToolOutputTokens))
 			a.dropped[RegionToolOutputs] = append(a.dropped[RegionToolOutputs], Dropped{ID: id, Reason: ReasonTruncated})
 		}
+		if a.format == FormatText { // every line of the result indented, the first by the open tag
+			if text := indentLines(body.text); len(text) != len(body.text) {
+				body = newPart(text)
+			}
+		}
 		attrs := []string{"tool", o.Tool, "call_id", o.CallID, "trusted", "false"}
 		if o.CallID == "" {
 			attrs = slices.Delete(attrs, 2, 4)
 		}
-		open := openTag("tool_output", attrs...) + "\n"
+		open := openTag("tool_output", attrs...) + a.tagEnd()
 		it := &ctxItem{id: id, order: i}
 		it.parts = []part{newPart(open), body, newPart(" \n</tool_output>\n\n")}
 		it.cost = a.m.join(it.parts)
@@ -261,9 +271,13 @@ func (a *assembly) prepareKnowledge() {
 		default:
 			// The text is escaped only if the item is counted (see cost) or rendered (see render); a cached
 			// count is of the escaped text, and escaping changes no character at the edges from space to not.
+			// (In the text format, a text of more than one line is indented too, and counted.)
 			n := 4 * len(items)
 			it := ctxItem{id: id, order: i, know: k, raw: true, cost: -1, parts: parts[n : n+4 : n+4]}
 			it.parts[2] = a.cachedPartAt(content, k.TokenCounts, countKey)
+			if a.format == FormatText && len(indentLines(content)) != len(content) {
+				it.parts[2] = newPart(content)
+			}
 			items = append(items, it)
 		}
 	}
@@ -298,7 +312,7 @@ func (a *assembly) prepareKnowledge() {
 		if key := [3]string{typ, k.Source, strconv.FormatBool(k.Trusted)}; n == 0 || key != lastKey {
 			var ok bool
 			if open, ok = tags[key]; !ok {
-				text := " " + openTag("context", contextAttrs(typ, k.Source, k.Trusted)...) + "\n"
+				text := " " + openTag("context", contextAttrs(typ, k.Source, k.Trusted)...) + a.tagEnd()
 				open = part{text: text, tokens: a.m.countShort(text)}
 				tags[key] = open
 			}
@@ -310,6 +324,24 @@ func (a *assembly) prepareKnowledge() {
 		a.knowledge = append(a.knowledge, it)
 	}
 	sc.knowledge = a.knowledge
+}
+
+// tagEnd ends an open tag of the context: a line break, and in the text format the indent of the text's
+// first line (see textIndent).
+func (a *assembly) tagEnd() string {
+	if a.format == FormatText {
+		return "\n" + textIndent
+	}
+	return "\n"
+}
+
+// knowledgeBody is a knowledge item's text, trimmed, as the format renders it: escaped, and in the text
+// format with its lines after the first indented.
+func (a *assembly) knowledgeBody(content string) string {
+	if a.format == FormatText {
+		return indentLines(EscapeText(content))
+	}
+	return EscapeText(content)
 }
 
 // RenderedKnowledge is a knowledge item's content as the assembler renders it inside its tag: trimmed of

@@ -19,9 +19,9 @@ import (
 //	</tool_output>
 //
 // attrs are attribute names and values in pairs, in order (a last name without a value has the value "").
-// The text is escaped as [EscapeText] escapes it and the values as attribute values (line breaks and tabs
-// as character references too), so that neither can close the element, open another, add an attribute or
-// spell one, such as trusted="true", even as inert text. The element's name and the attribute names are
+// The text is escaped as [EscapeText] escapes it and the values as attribute values (every line break and
+// tab as a character reference too, so that a value stays on its line), so that neither can close the
+// element, open another, add an attribute or spell one, such as trusted="true", even as inert text. The element's name and the attribute names are
 // the caller's own and are written as given.
 func Tag(name, text string, attrs ...string) string {
 	return openTag(name, attrs...) + "\n" + EscapeText(text) + "\n</" + name + ">"
@@ -70,8 +70,10 @@ func openTag(name string, attrs ...string) string {
 var (
 	markupChars = [...]byte{'&', '<', '>', '"', '\''}
 	markupRefs  = [...]string{"&amp;", "&lt;", "&gt;", "&quot;", "&#39;"}
+	// An attribute value stays on its line: every line break (see lineBreak) and tab is a reference too.
 	attrEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#39;",
-		"\n", "&#10;", "\r", "&#13;", "\t", "&#9;")
+		"\n", "&#10;", "\r", "&#13;", "\t", "&#9;", "\v", "&#11;", "\f", "&#12;",
+		"\u0085", "&#133;", "\u2028", "&#8232;", "\u2029", "&#8233;")
 )
 
 // EscapeText escapes s for the text of an element of Loom's context markup: & < > " ' become &amp; &lt;
