@@ -374,18 +374,21 @@ func (a *assembly) cost(it *ctxItem, limit int) (n int, exact bool) {
 		return it.lower, false
 	}
 	body := &it.parts[2]
-	if it.raw && body.tokens < 0 { // not cached: count the text as it is rendered
-		body.text, it.raw = a.knowledgeBody(body.text), false
-	}
 	marker := a.markerCost(it.rank + 1)
-	// Text not counted yet that is plainly too long is not counted (see letterRuns). A text of b bytes has
-	// at most b/2+1 runs: below that, the scan cannot tell.
+	// Text not counted yet that is plainly too long is neither counted nor escaped (see letterRuns). A text
+	// of b bytes has at most b/2+1 runs: below that, the scan cannot tell. The text may not be escaped yet,
+	// and its bound still bounds the text as it is rendered: escaping (and the text format's indentation)
+	// only adds runs, for it writes & < > " ' as references of non-word bytes and letters (and a run after
+	// an apostrophe, not counted, then follows a ";"), and separates no run from another.
 	if room := limit - marker; body.tokens < 0 && room >= 0 && a.model.Exact() && boundsRuns(a.model.Encoding) &&
 		len(it.parts[1].text)+len(body.text)+len(it.parts[3].text) > 2*room {
 		if runs := letterRuns(it.parts[1:], room); runs > room {
 			it.lower = runs + marker
 			return it.lower, false
 		}
+	}
+	if it.raw && body.tokens < 0 { // not cached: count the text as it is rendered
+		body.text, it.raw = a.knowledgeBody(body.text), false
 	}
 	// A cached count is of the escaped text, while the parts hold the text unescaped until it is rendered. A
 	// join that does not add up is counted from the texts around it (see meter.cutCount): the text is

@@ -391,3 +391,20 @@ var textBreaks = regexp.MustCompile("\r\n|[\n\v\f\r\u0085\u2028\u2029]")
 func indented(s string) string {
 	return textBreaks.ReplaceAllStringFunc(s, func(b string) string { return b + "  " })
 }
+
+// BenchmarkEscapeText escapes knowledge-sized pieces of English text, most of which hold a quote or an
+// apostrophe.
+func BenchmarkEscapeText(b *testing.B) {
+	req := benchRequest(b, false)
+	n := 0
+	for _, k := range req.Knowledge {
+		n += len(k.Content)
+	}
+	b.SetBytes(int64(n))
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, k := range req.Knowledge {
+			_ = EscapeText(k.Content)
+		}
+	}
+}

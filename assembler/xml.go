@@ -141,5 +141,11 @@ func escapeAttr(s string) string {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
-	return attrEscaper.Replace(s)
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '&', '<', '>', '"', '\'', '\n', '\r', '\t', '\v', '\f', 0xC2, 0xE2: // 0xC2, 0xE2: NEL, LS, PS may follow
+			return attrEscaper.Replace(s)
+		}
+	}
+	return s // the replacer would copy it
 }
