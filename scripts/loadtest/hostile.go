@@ -60,8 +60,8 @@ const (
 func runHostilePhase(ctx context.Context, env *environment, sec *section) error {
 	sec.printf("Each case runs against a fresh `loom serve` on each store. Tenant A holds a session, an agent and a " +
 		"user whose texts carry a random secret; tenant B (its own key) names them. Injection texts are stored in " +
-		"knowledge (content and `source` attribute), memory (value, key, pinned), tool outputs (result and tool " +
-		"name), history and the current message, then assembled in the openai, anthropic and text formats: no raw " +
+		"knowledge (content and `source` attribute), memory (value, key, pinned), tool outputs (result; a " +
+		"tool name outside the providers' rule is refused on input), history and the current message, then assembled in the openai, anthropic and text formats: no raw " +
 		"`<system>` tag and no `trusted=\"true\"` may appear anywhere in the prompt except inside the user's and " +
 		"assistant's own verbatim turns, and each injected data text must be present escaped (so the check is not " +
 		"vacuous).\n\n")
