@@ -275,7 +275,7 @@ func (a *assembly) prepareKnowledge() {
 			n := 4 * len(items)
 			it := ctxItem{id: id, order: i, know: k, raw: true, cost: -1, parts: parts[n : n+4 : n+4]}
 			it.parts[2] = a.cachedPartAt(content, k.TokenCounts, countKey)
-			if a.format == FormatText && len(indentLines(content)) != len(content) {
+			if a.format == FormatText && hasLineBreak(content) {
 				it.parts[2] = newPart(content)
 			}
 			items = append(items, it)

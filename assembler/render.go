@@ -466,10 +466,11 @@ func anthropicID(id string) string {
 //
 // So that no text can forge a turn, every line of a turn's body after its first (the first follows its
 // header; the tools' JSON, on the line after "Tools:", is indented too) starts with textIndent, and so does
-// every line of a text inside a tag of the context; a header never does. Each line break of the text (CR LF, LF, VT, FF, CR, NEL, LS, PS: see lineBreak) is followed by
-// textIndent; tool names cannot hold one (see CheckToolName), and memory is one line a fact. Every line of
-// the transcript is then Loom's own (a header, a tag, a memory line, a marker, a blank line between turns)
-// or starts with textIndent; removing textIndent after each line break of a body gives the text back.
+// every line of a text inside a tag of the context; a header never does. Each line break of such a text
+// (CR LF, LF, VT, FF, CR, NEL, LS, PS: see lineBreak) is followed by textIndent; tool names cannot hold one
+// (see CheckToolName), and each memory fact is one line. Every line of the transcript after the
+// instructions is then Loom's own (a header, a tag, a memory line, a marker, a blank line between turns)
+// or starts with textIndent, and removing textIndent after each line break of a body gives the text back.
 const textIndent = "  "
 
 // lineBreak returns the length of the line break that s starts with, 0 if none: CR LF (one break), LF, VT,
@@ -496,6 +497,16 @@ func lineBreak(s string) int {
 		}
 	}
 	return 0
+}
+
+// hasLineBreak reports whether s holds a line break (see lineBreak).
+func hasLineBreak(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if lineBreak(s[i:]) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // indentLines returns s with textIndent after each of its line breaks, so that no line of s but its first

@@ -21,8 +21,8 @@ import (
 // attrs are attribute names and values in pairs, in order (a last name without a value has the value "").
 // The text is escaped as [EscapeText] escapes it and the values as attribute values (every line break and
 // tab as a character reference too, so that a value stays on its line), so that neither can close the
-// element, open another, add an attribute or spell one, such as trusted="true", even as inert text. The element's name and the attribute names are
-// the caller's own and are written as given.
+// element, open another, add an attribute or spell one, such as trusted="true", even as inert text. The
+// element's name and the attribute names are the caller's own and are written as given.
 func Tag(name, text string, attrs ...string) string {
 	return openTag(name, attrs...) + "\n" + EscapeText(text) + "\n</" + name + ">"
 }
@@ -132,9 +132,6 @@ func hasMarkup(s string) bool {
 	}
 	return false
 }
-
-// needsEscape reports whether EscapeText changes s.
-func needsEscape(s string) bool { return !utf8.ValidString(s) || hasMarkup(s) }
 
 // escapeAttr escapes text for a double-quoted attribute value.
 func escapeAttr(s string) string {

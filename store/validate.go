@@ -78,7 +78,7 @@ func CheckToolName(name string) error {
 
 // PrepareMessages validates msgs for appending and returns copies with Time (now, if zero) and
 // TokenCounts set: counted for CountedEncodings, whatever counts were given (they are not trusted). Roles are user, assistant, tool and system; a tool
-// message needs its tool_call_id; tool calls need an id, a name (see CheckToolName) and JSON arguments. Errors wrap ErrInvalid
+// message needs its tool_call_id; tool calls need an id, a name and JSON arguments. Errors wrap ErrInvalid
 // or ErrTooLarge.
 func PrepareMessages(l Limits, now time.Time, msgs []Message) ([]Message, error) {
 	l = l.WithDefaults()
