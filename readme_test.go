@@ -108,7 +108,7 @@ func TestREADME_MainCommandRuns(t *testing.T) {
 	// result, the question last, and the table's total within the seed's budget of 4000.
 	out := stdout.String()
 	for _, want := range []string{"You are a helpful AI assistant.", "I want to upgrade to premium", "- name: Bob",
-		`"eligible_upgrade": true`, "[user]\n  How much does premium cost?\n", "Nothing was left out"} {
+		`&quot;eligible_upgrade&quot;: true`, "[user]\n  How much does premium cost?\n", "Nothing was left out"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("%s does not print %q:\n%s", mainCommand, want, out)
 		}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/context-loom/loom/tokenizer"
 )
@@ -136,14 +137,56 @@ func newAssembly(req *Request) (*assembly, error) {
 		a.dropped[RegionMessage] = []Dropped{{ID: "message", Reason: ReasonEmpty}}
 	}
 	for i, t := range req.Tools {
-		if t.Function.Name == "" {
-			return nil, fmt.Errorf("%w: tools[%d] has no function name", ErrInvalidRequest, i)
+		if err := CheckToolName(t.Function.Name); err != nil {
+			return nil, fmt.Errorf("tools[%d]: %w", i, err)
 		}
 		if len(t.Function.Parameters) > 0 && !json.Valid(t.Function.Parameters) {
 			return nil, fmt.Errorf("%w: tools[%d] parameters are not JSON", ErrInvalidRequest, i)
 		}
 	}
+	for i, o := range req.ToolOutputs {
+		if err := CheckToolName(o.Tool); err != nil {
+			return nil, fmt.Errorf("tool_outputs[%d]: %w", i, err)
+		}
+	}
 	return a, nil
+}
+
+// MaxToolName is the longest tool name providers accept, in bytes.
+const MaxToolName = 64
+
+// CheckToolName returns an error wrapping ErrInvalidRequest, which names the name, unless name is one
+// that providers accept for a tool: 1 to 64 ASCII letters, digits, underscores and hyphens
+// (^[a-zA-Z0-9_-]{1,64}$). Tool definitions, the tool calls of a history and the tool of a tool output
+// are checked by it, so that no tool name can carry a line break, a quote or markup into a prompt.
+func CheckToolName(name string) error {
+	ok := name != "" && len(name) <= MaxToolName
+	for i := 0; i < len(name) && ok; i++ {
+		ok = isToolNameByte(name[i])
+	}
+	if ok {
+		return nil
+	}
+	return fmt.Errorf("%w: tool name %s is not 1 to %d letters, digits, _ or - (^[a-zA-Z0-9_-]{1,%d}$)", ErrInvalidRequest,
+		quoteName(name), MaxToolName, MaxToolName)
+}
+
+func isToolNameByte(c byte) bool {
+	return c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// quoteName quotes a name for an error message, cut after 80 bytes (and saying so) so that a huge one does
+// not make a huge message.
+func quoteName(name string) string {
+	const most = 80
+	if len(name) <= most {
+		return strconv.Quote(name)
+	}
+	cut := most
+	for cut > 0 && !isRuneStart(name, cut) {
+		cut--
+	}
+	return strconv.Quote(name[:cut]) + fmt.Sprintf("... (%d bytes)", len(name))
 }
 
 // CheckRole returns an error wrapping ErrInvalidRequest unless role is user, assistant, tool or system, and
@@ -173,8 +216,11 @@ func validateHistory(h []Message) error {
 			if msg.Role != "assistant" {
 				return fmt.Errorf("%w: history[%d] is a %s message with tool calls", ErrInvalidRequest, i, msg.Role)
 			}
-			if call.ID == "" || call.Function.Name == "" {
-				return fmt.Errorf("%w: history[%d].tool_calls[%d] needs an id and a function name", ErrInvalidRequest, i, j)
+			if call.ID == "" {
+				return fmt.Errorf("%w: history[%d].tool_calls[%d] needs an id", ErrInvalidRequest, i, j)
+			}
+			if err := CheckToolName(call.Function.Name); err != nil {
+				return fmt.Errorf("history[%d].tool_calls[%d]: %w", i, j, err)
 			}
 		}
 	}
@@ -328,12 +374,12 @@ func (a *assembly) cost(it *ctxItem, limit int) (n int, exact bool) {
 		return it.lower, false
 	}
 	body := &it.parts[2]
-	if it.raw && body.tokens < 0 { // not cached: count the text as it is rendered
-		body.text, it.raw = escapeText(body.text), false
-	}
 	marker := a.markerCost(it.rank + 1)
-	// Text not counted yet that is plainly too long is not counted (see letterRuns). A text of b bytes has
-	// at most b/2+1 runs: below that, the scan cannot tell.
+	// Text not counted yet that is plainly too long is neither counted nor escaped (see letterRuns). A text
+	// of b bytes has at most b/2+1 runs: below that, the scan cannot tell. The text may not be escaped yet,
+	// and its bound still bounds the text as it is rendered: escaping (and the text format's indentation)
+	// only adds runs, for it writes & < > " ' as references of non-word bytes and letters (and a run after
+	// an apostrophe, not counted, then follows a ";"), and separates no run from another.
 	if room := limit - marker; body.tokens < 0 && room >= 0 && a.model.Exact() && boundsRuns(a.model.Encoding) &&
 		len(it.parts[1].text)+len(body.text)+len(it.parts[3].text) > 2*room {
 		if runs := letterRuns(it.parts[1:], room); runs > room {
@@ -341,11 +387,20 @@ func (a *assembly) cost(it *ctxItem, limit int) (n int, exact bool) {
 			return it.lower, false
 		}
 	}
-	// A cached count is of the escaped text, while the parts hold the text unescaped until it is rendered:
-	// a join that does not add up is then counted whole, unescaped, unless escaping changes nothing.
+	if it.raw && body.tokens < 0 { // not cached: count the text as it is rendered
+		body.text, it.raw = a.knowledgeBody(body.text), false
+	}
+	// A cached count is of the escaped text, while the parts hold the text unescaped until it is rendered. A
+	// join that does not add up is counted from the texts around it (see meter.cutCount): the text is
+	// escaped first, unless escaping changes nothing there.
 	var cuts func() bool
 	if it.raw {
-		cuts = func() bool { return !needsEscape(body.text) }
+		cuts = func() bool {
+			if it.raw && edgesNeedEscape(body.text) {
+				body.text, it.raw = a.knowledgeBody(body.text), false
+			}
+			return true
+		}
 	}
 	n, exact = a.m.joinUpTo(it.parts[1:], max(limit-marker, 0), cuts)
 	if !exact {
@@ -354,6 +409,13 @@ func (a *assembly) cost(it *ctxItem, limit int) (n int, exact bool) {
 	}
 	it.cost = n + marker
 	return it.cost, true
+}
+
+// edgesNeedEscape reports whether EscapeText changes s within reach of the meter's counting across a join
+// (cutWindow bytes from either end, and the character before).
+func edgesNeedEscape(s string) bool {
+	const reach = cutWindow + utf8.UTFMax
+	return hasMarkup(s[:min(len(s), reach)]) || hasMarkup(s[max(0, len(s)-reach):]) || !utf8.ValidString(s)
 }
 
 func (a *assembly) items(region string) []*ctxItem {

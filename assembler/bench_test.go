@@ -31,10 +31,16 @@ func benchRequest(b *testing.B, cached bool) *Request {
 		}
 		return map[string]int{tokenizer.O200KBase: enc.Count(s)}
 	}
+	knowledgeCounts := func(s string) map[string]int {
+		if !cached {
+			return nil
+		}
+		return map[string]int{KnowledgeCountKey(tokenizer.O200KBase): enc.Count(RenderedKnowledge(s))}
+	}
 	req := &Request{Model: "gpt-4o", MaxTokens: 16000, Instructions: "You are a helpful assistant. Cite sources as [n].", Message: "What does the memory model promise?"}
 	for i := range 200 {
 		c := piece(i, 800)
-		req.Knowledge = append(req.Knowledge, Knowledge{ID: fmt.Sprintf("k%d", i), Content: c, Score: float64(i%97) / 97, Source: "go_mem.html", TokenCounts: counts(RenderedKnowledge(c))})
+		req.Knowledge = append(req.Knowledge, Knowledge{ID: fmt.Sprintf("k%d", i), Content: c, Score: float64(i%97) / 97, Source: "go_mem.html", TokenCounts: knowledgeCounts(c)})
 	}
 	for i := range 500 {
 		c := piece(i+1000, 200)

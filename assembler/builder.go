@@ -10,11 +10,11 @@ import (
 	"github.com/context-loom/loom/tokenizer"
 )
 
-// Builder collects regions in the shape of seed 001's assembler and builds them into a system prompt and
+// Builder collects regions in the shape of Phronomy's Context::Assembler and builds them into a system prompt and
 // messages. With a budget it is a front for [AssembleRequest]: its knowledge is always included in full
 // (the caller has screened it) and the conversation is trimmed oldest first, by whole turns, to the budget.
-// Unlike the seed, it counts exactly, per-message overhead included, and never splits a tool call from its
-// result. Without a budget (NewBuilder(0)) it does what the seed does: every message passes through
+// Unlike Phronomy's, it counts exactly, per-message overhead included, and never splits a tool call from its
+// result. Without a budget (NewBuilder(0)) it does what Phronomy's does: every message passes through
 // unchanged.
 //
 //	b := assembler.NewBuilder(4096)
@@ -33,7 +33,7 @@ type Builder struct {
 // [Builder.WithModel]). The budget is the prompt's, as a request's max_tokens is: it must not be negative
 // nor more than the model's window leaves after its reserved output.
 //
-// A budget of 0 means no budget, as in seed 001: [Builder.Build] returns every message as it was given,
+// A budget of 0 means no budget, as in Phronomy's builder: [Builder.Build] returns every message as it was given,
 // in its order, with nothing dropped, trimmed or checked (a leading assistant message, tool results
 // without their call, calls without results and blank messages included), and counts them.
 func NewBuilder(budget int) *Builder { return &Builder{budget: budget, model: DefaultModel} }
@@ -50,9 +50,9 @@ func (b *Builder) AddInstruction(text string) *Builder {
 	return b
 }
 
-// AddKnowledge appends a knowledge chunk (region 3), wrapped in a context tag of type typ; trusted false
-// (what the seed defaults to) marks externally sourced data. source, when not empty, goes in the tag so
-// the model can cite it.
+// AddKnowledge appends a knowledge chunk (region 3), wrapped in a context tag of type typ and escaped as
+// [Tag] escapes; trusted false (what Phronomy's builder defaults to) marks externally sourced data. source,
+// when not empty, goes in the tag so the model can cite it.
 func (b *Builder) AddKnowledge(text, typ string, trusted bool, source string) *Builder {
 	b.knowledge = append(b.knowledge, Knowledge{Content: text, Type: typ, Trusted: trusted, Source: source})
 	return b
@@ -82,10 +82,7 @@ type Built struct {
 func (b *Builder) Build(ctx context.Context) (*Built, error) {
 	system := b.req.Instructions
 	for _, k := range b.knowledge {
-		tag := XMLTag(k.Content, k.Type, k.Trusted)
-		if k.Source != "" {
-			tag = xmlTagWithSource(k.Content, k.Type, k.Trusted, k.Source)
-		}
+		tag := Tag("context", k.Content, contextAttrs(k.Type, k.Source, k.Trusted)...)
 		if system != "" {
 			system += "\n\n"
 		}
@@ -118,7 +115,7 @@ func builderPolicy() *Policy {
 	return &Policy{Regions: []RegionPolicy{{Name: RegionHistory, Priority: 1, MaxShare: 1}}}
 }
 
-// passThrough is Build without a budget: seed 001's build, which passes the messages through unchanged,
+// passThrough is Build without a budget: Phronomy's build, which passes the messages through unchanged,
 // counted exactly.
 func (b *Builder) passThrough(ctx context.Context, system string) (*Built, error) {
 	if err := ctx.Err(); err != nil {
@@ -166,12 +163,6 @@ func (b *Builder) passThrough(ctx context.Context, system string) (*Built, error
 		}
 	}
 	return built, nil
-}
-
-// xmlTagWithSource is XMLTag with a source attribute.
-func xmlTagWithSource(text, typ string, trusted bool, source string) string {
-	return "<context type=\"" + escapeAttr(typ) + "\" source=\"" + escapeAttr(source) + "\" trusted=\"" +
-		strconv.FormatBool(trusted) + "\">\n" + escapeText(text) + "\n</context>"
 }
 
 var (

@@ -1,7 +1,7 @@
 package assembler
 
-// The seed's chunk assembler (seed 000, Weave's Context Assembler): retrieved chunks in, one context string
-// out, best score first, within a token budget, with citations. Its API is the seed's, name for name; what
+// Weave's chunk assembler (its Context Assembler): retrieved chunks in, one context string
+// out, best score first, within a token budget, with citations. Its API is Weave's, name for name; what
 // differs is the promise behind TotalTokens, which here is the exact count of the returned Context, separators
 // and template text included, and never above the budget.
 

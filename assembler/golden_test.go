@@ -56,12 +56,12 @@ func goldenRequest(r *rand.Rand, corpus []string) *Request {
 	if err != nil {
 		panic(err)
 	}
-	counts := func(s string) map[string]int {
+	counts := func(key, s string) map[string]int {
 		switch r.IntN(3) {
 		case 0:
 			return nil
 		default:
-			return map[string]int{enc.Encoding: enc.Counter().Count(s)}
+			return map[string]int{key: enc.Counter().Count(s)}
 		}
 	}
 	var kept []string
@@ -82,7 +82,7 @@ func goldenRequest(r *rand.Rand, corpus []string) *Request {
 		k := Knowledge{ID: fmt.Sprintf("k%d", i), Content: c, Score: float64(r.IntN(50)) / 50, Source: "doc" + fmt.Sprint(r.IntN(3)),
 			DocumentID: fmt.Sprint(r.IntN(4)), StartOffset: r.IntN(1000)}
 		if r.IntN(3) > 0 {
-			k.TokenCounts = counts(RenderedKnowledge(c))
+			k.TokenCounts = counts(KnowledgeCountKey(enc.Encoding), RenderedKnowledge(c))
 		}
 		req.Knowledge = append(req.Knowledge, k)
 	}
@@ -105,7 +105,7 @@ func goldenRequest(r *rand.Rand, corpus []string) *Request {
 			continue
 		}
 		if r.IntN(2) == 0 {
-			m.TokenCounts = counts(m.Content)
+			m.TokenCounts = counts(enc.Encoding, m.Content)
 		}
 		req.History = append(req.History, m)
 	}

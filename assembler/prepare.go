@@ -139,6 +139,11 @@ func (a *assembly) groupCost(g *group) int {
 	for i := range a.msgs(g) {
 		msg := &a.req.History[int(g.first)+i]
 		contents[i] = a.cachedPart(msg.Content, msg.TokenCounts)
+		if a.format == FormatText { // the body of a turn, its lines after the first indented
+			if text := indentLines(msg.Content); len(text) != len(msg.Content) {
+				contents[i] = newPart(text)
+			}
+		}
 		n += a.messageCost(msg.Role, contents[i:i+1], msg.Name, msg.ToolCalls, msg.ToolCallID)
 	}
 	g.cost = int32(n)
@@ -147,7 +152,12 @@ func (a *assembly) groupCost(g *group) int {
 
 // cachedPart is a part for text whose count may be cached under the model's encoding.
 func (a *assembly) cachedPart(text string, counts map[string]int) part {
-	if n, ok := counts[a.model.Encoding]; ok && a.model.Exact() && n >= 0 {
+	return a.cachedPartAt(text, counts, a.model.Encoding)
+}
+
+// cachedPartAt is a part for text whose count may be cached under key.
+func (a *assembly) cachedPartAt(text string, counts map[string]int, key string) part {
+	if n, ok := counts[key]; ok && a.model.Exact() && n >= 0 {
 		return part{text: text, tokens: n}
 	}
 	return newPart(text)
@@ -173,7 +183,7 @@ func (a *assembly) prepareMemory() {
 			continue
 		}
 		it := &ctxItem{id: id, pinned: f.Pinned, order: i}
-		it.parts = []part{newPart("- " + escapeText(oneLine(f.Key)) + ": " + escapeText(oneLine(f.Value)) + "\n")}
+		it.parts = []part{newPart("- " + EscapeText(oneLine(f.Key)) + ": " + EscapeText(oneLine(f.Value)) + "\n")}
 		it.cost = a.m.join(it.parts)
 		a.memory = append(a.memory, it)
 	}
@@ -190,16 +200,21 @@ func (a *assembly) prepareToolOutputs() {
 		if result == "" {
 			result = "(no output)"
 		}
-		body := part{text: escapeText(result)}
+		body := part{text: EscapeText(result)}
 		if body.tokens = a.m.count(body.text); body.tokens > a.policy.MaxToolOutputTokens {
 			body = newPart(a.cutMiddle(body.text, body.tokens, a.policy.MaxToolOutputTokens))
 			a.dropped[RegionToolOutputs] = append(a.dropped[RegionToolOutputs], Dropped{ID: id, Reason: ReasonTruncated})
 		}
-		open := "<tool_output tool=\"" + escapeAttr(o.Tool) + "\""
-		if o.CallID != "" {
-			open += " call_id=\"" + escapeAttr(o.CallID) + "\""
+		if a.format == FormatText { // every line of the result indented, the first by the open tag
+			if text := indentLines(body.text); len(text) != len(body.text) {
+				body = newPart(text)
+			}
 		}
-		open += " trusted=\"false\">\n"
+		attrs := []string{"tool", o.Tool, "call_id", o.CallID, "trusted", "false"}
+		if o.CallID == "" {
+			attrs = slices.Delete(attrs, 2, 4)
+		}
+		open := openTag("tool_output", attrs...) + a.tagEnd()
 		it := &ctxItem{id: id, order: i}
 		it.parts = []part{newPart(open), body, newPart(" \n</tool_output>\n\n")}
 		it.cost = a.m.join(it.parts)
@@ -241,6 +256,7 @@ func (a *assembly) prepareKnowledge() {
 	// The candidates, in the request's order, with their text (parts[2]; see cost and render for the rest).
 	sc := a.scratch
 	items := slices.Grow(sc.items[:0], len(a.req.Knowledge))
+	countKey := KnowledgeCountKey(a.model.Encoding)
 	sc.parts = sized(sc.parts, 4*len(a.req.Knowledge))
 	parts := sc.parts
 	for i := range a.req.Knowledge {
@@ -255,9 +271,13 @@ func (a *assembly) prepareKnowledge() {
 		default:
 			// The text is escaped only if the item is counted (see cost) or rendered (see render); a cached
 			// count is of the escaped text, and escaping changes no character at the edges from space to not.
+			// (In the text format, a text of more than one line is indented too, and counted.)
 			n := 4 * len(items)
 			it := ctxItem{id: id, order: i, know: k, raw: true, cost: -1, parts: parts[n : n+4 : n+4]}
-			it.parts[2] = a.cachedPart(content, k.TokenCounts)
+			it.parts[2] = a.cachedPartAt(content, k.TokenCounts, countKey)
+			if a.format == FormatText && hasLineBreak(content) {
+				it.parts[2] = newPart(content)
+			}
 			items = append(items, it)
 		}
 	}
@@ -292,11 +312,7 @@ func (a *assembly) prepareKnowledge() {
 		if key := [3]string{typ, k.Source, strconv.FormatBool(k.Trusted)}; n == 0 || key != lastKey {
 			var ok bool
 			if open, ok = tags[key]; !ok {
-				text := " <context type=\"" + escapeAttr(typ) + "\""
-				if k.Source != "" {
-					text += " source=\"" + escapeAttr(k.Source) + "\""
-				}
-				text += " trusted=\"" + key[2] + "\">\n"
+				text := " " + openTag("context", contextAttrs(typ, k.Source, k.Trusted)...) + a.tagEnd()
 				open = part{text: text, tokens: a.m.countShort(text)}
 				tags[key] = open
 			}
@@ -310,9 +326,38 @@ func (a *assembly) prepareKnowledge() {
 	sc.knowledge = a.knowledge
 }
 
+// tagEnd ends an open tag of the context: a line break, and in the text format the indent of the text's
+// first line (see textIndent).
+func (a *assembly) tagEnd() string {
+	if a.format == FormatText {
+		return "\n" + textIndent
+	}
+	return "\n"
+}
+
+// knowledgeBody is a knowledge item's text, trimmed, as the format renders it: escaped, and in the text
+// format with its lines after the first indented.
+func (a *assembly) knowledgeBody(content string) string {
+	if a.format == FormatText {
+		return indentLines(EscapeText(content))
+	}
+	return EscapeText(content)
+}
+
 // RenderedKnowledge is a knowledge item's content as the assembler renders it inside its tag: trimmed of
-// surrounding whitespace and escaped. Knowledge.TokenCounts cache counts of this text.
-func RenderedKnowledge(content string) string { return escapeText(strings.TrimSpace(content)) }
+// surrounding whitespace and escaped (see [EscapeText]). Knowledge.TokenCounts caches counts of this text,
+// under [KnowledgeCountKey].
+func RenderedKnowledge(content string) string { return EscapeText(strings.TrimSpace(content)) }
+
+// knowledgeRendering is the version of RenderedKnowledge's text, which changes whenever the text does. 2:
+// quotes are escaped too (1, whose counts were kept under the bare encoding name, escaped only & < >).
+const knowledgeRendering = "2"
+
+// KnowledgeCountKey is the key of Knowledge.TokenCounts under which the count of an item's
+// [RenderedKnowledge] text in the named encoding is cached: the encoding's name and the version of the
+// rendering, as in "o200k_base/2". A count that a store kept for an earlier rendering of the text is then
+// never taken for this one's: it is not found, and the text is counted.
+func KnowledgeCountKey(encoding string) string { return encoding + "/" + knowledgeRendering }
 
 // markerCost is the count of "[n]".
 func (a *assembly) markerCost(n int) int {

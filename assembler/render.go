@@ -158,7 +158,7 @@ func (a *assembly) render(requiredOnly bool) rendering {
 		ctxParts = slices.Grow(ctxParts, 4*len(kept))
 		for _, it := range kept {
 			if it.raw {
-				it.parts[2].text, it.raw = escapeText(it.parts[2].text), false
+				it.parts[2].text, it.raw = a.knowledgeBody(it.parts[2].text), false
 			}
 			it.parts[0] = part{text: marker(it.ref.Marker), tokens: a.markerCost(it.ref.Marker)}
 			ctxParts = append(ctxParts, it.parts...)
@@ -444,15 +444,14 @@ func (a *assembly) renderAnthropic(r *rendering, stable []part, l *layout, histo
 func anthropicID(id string) string {
 	ok := id != ""
 	for i := 0; i < len(id) && ok; i++ {
-		c := id[i]
-		ok = c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		ok = isToolNameByte(id[i]) // the characters of a tool name
 	}
 	if ok {
 		return id
 	}
 	b := []byte(id)
 	for i, c := range b {
-		if !(c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+		if !isToolNameByte(c) {
 			b[i] = '_'
 		}
 	}
@@ -460,26 +459,106 @@ func anthropicID(id string) string {
 	return "t" + string(b) + "_" + hex.EncodeToString(sum[:4])
 }
 
+// The text format is a transcript: turns that each start with a header at the start of a line ("User: ",
+// "Assistant: ", "System: ", "Tool result (id): ", "Assistant called name (id): ", "Tools:"), after the
+// instructions (the caller's own, as given) and pinned memory, with the context (memory, tool outputs,
+// knowledge, in their tags) before the current message, and "Assistant:" last.
+//
+// So that no text can forge a turn, every line of a turn's body after its first (the first follows its
+// header; the tools' JSON, on the line after "Tools:", is indented too) starts with textIndent, and so does
+// every line of a text inside a tag of the context; a header never does. Each line break of such a text
+// (CR LF, LF, VT, FF, CR, NEL, LS, PS: see lineBreak) is followed by textIndent; tool names cannot hold one
+// (see CheckToolName), and each memory fact is one line. Every line of the transcript after the
+// instructions is then Loom's own (a header, a tag, a memory line, a marker, a blank line between turns)
+// or starts with textIndent, and removing textIndent after each line break of a body gives the text back.
+const textIndent = "  "
+
+// lineBreak returns the length of the line break that s starts with, 0 if none: CR LF (one break), LF, VT,
+// FF, CR, NEL (U+0085), LS (U+2028) or PS (U+2029), the breaks of Unicode's line breaking rules.
+func lineBreak(s string) int {
+	if s == "" {
+		return 0
+	}
+	switch s[0] {
+	case '\r':
+		if len(s) > 1 && s[1] == '\n' {
+			return 2
+		}
+		return 1
+	case '\n', '\v', '\f':
+		return 1
+	case 0xC2: // NEL
+		if len(s) > 1 && s[1] == 0x85 {
+			return 2
+		}
+	case 0xE2: // LS, PS
+		if len(s) > 2 && s[1] == 0x80 && (s[2] == 0xA8 || s[2] == 0xA9) {
+			return 3
+		}
+	}
+	return 0
+}
+
+// hasLineBreak reports whether s holds a line break (see lineBreak).
+func hasLineBreak(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if lineBreak(s[i:]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// indentLines returns s with textIndent after each of its line breaks, so that no line of s but its first
+// starts a line of the text format's transcript.
+func indentLines(s string) string {
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); {
+		n := lineBreak(s[i:])
+		if n == 0 {
+			i++
+			continue
+		}
+		if last == 0 {
+			b.Grow(len(s) + 8*len(textIndent))
+		}
+		b.WriteString(s[last : i+n])
+		b.WriteString(textIndent)
+		i += n
+		last = i
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// textLabels are the headers of the text format's turns, by role.
+var textLabels = map[string]string{"user": "User", "assistant": "Assistant", "system": "System", "tool": "Tool result"}
+
 func (a *assembly) renderText(r *rendering, stable []part, l *layout, history []group) {
 	u := unit{}
 	if len(stable) > 0 {
 		l.appendStable(&u, stable, newPart("\n\n"))
 	}
 	if tools := a.toolsJSON().text; tools != "" {
-		u.parts = append(u.parts, newPart("Tools:\n"), newPart(tools), newPart("\n\n"))
+		u.parts = append(u.parts, newPart("Tools:\n"+textIndent), newPart(indentLines(tools)), newPart("\n\n"))
 		u.mark(regTools)
 	}
 	for gi := range history {
 		g := &history[gi]
-		contents := a.groupContents(g)
+		contents := a.groupContents(g) // indented (see groupCost)
 		for i, msg := range a.msgs(g) {
-			label := map[string]string{"user": "User", "assistant": "Assistant", "system": "System", "tool": "Tool result"}[msg.Role]
+			label := textLabels[msg.Role]
 			if msg.Role == "tool" {
-				label += " (" + msg.ToolCallID + ")"
+				label += " (" + indentLines(msg.ToolCallID) + ")"
 			}
 			u.parts = append(u.parts, newPart(label+": "), contents[i], newPart("\n\n"))
 			for _, call := range msg.ToolCalls {
-				u.parts = append(u.parts, newPart("Assistant called "+call.Function.Name+" ("+call.ID+"): "+call.Function.Arguments+"\n\n"))
+				u.parts = append(u.parts, newPart("Assistant called "+call.Function.Name+" ("+indentLines(call.ID)+"): "+
+					indentLines(call.Function.Arguments)+"\n\n"))
 			}
 		}
 	}
@@ -488,7 +567,7 @@ func (a *assembly) renderText(r *rendering, stable []part, l *layout, history []
 		l.appendContext(&u, newPart("\n\n"))
 	}
 	if a.message != "" {
-		u.parts = append(u.parts, newPart("User: "), newPart(a.message), newPart("\n\n"))
+		u.parts = append(u.parts, newPart("User: "), newPart(indentLines(a.message)), newPart("\n\n"))
 		u.mark(regMessage)
 	}
 	u.parts = append(u.parts, newPart("Assistant:"))

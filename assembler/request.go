@@ -20,7 +20,10 @@ type Request struct {
 	// leaves (less a margin), and a MaxTokens may not take it. 0 means the model's output limit, capped at
 	// a quarter of its window.
 	ReserveOutput int `json:"reserve_output,omitempty"`
-	// Format is the output's shape: "openai" (the default), "anthropic" or "text".
+	// Format is the output's shape: "openai" (the default), "anthropic" or "text". The text format is one
+	// transcript of turns, each starting with its header ("User: ", "Tool result (id): ", ...) at the start
+	// of a line; every line of a turn's body after its first, and every line of a text inside a tag of the
+	// context, starts with two spaces, so that no text can start a line that reads as a turn header.
 	Format string `json:"format,omitempty"`
 
 	Instructions string       `json:"instructions,omitempty"`
@@ -84,8 +87,8 @@ type Knowledge struct {
 	StartOffset int               `json:"start,omitempty"`
 	EndOffset   int               `json:"end,omitempty"`
 	Metadata    map[string]string `json:"metadata,omitempty"`
-	// TokenCounts are counts of the content as it is rendered (see [RenderedKnowledge]), cached by encoding
-	// name as a store keeps them, so that assembling does not count it again.
+	// TokenCounts are counts of the content as it is rendered (see [RenderedKnowledge]), cached under
+	// [KnowledgeCountKey] of the encoding as a store keeps them, so that assembling does not count it again.
 	TokenCounts map[string]int `json:"token_counts,omitempty"`
 }
 
@@ -113,8 +116,8 @@ type ToolCallFunction struct {
 	Arguments string `json:"arguments"` // JSON text
 }
 
-// ToolOutput is the result of a tool run in this session outside the message history (seed 003's tool
-// steps).
+// ToolOutput is the result of a tool run in this session outside the message history (the Valkey
+// cookbook's tool steps).
 type ToolOutput struct {
 	Tool   string `json:"tool"`
 	CallID string `json:"call_id,omitempty"`

@@ -6,44 +6,143 @@ import (
 	"unicode/utf8"
 )
 
-// XMLTag wraps text in a context tag as seed 001 does, escaped so that neither the text nor the type can
-// close the tag or add an attribute:
+// Loom's context markup: untrusted text (knowledge, tool outputs, memory) goes inside elements whose tags
+// only Loom writes. Every tag renderer (Tag and XMLTag, the builder, the region assembler's context,
+// tool_output and user_memory tags, the Valkey cookbook preset) escapes alike, with EscapeText for text
+// and escapeAttr for attribute values.
+
+// Tag renders text as an element of Loom's context markup: the open tag with its attributes, the text on
+// lines of its own, the close tag.
+//
+//	<tool_output tool="check_account" trusted="false">
+//	{&quot;plan&quot;: &quot;free&quot;}
+//	</tool_output>
+//
+// attrs are attribute names and values in pairs, in order (a last name without a value has the value "").
+// The text is escaped as [EscapeText] escapes it and the values as attribute values (every line break and
+// tab as a character reference too, so that a value stays on its line), so that neither can close the
+// element, open another, add an attribute or spell one, such as trusted="true", even as inert text. The
+// element's name and the attribute names are the caller's own and are written as given.
+func Tag(name, text string, attrs ...string) string {
+	return openTag(name, attrs...) + "\n" + EscapeText(text) + "\n</" + name + ">"
+}
+
+// XMLTag wraps text in a context tag as Phronomy's builder does (its xml_tag), escaped as [Tag] escapes:
 //
 //	<context type="entity" trusted="false">
 //	The user lives in Tokyo.
 //	</context>
 func XMLTag(text, typ string, trusted bool) string {
-	return "<context type=\"" + escapeAttr(typ) + "\" trusted=\"" + strconv.FormatBool(trusted) + "\">\n" +
-		escapeText(text) + "\n</context>"
+	return Tag("context", text, "type", typ, "trusted", strconv.FormatBool(trusted))
 }
 
+// contextAttrs are the attributes of a knowledge item's context tag: its type, its source when it has
+// one, and whether it is trusted.
+func contextAttrs(typ, source string, trusted bool) []string {
+	if source == "" {
+		return []string{"type", typ, "trusted", strconv.FormatBool(trusted)}
+	}
+	return []string{"type", typ, "source", source, "trusted", strconv.FormatBool(trusted)}
+}
+
+// openTag renders an element's open tag, <name a="v" ...>, its attribute values escaped (see [Tag]).
+func openTag(name string, attrs ...string) string {
+	var b strings.Builder
+	b.WriteByte('<')
+	b.WriteString(name)
+	for i := 0; i < len(attrs); i += 2 {
+		value := ""
+		if i+1 < len(attrs) {
+			value = attrs[i+1]
+		}
+		b.WriteByte(' ')
+		b.WriteString(attrs[i])
+		b.WriteString(`="`)
+		b.WriteString(escapeAttr(value))
+		b.WriteByte('"')
+	}
+	b.WriteByte('>')
+	return b.String()
+}
+
+// The characters that Ruby's CGI.escapeHTML escapes (which Phronomy's builder applies), and the references
+// it writes for them.
 var (
-	textEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+	markupChars = [...]byte{'&', '<', '>', '"', '\''}
+	markupRefs  = [...]string{"&amp;", "&lt;", "&gt;", "&quot;", "&#39;"}
+	// An attribute value stays on its line: every line break (see lineBreak) and tab is a reference too.
 	attrEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#39;",
-		"\n", "&#10;", "\r", "&#13;", "\t", "&#9;")
+		"\n", "&#10;", "\r", "&#13;", "\t", "&#9;", "\v", "&#11;", "\f", "&#12;",
+		"\u0085", "&#133;", "\u2028", "&#8232;", "\u2029", "&#8233;")
 )
 
-// escapeText escapes text for an XML element: untrusted text cannot open or close a tag. Invalid UTF-8
-// becomes U+FFFD.
-func escapeText(s string) string {
+// EscapeText escapes s for the text of an element of Loom's context markup: & < > " ' become &amp; &lt;
+// &gt; &quot; &#39;, as Phronomy's builder escapes (Ruby's CGI.escapeHTML), so that untrusted text can
+// neither open nor close a tag, nor spell an attribute such as trusted="true", even as inert text. Invalid
+// UTF-8 becomes U+FFFD. Line breaks and other white space are kept.
+func EscapeText(s string) string {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
-	if strings.IndexByte(s, '<') < 0 && strings.IndexByte(s, '>') < 0 && strings.IndexByte(s, '&') < 0 {
+	// Sized first, then written run by run between the characters, each found with IndexByte: texts are
+	// long (knowledge, tool outputs) and their characters to escape few.
+	size := len(s)
+	var next [len(markupChars)]int // where the next of each character is, len(s) when there is none
+	for i, c := range markupChars {
+		if n := strings.Count(s, string(c)); n > 0 {
+			size += n * (len(markupRefs[i]) - 1)
+			next[i] = strings.IndexByte(s, c)
+		} else {
+			next[i] = len(s)
+		}
+	}
+	if size == len(s) {
 		return s
 	}
-	return textEscaper.Replace(s)
+	var b strings.Builder
+	b.Grow(size)
+	for at := 0; ; {
+		k := 0 // the character that comes first
+		for i := 1; i < len(next); i++ {
+			if next[i] < next[k] {
+				k = i
+			}
+		}
+		p := next[k]
+		b.WriteString(s[at:p])
+		if p == len(s) {
+			return b.String()
+		}
+		b.WriteString(markupRefs[k])
+		at = p + 1
+		if j := strings.IndexByte(s[at:], markupChars[k]); j >= 0 {
+			next[k] = at + j
+		} else {
+			next[k] = len(s)
+		}
+	}
 }
 
-// needsEscape reports whether escapeText changes s.
-func needsEscape(s string) bool {
-	return !utf8.ValidString(s) || strings.IndexByte(s, '<') >= 0 || strings.IndexByte(s, '>') >= 0 || strings.IndexByte(s, '&') >= 0
+// hasMarkup reports whether s has a character that EscapeText escapes.
+func hasMarkup(s string) bool {
+	for _, c := range markupChars {
+		if strings.IndexByte(s, c) >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
-// escapeAttr escapes text for a double-quoted XML attribute.
+// escapeAttr escapes text for a double-quoted attribute value.
 func escapeAttr(s string) string {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
-	return attrEscaper.Replace(s)
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '&', '<', '>', '"', '\'', '\n', '\r', '\t', '\v', '\f', 0xC2, 0xE2: // 0xC2, 0xE2: NEL, LS, PS may follow
+			return attrEscaper.Replace(s)
+		}
+	}
+	return s // the replacer would copy it
 }

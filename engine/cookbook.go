@@ -12,15 +12,17 @@ import (
 	"github.com/context-loom/loom/tokenizer"
 )
 
-// cookbookHistory is how many of the newest messages seed 003's assemble_context reads (LRANGE -10 -1).
+// cookbookHistory is how many of the newest messages the Valkey cookbook's assemble_context reads (LRANGE
+// -10 -1).
 const cookbookHistory = 10
 
-// cookbookPrompt is seed 003's system prompt, which names the three fields even when they are empty.
+// cookbookPrompt is the Valkey cookbook's system prompt, which names the three fields even when they are
+// empty.
 func cookbookPrompt(a *store.Agent) string {
 	return a.Instructions + "\n\nConstraints: " + a.Constraints + "\nFormat: " + a.OutputFormat
 }
 
-// cookbookTitle is the title seed 003 shows for a knowledge item, d.get('title', 'Doc'): Metadata["title"]
+// cookbookTitle is the title the Valkey cookbook shows for a knowledge item, d.get('title', 'Doc'): Metadata["title"]
 // when the key is there, even empty (an entry with "title": ""), else Source when it is not empty, else
 // "Doc" (an entry without a title). The cookbook layout of the Valkey store writes an item's title by this
 // rule and reads an entry back so that it holds: an entry's title is Metadata["title"], and an entry
@@ -35,15 +37,30 @@ func cookbookTitle(k store.Knowledge) string {
 	return "Doc"
 }
 
-// assembleCookbook renders the sources as seed 003's assemble_context does, message for message, and
-// trims as its budget_context means to (system messages and the current message kept, history dropped
-// oldest first) but by the exact count, with the chat format's overhead, instead of by characters.
+// assembleCookbook renders the sources as the Valkey cookbook's assemble_context does, message for message,
+// with its untrusted values marked and escaped as PresetCookbook documents, and trims as its budget_context
+// means to (system messages and the current message kept, history dropped oldest first) but by the exact
+// count, with the chat format's overhead, instead of by characters.
 func assembleCookbook(req *Request, snap *store.Snapshot) (*assembler.Result, error) {
 	if req.Format != "" && req.Format != assembler.FormatOpenAI {
 		return nil, fmt.Errorf("%w: the cookbook preset renders OpenAI chat messages only, not %q", ErrInvalidRequest, req.Format)
 	}
 	if len(req.Tools) > 0 || req.Policy != nil {
 		return nil, fmt.Errorf("%w: the cookbook preset takes no tools or policy", ErrInvalidRequest)
+	}
+	// The request's own tool names are checked as Loom's rendering checks them; stored ones, which other
+	// programs may have written, are shown as they are (escaped).
+	for i, o := range req.ToolOutputs {
+		if err := assembler.CheckToolName(o.Tool); err != nil {
+			return nil, fmt.Errorf("tool_outputs[%d]: %w", i, err)
+		}
+	}
+	for i, m := range req.History {
+		for j, c := range m.ToolCalls {
+			if err := assembler.CheckToolName(c.Function.Name); err != nil {
+				return nil, fmt.Errorf("history[%d].tool_calls[%d]: %w", i, j, err)
+			}
+		}
 	}
 	name := req.Model
 	if name == "" && snap.Agent != nil {
@@ -98,25 +115,31 @@ func assembleCookbook(req *Request, snap *store.Snapshot) (*assembler.Result, er
 	for i, s := range instructions {
 		add(&head, assembler.RegionInstructions, "instructions["+strconv.Itoa(i)+"]", "system", s)
 	}
-	// 2. User memory: the stored facts in the store's order, then the inline ones.
+	// 2. User memory: the stored facts in the store's order, then the inline ones, one line each.
 	facts := append(append([]store.Fact(nil), snap.Facts...), req.Memory...)
 	if len(facts) > 0 {
 		lines := make([]string, len(facts))
 		for i, f := range facts {
-			lines[i] = "- " + f.Key + ": " + f.Value
+			lines[i] = "- " + oneLineEscape(f.Key) + ": " + oneLineEscape(f.Value)
 		}
-		add(&head, assembler.RegionMemory, "memory", "system", "User context:\n"+strings.Join(lines, "\n"))
+		add(&head, assembler.RegionMemory, "memory", "system",
+			"User context:\n"+assembler.Tag("user_memory", strings.Join(lines, "\n"), "trusted", "false"))
 	}
-	// 3. Retrieved knowledge.
+	// 3. Retrieved knowledge, each item's content in a context tag.
 	kb := append(append([]store.Knowledge(nil), snap.Knowledge...), req.Knowledge...)
 	if len(kb) > 0 {
 		docs := make([]string, len(kb))
 		for i, k := range kb {
-			docs[i] = "[" + cookbookTitle(k) + "]: " + k.Content
+			typ := k.Type
+			if typ == "" {
+				typ = "rag"
+			}
+			docs[i] = "[" + assembler.EscapeText(oneLineEscape(cookbookTitle(k))) + "]: " +
+				assembler.Tag("context", k.Content, "type", typ, "trusted", strconv.FormatBool(k.Trusted))
 		}
 		add(&head, assembler.RegionKnowledge, "knowledge", "system", "Relevant knowledge:\n"+strings.Join(docs, "\n\n"))
 	}
-	// 4. Conversation history: role and content, as the seed reads them.
+	// 4. Conversation history: role and content, as the cookbook reads them.
 	history := &region{name: assembler.RegionHistory}
 	var all []assembler.ChatMessage
 	for _, m := range snap.Messages {
@@ -141,11 +164,13 @@ func assembleCookbook(req *Request, snap *store.Snapshot) (*assembler.Result, er
 		outs = append(outs, assembler.ToolOutput{Tool: o.Tool, Result: o.Result})
 	}
 	outs = append(outs, req.ToolOutputs...)
-	// The seed reads data.get('tool', 'unknown') and data.get('result', '{}'): its defaults stand for fields
-	// that are missing, which the cookbook layout of the Valkey store supplies when it reads such a step, and
-	// a field that is there is shown as it is, even empty. So the tool and result are shown as they are.
+	// The cookbook reads data.get('tool', 'unknown') and data.get('result', '{}'): its defaults stand for
+	// fields that are missing, which the cookbook layout of the Valkey store supplies when it reads such a
+	// step, and a field that is there is shown as it is, even empty. So the tool and result are shown as they
+	// are, escaped: the tool's name on its line, the result in a tool_output tag.
 	for i, o := range outs {
-		add(&tail, assembler.RegionToolOutputs, "tool_outputs["+strconv.Itoa(i)+"]", "system", "Tool '"+o.Tool+"' returned: "+o.Result)
+		add(&tail, assembler.RegionToolOutputs, "tool_outputs["+strconv.Itoa(i)+"]", "system",
+			"Tool '"+assembler.EscapeText(oneLineEscape(o.Tool))+"' returned: "+assembler.Tag("tool_output", o.Result, "trusted", "false"))
 	}
 	// 6. The current message.
 	add(&tail, assembler.RegionMessage, "message", "user", req.Message)
@@ -205,3 +230,18 @@ func assembleCookbook(req *Request, snap *store.Snapshot) (*assembler.Result, er
 	res.PrefixHash = hex.EncodeToString(sum[:16])
 	return res, nil
 }
+
+// oneLineEscape escapes a value that the cookbook shows on a line of its own making (a memory key or value,
+// a knowledge title, a tool's name) so that it stays on that line: each line break as a Go string literal
+// writes it (\n, \r, \v, \f, \u0085, \u2028, \u2029), and the backslash as \\, so that the escape is
+// unambiguous.
+func oneLineEscape(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD") // as assembler.EscapeText will, so that no escape meets a broken character
+	if !strings.ContainsAny(s, "\\\n\r\v\f\u0085\u2028\u2029") {
+		return s
+	}
+	return lineEscaper.Replace(s)
+}
+
+var lineEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, "\r", `\r`, "\v", `\v`, "\f", `\f`,
+	"\u0085", `\u0085`, "\u2028", `\u2028`, "\u2029", `\u2029`)

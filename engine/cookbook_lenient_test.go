@@ -218,8 +218,8 @@ func assembleCookbook(t *testing.T, s store.Store, req engine.Request) *engine.R
 }
 
 // TestCookbookPreset_OddEntriesAsTheSeed: keys written by other tools are assembled as seed 003's own code
-// assembles them, message for message, and entries the seed could not read either (not JSON objects) are
-// left out without degrading the assembly.
+// assembles them, message for message (with the preset's documented difference), and entries the seed
+// could not read either (not JSON objects) are left out without degrading the assembly.
 func TestCookbookPreset_OddEntriesAsTheSeed(t *testing.T) {
 	t.Parallel()
 	addr := valkeytest.Start(t)
@@ -239,7 +239,7 @@ func TestCookbookPreset_OddEntriesAsTheSeed(t *testing.T) {
 	req := engine.Request{Agent: "demo_agent", User: "user_42", Session: "sess_42",
 		Request: assembler.Request{Message: "How much does premium cost?"}}
 	res := assembleCookbook(t, s, req)
-	sameMessages(t, "Loom", res.Messages, oddWant)
+	sameMessages(t, "Loom", res.Messages, cookbookDifference(t, oddWant))
 	if len(res.Degraded) != 0 {
 		t.Errorf("degraded: %+v", res.Degraded)
 	}
@@ -255,7 +255,7 @@ func TestCookbookPreset_OddEntriesAsTheSeed(t *testing.T) {
 		}
 	}
 	res = assembleCookbook(t, s, req)
-	sameMessages(t, "Loom with unreadable entries", res.Messages, oddWant)
+	sameMessages(t, "Loom with unreadable entries", res.Messages, cookbookDifference(t, oddWant))
 	if len(res.Degraded) != 0 {
 		t.Errorf("degraded: %+v", res.Degraded)
 	}
@@ -263,8 +263,8 @@ func TestCookbookPreset_OddEntriesAsTheSeed(t *testing.T) {
 
 // TestCookbookPreset_TitlesAndResultsOfLoomsItems: knowledge and tool outputs given inline, or kept by
 // another backend, are shown as the seed shows the entries the Valkey store's cookbook layout writes for
-// them: the title is Metadata["title"] when there is one (even empty), else Source, else Doc; a result is
-// shown as it is, even empty.
+// them (with the preset's documented difference): the title is Metadata["title"] when there is one (even
+// empty), else Source, else Doc; a result is shown as it is, even empty.
 func TestCookbookPreset_TitlesAndResultsOfLoomsItems(t *testing.T) {
 	t.Parallel()
 	kb := []store.Knowledge{
@@ -287,7 +287,7 @@ func TestCookbookPreset_TitlesAndResultsOfLoomsItems(t *testing.T) {
 		inline = append(inline, assembler.ToolOutput{Tool: o.Tool, Result: o.Result})
 	}
 	res := assembleCookbook(t, memory.New(store.Options{}), engine.Request{Request: assembler.Request{Message: "Hi", Knowledge: kb, ToolOutputs: inline}})
-	sameMessages(t, "inline", res.Messages, want)
+	sameMessages(t, "inline", res.Messages, cookbookDifference(t, want))
 
 	// Stored in another backend.
 	mem := memory.New(store.Options{})
@@ -301,7 +301,7 @@ func TestCookbookPreset_TitlesAndResultsOfLoomsItems(t *testing.T) {
 		}
 	}
 	res = assembleCookbook(t, mem, engine.Request{Session: "s", Request: assembler.Request{Message: "Hi"}})
-	sameMessages(t, "memory store", res.Messages, want)
+	sameMessages(t, "memory store", res.Messages, cookbookDifference(t, want))
 
 	// Written by the cookbook layout: what the seed's own code makes of the keys, and what Loom reads back.
 	addr := valkeytest.Start(t)
@@ -322,5 +322,5 @@ func TestCookbookPreset_TitlesAndResultsOfLoomsItems(t *testing.T) {
 		sameMessages(t, "the seed on the cookbook layout's keys", seed, want)
 	}
 	res = assembleCookbook(t, s, engine.Request{Session: "s", Request: assembler.Request{Message: "Hi"}})
-	sameMessages(t, "cookbook layout", res.Messages, want)
+	sameMessages(t, "cookbook layout", res.Messages, cookbookDifference(t, want))
 }

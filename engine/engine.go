@@ -119,7 +119,7 @@ type Request struct {
 	// Strict fails the assembly when a source cannot be read, instead of returning a degraded result. A
 	// named agent that cannot be read fails it either way.
 	Strict bool `json:"strict,omitempty"`
-	// Preset selects another rendering: "" (Loom's own) or "cookbook" (seed 003's messages; see
+	// Preset selects another rendering: "" (Loom's own) or "cookbook" (the Valkey cookbook's messages; see
 	// PresetCookbook).
 	Preset string `json:"preset,omitempty"`
 	// Retrieve fills the knowledge region by retrieving from a collection for the message (after any
@@ -131,11 +131,30 @@ type Request struct {
 
 // Presets.
 const (
-	// PresetCookbook renders as seed 003's assemble_context does: a system message with the agent's role,
-	// constraints and format; a system message "User context:" with the facts; a system message "Relevant
-	// knowledge:"; the newest 10 history messages; a system message per tool output ("Tool 'x' returned:
-	// ..."); the user's message. Where the seed trims by characters, Loom trims history oldest-first by the
-	// exact count.
+	// PresetCookbook renders as the Valkey cookbook's assemble_context does: a system message with the
+	// agent's role, constraints and format; a system message "User context:" with the facts; a system
+	// message "Relevant knowledge:"; the newest 10 history messages; a system message per tool output ("Tool
+	// 'x' returned: ..."); the user's message. Where the cookbook trims by characters, Loom trims history
+	// oldest-first by the exact count.
+	//
+	// The messages, their order, roles and headers are the cookbook's, but the values that come from
+	// outside (memory, knowledge, tool outputs) are marked untrusted and escaped as Loom's own rendering
+	// marks them, so that none can forge a line, a tag or an instruction. Exactly these differ from the
+	// cookbook's output:
+	//
+	//   - The facts are in a user_memory tag, "User context:\n<user_memory trusted=\"false\">\n- key: value\n
+	//     ...\n</user_memory>", one line each: a key's or value's line breaks are written \n, \r, \v, \f,
+	//     \u0085, \u2028 or \u2029, and a backslash \\.
+	//   - Each knowledge item's content is in a context tag, "[title]: <context type=\"rag\"
+	//     trusted=\"false\">\ncontent\n</context>" (the item's type, "rag" by default; trusted="true" for an
+	//     item marked trusted), and its title is one line as a fact is.
+	//   - Each tool output's result is in a tool_output tag, "Tool 'name' returned: <tool_output
+	//     trusted=\"false\">\nresult\n</tool_output>", and the name is one line as a fact is.
+	//   - In all of these (keys, values, titles, names, contents, results) & < > " ' are written &amp; &lt;
+	//     &gt; &quot; &#39; (see assembler.EscapeText), and invalid UTF-8 as U+FFFD.
+	//
+	// The agent's prompt, the request's instructions, the history and the current message are shown as the
+	// cookbook shows them.
 	PresetCookbook = "cookbook"
 )
 
@@ -238,6 +257,7 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 	if req.Preset == PresetCookbook {
 		res, err = assembleCookbook(&req, snap)
 	} else {
+		degraded = append(degraded, usableToolNames(snap)...)
 		merged, skipped := merge(&req, snap)
 		if skipped > 0 {
 			degraded = append(degraded, Degradation{Source: string(store.SourceHistory),

@@ -160,7 +160,7 @@ func RunAPI(t *testing.T, st store.Store) {
 	if len(msgs) != 7 {
 		t.Fatalf("cookbook assembly has %d messages: %v", len(msgs), res)
 	}
-	if m := msgs[1].(map[string]any); m["content"] != "User context:\n- name: Bob\n- preferred_language: English\n- tier: free" {
+	if m := msgs[1].(map[string]any); m["content"] != "User context:\n<user_memory trusted=\"false\">\n- name: Bob\n- preferred_language: English\n- tier: free\n</user_memory>" {
 		t.Errorf("memory message %v", m)
 	}
 	res = ts.must("POST", "/v1/assemble", keyAcme, map[string]any{"agent": "demo_agent", "user": "user_42", "session": "sess_42",

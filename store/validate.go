@@ -66,6 +66,16 @@ func CheckRole(m Message) error {
 	return nil
 }
 
+// CheckToolName returns an error wrapping ErrInvalid, which names the name, unless name is a tool name
+// that providers accept (assembler.CheckToolName: ^[a-zA-Z0-9_-]{1,64}$). The tools of an agent, the tool
+// calls of a message and the tool of a tool output are checked by it.
+func CheckToolName(name string) error {
+	if err := assembler.CheckToolName(name); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return nil
+}
+
 // PrepareMessages validates msgs for appending and returns copies with Time (now, if zero) and
 // TokenCounts set: counted for CountedEncodings, whatever counts were given (they are not trusted). Roles are user, assistant, tool and system; a tool
 // message needs its tool_call_id; tool calls need an id, a name and JSON arguments. Errors wrap ErrInvalid
@@ -102,8 +112,8 @@ func PrepareMessages(l Limits, now time.Time, msgs []Message) ([]Message, error)
 			if err := ValidateID(l, "tool call", c.ID); err != nil {
 				return nil, fmt.Errorf("%s call %d: %w", what, j, err)
 			}
-			if c.Function.Name == "" {
-				return nil, fmt.Errorf("%w: %s call %d: no function name", ErrInvalid, what, j)
+			if err := CheckToolName(c.Function.Name); err != nil {
+				return nil, fmt.Errorf("%s call %d: %w", what, j, err)
 			}
 			if err := validateText(l, what+" arguments", c.Function.Arguments); err != nil {
 				return nil, err
@@ -155,11 +165,12 @@ func PrepareFact(l Limits, now time.Time, f Fact) (Fact, error) {
 	return f, nil
 }
 
-// PrepareToolOutput validates o and returns it with Time set (now, if zero) and Seq cleared.
+// PrepareToolOutput validates o (its tool's name by CheckToolName) and returns it with Time set (now, if
+// zero) and Seq cleared.
 func PrepareToolOutput(l Limits, now time.Time, o ToolOutput) (ToolOutput, error) {
 	l = l.WithDefaults()
-	if o.Tool == "" {
-		return ToolOutput{}, fmt.Errorf("%w: a tool output needs its tool's name", ErrInvalid)
+	if err := CheckToolName(o.Tool); err != nil {
+		return ToolOutput{}, fmt.Errorf("tool output: %w", err)
 	}
 	for _, f := range []struct{ what, s string }{{"tool name", o.Tool}, {"call id", o.CallID}, {"tool args", o.Args}, {"tool result", o.Result}} {
 		if err := validateText(l, f.what, f.s); err != nil {
@@ -175,8 +186,8 @@ func PrepareToolOutput(l Limits, now time.Time, o ToolOutput) (ToolOutput, error
 }
 
 // PrepareKnowledge validates a session's knowledge items and returns copies, with the token counts of each
-// item's content as the assembler renders it (assembler.RenderedKnowledge) counted for CountedEncodings,
-// whatever counts were given.
+// item's content as the assembler renders it (assembler.RenderedKnowledge) counted for CountedEncodings
+// (under assembler.KnowledgeCountKey), whatever counts were given.
 func PrepareKnowledge(l Limits, items []Knowledge) ([]Knowledge, error) {
 	l = l.WithDefaults()
 	if len(items) > l.MaxBatch {
@@ -198,14 +209,15 @@ func PrepareKnowledge(l Limits, items []Knowledge) ([]Knowledge, error) {
 		rendered := assembler.RenderedKnowledge(k.Content)
 		for _, name := range CountedEncodings {
 			enc, _ := tokenizer.Get(name)
-			counts[name] = enc.Count(rendered)
+			counts[assembler.KnowledgeCountKey(name)] = enc.Count(rendered)
 		}
 		out[i].TokenCounts = counts
 	}
 	return out, nil
 }
 
-// PrepareAgent validates a and returns it with UpdatedAt set (now, if zero).
+// PrepareAgent validates a (its tools' names by CheckToolName) and returns it with UpdatedAt set (now, if
+// zero).
 func PrepareAgent(l Limits, now time.Time, a Agent) (Agent, error) {
 	l = l.WithDefaults()
 	if err := ValidateID(l, "agent", a.ID); err != nil {
@@ -226,8 +238,8 @@ func PrepareAgent(l Limits, now time.Time, a Agent) (Agent, error) {
 		return Agent{}, fmt.Errorf("%w: agent max_tokens %d is more than %s's window of %d", ErrInvalid, a.MaxTokens, m.Name, m.ContextWindow)
 	}
 	for i, t := range a.Tools {
-		if t.Function.Name == "" {
-			return Agent{}, fmt.Errorf("%w: agent tool %d has no function name", ErrInvalid, i)
+		if err := CheckToolName(t.Function.Name); err != nil {
+			return Agent{}, fmt.Errorf("agent tool %d: %w", i, err)
 		}
 		if len(t.Function.Parameters) > 0 && !json.Valid(t.Function.Parameters) {
 			return Agent{}, fmt.Errorf("%w: agent tool %q: parameters are not JSON", ErrInvalid, t.Function.Name)

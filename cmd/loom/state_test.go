@@ -57,11 +57,11 @@ func TestState_SeedScenarioFromTheCLI(t *testing.T) {
 	}
 	want := []string{
 		"system: You are a helpful AI assistant.\n\nConstraints: Be concise and accurate.\nFormat: Plain text.",
-		"system: User context:\n- name: Bob\n- preferred_language: English\n- tier: free",
+		"system: User context:\n<user_memory trusted=\"false\">\n- name: Bob\n- preferred_language: English\n- tier: free\n</user_memory>",
 		"user: Hi, I need help with my account",
 		"assistant: Sure! What do you need help with?",
 		"user: I want to upgrade to premium",
-		`system: Tool 'check_account' returned: {"plan": "free", "eligible_upgrade": true}`,
+		"system: Tool 'check_account' returned: <tool_output trusted=\"false\">\n{&quot;plan&quot;: &quot;free&quot;, &quot;eligible_upgrade&quot;: true}\n</tool_output>",
 		"user: How much does premium cost?",
 	}
 	if len(res.Messages) != len(want) {

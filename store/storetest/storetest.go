@@ -531,7 +531,7 @@ func testUnicode(t *testing.T, newStore NewStore) {
 	ok(t, s.PutAgent(ctx, tn, store.Agent{ID: "агент", Instructions: text}))
 	ok(t, s.SetFact(ctx, tn, user, store.Fact{Key: "名前", Value: text}))
 	must(s.AppendMessages(ctx, tn, sess, store.Message{Role: "user", Content: text, Name: "ボブ"}))
-	must(s.AppendToolOutput(ctx, tn, sess, store.ToolOutput{Tool: "検索", Result: text}))
+	must(s.AppendToolOutput(ctx, tn, sess, store.ToolOutput{Tool: "kensaku", Result: text})) // a tool's name is ASCII (store.CheckToolName)
 	ok(t, s.SetKnowledge(ctx, tn, sess, []store.Knowledge{{Content: text, Source: "源", Metadata: map[string]string{"ключ": text}}}))
 	a := must(s.GetAgent(ctx, tn, "агент"))
 	f := must(s.Facts(ctx, tn, user))
@@ -539,7 +539,7 @@ func testUnicode(t *testing.T, newStore NewStore) {
 	o := must(s.ToolOutputs(ctx, tn, sess))
 	k := must(s.Knowledge(ctx, tn, sess))
 	if a.Instructions != text || len(f) != 1 || f[0].Key != "名前" || f[0].Value != text || len(m) != 1 || m[0].Content != text ||
-		m[0].Name != "ボブ" || len(o) != 1 || o[0].Tool != "検索" || o[0].Result != text || len(k) != 1 || k[0].Content != text ||
+		m[0].Name != "ボブ" || len(o) != 1 || o[0].Tool != "kensaku" || o[0].Result != text || len(k) != 1 || k[0].Content != text ||
 		k[0].Source != "源" || k[0].Metadata["ключ"] != text {
 		t.Fatalf("unicode did not round-trip: %+v %+v %+v %+v %+v", a, f, m, o, k)
 	}
