@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -78,7 +79,8 @@ func CheckToolName(name string) error {
 
 // PrepareMessages validates msgs for appending and returns copies with Time (now, if zero) and
 // TokenCounts set: counted for CountedEncodings, whatever counts were given (they are not trusted). Roles are user, assistant, tool and system; a tool
-// message needs its tool_call_id; tool calls need an id, a name and JSON arguments. Errors wrap ErrInvalid
+// message needs its tool_call_id; tool calls need an id, a name and JSON arguments; content may be blank only
+// in a tool message and in an assistant message with tool calls. Errors wrap ErrInvalid
 // or ErrTooLarge.
 func PrepareMessages(l Limits, now time.Time, msgs []Message) ([]Message, error) {
 	l = l.WithDefaults()
@@ -96,6 +98,11 @@ func PrepareMessages(l Limits, now time.Time, msgs []Message) ([]Message, error)
 		}
 		if len(m.ToolCalls) > 0 && m.Role != "assistant" {
 			return nil, fmt.Errorf("%w: %s: only an assistant message has tool calls", ErrInvalid, what)
+		}
+		// A blank message says nothing a model could use; only a tool's result may be empty, and an
+		// assistant message that carries tool calls.
+		if strings.TrimSpace(m.Content) == "" && m.Role != "tool" && len(m.ToolCalls) == 0 {
+			return nil, fmt.Errorf("%w: %s: a %s message needs content", ErrInvalid, what, m.Role)
 		}
 		if err := validateText(l, what+" content", m.Content); err != nil {
 			return nil, err

@@ -69,3 +69,22 @@ func TestPrepare_RefusesBadToolNames(t *testing.T) {
 		}
 	}
 }
+
+// TestPrepareMessages_RefusesBlankContent: a user, system or assistant message with no content (or only
+// white space) is refused, so no front end can store a turn that says nothing; a tool's result may be empty,
+// and so may an assistant message that carries tool calls.
+func TestPrepareMessages_RefusesBlankContent(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	call := []assembler.ToolCall{{ID: "c1", Function: assembler.ToolCallFunction{Name: "lookup", Arguments: "{}"}}}
+	for _, m := range []store.Message{{Role: "user"}, {Role: "user", Content: " \n\t"}, {Role: "system", Content: ""}, {Role: "assistant", Content: "  "}} {
+		if _, err := store.PrepareMessages(store.Limits{}, now, []store.Message{m}); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("%+v: %v, want ErrInvalid", m, err)
+		}
+	}
+	for _, m := range []store.Message{{Role: "assistant", ToolCalls: call}, {Role: "tool", ToolCallID: "c1"}, {Role: "user", Content: "hi"}} {
+		if _, err := store.PrepareMessages(store.Limits{}, now, []store.Message{m}); err != nil {
+			t.Errorf("%+v: %v", m, err)
+		}
+	}
+}
