@@ -298,9 +298,13 @@ func encodeMessage(m store.Message) (messageRow, error) {
 	return r, nil
 }
 
-// Messages implements store.SessionStore.
+// Messages implements store.SessionStore. With q.MaxTokens it reads the cached counts first and then only
+// the messages it keeps (see readMessages).
 func (s *Store) Messages(ctx context.Context, tenant, sessionID string, q store.MessageQuery) ([]store.Message, error) {
 	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "session", sessionID); err != nil {
+		return nil, err
+	}
+	if err := store.CheckMessageQuery(q); err != nil {
 		return nil, err
 	}
 	var msgs []store.Message
@@ -309,38 +313,163 @@ func (s *Store) Messages(ctx context.Context, tenant, sessionID string, q store.
 		if err != nil || !ok {
 			return err
 		}
-		msgs, err = newestMessages(t, tenant, sessionID, q, n)
+		msgs, _, err = readMessages(t, tenant, sessionID, q, n)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return store.SelectMessages(msgs, q), nil
+	return msgs, nil
 }
 
-// newestMessages reads the session's newest messages, oldest first: q.Limit of them, and with q.MaxTokens
-// only as many as may fit (the counts it sums are at most the ones store.SelectMessages sums, so the
-// messages it leaves out are ones SelectMessages would drop). Apply store.SelectMessages to the result.
-// The session has about n messages: the result's capacity.
-func newestMessages(t txn, tenant, sessionID string, q store.MessageQuery, n int) ([]store.Message, error) {
-	limit := int64(-1) // no limit
+// readMessages answers q (a checked query) for a session of n messages, whose seqs are 1 to n, and
+// returns the before of the messages it left out (0 if none). With q.MaxTokens in an encoding whose counts
+// have columns, it reads the counts newest first until they reach the bound (qMessageCounts), then the
+// messages it keeps (qMessageRange); in another encoding (the estimate) it reads whole messages newest
+// first, and stops at the first that does not fit.
+func readMessages(t txn, tenant, sessionID string, q store.MessageQuery, n int) ([]store.Message, int64, error) {
+	before := int64(n) + 1
+	if q.Before > 0 && q.Before < before {
+		before = q.Before
+	}
+	from := int64(1) // the oldest seq to read
 	if q.Limit > 0 {
-		limit = int64(q.Limit)
+		from = max(from, before-int64(q.Limit))
 	}
 	enc := q.Encoding
 	if enc == "" {
 		enc = tokenizer.O200KBase
 	}
-	rows, err := t.query(qNewestMessages, tenant, sessionID, limit)
+	switch {
+	case q.MaxTokens == 0:
+	case enc == tokenizer.O200KBase || enc == tokenizer.CL100KBase:
+		var err error
+		if from, err = countBack(t, tenant, sessionID, q, enc, from, before); err != nil {
+			return nil, 0, err
+		}
+	default:
+		msgs, err := readBack(t, tenant, sessionID, q, from, before)
+		if err != nil {
+			return nil, 0, err
+		}
+		from = before - int64(len(msgs))
+		return msgs, nextBefore(from), nil
+	}
+	if from >= before {
+		return nil, nextBefore(from), nil
+	}
+	rows, err := t.query(qMessageRange, tenant, sessionID, from, before)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	msgs := make([]store.Message, 0, before-from)
+	err = scanMessages(rows, func(m store.Message) bool {
+		msgs = append(msgs, m)
+		return true
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return msgs, nextBefore(from), nil
+}
+
+// nextBefore is the before of the messages older than seq from: 0 when from is the first.
+func nextBefore(from int64) int64 {
+	if from <= 1 {
+		return 0
+	}
+	return from
+}
+
+// countBack returns the oldest seq of the messages in [from, before) that q.MaxTokens keeps, counted in enc
+// (o200k_base or cl100k_base) from the columns of the counts, newest first: no content is read, but of a
+// message without a count.
+func countBack(t txn, tenant, sessionID string, q store.MessageQuery, enc string, from, before int64) (int64, error) {
+	rows, err := t.query(qMessageCounts, tenant, sessionID, from, before)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	var (
+		seq, callBytes int64
+		o200k, cl100k  int
+		other          string
+	)
+	dest := []any{&seq, &o200k, &cl100k, &other, &callBytes}
+	sum, oldest := 0, before
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return 0, err
+		}
+		count := o200k
+		if enc == tokenizer.CL100KBase {
+			count = cl100k
+		}
+		if count < 0 { // in the other counts, or none: count the content
+			if count, err = uncounted(t, tenant, sessionID, seq, enc, other); err != nil {
+				return 0, err
+			}
+		}
+		count += store.MessageOverhead
+		if q.CountToolCalls {
+			count += int(callBytes / store.ToolCallBytesPerToken)
+		}
+		if sum+count > q.MaxTokens {
+			break
+		}
+		sum += count
+		oldest = seq
+	}
+	return oldest, rows.Err()
+}
+
+// uncounted is the count in enc of the message seq, whose column has none: from its other counts (other,
+// JSON) if they hold one, else counted from its content.
+func uncounted(t txn, tenant, sessionID string, seq int64, enc, other string) (int, error) {
+	if other != "" {
+		var counts map[string]int
+		if err := json.Unmarshal([]byte(other), &counts); err != nil {
+			return 0, &decodeError{fmt.Errorf("message %d: token counts: %w", seq, err)}
+		}
+		if n, ok := counts[enc]; ok && n >= 0 {
+			return n, nil
+		}
+	}
+	var content string
+	if err := t.scan(qMessageContent, []any{tenant, sessionID, seq}, &content); err != nil {
+		return 0, err
+	}
+	return store.MessageTokens(store.Message{Content: content}, enc, false) - store.MessageOverhead, nil
+}
+
+// readBack reads the messages in [from, before) newest first, whole, and stops at the first that q.MaxTokens
+// does not keep; it returns them oldest first.
+func readBack(t txn, tenant, sessionID string, q store.MessageQuery, from, before int64) ([]store.Message, error) {
+	rows, err := t.query(qMessagesBack, tenant, sessionID, from, before)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	if q.Limit > 0 {
-		n = min(n, q.Limit)
-	}
-	out := make([]store.Message, 0, max(n, 0))
+	var out []store.Message
 	sum := 0
+	err = scanMessages(rows, func(m store.Message) bool {
+		if sum += store.MessageTokens(m, q.Encoding, q.CountToolCalls); sum > q.MaxTokens {
+			return false
+		}
+		out = append(out, m)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Reverse(out)
+	return out, nil
+}
+
+// scanMessages decodes the rows of a query of messageColumns and gives each message to keep, until it
+// returns false.
+func scanMessages(rows *sql.Rows, keep func(store.Message) bool) error {
 	// The scan targets are made once: each that Scan is given escapes to the heap.
 	var (
 		m                store.Message
@@ -352,17 +481,17 @@ func newestMessages(t txn, tenant, sessionID string, q store.MessageQuery, n int
 	for rows.Next() {
 		m = store.Message{}
 		if err := rows.Scan(dest...); err != nil {
-			return nil, err
+			return err
 		}
 		m.Time = time.Unix(sec, nsec).UTC()
 		if toolCalls != "" {
 			if err := json.Unmarshal([]byte(toolCalls), &m.ToolCalls); err != nil {
-				return nil, &decodeError{fmt.Errorf("message %d: tool calls: %w", m.Seq, err)}
+				return &decodeError{fmt.Errorf("message %d: tool calls: %w", m.Seq, err)}
 			}
 		}
 		if other != "" {
 			if err := json.Unmarshal([]byte(other), &m.TokenCounts); err != nil {
-				return nil, &decodeError{fmt.Errorf("message %d: token counts: %w", m.Seq, err)}
+				return &decodeError{fmt.Errorf("message %d: token counts: %w", m.Seq, err)}
 			}
 		}
 		if o200k >= 0 || cl100k >= 0 {
@@ -376,19 +505,11 @@ func newestMessages(t txn, tenant, sessionID string, q store.MessageQuery, n int
 				m.TokenCounts[tokenizer.CL100KBase] = cl100k
 			}
 		}
-		out = append(out, m)
-		if q.MaxTokens > 0 {
-			sum += m.TokenCounts[enc] + store.MessageOverhead
-			if sum > q.MaxTokens {
-				break
-			}
+		if !keep(m) {
+			return nil
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	slices.Reverse(out)
-	return out, nil
+	return rows.Err()
 }
 
 // AppendToolOutput implements store.SessionStore. It returns an error wrapping store.ErrInvalid or
@@ -605,9 +726,9 @@ func (s *Store) Load(ctx context.Context, tenant string, q store.LoadQuery) (*st
 			}
 		}
 	}
-	limit := q.MaxMessages
-	if limit <= 0 {
-		limit = store.DefaultLoadMessages
+	history := q.History()
+	if err := store.CheckMessageQuery(history); err != nil {
+		return nil, err
 	}
 	snap := &store.Snapshot{Errors: map[store.Source]error{}}
 	// source records err for src if it is a source's own (a missing agent, a value that does not decode)
@@ -644,11 +765,11 @@ func (s *Store) Load(ctx context.Context, tenant string, q store.LoadQuery) (*st
 		if err != nil || !ok {
 			return err
 		}
-		msgs, err := newestMessages(t, tenant, q.Session, store.MessageQuery{Limit: limit}, n)
+		msgs, next, err := readMessages(t, tenant, q.Session, history, n)
 		if err := source(store.SourceHistory, err); err != nil {
 			return err
 		}
-		snap.Messages = msgs
+		snap.Messages, snap.NextBefore = msgs, next
 		outs, err := readToolOutputs(t, tenant, q.Session)
 		if err := source(store.SourceToolOutputs, err); err != nil {
 			return err
