@@ -30,8 +30,9 @@ import (
 // (the caller counts it and goes on).
 //
 // The keys are found as text: json.Marshal writes them in this order (name, tool_calls, tool_call_id, ts,
-// token_counts), and none of `"tool_calls":[`, `"tool_call_id":"`, `"ts":"` and `"token_counts":{` can
-// occur inside a string, whose quotes are escaped.
+// token_counts), and none of `"tool_calls":[`, `"tool_call_id":"`, `"ts":"`, `"token_counts":{` and an
+// encoding's `"o200k_base":` can occur inside a string, whose quotes are escaped: the last is a key of
+// token_counts alone.
 const countBackSrc = `
 local key = KEYS[1]
 local len = redis.call('LLEN', key)
@@ -40,32 +41,39 @@ local field, overhead, perToken = '"' .. ARGV[4] .. '":', tonumber(ARGV[5]), ton
 local seq = len
 if before > 0 and before <= len then seq = before - 1 end
 local out = {0, 0, 0}
-local sum, kept = 0, 0
+local sum, kept, chunk = 0, 0, 16
 while seq >= 1 and (limit == 0 or kept < limit) do
-  local v = redis.call('LINDEX', key, seq - 1 - len)
-  if not v then break end
-  local n
-  local at = string.find(v, '"token_counts":{', math.max(1, #v - 256), true) or string.find(v, '"token_counts":{', 1, true)
-  if at then
-    local close = string.find(v, '}', at, true)
-    if close then n = tonumber(string.match(string.sub(v, at, close), field .. '(%d+)')) end
-  end
-  if not n then
-    out[1], out[2], out[3] = seq, 1, sum
-    return out
-  end
-  n = n + overhead
-  if perToken > 0 then
-    local tc = string.find(v, '"tool_calls":[', 1, true)
-    if tc then
-      local e = string.find(v, '"tool_call_id":"', tc, true) or string.find(v, '"ts":"', tc, true) or at or #v
-      n = n + math.floor((e - tc - 14) / perToken)
+  -- The values at seq-n+1..seq, a chunk at a time: no more than the bound could keep (a message costs at
+  -- least overhead), and more as the walk goes on.
+  local n = math.min(chunk, seq, math.floor((budget - sum) / overhead) + 1)
+  if limit > 0 then n = math.min(n, limit - kept) end
+  local vals = redis.call('LRANGE', key, seq - n, seq - 1)
+  if #vals == 0 then break end
+  for i = #vals, 1, -1 do
+    local v = vals[i]
+    local at = string.find(v, field, math.max(1, #v - 128), true) or string.find(v, field, 1, true)
+    local c = at and tonumber(string.match(v, '^%d+', at + #field))
+    if not c then
+      out[1], out[2], out[3] = seq, 1, sum
+      return out
     end
+    c = c + overhead
+    if perToken > 0 and string.find(v, '^{"seq":%d+,"role":"assistant"') then -- only an assistant calls tools
+      local tc = string.find(v, '"tool_calls":[', 1, true)
+      if tc then
+        local e = string.find(v, '"tool_call_id":"', tc, true) or string.find(v, '"ts":"', tc, true) or string.find(v, '"token_counts":{', tc, true) or at
+        c = c + math.floor((e - tc - 14) / perToken)
+      end
+    end
+    if sum + c > budget then
+      out[1], out[3] = seq, sum
+      return out
+    end
+    sum, kept = sum + c, kept + 1
+    out[#out + 1] = v
+    seq = seq - 1
   end
-  if sum + n > budget then break end
-  sum, kept = sum + n, kept + 1
-  out[#out + 1] = v
-  seq = seq - 1
+  chunk = math.min(chunk * 2, 128)
 end
 out[1], out[3] = seq, sum
 return out
@@ -230,20 +238,21 @@ func (n *native) countBack(ctx context.Context, key string, q store.MessageQuery
 	var next int64
 	for {
 		if err := r.Error(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-			cctx, cancel, err := n.call(ctx)
-			if err != nil {
-				return nil, 0, n.fail(ctx, err)
+			if r, err = n.runCountBack(ctx, key, countBackArgs(q, before, limit, tokens)); err != nil {
+				return nil, 0, err
 			}
-			r = countBack.Exec(cctx, n.client, []string{key}, countBackArgs(q, before, limit, tokens))
-			cancel()
 		}
 		arr, err := r.ToArray()
 		if err != nil || len(arr) < 3 {
 			return nil, 0, n.fail(ctx, fmt.Errorf("valkey: count messages: %w", err))
 		}
-		stop, _ := arr[0].AsInt64()
-		uncounted, _ := arr[1].AsInt64()
-		sum, _ := arr[2].AsInt64()
+		var reply [3]int64
+		for i := range reply {
+			if reply[i], err = arr[i].AsInt64(); err != nil {
+				return nil, 0, n.fail(ctx, err)
+			}
+		}
+		stop, uncounted, sum := reply[0], reply[1], int(reply[2])
 		vals := make([]string, len(arr)-3)
 		for i := range vals { // newest first: reversed
 			if vals[len(vals)-1-i], err = arr[3+i].ToString(); err != nil {
@@ -256,8 +265,8 @@ func (n *native) countBack(ctx context.Context, key string, q store.MessageQuery
 		}
 		pages = append(pages, msgs)
 		kept += len(msgs)
-		tokens -= int(sum)
-		next = stop + 1
+		tokens -= sum
+		next = nextBefore(stop + 1)
 		if stop == 0 {
 			next = 0
 		}
@@ -283,22 +292,15 @@ func (n *native) countBack(ctx context.Context, key string, q store.MessageQuery
 		pages = append(pages, m)
 		kept++
 		tokens -= c
-		next = nextBefore(stop)
-		if next == 0 || (q.Limit > 0 && kept >= q.Limit) {
+		if next = nextBefore(stop); next == 0 || (q.Limit > 0 && kept >= q.Limit) {
 			break
 		}
 		before = stop
 		if q.Limit > 0 {
 			limit = q.Limit - kept
 		}
-		cctx, cancel, err := n.call(ctx)
-		if err != nil {
-			return nil, 0, n.fail(ctx, err)
-		}
-		r = countBack.Exec(cctx, n.client, []string{key}, countBackArgs(q, before, limit, tokens))
-		cancel()
-		if err := r.NonValkeyError(); err != nil {
-			return nil, 0, n.fail(ctx, err)
+		if r, err = n.runCountBack(ctx, key, countBackArgs(q, before, limit, tokens)); err != nil {
+			return nil, 0, err
 		}
 	}
 	out := make([]store.Message, 0, kept)
@@ -311,9 +313,23 @@ func (n *native) countBack(ctx context.Context, key string, q store.MessageQuery
 	return out, next, nil
 }
 
+// runCountBack runs countBackSrc (loading it on the server if it lacks it).
+func (n *native) runCountBack(ctx context.Context, key string, args []string) (valkeygo.ValkeyResult, error) {
+	cctx, cancel, err := n.call(ctx)
+	if err != nil {
+		return valkeygo.ValkeyResult{}, n.fail(ctx, err)
+	}
+	defer cancel()
+	r := countBack.Exec(cctx, n.client, []string{key}, args)
+	if err := r.NonValkeyError(); err != nil {
+		return r, n.fail(ctx, err)
+	}
+	return r, nil
+}
+
 // chatPage reads up to size entries of the cookbook's chat list key before seq before (0: the newest),
-// from the reply r of that read when it was sent already (nil: send it), and returns the messages and the
-// before of the older entries. Entries decodeChat cannot read are left out.
+// from the replies r of that read when it was sent already (nil: send it), and returns the messages and
+// the before of the older entries. Entries decodeChat cannot read are left out.
 func (c *cookbook) chatPage(ctx context.Context, key string, before int64, size int, r []valkeygo.ValkeyResult) ([]store.Message, int64, error) {
 	cmds, first := c.chatPageCmds(key, before, size)
 	if r == nil {

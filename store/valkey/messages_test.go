@@ -174,3 +174,29 @@ func TestLoad_ReadsWhatTheBudgetCanUse(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkMessages reads the newest messages of a session of 1,000 (about 60 tokens each) from a server
+// on loopback: 150 of them by count (one LRANGE), or as many as 8,000 tokens hold (about as many, counted
+// on the server).
+func BenchmarkMessages(b *testing.B) {
+	s := open(b, valkey.Options{Prefix: fmt.Sprintf("benchmsgs%d", prefixes.Add(1))}, valkeytest.Start(b))
+	ctx := context.Background()
+	msgs := make([]store.Message, 1000)
+	for i := range msgs {
+		msgs[i] = store.Message{Role: []string{"user", "assistant"}[i%2], Content: strings.Repeat("upgrade my plan ", 5+i%20)}
+	}
+	if _, err := s.AppendMessages(ctx, "acme", "s", msgs...); err != nil {
+		b.Fatal(err)
+	}
+	for _, q := range []store.MessageQuery{{Limit: 150}, {MaxTokens: 8000, CountToolCalls: true}} {
+		b.Run(fmt.Sprintf("limit=%d/tokens=%d", q.Limit, q.MaxTokens), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				got, err := s.Messages(ctx, "acme", "s", q)
+				if err != nil || len(got) < 100 {
+					b.Fatalf("%d messages (%v)", len(got), err)
+				}
+			}
+		})
+	}
+}
