@@ -324,7 +324,7 @@ func (s *Store) Messages(ctx context.Context, tenant, sessionID string, q store.
 
 // readMessages answers q (a checked query) for a session of n messages, whose seqs are 1 to n, and
 // returns the before of the messages it left out (0 if none). With q.MaxTokens in an encoding whose counts
-// have columns, it reads the counts newest first until they reach the bound (qMessageCounts), then the
+// have columns, it reads the counts newest first until they reach the bound (qMessagesTokens), then the
 // messages it keeps (qMessageRange); in another encoding (the estimate) it reads whole messages newest
 // first, and stops at the first that does not fit.
 func readMessages(t txn, tenant, sessionID string, q store.MessageQuery, n int) ([]store.Message, int64, error) {
@@ -386,7 +386,7 @@ func nextBefore(from int64) int64 {
 // (o200k_base or cl100k_base) from the columns of the counts, newest first: no content is read, but of a
 // message without a count.
 func countBack(t txn, tenant, sessionID string, q store.MessageQuery, enc string, from, before int64) (int64, error) {
-	rows, err := t.query(qMessageCounts, tenant, sessionID, from, before)
+	rows, err := t.query(qMessagesTokens, tenant, sessionID, from, before)
 	if err != nil {
 		return 0, err
 	}
