@@ -4,15 +4,16 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/store/sqlite"
 )
 
-// TestMessages_ReadsOnlyWhatTheBoundKeeps: with MaxTokens, the counts are read first and then only the
-// messages kept. The message just past the bound and an older one, whose tool calls do not decode, are
-// never decoded, by Messages or by Load.
+// TestMessages_ReadsOnlyWhatTheBoundKeeps: with MaxTokens, each message is counted before it is decoded,
+// newest first, and the reading stops at the first that does not fit: the message just past the bound and
+// an older one, whose tool calls do not decode, are never decoded, by Messages or by Load.
 func TestMessages_ReadsOnlyWhatTheBoundKeeps(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "loom.db")
@@ -52,5 +53,44 @@ func TestMessages_ReadsOnlyWhatTheBoundKeeps(t *testing.T) {
 	snap, err := s.Load(ctx, "acme", store.LoadQuery{Session: "s", MaxTokens: 200})
 	if err != nil || snap.Errors[store.SourceHistory] != nil || len(snap.Messages) != 4 || snap.Messages[0].Seq != 37 || snap.NextBefore != 37 {
 		t.Fatalf("Load with MaxTokens 200: %d messages, next before %d (%v, %v)", len(snap.Messages), snap.NextBefore, err, snap.Errors)
+	}
+}
+
+// TestMessages_CountsWhatHasNoCount: a message whose column holds no count (a file written otherwise) is
+// counted from its content, and the walk goes on past it, as SelectMessages counts.
+func TestMessages_CountsWhatHasNoCount(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "loom.db")
+	s, err := sqlite.Open(t.Context(), path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	var msgs []store.Message
+	for i := range 60 {
+		msgs = append(msgs, store.Message{Role: "user", Content: fmt.Sprintf("turn %d %s", i, strings.Repeat("more ", i%11))})
+	}
+	if _, err := s.AppendMessages(ctx, "acme", "s", msgs...); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.ExecContext(ctx, `UPDATE messages SET tok_o200k = -1 WHERE seq IN (58, 40, 39, 12)`); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.Messages(ctx, "acme", "s", store.MessageQuery{})
+	if err != nil || len(all) != 60 || all[57].TokenCounts["o200k_base"] != 0 {
+		t.Fatalf("%d messages (%v)", len(all), err)
+	}
+	for _, q := range []store.MessageQuery{{MaxTokens: 10}, {MaxTokens: 40}, {MaxTokens: 200}, {MaxTokens: 700}, {MaxTokens: 5000}, {MaxTokens: 150, Before: 41}} {
+		got, err := s.Messages(ctx, "acme", "s", q)
+		want := store.SelectMessages(all, q)
+		if err != nil || len(got) != len(want) || (len(got) > 0 && got[0].Seq != want[0].Seq) {
+			t.Errorf("%+v: %d messages (%v), want %d", q, len(got), err, len(want))
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/context-loom/loom/assembler"
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/tokenizer"
 )
@@ -298,8 +299,8 @@ func encodeMessage(m store.Message) (messageRow, error) {
 	return r, nil
 }
 
-// Messages implements store.SessionStore. With q.MaxTokens it reads the cached counts first and then only
-// the messages it keeps (see readMessages).
+// Messages implements store.SessionStore. With q.MaxTokens it reads newest first and stops at the first
+// message that does not fit, which it counts but does not decode (see readMessages).
 func (s *Store) Messages(ctx context.Context, tenant, sessionID string, q store.MessageQuery) ([]store.Message, error) {
 	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "session", sessionID); err != nil {
 		return nil, err
@@ -323,10 +324,11 @@ func (s *Store) Messages(ctx context.Context, tenant, sessionID string, q store.
 }
 
 // readMessages answers q (a checked query) for a session of n messages, whose seqs are 1 to n, and
-// returns the before of the messages it left out (0 if none). With q.MaxTokens in an encoding whose counts
-// have columns, it reads the counts newest first until they reach the bound (qMessagesTokens), then the
-// messages it keeps (qMessageRange); in another encoding (the estimate) it reads whole messages newest
-// first, and stops at the first that does not fit.
+// returns the before of the messages it left out (0 if none). Without q.MaxTokens it reads the range q
+// selects. With it, it reads the rows newest first (qNewestMessages) and counts each from its count columns
+// (its content, in the estimate or when they have none) and the length of its tool calls, before it
+// decodes the row; it stops at the first that does not fit. (A row's counts are stored after its content:
+// reading them reads the row, so counting first in a query of its own would read each kept row twice.)
 func readMessages(t txn, tenant, sessionID string, q store.MessageQuery, n int) ([]store.Message, int64, error) {
 	before := int64(n) + 1
 	if q.Before > 0 && q.Before < before {
@@ -336,42 +338,62 @@ func readMessages(t txn, tenant, sessionID string, q store.MessageQuery, n int) 
 	if q.Limit > 0 {
 		from = max(from, before-int64(q.Limit))
 	}
-	enc := q.Encoding
-	if enc == "" {
-		enc = tokenizer.O200KBase
-	}
-	switch {
-	case q.MaxTokens == 0:
-	case enc == tokenizer.O200KBase || enc == tokenizer.CL100KBase:
-		var err error
-		if from, err = countBack(t, tenant, sessionID, q, enc, from, before); err != nil {
-			return nil, 0, err
-		}
-	default:
-		msgs, err := readBack(t, tenant, sessionID, q, from, before)
-		if err != nil {
-			return nil, 0, err
-		}
-		from = before - int64(len(msgs))
-		return msgs, nextBefore(from), nil
-	}
 	if from >= before {
 		return nil, nextBefore(from), nil
 	}
-	rows, err := t.query(qMessageRange, tenant, sessionID, from, before)
+	if q.MaxTokens == 0 {
+		rows, err := t.query(qMessageRange, tenant, sessionID, from, before)
+		if err != nil {
+			return nil, 0, err
+		}
+		defer rows.Close()
+		msgs := make([]store.Message, 0, before-from)
+		var r messageScan
+		for rows.Next() {
+			if err := r.scan(rows); err != nil {
+				return nil, 0, err
+			}
+			m, err := r.message()
+			if err != nil {
+				return nil, 0, err
+			}
+			msgs = append(msgs, m)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, 0, err
+		}
+		return msgs, nextBefore(from), nil
+	}
+	rows, err := t.query(qNewestMessages, tenant, sessionID, from, before)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer rows.Close()
-	msgs := make([]store.Message, 0, before-from)
-	err = scanMessages(rows, func(m store.Message) bool {
-		msgs = append(msgs, m)
-		return true
-	})
-	if err != nil {
+	msgs := make([]store.Message, 0, min(before-from, int64(q.MaxTokens/store.MessageOverhead)+1)) // what can fit
+	var r messageScan
+	sum, oldest := 0, before
+	for rows.Next() {
+		if err := r.scan(rows); err != nil {
+			return nil, 0, err
+		}
+		cost, err := r.tokens(q)
+		if err != nil {
+			return nil, 0, err
+		}
+		if sum += cost; sum > q.MaxTokens {
+			break
+		}
+		m, err := r.message()
+		if err != nil {
+			return nil, 0, err
+		}
+		msgs, oldest = append(msgs, m), m.Seq
+	}
+	if err := rows.Err(); err != nil {
 		return nil, 0, err
 	}
-	return msgs, nextBefore(from), nil
+	slices.Reverse(msgs)
+	return msgs, nextBefore(oldest), nil
 }
 
 // nextBefore is the before of the messages older than seq from: 0 when from is the first.
@@ -382,134 +404,80 @@ func nextBefore(from int64) int64 {
 	return from
 }
 
-// countBack returns the oldest seq of the messages in [from, before) that q.MaxTokens keeps, counted in enc
-// (o200k_base or cl100k_base) from the columns of the counts, newest first: no content is read, but of a
-// message without a count.
-func countBack(t txn, tenant, sessionID string, q store.MessageQuery, enc string, from, before int64) (int64, error) {
-	rows, err := t.query(qMessagesTokens, tenant, sessionID, from, before)
-	if err != nil {
-		return 0, err
-	}
-	defer rows.Close()
-	var (
-		seq, callBytes int64
-		o200k, cl100k  int
-		other          string
-	)
-	dest := []any{&seq, &o200k, &cl100k, &other, &callBytes}
-	sum, oldest := 0, before
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return 0, err
-		}
-		count := o200k
-		if enc == tokenizer.CL100KBase {
-			count = cl100k
-		}
-		if count < 0 { // in the other counts, or none: count the content
-			if count, err = uncounted(t, tenant, sessionID, seq, enc, other); err != nil {
-				return 0, err
-			}
-		}
-		count += store.MessageOverhead
-		if q.CountToolCalls {
-			count += int(callBytes / store.ToolCallBytesPerToken)
-		}
-		if sum+count > q.MaxTokens {
-			break
-		}
-		sum += count
-		oldest = seq
-	}
-	return oldest, rows.Err()
+// messageScan holds a row of messageColumns as scanned, for counting before decoding. Its scan targets are
+// made once: each that Scan is given escapes to the heap.
+type messageScan struct {
+	m                store.Message // without its tool calls and counts
+	toolCalls, other string
+	sec, nsec        int64
+	o200k, cl100k    int
+	dest             []any
 }
 
-// uncounted is the count in enc of the message seq, whose column has none: from its other counts (other,
-// JSON) if they hold one, else counted from its content.
-func uncounted(t txn, tenant, sessionID string, seq int64, enc, other string) (int, error) {
-	if other != "" {
+func (r *messageScan) scan(rows *sql.Rows) error {
+	if r.dest == nil {
+		r.dest = []any{&r.m.Seq, &r.m.Role, &r.m.Content, &r.m.Name, &r.toolCalls, &r.m.ToolCallID, &r.sec, &r.nsec, &r.o200k, &r.cl100k, &r.other}
+	}
+	r.m = store.Message{}
+	return rows.Scan(r.dest...)
+}
+
+// tokens is store.MessageTokens of the row for q, from its columns: the count of q's encoding (or the
+// content counted), and the length of its tool calls' JSON, which is json.Marshal's of them.
+func (r *messageScan) tokens(q store.MessageQuery) (int, error) {
+	enc, count := q.Encoding, -1
+	switch enc {
+	case "", tokenizer.O200KBase:
+		enc, count = tokenizer.O200KBase, r.o200k
+	case tokenizer.CL100KBase:
+		count = r.cl100k
+	}
+	if count < 0 { // in the other counts, or counted now
 		var counts map[string]int
-		if err := json.Unmarshal([]byte(other), &counts); err != nil {
-			return 0, &decodeError{fmt.Errorf("message %d: token counts: %w", seq, err)}
+		if r.other != "" && enc != store.EstimateEncoding {
+			if err := json.Unmarshal([]byte(r.other), &counts); err != nil {
+				return 0, &decodeError{fmt.Errorf("message %d: token counts: %w", r.m.Seq, err)}
+			}
 		}
-		if n, ok := counts[enc]; ok && n >= 0 {
-			return n, nil
-		}
+		count = store.MessageTokens(store.Message{Content: r.m.Content, TokenCounts: counts}, enc, false) - store.MessageOverhead
 	}
-	var content string
-	if err := t.scan(qMessageContent, []any{tenant, sessionID, seq}, &content); err != nil {
-		return 0, err
+	n := count + store.MessageOverhead
+	if q.CountToolCalls && enc != store.EstimateEncoding {
+		n += len(r.toolCalls) / store.ToolCallBytesPerToken
 	}
-	return store.MessageTokens(store.Message{Content: content}, enc, false) - store.MessageOverhead, nil
+	return n, nil
 }
 
-// readBack reads the messages in [from, before) newest first, whole, and stops at the first that q.MaxTokens
-// does not keep; it returns them oldest first.
-func readBack(t txn, tenant, sessionID string, q store.MessageQuery, from, before int64) ([]store.Message, error) {
-	rows, err := t.query(qMessagesBack, tenant, sessionID, from, before)
-	if err != nil {
-		return nil, err
+// message decodes the row.
+func (r *messageScan) message() (store.Message, error) {
+	m := r.m // (decoded into variables of their own, which escape, so that m does not)
+	m.Time = time.Unix(r.sec, r.nsec).UTC()
+	if r.toolCalls != "" {
+		var calls []assembler.ToolCall
+		if err := json.Unmarshal([]byte(r.toolCalls), &calls); err != nil {
+			return store.Message{}, &decodeError{fmt.Errorf("message %d: tool calls: %w", m.Seq, err)}
+		}
+		m.ToolCalls = calls
 	}
-	defer rows.Close()
-	var out []store.Message
-	sum := 0
-	err = scanMessages(rows, func(m store.Message) bool {
-		if sum += store.MessageTokens(m, q.Encoding, q.CountToolCalls); sum > q.MaxTokens {
-			return false
+	if r.other != "" {
+		var counts map[string]int
+		if err := json.Unmarshal([]byte(r.other), &counts); err != nil {
+			return store.Message{}, &decodeError{fmt.Errorf("message %d: token counts: %w", m.Seq, err)}
 		}
-		out = append(out, m)
-		return true
-	})
-	if err != nil {
-		return nil, err
+		m.TokenCounts = counts
 	}
-	slices.Reverse(out)
-	return out, nil
-}
-
-// scanMessages decodes the rows of a query of messageColumns and gives each message to keep, until it
-// returns false.
-func scanMessages(rows *sql.Rows, keep func(store.Message) bool) error {
-	// The scan targets are made once: each that Scan is given escapes to the heap.
-	var (
-		m                store.Message
-		toolCalls, other string
-		sec, nsec        int64
-		o200k, cl100k    int
-	)
-	dest := []any{&m.Seq, &m.Role, &m.Content, &m.Name, &toolCalls, &m.ToolCallID, &sec, &nsec, &o200k, &cl100k, &other}
-	for rows.Next() {
-		m = store.Message{}
-		if err := rows.Scan(dest...); err != nil {
-			return err
+	if r.o200k >= 0 || r.cl100k >= 0 {
+		if m.TokenCounts == nil {
+			m.TokenCounts = make(map[string]int, 2)
 		}
-		m.Time = time.Unix(sec, nsec).UTC()
-		if toolCalls != "" {
-			if err := json.Unmarshal([]byte(toolCalls), &m.ToolCalls); err != nil {
-				return &decodeError{fmt.Errorf("message %d: tool calls: %w", m.Seq, err)}
-			}
+		if r.o200k >= 0 {
+			m.TokenCounts[tokenizer.O200KBase] = r.o200k
 		}
-		if other != "" {
-			if err := json.Unmarshal([]byte(other), &m.TokenCounts); err != nil {
-				return &decodeError{fmt.Errorf("message %d: token counts: %w", m.Seq, err)}
-			}
-		}
-		if o200k >= 0 || cl100k >= 0 {
-			if m.TokenCounts == nil {
-				m.TokenCounts = make(map[string]int, 2)
-			}
-			if o200k >= 0 {
-				m.TokenCounts[tokenizer.O200KBase] = o200k
-			}
-			if cl100k >= 0 {
-				m.TokenCounts[tokenizer.CL100KBase] = cl100k
-			}
-		}
-		if !keep(m) {
-			return nil
+		if r.cl100k >= 0 {
+			m.TokenCounts[tokenizer.CL100KBase] = r.cl100k
 		}
 	}
-	return rows.Err()
+	return m, nil
 }
 
 // AppendToolOutput implements store.SessionStore. It returns an error wrapping store.ErrInvalid or

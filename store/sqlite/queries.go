@@ -27,8 +27,10 @@ const (
 	qHasKnowledge   = `SELECT EXISTS (SELECT 1 FROM knowledge WHERE tenant = ? AND session = ?)`
 	qDeleteExpired  = `DELETE FROM sessions WHERE rowid IN (SELECT rowid FROM sessions WHERE expires_at > 0 AND expires_at <= ? LIMIT ?)`
 	qInsertMessage  = `INSERT INTO messages (tenant, session, seq, role, content, name, tool_calls, tool_call_id, ts_s, ts_ns, tok_o200k, tok_cl100k, tok_other) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	qMessagesTokens = `SELECT seq, tok_o200k, tok_cl100k, tok_other, length(CAST(tool_calls AS BLOB)) FROM messages
-		WHERE tenant = ? AND session = ? AND seq >= ? AND seq < ? ORDER BY seq DESC` // newest first: counts, tool calls' bytes
+	qNewestMessages = `SELECT seq, role, content, name, tool_calls, tool_call_id, ts_s, ts_ns, tok_o200k, tok_cl100k, tok_other
+		FROM messages WHERE tenant = ? AND session = ? AND seq >= ? AND seq < ? ORDER BY seq DESC`
+	qMessageRange = `SELECT seq, role, content, name, tool_calls, tool_call_id, ts_s, ts_ns, tok_o200k, tok_cl100k, tok_other
+		FROM messages WHERE tenant = ? AND session = ? AND seq >= ? AND seq < ? ORDER BY seq`
 	qInsertToolOutput = `INSERT INTO tool_outputs (tenant, session, seq, tool, call_id, args, result, ts_s, ts_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qToolOutputs      = `SELECT seq, tool, call_id, args, result, ts_s, ts_ns FROM tool_outputs WHERE tenant = ? AND session = ? ORDER BY seq`
 	qDeleteKnowledge  = `DELETE FROM knowledge WHERE tenant = ? AND session = ?`
@@ -36,14 +38,6 @@ const (
 		start_offset, end_offset, metadata, token_counts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qKnowledge = `SELECT id, document_id, content, score, source, type, trusted, start_offset, end_offset, metadata, token_counts
 		FROM knowledge WHERE tenant = ? AND session = ? ORDER BY position`
-)
-
-// A session's messages in a range of seqs [?, ?), oldest or newest first; one message's content.
-const (
-	messageColumns  = `seq, role, content, name, tool_calls, tool_call_id, ts_s, ts_ns, tok_o200k, tok_cl100k, tok_other`
-	qMessageRange   = `SELECT ` + messageColumns + ` FROM messages WHERE tenant = ? AND session = ? AND seq >= ? AND seq < ? ORDER BY seq`
-	qMessagesBack   = `SELECT ` + messageColumns + ` FROM messages WHERE tenant = ? AND session = ? AND seq >= ? AND seq < ? ORDER BY seq DESC`
-	qMessageContent = `SELECT content FROM messages WHERE tenant = ? AND session = ? AND seq = ?`
 )
 
 // Collections (collection.Store and collection.KeywordSearcher).
@@ -102,7 +96,7 @@ var writeQueries = append([]string{
 }, insertChunks...)
 
 var readQueries = []string{
-	qPing, qGetAgent, qFacts, qLiveSession, qMessageRange, qMessagesBack, qMessagesTokens, qMessageContent, qToolOutputs, qKnowledge,
+	qPing, qGetAgent, qFacts, qLiveSession, qNewestMessages, qMessageRange, qToolOutputs, qKnowledge,
 	qCollectionByID, qCollectionByName, qCollections, qAllCollections, qCollectionKey, qDocument, qDocuments, qDocumentExists,
 	qDocumentChunks, qCollectionChunks, qSearchKeywords, qChanges, qLastChange,
 }
