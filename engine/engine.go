@@ -5,6 +5,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"github.com/context-loom/loom/embed"
 	"github.com/context-loom/loom/retriever"
 	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/tokenizer"
 )
 
 // DefaultTenant is the tenant of a request that names none (a single-tenant deployment, the CLI).
@@ -57,6 +59,7 @@ type Engine struct {
 	indexOpts       retriever.IndexOptions
 	maxDocChunks    int // WithMaxDocumentChunks; 0: the default
 	ix              indexes
+	hints           agentHints // the first page of history to read for an agent (see load)
 }
 
 // Option configures an Engine.
@@ -114,7 +117,9 @@ type Request struct {
 	// HistoryLimit is how many of the session's newest messages to consider; 0 means
 	// store.DefaultLoadMessages (for the cookbook preset, the seed's 10). A window without a user message
 	// (inside an agent's run of tool calls) is widened back to the newest one. Without a session it is an
-	// invalid request, but for the cookbook preset, which applies it to the inline history too.
+	// invalid request, but for the cookbook preset, which applies it to the inline history too. Whatever the
+	// limit, only as many messages are read as the budget can hold: newest first, until what they cost at
+	// least (store.MessageTokens) passes the whole budget.
 	HistoryLimit int `json:"history_limit,omitempty"`
 	// Strict fails the assembly when a source cannot be read, instead of returning a degraded result. A
 	// named agent that cannot be read fails it either way.
@@ -206,8 +211,10 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 		}
 		wg.Go(func() { retrieved, retrieveErr = e.retrieveKnowledge(ctx, tenant, r, req.Message) })
 	}
+	var cut historyCut
 	if req.Agent != "" || req.User != "" || req.Session != "" {
-		s, err := e.load(ctx, tenant, req)
+		s, c, err := e.load(ctx, tenant, req)
+		cut = c
 		switch {
 		case errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrTooLarge) || errors.Is(err, store.ErrUnsupported):
 			wg.Wait()
@@ -258,6 +265,11 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 		res, err = assembleCookbook(&req, snap)
 	} else {
 		degraded = append(degraded, usableToolNames(snap)...)
+		if cut.need > 0 && requiresStored(req.History, cut.newest) {
+			// The latest tool exchange and the user message that asked for it are required, and they go
+			// back further than the budget reaches: they cannot fit.
+			return nil, &assembler.BudgetError{Required: cut.need, Available: cut.budget}
+		}
 		merged, skipped := merge(&req, snap)
 		if skipped > 0 {
 			degraded = append(degraded, Degradation{Source: string(store.SourceHistory),
@@ -315,31 +327,257 @@ func isRequestError(err error) bool {
 		errors.Is(err, store.ErrTooLarge) || errors.Is(err, ErrNoCollections)
 }
 
-// load reads the stored sources with the source deadline.
-func (e *Engine) load(ctx context.Context, tenant string, req Request) (*store.Snapshot, error) {
+// load reads the stored sources with the source deadline: in one Load, with the first page of the
+// session's history; then, if the budget can use more of it than that page holds, the rest (see
+// readWindow).
+//
+// It also reports whether the budget cut the history before any user turn (see historyCut).
+func (e *Engine) load(ctx context.Context, tenant string, req Request) (_ *store.Snapshot, _ historyCut, _ error) {
 	ctx, cancel := context.WithTimeout(ctx, e.sourceTimeout)
 	defer cancel()
-	limit := req.HistoryLimit
-	if limit == 0 && req.Preset == PresetCookbook {
-		limit = cookbookHistory
-	}
-	snap, err := e.store.Load(ctx, tenant, store.LoadQuery{Agent: req.Agent, User: req.User, Session: req.Session, MaxMessages: limit})
-	if err != nil {
-		return nil, err
-	}
-	// A window of the newest messages can begin inside an agent's run of tool calls, with the user message
-	// that started it older still: the assembler cannot use a conversation that has no user turn, so the
-	// window is widened back to the newest user message (one more read, only then).
-	// (A user turn counts as the assembler counts it: a user message that is not blank.)
-	userTurn := func(m store.Message) bool { return m.Role == "user" && strings.TrimSpace(m.Content) != "" }
-	if req.Session != "" && limit > 0 && len(snap.Messages) > 0 && req.Preset != PresetCookbook && !slices.ContainsFunc(snap.Messages, userTurn) {
-		if more, err := e.store.Messages(ctx, tenant, req.Session, store.MessageQuery{Limit: store.DefaultLoadMessages}); err == nil {
-			if i := lastIndexFunc(more, userTurn); i >= 0 && len(more)-i > len(snap.Messages) {
-				snap.Messages = more[i:]
-			}
+	// The budget is known before the Load unless the stored agent gives the model or max_tokens: then the
+	// first page is a guess (what the agent gave last time, or else the request's max_tokens or
+	// firstPageTokens), and readWindow reads on if the budget turns out larger.
+	first := windowOf(&req, nil)
+	if req.Agent != "" && (req.Model == "" || req.MaxTokens == 0) {
+		if a, ok := e.hints.get(tenant, req.Agent); ok {
+			first = windowOf(&req, &a)
+		} else {
+			guess := req
+			guess.MaxTokens = cmp.Or(guess.MaxTokens, firstPageTokens)
+			first = windowOf(&guess, nil)
 		}
 	}
-	return snap, nil
+	snap, err := e.store.Load(ctx, tenant, store.LoadQuery{Agent: req.Agent, User: req.User, Session: req.Session,
+		MaxMessages: first.limit, MaxTokens: first.bound.MaxTokens, Encoding: first.bound.Encoding, CountToolCalls: first.bound.CountToolCalls})
+	if err == nil && snap.Agent != nil {
+		e.hints.put(tenant, req.Agent, *snap.Agent)
+	}
+	if err != nil || req.Session == "" || snap.Errors[store.SourceHistory] != nil {
+		return snap, historyCut{}, err
+	}
+	w := windowOf(&req, snap.Agent)
+	complete := w.bound == first.bound && len(snap.Messages) < first.limit // the page is all the bound takes
+	msgs, cut, err := e.readWindow(ctx, tenant, req.Session, w, snap.Messages, snap.NextBefore, complete)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, historyCut{}, err
+	case err != nil:
+		snap.Messages, snap.Errors[store.SourceHistory] = nil, err
+	default:
+		snap.Messages = msgs
+	}
+	return snap, cut, nil
+}
+
+// nextBefore is the before of the messages older than seq first: 0 when it is the first.
+func nextBefore(first int64) int64 {
+	if first <= 1 {
+		return 0
+	}
+	return first
+}
+
+// historyCut is how the budget cut a window of history before any user turn: need is the least that the
+// messages read and the first one left out cost (more than budget), 0 when it did not; newest is the
+// session's newest message.
+type historyCut struct {
+	need, budget int
+	newest       store.Message
+}
+
+// requiresStored reports whether the history an assembly is given, the stored then the inline, ends with
+// a tool exchange that no inline user turn precedes, the newest stored message being newest: then the
+// assembler requires the exchange and the stored messages back to the user message that asked for it.
+func requiresStored(inline []assembler.Message, newest store.Message) bool {
+	for _, m := range inline {
+		if m.Role == "user" && strings.TrimSpace(m.Content) != "" {
+			return false
+		}
+	}
+	role, calls := newest.Role, len(newest.ToolCalls)
+	if n := len(inline); n > 0 {
+		role, calls = inline[n-1].Role, len(inline[n-1].ToolCalls)
+	}
+	return role == "tool" || calls > 0
+}
+
+// firstPageTokens bounds the first page of history that a Load reads when the budget is not known yet
+// (the stored agent gives it): as much as most budgets hold.
+const firstPageTokens = 8192
+
+// agentHints remember, by tenant and agent, what of a stored agent sizes an assembly's budget (its model,
+// max_tokens and policy margin), so that the first page of history a Load reads is the one the assembly
+// needs. A hint is a guess: a stale one costs a read more or a page longer, never another window.
+type agentHints struct {
+	mu sync.Mutex
+	m  map[[2]string]store.Agent
+}
+
+// maxAgentHints bounds the hints an engine keeps; past it they are forgotten and learned again.
+const maxAgentHints = 4096
+
+func (h *agentHints) get(tenant, agent string) (store.Agent, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	a, ok := h.m[[2]string{tenant, agent}]
+	return a, ok
+}
+
+func (h *agentHints) put(tenant, agent string, a store.Agent) {
+	hint := store.Agent{Model: a.Model, MaxTokens: a.MaxTokens}
+	if a.Policy != nil {
+		hint.Policy = &assembler.Policy{Margin: a.Policy.Margin}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil || len(h.m) >= maxAgentHints {
+		h.m = map[[2]string]store.Agent{}
+	}
+	h.m[[2]string{tenant, agent}] = hint
+}
+
+// widenPage is how many messages a read asks for at a time when it widens a window back to a user turn.
+const widenPage = 64
+
+// window bounds the stored messages an assembly reads: at most limit of the newest (with widen, more when
+// they hold no user turn: back to the newest one), of which at most what bound.MaxTokens counts.
+type window struct {
+	limit  int
+	widen  bool
+	bound  store.MessageQuery // MaxTokens (0: no bound), Encoding and CountToolCalls
+	budget int                // the assembly's budget
+	floor  int                // what a message costs at least besides its content
+}
+
+// windowOf returns the window of the session's messages that the assembly of req can use, given the
+// stored agent a (nil when there is none or it is not read yet). The bound is the whole budget, an upper
+// bound of what the history region can take, counted as store.MessageTokens counts (raised when the
+// model's frame for a message costs less than store.MessageOverhead), so that every message the assembly
+// could keep is read. When the budget cannot be had (an unknown model, a bad max_tokens: the assembly
+// fails for it anyway), only the limit bounds the window.
+func windowOf(req *Request, a *store.Agent) window {
+	w := window{limit: req.HistoryLimit, widen: req.Preset != PresetCookbook}
+	if w.limit == 0 {
+		w.limit = store.DefaultLoadMessages
+		if req.Preset == PresetCookbook {
+			w.limit = cookbookHistory
+		}
+	}
+	name, maxTokens, policy := req.Model, req.MaxTokens, req.Policy
+	if a != nil {
+		name, maxTokens = cmp.Or(name, a.Model), cmp.Or(maxTokens, a.MaxTokens)
+		if policy == nil {
+			policy = a.Policy
+		}
+	}
+	model, err := tokenizer.ForModel(cmp.Or(name, assembler.DefaultModel))
+	if err != nil {
+		return w
+	}
+	margin := 0
+	if policy != nil && req.Preset != PresetCookbook {
+		margin = policy.Margin
+	}
+	budget, err := assembler.PromptBudget(model, maxTokens, req.ReserveOutput, margin)
+	if err != nil {
+		return w
+	}
+	// What a message costs at least besides its content: its frame and role (the text format: its label
+	// and blank line, 4).
+	floor := model.TokensPerMessage + 1
+	if req.Format == assembler.FormatText && req.Preset != PresetCookbook {
+		floor = 4
+	}
+	w.budget, w.floor = budget, floor
+	if floor < store.MessageOverhead {
+		budget = (budget*store.MessageOverhead + floor - 1) / floor
+	}
+	enc := model.Encoding
+	if !model.Exact() {
+		enc = store.EstimateEncoding
+	}
+	w.bound = store.MessageQuery{MaxTokens: budget, Encoding: enc, CountToolCalls: req.Preset != PresetCookbook}
+	return w
+}
+
+// readWindow returns the messages of w, reading on from msgs, the session's newest (oldest first), and
+// next, the before of the older ones (0: none); complete says that no more of them fit w's bound. It reads
+// newest first, page by page, only while the window can take more, and reports in cut when the bound
+// stopped it before a user turn.
+func (e *Engine) readWindow(ctx context.Context, tenant, session string, w window, msgs []store.Message, next int64, complete bool) ([]store.Message, historyCut, error) {
+	// A user turn counts as the assembler counts it: a user message that is not blank.
+	userTurn := func(m store.Message) bool { return m.Role == "user" && strings.TrimSpace(m.Content) != "" }
+	kept, tokens, user := 0, 0, false
+	full := func() bool { return kept >= w.limit && (!w.widen || user) }
+	// stopped is the cut when the bound stops the window before a user turn at the message left out (nil:
+	// read it here).
+	stopped := func(window []store.Message, left *store.Message) ([]store.Message, historyCut, error) {
+		if user || next == 0 && left == nil {
+			return window, historyCut{}, nil
+		}
+		if left == nil {
+			before := next
+			if len(window) > 0 {
+				before = window[0].Seq
+			}
+			page, err := e.store.Messages(ctx, tenant, session, store.MessageQuery{Before: before, Limit: 1})
+			if err != nil || len(page) == 0 {
+				return window, historyCut{}, err
+			}
+			left = &page[0]
+		}
+		over := store.MessageTokens(*left, w.bound.Encoding, w.bound.CountToolCalls)
+		// In real tokens: the bound counts store.MessageOverhead a message where it may cost only w.floor.
+		need := tokens + over - (kept+1)*max(store.MessageOverhead-w.floor, 0)
+		newest := *left
+		if len(window) > 0 {
+			newest = window[len(window)-1]
+		}
+		return window, historyCut{need: max(need, w.budget+1), budget: w.budget, newest: newest}, nil
+	}
+	for i := len(msgs); ; {
+		for ; i > 0; i-- {
+			m := msgs[i-1]
+			if full() {
+				return msgs[i:], historyCut{}, nil
+			}
+			if w.bound.MaxTokens > 0 {
+				c := store.MessageTokens(m, w.bound.Encoding, w.bound.CountToolCalls)
+				if tokens+c > w.bound.MaxTokens {
+					return stopped(msgs[i:], &m)
+				}
+				tokens += c
+			}
+			kept++
+			user = user || userTurn(m)
+		}
+		if next == 0 || full() {
+			return msgs, historyCut{}, nil
+		}
+		if complete {
+			return stopped(msgs, nil)
+		}
+		q := w.bound
+		q.Before, q.Limit = next, widenPage
+		if kept < w.limit {
+			q.Limit = w.limit - kept
+		}
+		if q.MaxTokens > 0 {
+			if q.MaxTokens -= tokens; q.MaxTokens < store.MessageOverhead { // not even an empty message fits
+				return stopped(msgs, nil)
+			}
+		}
+		page, err := e.store.Messages(ctx, tenant, session, q)
+		if err != nil {
+			return nil, historyCut{}, fmt.Errorf("read history of session %q: %w", session, err)
+		}
+		complete = len(page) < q.Limit // what the bound takes, or all there is
+		if len(page) > 0 {
+			next = nextBefore(page[0].Seq)
+		}
+		msgs, i = append(page, msgs...), len(page)
+	}
 }
 
 // merge builds the assembler's request from the stored snapshot and the request's inline parts.
@@ -405,16 +643,6 @@ func merge(req *Request, snap *store.Snapshot) (_ *assembler.Request, skipped in
 		out.ToolOutputs = append(outs, req.ToolOutputs...)
 	}
 	return &out, skipped
-}
-
-// lastIndexFunc is the index of the last element of s that f accepts, or -1.
-func lastIndexFunc[T any](s []T, f func(T) bool) int {
-	for i := len(s) - 1; i >= 0; i-- {
-		if f(s[i]) {
-			return i
-		}
-	}
-	return -1
 }
 
 // Turn is one exchange to record: the user's message and what answered it.

@@ -166,24 +166,55 @@ func (s *Server) appendMessages(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// Pages of GET /v1/sessions/{session}/messages.
+const (
+	// DefaultMessagePage is how many messages a listing returns without a limit.
+	DefaultMessagePage = 100
+	// MaxMessagePage is the largest limit a listing takes; a larger one is refused (400), not cut.
+	MaxMessagePage = 1000
+)
+
+// messagePage is the answer of GET /v1/sessions/{session}/messages.
+type messagePage struct {
+	Messages []store.Message `json:"messages"` // oldest first
+	// NextBefore is the before of the page of older messages, absent when this page holds the first.
+	NextBefore int64 `json:"next_before,omitempty"`
+}
+
+// listMessages serves a page of the session's messages: the newest limit of those before the seq before
+// (the newest of all without it), oldest first, and next_before for the older page. Reading with each
+// answer's next_before until it is absent returns every message once.
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
-	q := store.MessageQuery{}
+	limit, before := DefaultMessagePage, int64(0)
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return errorf(http.StatusBadRequest, "invalid_request", "limit must be a non-negative integer")
+		if err != nil || n < 1 || n > MaxMessagePage {
+			return errorf(http.StatusBadRequest, "invalid_request", "limit must be an integer from 1 to %d", MaxMessagePage)
 		}
-		q.Limit = n
+		limit = n
 	}
-	msgs, err := s.st.Messages(r.Context(), tenant(r.Context()), r.PathValue("session"), q)
+	if v := r.URL.Query().Get("before"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return errorf(http.StatusBadRequest, "invalid_request", "before must be a positive integer (a seq)")
+		}
+		before = n
+	}
+	// One more than the page tells whether there is an older page.
+	msgs, err := s.st.Messages(r.Context(), tenant(r.Context()), r.PathValue("session"), store.MessageQuery{Before: before, Limit: limit + 1})
 	if err != nil {
 		s.metrics.storeError("messages", err)
 		return err
 	}
-	if msgs == nil {
-		msgs = []store.Message{}
+	page := messagePage{Messages: msgs}
+	if len(msgs) > limit {
+		page.Messages = msgs[1:]
+		page.NextBefore = page.Messages[0].Seq
 	}
-	writeJSON(w, http.StatusOK, map[string][]store.Message{"messages": msgs})
+	if page.Messages == nil {
+		page.Messages = []store.Message{}
+	}
+	writeJSON(w, http.StatusOK, page)
 	return nil
 }
 

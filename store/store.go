@@ -102,26 +102,62 @@ type ToolOutput struct {
 	Time   time.Time `json:"ts,omitzero"`
 }
 
-// MessageQuery selects the newest messages of a session. The zero value selects them all.
+// MessageQuery selects the newest messages of a session, or with Before the newest of those older than a
+// seq: a session is read newest first, a page at a time, each page oldest first. The zero value selects
+// them all. Every backend selects as [SelectMessages] does.
 type MessageQuery struct {
+	// Before, if positive, selects only the messages whose Seq is less than Before: the page older than one
+	// whose oldest message has that Seq. 0 means from the newest message.
+	Before int64
 	// Limit keeps at most the newest Limit messages; 0 means no limit.
 	Limit int
-	// MaxTokens keeps the newest messages whose cached counts in Encoding, plus MessageOverhead each, add up
-	// to at most MaxTokens; 0 means no limit.
+	// MaxTokens keeps the newest messages whose token counts (see [MessageTokens]) add up to at most
+	// MaxTokens; 0 means no limit. Where a backend can, it reads the counts first and the rest of a message
+	// only if it is kept.
 	MaxTokens int
-	// Encoding names the count MaxTokens uses; "" means o200k_base.
+	// Encoding names the count MaxTokens uses: an encoding of package tokenizer, whose counts are cached on
+	// each message (a message without one is counted when it is read), or EstimateEncoding for
+	// tokenizer.Estimate of the content, counted when it is read; "" means o200k_base. Any other name is
+	// an error wrapping ErrInvalid.
 	Encoding string
+	// CountToolCalls makes MaxTokens count the least that a message's tool calls cost too, in an exact
+	// encoding (see [MessageTokens]), for a rendering that shows them, as Loom's formats do.
+	CountToolCalls bool
 }
+
+// EstimateEncoding is the MessageQuery.Encoding of models whose counts are estimated (tokenizer.Estimate).
+const EstimateEncoding = "estimate"
 
 // MessageOverhead is what [MessageQuery.MaxTokens] adds per message for its role and framing (OpenAI's
 // chat format costs 3 tokens a message plus the role's 1).
 const MessageOverhead = 4
+
+// ToolCallBytesPerToken is how many bytes of a message's tool calls, as JSON, [MessageTokens] counts as
+// one token: a token of Loom's encodings is at most 128 bytes of text, JSON takes at most 6 bytes for a
+// byte of text, and each call's own keys (67 bytes) are fewer than the least the call costs, so every
+// format that shows a call costs at least this.
+const ToolCallBytesPerToken = 1024
 
 // LoadQuery names the state one assembly needs. Empty ids are skipped.
 type LoadQuery struct {
 	Agent, User, Session string
 	// MaxMessages is how many of the newest messages to read; 0 means DefaultLoadMessages.
 	MaxMessages int
+	// MaxTokens, Encoding and CountToolCalls bound the messages read as MessageQuery's fields of those
+	// names do. A caller that learns its budget only from what Load returns (the agent's model and
+	// max_tokens) reads on with Snapshot.NextBefore.
+	MaxTokens      int
+	Encoding       string
+	CountToolCalls bool
+}
+
+// History is the MessageQuery that selects the messages q reads.
+func (q LoadQuery) History() MessageQuery {
+	limit := q.MaxMessages
+	if limit <= 0 {
+		limit = DefaultLoadMessages
+	}
+	return MessageQuery{Limit: limit, MaxTokens: q.MaxTokens, Encoding: q.Encoding, CountToolCalls: q.CountToolCalls}
 }
 
 // DefaultLoadMessages is how many of a session's newest messages a Load reads unless told otherwise; far
@@ -143,9 +179,12 @@ const (
 // Snapshot is everything a Load read. A source that could not be read is absent and has its error in
 // Errors; an agent that does not exist has ErrNotFound there.
 type Snapshot struct {
-	Agent       *Agent
-	Facts       []Fact
-	Messages    []Message // oldest first
+	Agent    *Agent
+	Facts    []Fact
+	Messages []Message // oldest first
+	// NextBefore is where the session's messages that the LoadQuery's bounds left out begin: read them
+	// with MessageQuery.Before = NextBefore. 0 when Messages reaches back to the session's first message.
+	NextBefore  int64
 	ToolOutputs []ToolOutput
 	Knowledge   []Knowledge
 	Errors      map[Source]error
@@ -178,8 +217,8 @@ type SessionStore interface {
 	// their tokens (see PrepareMessages); it returns them as stored, with Seq, Time and TokenCounts set.
 	// Concurrent appends to one session lose nothing and never interleave within one call.
 	AppendMessages(ctx context.Context, tenant, session string, msgs ...Message) ([]Message, error)
-	// Messages returns the session's newest messages that q selects, oldest first; none for an unknown
-	// session.
+	// Messages returns the session's newest messages that q selects (see SelectMessages), oldest first;
+	// none for an unknown session. It returns an error wrapping ErrInvalid for a bad query.
 	Messages(ctx context.Context, tenant, session string, q MessageQuery) ([]Message, error)
 	// AppendToolOutput appends one tool step and returns it with Seq and Time set.
 	AppendToolOutput(ctx context.Context, tenant, session string, o ToolOutput) (ToolOutput, error)

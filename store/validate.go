@@ -1,9 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -78,10 +80,11 @@ func CheckToolName(name string) error {
 }
 
 // PrepareMessages validates msgs for appending and returns copies with Time (now, if zero) and
-// TokenCounts set: counted for CountedEncodings, whatever counts were given (they are not trusted). Roles are user, assistant, tool and system; a tool
-// message needs its tool_call_id; tool calls need an id, a name and JSON arguments; content may be blank only
-// in a tool message and in an assistant message with tool calls. Errors wrap ErrInvalid
-// or ErrTooLarge.
+// TokenCounts set: counted for CountedEncodings, whatever counts were given (they are not trusted). Roles
+// are user, assistant, tool and system; a tool message needs its tool_call_id; a name is at most
+// Limits.MaxIDBytes; content may be blank only in a tool message and in an assistant message with tool
+// calls; tool calls need an id, a name that providers accept (CheckToolName) and JSON arguments, and their
+// type is "function" (set if empty). Errors wrap ErrInvalid or ErrTooLarge.
 func PrepareMessages(l Limits, now time.Time, msgs []Message) ([]Message, error) {
 	l = l.WithDefaults()
 	if len(msgs) == 0 {
@@ -107,6 +110,11 @@ func PrepareMessages(l Limits, now time.Time, msgs []Message) ([]Message, error)
 		if err := validateText(l, what+" content", m.Content); err != nil {
 			return nil, err
 		}
+		// A name is an identifier (OpenAI's are at most 64 characters), which some formats do not show: a
+		// long one could not be bounded by what the message costs (see MessageTokens).
+		if len(m.Name) > l.MaxIDBytes {
+			return nil, fmt.Errorf("%w: %s name is %d bytes, the limit is %d", ErrTooLarge, what, len(m.Name), l.MaxIDBytes)
+		}
 		if err := validateText(l, what+" name", m.Name); err != nil {
 			return nil, err
 		}
@@ -118,6 +126,9 @@ func PrepareMessages(l Limits, now time.Time, msgs []Message) ([]Message, error)
 		for j, c := range m.ToolCalls {
 			if err := ValidateID(l, "tool call", c.ID); err != nil {
 				return nil, fmt.Errorf("%s call %d: %w", what, j, err)
+			}
+			if c.Type != "" && c.Type != "function" {
+				return nil, fmt.Errorf("%w: %s call %d: type %q (want function)", ErrInvalid, what, j, c.Type)
 			}
 			if err := CheckToolName(c.Function.Name); err != nil {
 				return nil, fmt.Errorf("%s call %d: %w", what, j, err)
@@ -260,36 +271,175 @@ func PrepareAgent(l Limits, now time.Time, a Agent) (Agent, error) {
 	return a, nil
 }
 
-// SelectMessages applies q to msgs (oldest first) and returns the selected suffix.
+// CheckMessageQuery returns an error wrapping ErrInvalid unless q is a query a backend can answer: no
+// negative field, and an Encoding that names an encoding of package tokenizer or EstimateEncoding.
+func CheckMessageQuery(q MessageQuery) error {
+	switch {
+	case q.Before < 0 || q.Limit < 0 || q.MaxTokens < 0:
+		return fmt.Errorf("%w: a message query's before, limit and max tokens must not be negative", ErrInvalid)
+	case q.Encoding == "" || q.Encoding == EstimateEncoding:
+		return nil
+	}
+	if _, err := tokenizer.Get(q.Encoding); err != nil {
+		return fmt.Errorf("%w: message query: %w", ErrInvalid, err)
+	}
+	return nil
+}
+
+// MessageTokens is what MessageQuery.MaxTokens counts for m in encoding (see MessageQuery.Encoding;
+// "" is o200k_base): its content's count, MessageOverhead, and with calls, in an exact encoding, its tool
+// calls' share, len(JSON of m.ToolCalls)/ToolCallBytesPerToken (an estimate has no such floor: it prices
+// a run of spaces of any length at a token or two). The content's count is the cached one; a message
+// without one (or with a negative one) is counted now. Every chat format costs at least this for m (the
+// cookbook preset, which shows no tool calls, without calls), so a history that reads no more than its
+// budget's worth of it reads every message that can be kept.
+func MessageTokens(m Message, encoding string, calls bool) int {
+	n := contentTokens(m, encoding) + MessageOverhead
+	if calls && len(m.ToolCalls) > 0 && encoding != EstimateEncoding {
+		n += ToolCallsLen(m.ToolCalls) / ToolCallBytesPerToken
+	}
+	return n
+}
+
+// ToolCallsLen is the length of calls as JSON (json.Marshal), which the backends store.
+func ToolCallsLen(calls []assembler.ToolCall) int {
+	b, err := json.Marshal(calls)
+	if err != nil { // cannot happen: strings only
+		return 0
+	}
+	return len(b)
+}
+
+func contentTokens(m Message, encoding string) int {
+	if encoding == "" {
+		encoding = tokenizer.O200KBase
+	}
+	if n, ok := m.TokenCounts[encoding]; ok && n >= 0 {
+		return n
+	}
+	if e, err := tokenizer.Get(encoding); err == nil {
+		return e.Count(m.Content)
+	}
+	return tokenizer.Estimate(m.Content)
+}
+
+// SelectMessages applies q to msgs (oldest first, by Seq) and returns the selected run: of the messages
+// whose Seq is less than q.Before (if it is positive), the newest q.Limit (if positive), of which the newest
+// whose MessageTokens add up to at most q.MaxTokens (if positive). It counts only the messages it selects,
+// and one more.
 func SelectMessages(msgs []Message, q MessageQuery) []Message {
+	sel, _ := SelectPage(msgs, q)
+	return sel
+}
+
+// SelectPage is SelectMessages, and the before of the messages that q left out (the Seq after the newest of
+// them; 0 if there are none): what a Load reports as Snapshot.NextBefore.
+func SelectPage(msgs []Message, q MessageQuery) (_ []Message, next int64) {
+	if q.Before > 0 {
+		i, _ := slices.BinarySearchFunc(msgs, q.Before, func(m Message, seq int64) int { return cmp.Compare(m.Seq, seq) })
+		msgs = msgs[:i]
+	}
+	start := 0
 	if q.Limit > 0 && len(msgs) > q.Limit {
-		msgs = msgs[len(msgs)-q.Limit:]
+		start = len(msgs) - q.Limit
 	}
 	if q.MaxTokens > 0 {
-		enc := q.Encoding
-		if enc == "" {
-			enc = tokenizer.O200KBase
-		}
-		total, start := 0, len(msgs)
-		for start > 0 {
-			m := msgs[start-1]
-			n, ok := m.TokenCounts[enc]
-			if !ok {
-				if e, err := tokenizer.Get(enc); err == nil {
-					n = e.Count(m.Content)
-				} else {
-					n = tokenizer.Estimate(m.Content)
-				}
-			}
-			if total+n+MessageOverhead > q.MaxTokens {
+		total, i := 0, len(msgs)
+		for i > start {
+			n := MessageTokens(msgs[i-1], q.Encoding, q.CountToolCalls)
+			if total+n > q.MaxTokens {
 				break
 			}
-			total += n + MessageOverhead
-			start--
+			total += n
+			i--
 		}
-		msgs = msgs[start:]
+		start = i
 	}
-	return msgs
+	if start > 0 {
+		next = msgs[start-1].Seq + 1
+	}
+	return msgs[start:], next
+}
+
+// PageReader reads a page of a session's stored messages for ReadNewest: up to n of the newest messages
+// whose Seq is less than before (0: the newest), oldest first, and the before of the page older than it
+// (0 when there is none). A page may hold fewer than n messages while older ones remain (entries it could
+// not decode); n is at least 1, and math.MaxInt for all of them.
+type PageReader func(before int64, n int) (page []Message, next int64, err error)
+
+// Page sizes of ReadNewest: it reads more a page as it goes, so that a query that selects few messages
+// reads few, and one that selects many, few pages.
+const (
+	firstPage = 16
+	maxPage   = 128
+)
+
+// FirstPageSize is the n that ReadNewest asks of its PageReader first, so that a backend may read that
+// page beside other reads (in a Load's round trip).
+func FirstPageSize(q MessageQuery) int {
+	n := firstPage
+	if q.MaxTokens == 0 {
+		n = math.MaxInt
+	}
+	if q.Limit > 0 {
+		n = min(n, q.Limit)
+	}
+	return n
+}
+
+// ReadNewest answers q with pages of read, for a backend that must read a message to count it: it reads
+// newest first and stops as soon as q is answered, and returns what SelectMessages(all, q) would, and the
+// before of the messages it left out (0 when it reached the session's first). A query without MaxTokens
+// reads its Limit in one page.
+func ReadNewest(q MessageQuery, read PageReader) (_ []Message, next int64, _ error) {
+	var pages [][]Message // newest first
+	before, size, kept, total := q.Before, FirstPageSize(q), 0, 0
+	for {
+		n := size
+		if q.Limit > 0 {
+			n = min(n, q.Limit-kept)
+		}
+		page, older, err := read(before, n)
+		if err != nil {
+			return nil, 0, err
+		}
+		from := len(page)
+		for from > 0 && (q.Limit == 0 || kept < q.Limit) {
+			if q.MaxTokens > 0 {
+				c := MessageTokens(page[from-1], q.Encoding, q.CountToolCalls)
+				if total+c > q.MaxTokens {
+					break
+				}
+				total += c
+			}
+			from--
+			kept++
+		}
+		pages = append(pages, page[from:])
+		switch {
+		case from > 0: // stopped inside the page: it begins after the message that did not fit
+			next = page[from-1].Seq + 1
+		case older == 0:
+			next = 0
+		default:
+			next = older
+		}
+		if from > 0 || older == 0 || (q.Limit > 0 && kept >= q.Limit) {
+			break
+		}
+		before = older
+		if size < maxPage {
+			size = min(size*2, maxPage)
+		}
+	}
+	out := make([]Message, 0, kept)
+	for i := len(pages) - 1; i >= 0; i-- {
+		out = append(out, pages[i]...)
+	}
+	if len(out) == 0 {
+		out = nil
+	}
+	return out, next, nil
 }
 
 // SortFacts orders facts by key, the order Facts returns.

@@ -150,7 +150,7 @@ func decodeStrict(data []byte, v any) error {
 const sessionUsage = `Usage:
 
 	loom session append --session S [--role user] (--content TEXT | --json FILE) [--name N] [--tool-call-id ID]
-	loom session show --session S [--limit N]
+	loom session show --session S [--limit N] [--before SEQ]
 	loom session tool-output --session S --tool NAME --result TEXT [--call-id ID] [--args JSON]
 	loom session knowledge --session S --json FILE
 	loom session delete --session S
@@ -158,7 +158,10 @@ const sessionUsage = `Usage:
 append adds a message to a session (with --json, a file of {"messages": [...]}, a list of messages or one
 message, in the wire format of loom assemble's history); a message needs content, but for an assistant
 message with tool calls and a tool message (--content "" gives an empty tool result). show prints the
-session's messages as JSON Lines, oldest first, with their sequence numbers and cached token counts; tool-output records a tool step;
+session's messages as JSON Lines, oldest first, with their sequence numbers and cached token counts (all of
+them, read a page at a time; with --limit N only the newest N, and where older ones remain, the --before
+that shows them goes to standard error; with --before SEQ only those older than SEQ); tool-output records a
+tool step;
 knowledge replaces the session's pre-retrieved knowledge with a JSON list of knowledge items; delete removes
 the session. Each takes --store, --layout and --tenant.
 ` + storeFlagsUsage
@@ -255,31 +258,70 @@ func decodeMessages(data []byte) ([]store.Message, error) {
 	return []store.Message{m}, decodeStrict(data, &m)
 }
 
+// showPage is how many messages session show reads at a time.
+const showPage = 1000
+
 func sessionShow(ctx context.Context, name string, args []string, s streams) error {
 	fs, help := newFlagSet(name, sessionUsage, s)
 	sf := addStoreFlags(fs)
 	session := fs.String("session", "", "the session `id`")
 	limit := fs.Int("limit", 0, "print only the newest `N` messages (0: all)")
+	before := fs.Int64("before", 0, "print only messages older than the sequence number `SEQ` (0: from the newest)")
 	if err := parseFlags(fs, help, args); err != nil {
 		return err
 	}
 	if err := required(fs, "session"); err != nil {
 		return err
 	}
-	if *limit < 0 {
-		return usageError(fmt.Errorf("%s: --limit must not be negative", name))
+	if *limit < 0 || *before < 0 {
+		return usageError(fmt.Errorf("%s: --limit and --before must not be negative", name))
 	}
 	return sf.with(ctx, name, func(st store.Store) error {
-		msgs, err := st.Messages(ctx, *sf.tenant, *session, store.MessageQuery{Limit: *limit})
-		if err != nil {
-			return err
+		emit := func(msgs []store.Message) error {
+			for _, m := range msgs {
+				if err := writeJSON(s.stdout, m); err != nil {
+					return err
+				}
+			}
+			return nil
 		}
-		for _, m := range msgs {
-			if err := writeJSON(s.stdout, m); err != nil {
+		if *limit > 0 { // one page, and where the older ones begin
+			msgs, err := st.Messages(ctx, *sf.tenant, *session, store.MessageQuery{Before: *before, Limit: *limit + 1})
+			if err != nil {
 				return err
 			}
+			if len(msgs) > *limit {
+				msgs = msgs[1:]
+				defer fmt.Fprintf(s.stderr, "%s: older messages remain: --before %d shows them\n", name, msgs[0].Seq)
+			}
+			return emit(msgs)
 		}
-		return nil
+		// All of them, oldest first, a page at a time: pages end at the seqs 1+showPage, 1+2*showPage, ...
+		// up to the newest (as it was when the walk began). A page never repeats what one before it printed
+		// (a layout that skips entries it cannot read fills a page from further back).
+		newest, err := st.Messages(ctx, *sf.tenant, *session, store.MessageQuery{Before: *before, Limit: 1})
+		if err != nil || len(newest) == 0 {
+			return err
+		}
+		end, printed := newest[0].Seq+1, int64(0)
+		for b := int64(1 + showPage); ; b += showPage {
+			page, err := st.Messages(ctx, *sf.tenant, *session, store.MessageQuery{Before: min(b, end), Limit: showPage})
+			if err != nil {
+				return err
+			}
+			for len(page) > 0 && page[0].Seq <= printed {
+				page = page[1:]
+			}
+			if err := emit(page); err != nil {
+				return err
+			}
+			if len(page) > 0 {
+				printed = page[len(page)-1].Seq
+			}
+			if b >= end {
+				return nil
+			}
+		}
 	})
 }
 

@@ -310,6 +310,7 @@ func limitCases() []hostileCase {
 		expect("a 2 MiB message (over the 1 MiB message limit)", asA, "POST", appendPath, twoMB, nil, 413, "too_large"),
 		expect("2001 messages in one append (over the 2000 items limit)", asA, "POST", appendPath, manyBody, nil, 413, "too_large"),
 		expect("a 10 KB session id", asA, "GET", "/v1/sessions/"+strings.Repeat("s", 10_000)+"/messages", nil, nil, 413, "too_large"),
+		expect("a listing of 1001 messages (over the page limit of 1000)", asA, "GET", "/v1/sessions/"+secretSession+"/messages?limit=1001", nil, nil, 400, "invalid_request"),
 	}
 }
 

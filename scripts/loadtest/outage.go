@@ -492,15 +492,24 @@ type storedMessage struct {
 	Content string `json:"content"`
 }
 
-// listMessages returns all of a session's messages.
+// listMessages returns all of a session's messages, oldest first, reading the listing's pages (newest
+// first) until one has no next_before.
 func listMessages(ctx context.Context, c *client, session string) ([]storedMessage, error) {
-	var body struct {
-		Messages []storedMessage `json:"messages"`
+	var all []storedMessage
+	for path := "/v1/sessions/" + session + "/messages?limit=1000"; ; {
+		var body struct {
+			Messages   []storedMessage `json:"messages"`
+			NextBefore int64           `json:"next_before"`
+		}
+		if err := c.call(ctx, http.MethodGet, path, nil, &body); err != nil {
+			return nil, err
+		}
+		all = append(body.Messages, all...)
+		if body.NextBefore == 0 {
+			return all, nil
+		}
+		path = fmt.Sprintf("/v1/sessions/%s/messages?limit=1000&before=%d", session, body.NextBefore)
 	}
-	if err := c.call(ctx, http.MethodGet, "/v1/sessions/"+session+"/messages", nil, &body); err != nil {
-		return nil, err
-	}
-	return body.Messages, nil
 }
 
 // writersInOrder reports whether each writer's acks, in the order they were acknowledged, have increasing

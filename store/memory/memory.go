@@ -218,9 +218,12 @@ func (s *Store) AppendMessages(ctx context.Context, tenant, sessionID string, ms
 	return cloneMessages(msgs), nil
 }
 
-// Messages implements store.SessionStore.
+// Messages implements store.SessionStore: it copies only the messages q selects.
 func (s *Store) Messages(ctx context.Context, tenant, sessionID string, q store.MessageQuery) ([]store.Message, error) {
 	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "session", sessionID); err != nil {
+		return nil, err
+	}
+	if err := store.CheckMessageQuery(q); err != nil {
 		return nil, err
 	}
 	s.mu.RLock()
@@ -354,9 +357,9 @@ func (s *Store) Load(ctx context.Context, tenant string, q store.LoadQuery) (*st
 			}
 		}
 	}
-	limit := q.MaxMessages
-	if limit <= 0 {
-		limit = store.DefaultLoadMessages
+	history := q.History()
+	if err := store.CheckMessageQuery(history); err != nil {
+		return nil, err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -377,7 +380,8 @@ func (s *Store) Load(ctx context.Context, tenant string, q store.LoadQuery) (*st
 	}
 	if q.Session != "" {
 		if ss := s.live(key{tenant, q.Session}, false); ss != nil {
-			snap.Messages = cloneMessages(store.SelectMessages(ss.msgs, store.MessageQuery{Limit: limit}))
+			msgs, next := store.SelectPage(ss.msgs, history)
+			snap.Messages, snap.NextBefore = cloneMessages(msgs), next
 			snap.ToolOutputs = slices.Clone(ss.tools)
 			snap.Knowledge = cloneKnowledge(ss.knowledge)
 		}

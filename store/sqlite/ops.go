@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/context-loom/loom/assembler"
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/tokenizer"
 )
@@ -298,9 +299,13 @@ func encodeMessage(m store.Message) (messageRow, error) {
 	return r, nil
 }
 
-// Messages implements store.SessionStore.
+// Messages implements store.SessionStore. With q.MaxTokens it reads newest first and stops at the first
+// message that does not fit, which it counts but does not decode (see readMessages).
 func (s *Store) Messages(ctx context.Context, tenant, sessionID string, q store.MessageQuery) ([]store.Message, error) {
 	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "session", sessionID); err != nil {
+		return nil, err
+	}
+	if err := store.CheckMessageQuery(q); err != nil {
 		return nil, err
 	}
 	var msgs []store.Message
@@ -309,86 +314,170 @@ func (s *Store) Messages(ctx context.Context, tenant, sessionID string, q store.
 		if err != nil || !ok {
 			return err
 		}
-		msgs, err = newestMessages(t, tenant, sessionID, q, n)
+		msgs, _, err = readMessages(t, tenant, sessionID, q, n)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return store.SelectMessages(msgs, q), nil
+	return msgs, nil
 }
 
-// newestMessages reads the session's newest messages, oldest first: q.Limit of them, and with q.MaxTokens
-// only as many as may fit (the counts it sums are at most the ones store.SelectMessages sums, so the
-// messages it leaves out are ones SelectMessages would drop). Apply store.SelectMessages to the result.
-// The session has about n messages: the result's capacity.
-func newestMessages(t txn, tenant, sessionID string, q store.MessageQuery, n int) ([]store.Message, error) {
-	limit := int64(-1) // no limit
+// readMessages answers q (a checked query) for a session of n messages, whose seqs are 1 to n, and
+// returns the before of the messages it left out (0 if none). Without q.MaxTokens it reads the range q
+// selects. With it, it reads the rows newest first (qNewestMessages) and counts each from its count columns
+// (its content, in the estimate or when they have none) and the length of its tool calls, before it
+// decodes the row; it stops at the first that does not fit. (A row's counts are stored after its content:
+// reading them reads the row, so counting first in a query of its own would read each kept row twice.)
+func readMessages(t txn, tenant, sessionID string, q store.MessageQuery, n int) ([]store.Message, int64, error) {
+	before := int64(n) + 1
+	if q.Before > 0 && q.Before < before {
+		before = q.Before
+	}
+	from := int64(1) // the oldest seq to read
 	if q.Limit > 0 {
-		limit = int64(q.Limit)
+		from = max(from, before-int64(q.Limit))
 	}
-	enc := q.Encoding
-	if enc == "" {
-		enc = tokenizer.O200KBase
+	if from >= before {
+		return nil, nextBefore(from), nil
 	}
-	rows, err := t.query(qNewestMessages, tenant, sessionID, limit)
+	if q.MaxTokens == 0 {
+		rows, err := t.query(qMessageRange, tenant, sessionID, from, before)
+		if err != nil {
+			return nil, 0, err
+		}
+		defer rows.Close()
+		msgs := make([]store.Message, 0, before-from)
+		var r messageScan
+		for rows.Next() {
+			if err := r.scan(rows); err != nil {
+				return nil, 0, err
+			}
+			m, err := r.message()
+			if err != nil {
+				return nil, 0, err
+			}
+			msgs = append(msgs, m)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, 0, err
+		}
+		return msgs, nextBefore(from), nil
+	}
+	rows, err := t.query(qNewestMessages, tenant, sessionID, from, before)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer rows.Close()
-	if q.Limit > 0 {
-		n = min(n, q.Limit)
-	}
-	out := make([]store.Message, 0, max(n, 0))
-	sum := 0
-	// The scan targets are made once: each that Scan is given escapes to the heap.
-	var (
-		m                store.Message
-		toolCalls, other string
-		sec, nsec        int64
-		o200k, cl100k    int
-	)
-	dest := []any{&m.Seq, &m.Role, &m.Content, &m.Name, &toolCalls, &m.ToolCallID, &sec, &nsec, &o200k, &cl100k, &other}
+	msgs := make([]store.Message, 0, min(before-from, int64(q.MaxTokens/store.MessageOverhead)+1)) // what can fit
+	var r messageScan
+	sum, oldest := 0, before
 	for rows.Next() {
-		m = store.Message{}
-		if err := rows.Scan(dest...); err != nil {
-			return nil, err
+		if err := r.scan(rows); err != nil {
+			return nil, 0, err
 		}
-		m.Time = time.Unix(sec, nsec).UTC()
-		if toolCalls != "" {
-			if err := json.Unmarshal([]byte(toolCalls), &m.ToolCalls); err != nil {
-				return nil, &decodeError{fmt.Errorf("message %d: tool calls: %w", m.Seq, err)}
-			}
+		cost, err := r.tokens(q)
+		if err != nil {
+			return nil, 0, err
 		}
-		if other != "" {
-			if err := json.Unmarshal([]byte(other), &m.TokenCounts); err != nil {
-				return nil, &decodeError{fmt.Errorf("message %d: token counts: %w", m.Seq, err)}
-			}
+		if sum += cost; sum > q.MaxTokens {
+			break
 		}
-		if o200k >= 0 || cl100k >= 0 {
-			if m.TokenCounts == nil {
-				m.TokenCounts = make(map[string]int, 2)
-			}
-			if o200k >= 0 {
-				m.TokenCounts[tokenizer.O200KBase] = o200k
-			}
-			if cl100k >= 0 {
-				m.TokenCounts[tokenizer.CL100KBase] = cl100k
-			}
+		m, err := r.message()
+		if err != nil {
+			return nil, 0, err
 		}
-		out = append(out, m)
-		if q.MaxTokens > 0 {
-			sum += m.TokenCounts[enc] + store.MessageOverhead
-			if sum > q.MaxTokens {
-				break
-			}
-		}
+		msgs, oldest = append(msgs, m), m.Seq
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	slices.Reverse(out)
-	return out, nil
+	slices.Reverse(msgs)
+	return msgs, nextBefore(oldest), nil
+}
+
+// nextBefore is the before of the messages older than seq from: 0 when from is the first.
+func nextBefore(from int64) int64 {
+	if from <= 1 {
+		return 0
+	}
+	return from
+}
+
+// messageScan holds a row of messageColumns as scanned, for counting before decoding. Its scan targets are
+// made once: each that Scan is given escapes to the heap.
+type messageScan struct {
+	m                store.Message // without its tool calls and counts
+	toolCalls, other string
+	sec, nsec        int64
+	o200k, cl100k    int
+	dest             []any
+}
+
+func (r *messageScan) scan(rows *sql.Rows) error {
+	if r.dest == nil {
+		r.dest = []any{&r.m.Seq, &r.m.Role, &r.m.Content, &r.m.Name, &r.toolCalls, &r.m.ToolCallID, &r.sec, &r.nsec, &r.o200k, &r.cl100k, &r.other}
+	}
+	r.m = store.Message{}
+	return rows.Scan(r.dest...)
+}
+
+// tokens is store.MessageTokens of the row for q, from its columns: the count of q's encoding (or the
+// content counted), and the length of its tool calls' JSON, which is json.Marshal's of them.
+func (r *messageScan) tokens(q store.MessageQuery) (int, error) {
+	enc, count := q.Encoding, -1
+	switch enc {
+	case "", tokenizer.O200KBase:
+		enc, count = tokenizer.O200KBase, r.o200k
+	case tokenizer.CL100KBase:
+		count = r.cl100k
+	}
+	if count < 0 { // in the other counts, or counted now
+		var counts map[string]int
+		if r.other != "" && enc != store.EstimateEncoding {
+			if err := json.Unmarshal([]byte(r.other), &counts); err != nil {
+				return 0, &decodeError{fmt.Errorf("message %d: token counts: %w", r.m.Seq, err)}
+			}
+		}
+		count = store.MessageTokens(store.Message{Content: r.m.Content, TokenCounts: counts}, enc, false) - store.MessageOverhead
+	}
+	n := count + store.MessageOverhead
+	if q.CountToolCalls && enc != store.EstimateEncoding {
+		n += len(r.toolCalls) / store.ToolCallBytesPerToken
+	}
+	return n, nil
+}
+
+// message decodes the row.
+func (r *messageScan) message() (store.Message, error) {
+	m := r.m // (decoded into variables of their own, which escape, so that m does not)
+	m.Time = time.Unix(r.sec, r.nsec).UTC()
+	if r.toolCalls != "" {
+		var calls []assembler.ToolCall
+		if err := json.Unmarshal([]byte(r.toolCalls), &calls); err != nil {
+			return store.Message{}, &decodeError{fmt.Errorf("message %d: tool calls: %w", m.Seq, err)}
+		}
+		m.ToolCalls = calls
+	}
+	if r.other != "" {
+		var counts map[string]int
+		if err := json.Unmarshal([]byte(r.other), &counts); err != nil {
+			return store.Message{}, &decodeError{fmt.Errorf("message %d: token counts: %w", m.Seq, err)}
+		}
+		m.TokenCounts = counts
+	}
+	if r.o200k >= 0 || r.cl100k >= 0 {
+		if m.TokenCounts == nil {
+			m.TokenCounts = make(map[string]int, 2)
+		}
+		if r.o200k >= 0 {
+			m.TokenCounts[tokenizer.O200KBase] = r.o200k
+		}
+		if r.cl100k >= 0 {
+			m.TokenCounts[tokenizer.CL100KBase] = r.cl100k
+		}
+	}
+	return m, nil
 }
 
 // AppendToolOutput implements store.SessionStore. It returns an error wrapping store.ErrInvalid or
@@ -605,9 +694,9 @@ func (s *Store) Load(ctx context.Context, tenant string, q store.LoadQuery) (*st
 			}
 		}
 	}
-	limit := q.MaxMessages
-	if limit <= 0 {
-		limit = store.DefaultLoadMessages
+	history := q.History()
+	if err := store.CheckMessageQuery(history); err != nil {
+		return nil, err
 	}
 	snap := &store.Snapshot{Errors: map[store.Source]error{}}
 	// source records err for src if it is a source's own (a missing agent, a value that does not decode)
@@ -644,11 +733,11 @@ func (s *Store) Load(ctx context.Context, tenant string, q store.LoadQuery) (*st
 		if err != nil || !ok {
 			return err
 		}
-		msgs, err := newestMessages(t, tenant, q.Session, store.MessageQuery{Limit: limit}, n)
+		msgs, next, err := readMessages(t, tenant, q.Session, history, n)
 		if err := source(store.SourceHistory, err); err != nil {
 			return err
 		}
-		snap.Messages = msgs
+		snap.Messages, snap.NextBefore = msgs, next
 		outs, err := readToolOutputs(t, tenant, q.Session)
 		if err := source(store.SourceToolOutputs, err); err != nil {
 			return err

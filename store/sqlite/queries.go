@@ -28,7 +28,9 @@ const (
 	qDeleteExpired  = `DELETE FROM sessions WHERE rowid IN (SELECT rowid FROM sessions WHERE expires_at > 0 AND expires_at <= ? LIMIT ?)`
 	qInsertMessage  = `INSERT INTO messages (tenant, session, seq, role, content, name, tool_calls, tool_call_id, ts_s, ts_ns, tok_o200k, tok_cl100k, tok_other) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qNewestMessages = `SELECT seq, role, content, name, tool_calls, tool_call_id, ts_s, ts_ns, tok_o200k, tok_cl100k, tok_other
-		FROM messages WHERE tenant = ? AND session = ? ORDER BY seq DESC LIMIT ?`
+		FROM messages WHERE tenant = ? AND session = ? AND seq >= ? AND seq < ? ORDER BY seq DESC`
+	qMessageRange = `SELECT seq, role, content, name, tool_calls, tool_call_id, ts_s, ts_ns, tok_o200k, tok_cl100k, tok_other
+		FROM messages WHERE tenant = ? AND session = ? AND seq >= ? AND seq < ? ORDER BY seq`
 	qInsertToolOutput = `INSERT INTO tool_outputs (tenant, session, seq, tool, call_id, args, result, ts_s, ts_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qToolOutputs      = `SELECT seq, tool, call_id, args, result, ts_s, ts_ns FROM tool_outputs WHERE tenant = ? AND session = ? ORDER BY seq`
 	qDeleteKnowledge  = `DELETE FROM knowledge WHERE tenant = ? AND session = ?`
@@ -90,7 +92,7 @@ var writeQueries = append([]string{
 }, insertChunks...)
 
 var readQueries = []string{
-	qPing, qGetAgent, qFacts, qLiveSession, qNewestMessages, qToolOutputs, qKnowledge,
+	qPing, qGetAgent, qFacts, qLiveSession, qNewestMessages, qMessageRange, qToolOutputs, qKnowledge,
 	qCollectionByID, qCollectionByName, qCollections, qAllCollections, qCollectionKey, qDocument, qDocuments, qDocumentMeta,
 	qDocumentChunks, qCollectionChunks, qChanges, qLastChange,
 }

@@ -31,6 +31,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Facts", testFacts},
 		{"Messages", testMessages},
 		{"MessageQuery", testMessageQuery},
+		{"MessagePages", func(t *testing.T, newStore NewStore) { MessagePages(t, open(t, newStore, store.Options{}), tenant) }},
 		{"MessageValidation", testMessageValidation},
 		{"ToolOutputsAndKnowledge", testToolOutputsAndKnowledge},
 		{"DeleteSession", testDeleteSession},
@@ -258,6 +259,145 @@ func testMessageQuery(t *testing.T, newStore NewStore) {
 	}
 }
 
+// pagingSession is a session that tells the counts of MessageQuery apart: prose, text whose estimate is far
+// from its exact counts (long runs of spaces, CJK), tool calls from tiny to several
+// store.ToolCallBytesPerToken long, and a message without content.
+func pagingSession() []store.Message {
+	var msgs []store.Message
+	for i := range 60 {
+		var m store.Message
+		switch i % 6 {
+		case 0:
+			m = store.Message{Role: "user", Content: fmt.Sprintf("question %d: %s", i, strings.Repeat("why so? ", i%13))}
+		case 1:
+			m = store.Message{Role: "assistant", Content: "世界の" + strings.Repeat("ことば ", i%7) + "answer", Name: "helper"}
+		case 2:
+			args := fmt.Sprintf(`{"q":%q}`, strings.Repeat("<a&b> ", (i*97)%700))
+			content := ""
+			if i%4 == 0 {
+				content = "Let me look."
+			}
+			m = store.Message{Role: "assistant", Content: content, ToolCalls: []assembler.ToolCall{
+				{ID: fmt.Sprint("call_", i), Function: assembler.ToolCallFunction{Name: "search", Arguments: args}},
+				{ID: fmt.Sprint("call_", i, "b"), Type: "function", Function: assembler.ToolCallFunction{Name: "fetch", Arguments: `{}`}}}}
+		case 3:
+			m = store.Message{Role: "tool", ToolCallID: fmt.Sprint("call_", i-1), Content: `{"hits": ` + fmt.Sprint(i) + `}`}
+		case 4:
+			m = store.Message{Role: "user", Content: "a" + strings.Repeat(" ", 50+i*11) + "b"}
+		case 5:
+			m = store.Message{Role: "system", Content: "Note: " + strings.Repeat("x", i)}
+		}
+		msgs = append(msgs, m)
+	}
+	// Tool calls whose JSON is one byte short of two ToolCallBytesPerToken, and exactly two.
+	for _, size := range []int{2*store.ToolCallBytesPerToken - 1, 2 * store.ToolCallBytesPerToken} {
+		calls := []assembler.ToolCall{{ID: "call_exact", Type: "function", Function: assembler.ToolCallFunction{Name: "f"}}}
+		calls[0].Function.Arguments = `{"q":""}`
+		pad := size - store.ToolCallsLen(calls)
+		calls[0].Function.Arguments = `{"q":"` + strings.Repeat("z", pad) + `"}`
+		msgs = append(msgs, store.Message{Role: "assistant", ToolCalls: calls},
+			store.Message{Role: "tool", ToolCallID: "call_exact", Content: "done"})
+	}
+	return msgs
+}
+
+// MessagePages checks on s, an empty store (or one without the session "pages" of tenant), that
+// SessionStore.Messages and Loader.Load select exactly as store.SelectMessages does for every mix of a
+// MessageQuery's fields, and that reading a session page by page with Before returns each message once.
+// Run calls it; a backend that holds one tenant only (the Valkey cookbook layout) calls it with that
+// tenant.
+func MessagePages(t *testing.T, s store.Store, tenant string) {
+	ctx := t.Context()
+	const sess = "pages"
+	in := pagingSession()
+	must(s.AppendMessages(ctx, tenant, sess, in[:25]...))
+	must(s.AppendMessages(ctx, tenant, sess, in[25:]...))
+	all := must(s.Messages(ctx, tenant, sess, store.MessageQuery{}))
+	if len(all) != len(in) || all[0].Seq != 1 || all[len(all)-1].Seq != int64(len(in)) {
+		t.Fatalf("%d messages read back of %d", len(all), len(in))
+	}
+	same := func(what string, got, want []store.Message) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d messages, want %d (seqs %v, want %v)", what, len(got), len(want), seqs(got), seqs(want))
+		}
+		for i := range got {
+			g, w := got[i], want[i]
+			if g.Seq != w.Seq || g.Role != w.Role || g.Content != w.Content || g.Name != w.Name || len(g.ToolCalls) != len(w.ToolCalls) ||
+				g.TokenCounts[tokenizer.O200KBase] != w.TokenCounts[tokenizer.O200KBase] {
+				t.Fatalf("%s: message %d = %+v, want %+v", what, i, g, w)
+			}
+		}
+	}
+	for _, before := range []int64{0, 1, 2, 17, 31, 59, 63, 64, 65, 200} {
+		for _, limit := range []int{0, 1, 7, 100} {
+			for _, maxTokens := range []int{0, 1, 5, 30, 200, 1500, 1_000_000} {
+				for _, enc := range []string{"", tokenizer.CL100KBase, store.EstimateEncoding} {
+					for _, calls := range []bool{false, true} {
+						q := store.MessageQuery{Before: before, Limit: limit, MaxTokens: maxTokens, Encoding: enc, CountToolCalls: calls}
+						same(fmt.Sprintf("%+v", q), must(s.Messages(ctx, tenant, sess, q)), store.SelectMessages(all, q))
+					}
+				}
+			}
+		}
+	}
+	// A message that costs MaxTokens exactly is read; one token less, it is not.
+	for _, m := range all {
+		for _, enc := range []string{"", tokenizer.CL100KBase, store.EstimateEncoding} {
+			for _, calls := range []bool{false, true} {
+				q := store.MessageQuery{Before: m.Seq + 1, MaxTokens: store.MessageTokens(m, enc, calls), Encoding: enc, CountToolCalls: calls}
+				same(fmt.Sprintf("%+v", q), must(s.Messages(ctx, tenant, sess, q)), []store.Message{m})
+				q.MaxTokens--
+				same(fmt.Sprintf("%+v", q), must(s.Messages(ctx, tenant, sess, q)), nil)
+			}
+		}
+	}
+	// A walk by pages, newest first, returns each message once, whatever bounds a page.
+	for _, page := range []store.MessageQuery{{Limit: 7}, {MaxTokens: 2000, CountToolCalls: true}, {Limit: 5, MaxTokens: 3000, Encoding: store.EstimateEncoding}} {
+		var walked []store.Message
+		for q := page; ; {
+			got := must(s.Messages(ctx, tenant, sess, q))
+			if len(got) == 0 {
+				break
+			}
+			walked = append(got, walked...)
+			q.Before = got[0].Seq
+		}
+		same(fmt.Sprintf("walk by %+v", page), walked, all)
+	}
+	// Load reads what its query selects, and says where the rest begins.
+	for _, q := range []store.LoadQuery{{}, {MaxMessages: 9}, {MaxTokens: 100}, {MaxMessages: 40, MaxTokens: 400, CountToolCalls: true},
+		{MaxTokens: 250, Encoding: store.EstimateEncoding}, {MaxTokens: 1}, {MaxTokens: 1_000_000, Encoding: tokenizer.CL100KBase}} {
+		q.Session = sess
+		snap := must(s.Load(ctx, tenant, q))
+		want, next := store.SelectPage(all, q.History())
+		same(fmt.Sprintf("Load %+v", q), snap.Messages, want)
+		if snap.NextBefore != next || snap.Errors[store.SourceHistory] != nil {
+			t.Fatalf("Load %+v: next before %d (%v), want %d", q, snap.NextBefore, snap.Errors, next)
+		}
+		rest := store.MessageQuery{Before: snap.NextBefore}
+		if next == 0 {
+			rest.Limit = 1 // nothing before: Before 0 would read from the newest
+			rest.Before = 1
+		}
+		same(fmt.Sprintf("after Load %+v", q), append(must(s.Messages(ctx, tenant, sess, rest)), snap.Messages...), all)
+	}
+	for _, q := range []store.MessageQuery{{Before: -1}, {Limit: -1}, {MaxTokens: -1}, {MaxTokens: 10, Encoding: "p50k_base"}} {
+		_, err := s.Messages(ctx, tenant, sess, q)
+		wantErr(t, err, store.ErrInvalid, fmt.Sprintf("Messages %+v", q))
+	}
+	_, err := s.Load(ctx, tenant, store.LoadQuery{Session: sess, MaxTokens: 10, Encoding: "nope"})
+	wantErr(t, err, store.ErrInvalid, "Load with an unknown encoding")
+}
+
+func seqs(msgs []store.Message) []int64 {
+	out := make([]int64, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Seq
+	}
+	return out
+}
+
 func testMessageValidation(t *testing.T, newStore NewStore) {
 	s := open(t, newStore, store.Options{})
 	ctx := t.Context()
@@ -269,12 +409,15 @@ func testMessageValidation(t *testing.T, newStore NewStore) {
 		"call without id":       {Role: "assistant", ToolCalls: []assembler.ToolCall{{Function: assembler.ToolCallFunction{Name: "f"}}}},
 		"call with bad JSON":    {Role: "assistant", ToolCalls: []assembler.ToolCall{{ID: "c", Function: assembler.ToolCallFunction{Name: "f", Arguments: "{"}}}},
 		"call without function": {Role: "assistant", ToolCalls: []assembler.ToolCall{{ID: "c"}}},
+		"call of another type":  {Role: "assistant", ToolCalls: []assembler.ToolCall{{ID: "c", Type: "custom", Function: assembler.ToolCallFunction{Name: "f"}}}},
 	} {
 		_, err := s.AppendMessages(ctx, tenant, "v", store.Message{Role: "user", Content: "fine"}, m)
 		wantErr(t, err, store.ErrInvalid, name)
 	}
 	_, err := s.AppendMessages(ctx, tenant, "v")
 	wantErr(t, err, store.ErrInvalid, "no messages")
+	_, err = s.AppendMessages(ctx, tenant, "v", store.Message{Role: "user", Content: "x", Name: strings.Repeat("n", store.DefaultMaxIDBytes+1)})
+	wantErr(t, err, store.ErrTooLarge, "a name longer than an id")
 	// A rejected batch stores nothing, not even its valid messages.
 	if n := len(must(s.Messages(ctx, tenant, "v", store.MessageQuery{}))); n != 0 {
 		t.Fatalf("a rejected append stored %d messages", n)

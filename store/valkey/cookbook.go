@@ -417,37 +417,17 @@ func decodeChat(vals []string, first int64) []store.Message {
 	return out
 }
 
-// Messages implements store.SessionStore.
+// Messages implements store.SessionStore: the entries are read newest first, a page at a time, and only
+// as many as q selects (see readChat).
 func (c *cookbook) Messages(ctx context.Context, tenant, session string, q store.MessageQuery) ([]store.Message, error) {
 	if err := c.ids(tenant, "session", session); err != nil {
 		return nil, err
 	}
-	start := int64(0)
-	if q.Limit > 0 {
-		start = -int64(q.Limit)
-	}
-	b := c.client.B()
-	arr, err := c.tx(ctx, b.Llen().Key(chatKey(session)).Build(), b.Lrange().Key(chatKey(session)).Start(start).Stop(-1).Build())
-	if err != nil {
+	if err := store.CheckMessageQuery(q); err != nil {
 		return nil, err
 	}
-	msgs, err := c.newestChat(ctx, arr[0], arr[1])
-	if err != nil {
-		return nil, err
-	}
-	return store.SelectMessages(msgs, q), nil
-}
-
-func (c *cookbook) newestChat(ctx context.Context, llen, lrange valkeygo.ValkeyMessage) ([]store.Message, error) {
-	total, err := llen.AsInt64()
-	if err != nil {
-		return nil, c.fail(ctx, err)
-	}
-	vals, err := lrange.AsStrSlice()
-	if err != nil {
-		return nil, c.fail(ctx, err)
-	}
-	return decodeChat(vals, total-int64(len(vals))+1), nil
+	msgs, _, err := c.readChat(ctx, chatKey(session), q, nil)
+	return msgs, err
 }
 
 // step is one tool:<session>:step_<n> key.
@@ -856,8 +836,8 @@ func (c *cookbook) DeleteSession(ctx context.Context, tenant, session string) er
 	return nil
 }
 
-// Load implements store.Loader: one DoMulti for the agent, the memory, the newest messages and the
-// knowledge, and concurrently the SCAN for the tool steps followed by one DoMulti that reads them.
+// Load implements store.Loader: one DoMulti for the agent, the memory, the newest messages (the first
+// page of readChat) and the knowledge, and concurrently the SCAN for the tool steps followed by one DoMulti that reads them.
 func (c *cookbook) Load(ctx context.Context, tenant string, q store.LoadQuery) (*store.Snapshot, error) {
 	if err := validateLoad(c.limits, tenant, q); err != nil {
 		return nil, err
@@ -865,9 +845,9 @@ func (c *cookbook) Load(ctx context.Context, tenant string, q store.LoadQuery) (
 	if err := c.checkTenant(tenant); err != nil {
 		return nil, err
 	}
-	limit := q.MaxMessages
-	if limit <= 0 {
-		limit = store.DefaultLoadMessages
+	history := q.History()
+	if err := store.CheckMessageQuery(history); err != nil {
+		return nil, err
 	}
 	b := c.client.B()
 	var groups [][]valkeygo.Completed
@@ -883,8 +863,8 @@ func (c *cookbook) Load(ctx context.Context, tenant string, q store.LoadQuery) (
 	}
 	if q.Session != "" {
 		chatAt = len(groups)
-		groups = append(groups, []valkeygo.Completed{b.Multi().Build(), b.Llen().Key(chatKey(q.Session)).Build(),
-			b.Lrange().Key(chatKey(q.Session)).Start(-int64(limit)).Stop(-1).Build(), b.Exec().Build()})
+		cmds, _ := c.chatPageCmds(chatKey(q.Session), 0, store.FirstPageSize(history))
+		groups = append(groups, cmds)
 		kbAt = len(groups)
 		groups = append(groups, []valkeygo.Completed{b.Lrange().Key(kbKey(q.Session)).Start(0).Stop(-1).Build()})
 	}
@@ -936,10 +916,13 @@ func (c *cookbook) Load(ctx context.Context, tenant string, q store.LoadQuery) (
 		}
 	}
 	if chatAt >= 0 {
-		if arr, err := c.execReplies(ctx, rs[chatAt][0], rs[chatAt][3], 2); err != nil {
+		if msgs, next, err := c.readChat(ctx, chatKey(q.Session), history, rs[chatAt]); err != nil {
+			if whole(err) {
+				return nil, err
+			}
 			snap.Errors[store.SourceHistory] = err
-		} else if snap.Messages, err = c.newestChat(ctx, arr[0], arr[1]); err != nil {
-			snap.Errors[store.SourceHistory] = err
+		} else {
+			snap.Messages, snap.NextBefore = msgs, next
 		}
 		if vals, err := rs[kbAt][0].AsStrSlice(); err != nil {
 			snap.Errors[store.SourceKnowledge] = c.fail(ctx, err)

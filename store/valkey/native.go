@@ -333,28 +333,17 @@ func (n *native) AppendMessages(ctx context.Context, tenant, session string, msg
 	return msgs, nil
 }
 
-// Messages implements store.SessionStore: LRANGE of the newest q.Limit (or all) messages.
+// Messages implements store.SessionStore: one LRANGE, or with q.MaxTokens a script that counts on the
+// server and returns only the messages kept (see readMessages).
 func (n *native) Messages(ctx context.Context, tenant, session string, q store.MessageQuery) ([]store.Message, error) {
 	if err := store.ValidateIDs(n.limits, "tenant", tenant, "session", session); err != nil {
 		return nil, err
 	}
-	start := int64(0)
-	if q.Limit > 0 {
-		start = -int64(q.Limit)
-	}
-	r, err := n.do(ctx, n.client.B().Lrange().Key(n.session(tenant, session).msgs).Start(start).Stop(-1).Build())
-	if err != nil {
+	if err := store.CheckMessageQuery(q); err != nil {
 		return nil, err
 	}
-	vals, err := r.AsStrSlice()
-	if err != nil {
-		return nil, n.fail(ctx, err)
-	}
-	msgs, err := decodeMessages(vals)
-	if err != nil {
-		return nil, err
-	}
-	return store.SelectMessages(msgs, q), nil
+	msgs, _, err := n.readMessages(ctx, n.session(tenant, session).msgs, q, nil)
+	return msgs, err
 }
 
 // decodeMessages decodes a message list's values; each has its seq.
@@ -490,16 +479,17 @@ func (n *native) DeleteSession(ctx context.Context, tenant, session string) erro
 	return n.deleted(ctx, r, err, "session", session)
 }
 
-// Load implements store.Loader with one DoMulti: HGETALL of the agent and of the user's memory, and
-// LRANGE of the newest messages, the tool outputs and the knowledge. With the agent cache on, the agent
-// comes from the cache, or on a miss from an HGETALL sent concurrently.
+// Load implements store.Loader with one DoMulti: HGETALL of the agent and of the user's memory, the
+// messages' first command (see readMessages: an LRANGE, or the script that counts them), and LRANGE of the
+// tool outputs and the knowledge. With the agent cache on, the agent comes from the cache, or on a miss
+// from an HGETALL sent concurrently.
 func (n *native) Load(ctx context.Context, tenant string, q store.LoadQuery) (*store.Snapshot, error) {
 	if err := validateLoad(n.limits, tenant, q); err != nil {
 		return nil, err
 	}
-	limit := q.MaxMessages
-	if limit <= 0 {
-		limit = store.DefaultLoadMessages
+	history := q.History()
+	if err := store.CheckMessageQuery(history); err != nil {
+		return nil, err
 	}
 	b := n.client.B()
 	cmds := make([]valkeygo.Completed, 0, 5)
@@ -516,7 +506,7 @@ func (n *native) Load(ctx context.Context, tenant string, q store.LoadQuery) (*s
 	if q.Session != "" {
 		k := n.session(tenant, q.Session)
 		sessAt = len(cmds)
-		cmds = append(cmds, b.Lrange().Key(k.msgs).Start(-int64(limit)).Stop(-1).Build(),
+		cmds = append(cmds, n.firstCmd(k.msgs, history),
 			b.Lrange().Key(k.tools).Start(0).Stop(-1).Build(),
 			b.Lrange().Key(k.kb).Start(0).Stop(-1).Build())
 	}
@@ -567,10 +557,13 @@ func (n *native) Load(ctx context.Context, tenant string, q store.LoadQuery) (*s
 		}
 	}
 	if sessAt >= 0 {
-		if vals, err := rs[sessAt].AsStrSlice(); err != nil {
-			snap.Errors[store.SourceHistory] = n.fail(ctx, err)
-		} else if snap.Messages, err = decodeMessages(vals); err != nil {
+		if msgs, next, err := n.readMessages(ctx, n.session(tenant, q.Session).msgs, history, &rs[sessAt]); err != nil {
+			if whole(err) {
+				return nil, err
+			}
 			snap.Errors[store.SourceHistory] = err
+		} else {
+			snap.Messages, snap.NextBefore = msgs, next
 		}
 		if vals, err := rs[sessAt+1].AsStrSlice(); err != nil {
 			snap.Errors[store.SourceToolOutputs] = n.fail(ctx, err)
