@@ -202,6 +202,7 @@ func hostileCases() []hostileCase {
 	var cs []hostileCase
 	cs = append(cs, malformedCases()...)
 	cs = append(cs, limitCases()...)
+	cs = append(cs, resourceCases()...)
 	cs = append(cs, authCases()...)
 	cs = append(cs, tenancyCases()...)
 	cs = append(cs, injectionCases()...)
