@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: test test-deps bench generate
+.PHONY: test test-fast test-deps bench generate
 
 # test vets the benchmark module and runs its tests (which compiles the benchmarks without running them),
 # then vets and tests the main module with the race detector, and runs the allocation tests without it
@@ -14,6 +14,11 @@ test: test-deps
 	$(GO) vet ./...
 	LOOM_REQUIRE_VALKEY=1 $(GO) test -race -count=1 ./...
 	$(GO) test -count=1 -run 'AllocatesNothing|DoesNotAllocate' ./...
+
+# test-fast runs the main module's tests once without the race detector, vet or the benchmark module: the
+# quick loop while working (the Valkey tests still start their own servers).
+test-fast: test-deps
+	$(GO) test -count=1 ./...
 
 # test-deps installs what the tests need besides Go: a Valkey-protocol server binary (Debian's
 # redis-server when no valkey-server or redis-server is installed).

@@ -13,7 +13,7 @@ import (
 
 func TestAssemble_PrintsTheResult(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join("testdata", "seed003-request.json")
+	path := filepath.Join("testdata", "cookbook-request.json")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
