@@ -53,7 +53,7 @@ import (
 // Parsing is bounded in size and time. A text larger than [MaxParseBytes] is parsed in windows that end
 // where a line starts (preferably a top-level declaration's), each chunked on its own; neighbours in
 // different windows do not overlap. A window whose parse runs past its time bound ([ParseTimeout] plus
-// [ParseTimePerMiB] per MiB), which some malformed inputs of a few bytes cause, and a line longer than
+// [ParseTimePerMiB] per MiB of the parsing thread's CPU time), which some malformed inputs of a few bytes cause, and a line longer than
 // MaxParseBytes, are chunked as plain text, and their chunks say so: "parse" is "fallback" and
 // "parse_reason" is "timeout" or "too_large" (see [MetaParse]); their "kind" is "text" and "symbols" is
 // empty. The caller's ctx ends a parse too, with ctx's error.
@@ -94,7 +94,9 @@ const (
 	// declaration), and chunked window by window; tree-sitter's memory is that of one window.
 	MaxParseBytes = 128 << 10
 	// ParseTimeout and ParseTimePerMiB bound the time of one parse: ParseTimeout, plus ParseTimePerMiB for
-	// each MiB of the window, in wall-clock time. Well-formed code parses hundreds of times faster.
+	// each MiB of the window, in CPU time of the parsing thread (so that a loaded machine does not make a
+	// parse fall back), and ParseWallFactor times that in wall-clock time. Well-formed code parses hundreds
+	// of times faster.
 	ParseTimeout    = 250 * time.Millisecond
 	ParseTimePerMiB = 4 * time.Second
 )
@@ -200,14 +202,18 @@ func (c *CodeChunker) chunkParsed(w *builder, lang *codeLanguage) ([]symbol, str
 	parser := sitter.NewParser()
 	defer parser.Close()
 	parser.SetLanguage(lang.grammar())
-	parser.SetOperationLimit(int(c.parseTimeout(len(w.text)).Microseconds()))
+	// The parse is cancelled (tree-sitter's cancellation flag, through ParseCtx) once this thread has spent
+	// the bound in CPU time; Chunk holds the thread.
+	pctx, stop := boundParse(w.ctx, c.parseTimeout(len(w.text)))
 	// ParseCtx copies the text for C: no copy of our own.
-	tree, err := parser.ParseCtx(w.ctx, nil, unsafe.Slice(unsafe.StringData(w.text), len(w.text)))
+	tree, err := parser.ParseCtx(pctx, nil, unsafe.Slice(unsafe.StringData(w.text), len(w.text)))
+	budgetSpent := errors.Is(context.Cause(pctx), errParseBudget)
+	stop()
 	if err != nil {
 		if w.ctx.Err() != nil {
 			return nil, "", w.ctx.Err()
 		}
-		if errors.Is(err, sitter.ErrOperationLimit) {
+		if budgetSpent {
 			return nil, FallbackTimeout, nil
 		}
 		return nil, "", fmt.Errorf("chunker: parse %s: %w", lang.name, err)
