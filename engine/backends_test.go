@@ -85,7 +85,7 @@ func TestScenario_CookbookValkey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	eng, _ := engine.New(s)
+	eng, _ := testEngine(s)
 	res, err := eng.Assemble(t.Context(), engine.Request{Agent: "demo_agent", User: "user_42", Session: "sess_42", Preset: engine.PresetCookbook,
 		Request: assembler.Request{Message: "How much does premium cost?", MaxTokens: 4000}})
 	if err != nil {

@@ -46,7 +46,7 @@ Every account stores up to fifty gigabytes. Files larger than five gigabytes mus
 // "manual" holding the manual.
 func newCollectionsEngine(t *testing.T, st store.Store, opts ...engine.Option) (*engine.Engine, collection.Collection) {
 	t.Helper()
-	eng, err := engine.New(st, opts...)
+	eng, err := testEngine(st, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestCollections_Backends(t *testing.T) {
 // limit is refused as too large, leaving nothing stored.
 func TestCollections_Limits(t *testing.T) {
 	t.Parallel()
-	eng, err := engine.New(memory.New(store.Options{}), engine.WithMaxDocumentChunks(5))
+	eng, err := testEngine(memory.New(store.Options{}), engine.WithMaxDocumentChunks(5))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestCollections_BadInput(t *testing.T) {
 	if _, err := eng.IngestText(ctx, c.ID, "bin", "bin.txt", "", "a\x00b", nil); !errors.Is(err, ingest.ErrBinary) {
 		t.Errorf("binary text: %v", err)
 	}
-	noColls, _ := engine.New(struct{ store.Store }{memory.New(store.Options{})})
+	noColls, _ := testEngine(struct{ store.Store }{memory.New(store.Options{})})
 	if _, err := noColls.Collections(ctx); !errors.Is(err, engine.ErrNoCollections) {
 		t.Errorf("a store without collections: %v", err)
 	}
@@ -273,7 +273,7 @@ func (sentenceChunker) Chunk(_ context.Context, text string, _ *chunker.Options)
 
 func TestCollections_WithChunker(t *testing.T) {
 	t.Parallel()
-	eng, err := engine.New(memory.New(store.Options{}), engine.WithChunker(sentenceChunker{}))
+	eng, err := testEngine(memory.New(store.Options{}), engine.WithChunker(sentenceChunker{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +301,7 @@ func TestCollections_TwoEngines(t *testing.T) {
 			t.Parallel()
 			st1, st2 := b.openPair(t)
 			a, _ := newCollectionsEngine(t, st1)
-			bEng, err := engine.New(st2)
+			bEng, err := testEngine(st2)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -341,7 +341,7 @@ func TestCollections_SelectiveFilter(t *testing.T) {
 	for _, b := range append([]backend{{name: "memory", open: func(testing.TB) store.Store { return memory.New(store.Options{}) }}}, backends...) {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			eng, err := engine.New(b.open(t))
+			eng, err := testEngine(b.open(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -410,7 +410,7 @@ func TestCollections_LoadIndexes(t *testing.T) {
 				t.Fatal(err)
 			}
 			counted := &countedScans{Store: st2, collStore: st2.(collection.Store)}
-			bEng, err := engine.New(counted)
+			bEng, err := testEngine(counted)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -474,7 +474,7 @@ func TestCollections_FollowerFallsBehind(t *testing.T) {
 	mem := memory.New(store.Options{ChangesKept: 10})
 	a, _ := newCollectionsEngine(t, mem)
 	paused := &pausedFeed{Store: mem, release: make(chan struct{})}
-	b, err := engine.New(paused)
+	b, err := testEngine(paused)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -554,7 +554,7 @@ func TestRetrievalQuality(t *testing.T) {
 			t.Fatalf("the answer %q is not in the extracted text", q.A)
 		}
 	}
-	eng, err := engine.New(memory.New(store.Options{}))
+	eng, err := testEngine(memory.New(store.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -630,7 +630,7 @@ func (c limitChunker) Chunk(_ context.Context, text string, opts *chunker.Option
 func TestCollections_ChunkerStopsAtTheLimit(t *testing.T) {
 	t.Parallel()
 	var got int
-	eng, err := engine.New(memory.New(store.Options{}), engine.WithMaxDocumentChunks(7), engine.WithChunker(limitChunker{&got}))
+	eng, err := testEngine(memory.New(store.Options{}), engine.WithMaxDocumentChunks(7), engine.WithChunker(limitChunker{&got}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -205,7 +205,7 @@ var oddWant = []assembler.ChatMessage{
 
 func assembleCookbook(t *testing.T, s store.Store, req engine.Request) *engine.Result {
 	t.Helper()
-	eng, err := engine.New(s)
+	eng, err := testEngine(s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -334,7 +334,7 @@ func TestCookbookPreset_AToolResultStaysInItsBlock(t *testing.T) {
 // checked as Loom's rendering checks them.
 func TestCookbookPreset_RefusesBadToolNamesOfTheRequest(t *testing.T) {
 	t.Parallel()
-	eng, err := engine.New(memory.New(store.Options{}))
+	eng, err := testEngine(memory.New(store.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,7 @@ func openAICount(msgs []assembler.ChatMessage) int {
 func RunScenario(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	seedScenario(t, s, "acme")
-	eng, err := engine.New(s)
+	eng, err := testEngine(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestAssemble_MergesInlineParts(t *testing.T) {
 			{Type: "function", Function: assembler.ToolFunction{Name: "keep", Description: "stored"}}}}); err != nil {
 		t.Fatal(err)
 	}
-	eng, _ := engine.New(s)
+	eng, _ := testEngine(s)
 	res, err := eng.Assemble(ctx, engine.Request{Agent: "tooled", User: "user_42", Session: "sess_42", Request: assembler.Request{
 		Instructions: "Inline text.", Message: "hi",
 		Tools:   []assembler.Tool{{Type: "function", Function: assembler.ToolFunction{Name: "lookup", Description: "inline"}}},
@@ -220,7 +220,7 @@ func TestAssemble_MergesInlineParts(t *testing.T) {
 
 func TestAssemble_UnknownAgent(t *testing.T) {
 	t.Parallel()
-	eng, _ := engine.New(memory.New(store.Options{}))
+	eng, _ := testEngine(memory.New(store.Options{}))
 	_, err := eng.Assemble(t.Context(), engine.Request{Agent: "ghost", Request: assembler.Request{Message: "hi"}})
 	if !errors.Is(err, engine.ErrAgentNotFound) || !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("got %v, want ErrAgentNotFound", err)
@@ -277,7 +277,7 @@ func TestAssemble_WindowWidenedToTheUserTurn(t *testing.T) {
 	if _, err := mem.AppendMessages(ctx, engine.DefaultTenant, "run", msgs...); err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.New(mem)
+	eng, err := testEngine(mem)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +309,7 @@ func TestAssemble_SkipsUnusableStoredMessages(t *testing.T) {
 	t.Parallel()
 	mem := memory.New(store.Options{})
 	seedScenario(t, mem, engine.DefaultTenant)
-	eng, err := engine.New(oddHistory{mem})
+	eng, err := testEngine(oddHistory{mem})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +345,7 @@ func TestAssemble_DegradesOrFailsStrictly(t *testing.T) {
 			mem := memory.New(store.Options{})
 			seedScenario(t, mem, engine.DefaultTenant)
 			tc.store.Store = mem
-			eng, err := engine.New(tc.store, engine.WithSourceTimeout(100*time.Millisecond))
+			eng, err := testEngine(tc.store, engine.WithSourceTimeout(100*time.Millisecond))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -393,7 +393,7 @@ func TestRecord(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	s := memory.New(store.Options{})
-	eng, _ := engine.New(s)
+	eng, _ := testEngine(s)
 	stored, err := eng.Record(ctx, engine.Turn{Session: "s", Message: "What is the weather?", Reply: []store.Message{
 		{Role: "assistant", ToolCalls: []assembler.ToolCall{{ID: "c1", Function: assembler.ToolCallFunction{Name: "weather", Arguments: `{"city":"Oslo"}`}}}},
 		{Role: "tool", ToolCallID: "c1", Content: `{"temp": -3}`},
@@ -438,7 +438,7 @@ func TestAssemble_TenantFromContext(t *testing.T) {
 	t.Parallel()
 	s := memory.New(store.Options{})
 	seedScenario(t, s, "acme")
-	eng, _ := engine.New(s)
+	eng, _ := testEngine(s)
 	ctx := loom.WithTenant(t.Context(), "acme")
 	res, err := eng.Assemble(ctx, engine.Request{Agent: "demo_agent", Session: "sess_42", Request: assembler.Request{Message: "hi"}})
 	if err != nil {

@@ -68,7 +68,7 @@ func TestAssemble_ReadsWhatTheBudgetCanUse(t *testing.T) {
 		return int64(len(store.SelectMessages(all, store.MessageQuery{MaxTokens: tokens, Encoding: tokenizer.O200KBase, CountToolCalls: true})))
 	}
 	counter := &readCounter{Store: mem}
-	eng, err := engine.New(counter)
+	eng, err := testEngine(counter)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestAssemble_WindowChangesNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		eng, err := engine.New(mem)
+		eng, err := testEngine(mem)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +243,7 @@ func TestAssemble_NoUserTurnWithinTheBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	counter := &readCounter{Store: mem}
-	eng, err := engine.New(counter)
+	eng, err := testEngine(counter)
 	if err != nil {
 		t.Fatal(err)
 	}

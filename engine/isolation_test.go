@@ -46,7 +46,7 @@ func TestRetrieve_ScoresAreTheTenantsAlone(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
 			st := b.open(t)
-			eng, err := engine.New(st)
+			eng, err := testEngine(st)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,7 +104,7 @@ func TestRetrieve_ScoresAreTheTenantsAlone(t *testing.T) {
 			}
 			after := retrieve()
 			// And an engine that builds its index from the store afresh (another server, or a restart).
-			fresh, err := engine.New(st)
+			fresh, err := testEngine(st)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,7 +129,7 @@ func TestRetrieve_CJKKeywords(t *testing.T) {
 	for _, b := range allBackends() {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			eng, err := engine.New(b.open(t))
+			eng, err := testEngine(b.open(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,7 +178,7 @@ func TestIngest_MetadataLimits(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
 			ck := &countingChunker{}
-			eng, err := engine.New(b.open(t), engine.WithChunker(ck))
+			eng, err := testEngine(b.open(t), engine.WithChunker(ck))
 			if err != nil {
 				t.Fatal(err)
 			}

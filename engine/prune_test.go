@@ -37,7 +37,7 @@ func TestPruneDocuments_RemovesOnlyGoneFilesUnderTheRoots(t *testing.T) {
 	excluded := write("docs/notes.txt", "Left out by a pattern next time.\n")
 	otherGone := write("docs-other/gone.md", "# Other\n\nAnother root's file.\n")
 	single := write("single.md", "# Single\n\nA root that is a file.\n")
-	eng, err := engine.New(memory.New(store.Options{}))
+	eng, err := testEngine(memory.New(store.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func TestAssemble_StoredBadToolNamesDoNotBreakIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	var given []assembler.Tool
-	eng, err := engine.New(badNames{mem, &given})
+	eng, err := testEngine(badNames{mem, &given})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestAssemble_CookbookKeysWithBadToolNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	eng, err := engine.New(s)
+	eng, err := testEngine(s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ import (
 // newPlainServer is a server over an empty memory store with cfg (its Engine set here).
 func newPlainServer(t *testing.T, cfg server.Config) *httptest.Server {
 	t.Helper()
-	eng, err := engine.New(memory.New(store.Options{}))
+	eng, err := testEngine(memory.New(store.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestOpenAPI_VersionIsLoomVersion(t *testing.T) {
 // readyzLogLevel asks /readyz once and returns its status and the level of the request's log line.
 func readyzLogLevel(t *testing.T, st store.Store, ready func() error) (int, string) {
 	t.Helper()
-	eng, err := engine.New(st)
+	eng, err := testEngine(st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestAPI_ReadyzLogLevels(t *testing.T) {
 // newHandler is the handler of a server over st with keys (none: keyless).
 func newHandler(t *testing.T, st store.Store, keys map[string]string) http.Handler {
 	t.Helper()
-	eng, err := engine.New(st)
+	eng, err := testEngine(st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestAPI_NoCORSHeaders(t *testing.T) {
 	t.Parallel()
 	for _, keys := range []map[string]string{nil, {keyAcme: "acme"}} {
 		h := newHandler(t, memory.New(store.Options{}), keys)
-		eng, _ := engine.New(memory.New(store.Options{}))
+		eng, _ := testEngine(memory.New(store.Options{}))
 		srv, _ := server.New(server.Config{Engine: eng})
 		for _, rt := range srv.Routes() {
 			method, path, _ := strings.Cut(rt, " ")

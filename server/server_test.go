@@ -55,7 +55,7 @@ type testServer struct {
 
 func newTestServer(t *testing.T, st store.Store, limits server.Limits) *testServer {
 	t.Helper()
-	eng, err := engine.New(st)
+	eng, err := testEngine(st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestAPI_Memory(t *testing.T) {
 
 func TestOpenAPI_MatchesRoutes(t *testing.T) {
 	t.Parallel()
-	eng, _ := engine.New(memory.New(store.Options{}))
+	eng, _ := testEngine(memory.New(store.Options{}))
 	srv, err := server.New(server.Config{Engine: eng})
 	if err != nil {
 		t.Fatal(err)
@@ -344,7 +344,7 @@ func TestAPI_ClientTokenCountsIgnored(t *testing.T) {
 // after.
 func TestAPI_ReadyHook(t *testing.T) {
 	t.Parallel()
-	eng, _ := engine.New(memory.New(store.Options{}))
+	eng, _ := testEngine(memory.New(store.Options{}))
 	var loading atomic.Bool
 	loading.Store(true)
 	srv, err := server.New(server.Config{Engine: eng, Ready: func() error {
@@ -379,7 +379,7 @@ func TestAPI_ReadyHook(t *testing.T) {
 func TestAPI_NoKeysMeansDefaultTenant(t *testing.T) {
 	t.Parallel()
 	st := memory.New(store.Options{})
-	eng, _ := engine.New(st)
+	eng, _ := testEngine(st)
 	srv, _ := server.New(server.Config{Engine: eng})
 	if srv.AuthEnabled() {
 		t.Fatal("AuthEnabled without keys")
@@ -507,7 +507,7 @@ func TestAPI_CollectionStoreErrorsCounted(t *testing.T) {
 // FuzzHandlers sends arbitrary bodies to every route: the answer is JSON with a status below 500.
 func FuzzHandlers(f *testing.F) {
 	st := memory.New(store.Options{})
-	eng, _ := engine.New(st)
+	eng, _ := testEngine(st)
 	srv, err := server.New(server.Config{Engine: eng, Keys: map[string]string{keyAcme: "acme"}, Limits: server.Limits{MaxBodyBytes: 1 << 16}})
 	if err != nil {
 		f.Fatal(err)
