@@ -507,3 +507,61 @@ func TestCollections_ReadsFormat1(t *testing.T) {
 	}
 	check("format 2")
 }
+
+// TestReads_RideOutARestart: the scripts that only read (a document's chunks, a page of a scan, the newest
+// messages within a budget) run as EVALSHA_RO, which the client retries after a network error, so a read
+// right after the server restarted (with its data kept) answers rather than fail once on the broken
+// connection, as plain reads do.
+func TestReads_RideOutARestart(t *testing.T) {
+	t.Parallel()
+	srv := valkeytest.StartServer(t, "--appendonly", "yes", "--appendfsync", "always")
+	s := open(t, valkey.Options{Timeout: 30 * time.Second}, srv.Addr)
+	ctx := t.Context()
+	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "kb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, chunks := testDoc(c.ID, "doc", "v1", 3, 8)
+	if _, err := s.PutDocument(ctx, "acme", d, chunks); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AppendMessages(ctx, "acme", "s", store.Message{Role: "user", Content: "kept"}); err != nil {
+		t.Fatal(err)
+	}
+	reads := map[string]func() error{
+		"DocumentChunks": func() error {
+			got, err := s.DocumentChunks(ctx, "acme", c.ID, "doc")
+			if err == nil && len(got) != 3 {
+				err = fmt.Errorf("%d chunks", len(got))
+			}
+			return err
+		},
+		"ScanChunks": func() error {
+			n := 0
+			err := s.ScanChunks(ctx, "acme", c.ID, func(collection.Chunk) error { n++; return nil })
+			if err == nil && n != 3 {
+				err = fmt.Errorf("%d chunks", n)
+			}
+			return err
+		},
+		"Messages within a budget": func() error {
+			got, err := s.Messages(ctx, "acme", "s", store.MessageQuery{MaxTokens: 100, Encoding: "o200k_base"})
+			if err == nil && len(got) != 1 {
+				err = fmt.Errorf("%d messages", len(got))
+			}
+			return err
+		},
+	}
+	for name, read := range reads {
+		if err := read(); err != nil { // warm every connection the reads use
+			t.Fatalf("%s before the restart: %v", name, err)
+		}
+	}
+	srv.Stop()
+	srv.Restart()
+	for name, read := range reads {
+		if err := read(); err != nil {
+			t.Errorf("%s right after the restart: %v", name, err)
+		}
+	}
+}
