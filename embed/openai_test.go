@@ -437,7 +437,7 @@ func TestOpenAI_RetriesTimedOutRequests(t *testing.T) {
 		}
 		select { // hang until the client gives up
 		case <-r.Context().Done():
-		case <-time.After(10 * time.Second):
+		case <-time.After(time.Minute):
 			t.Error("the client did not time out")
 		}
 		return true
@@ -493,7 +493,7 @@ func TestOpenAI_StopsWhenContextIsDone(t *testing.T) {
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("error %v, want context.DeadlineExceeded", err)
 			}
-			if d := time.Since(start); d > 5*time.Second {
+			if d := time.Since(start); d > 20*time.Second { // a hang, not a loaded machine
 				t.Fatalf("Embed returned %s after the context ended", d)
 			}
 			if n := s.calls.Load(); n != 1 {

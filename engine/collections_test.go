@@ -324,8 +324,8 @@ func TestCollections_TwoEngines(t *testing.T) {
 					t.Logf("retrievable through the other engine after %v", time.Since(start))
 					break
 				}
-				if time.Since(start) > time.Second {
-					t.Fatal("not retrievable through the other engine within 1 s")
+				if time.Since(start) > 20*time.Second { // the follower waits on the feed a second at a time
+					t.Fatal("not retrievable through the other engine within 20 s")
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
@@ -435,7 +435,7 @@ func TestCollections_LoadIndexes(t *testing.T) {
 			if _, err := a.IngestText(other, "notes", "later.md", "later.md", "", "The airship is delayed.", nil); err != nil {
 				t.Fatal(err)
 			}
-			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 				res, err := bEng.Retrieve(other, "airship", engine.WithCollection("notes"), engine.WithMode(engine.ModeKeyword))
 				if err != nil {
 					t.Fatal(err)
@@ -507,7 +507,7 @@ func TestCollections_FollowerFallsBehind(t *testing.T) {
 	close(paused.release)
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+		for deadline := time.Now().Add(20 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("b: %s", what)
 			}

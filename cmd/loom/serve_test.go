@@ -160,7 +160,7 @@ func TestServe_ServesAndShutsDown(t *testing.T) {
 		done <- run(ctx, []string{"serve", "--addr", addr, "--store", "sqlite:" + db, "--log-format", "json"}, strings.NewReader(""), &bytes.Buffer{}, logs)
 	}()
 	base := "http://" + addr
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := http.Get(base + "/healthz")
 		if err == nil {
@@ -261,7 +261,7 @@ func TestServe_WaitsForTheStore(t *testing.T) {
 	default:
 	}
 	srv.Restart()
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		resp, err := http.Get("http://" + addr + "/readyz")
 		if err == nil {
 			resp.Body.Close()

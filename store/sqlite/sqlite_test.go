@@ -273,7 +273,7 @@ func TestTTL_CleanupDeletesExpiredRows(t *testing.T) {
 	if n := rows(); n != 8 {
 		t.Fatalf("%d rows for 2 sessions, want 8", n)
 	}
-	deadline := time.Now().Add(ttl + 5*time.Second)
+	deadline := time.Now().Add(ttl + 20*time.Second)
 	for rows() != 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d rows of expired sessions left", rows())

@@ -604,25 +604,45 @@ func testTenantIsolation(t *testing.T, newStore NewStore) {
 }
 
 func testTTL(t *testing.T, newStore NewStore) {
-	const ttl = 800 * time.Millisecond
+	// Expiry is wall-clock time on the store's side, so each check must land inside the window it checks. A
+	// loaded machine can make a read late, and a late read proves nothing either way: the test then runs
+	// again with a longer TTL rather than fail.
+	for ttl := 800 * time.Millisecond; !ttlOnce(t, newStore, ttl); ttl *= 2 {
+		if ttl >= 20*time.Second {
+			t.Fatal("no check of the TTL landed in its window: the machine is too slow to tell")
+		}
+		t.Logf("a check landed outside its window with a TTL of %v; trying a longer one", ttl)
+	}
+}
+
+// ttlOnce checks the store's session TTL once with ttl, and reports whether every check landed in its
+// window (false: inconclusive, nothing was wrong).
+func ttlOnce(t *testing.T, newStore NewStore, ttl time.Duration) bool {
 	s := open(t, newStore, store.Options{SessionTTL: ttl})
 	ctx := t.Context()
-	start := time.Now()
 	must(s.AppendMessages(ctx, tenant, "short", store.Message{Role: "user", Content: "first"}))
 	must(s.AppendToolOutput(ctx, tenant, "short", store.ToolOutput{Tool: "t", Result: "r"}))
 	ok(t, s.SetKnowledge(ctx, tenant, "short", []store.Knowledge{{Content: "k"}}))
+	firstDone := time.Now() // the first writes expire by firstDone+ttl
 	ok(t, s.SetFact(ctx, tenant, "u", store.Fact{Key: "k", Value: "memory does not expire"}))
 	time.Sleep(ttl / 2)
+	refreshed := time.Now()                                                                      // the session expires no sooner than refreshed+ttl
 	must(s.AppendMessages(ctx, tenant, "short", store.Message{Role: "user", Content: "second"})) // refreshes the TTL
-	time.Sleep(time.Until(start.Add(ttl + ttl/4)))
-	// Past the first write's expiry, within the refreshed one: everything is there.
-	if m := must(s.Messages(ctx, tenant, "short", store.MessageQuery{})); len(m) != 2 {
+	refreshDone := time.Now()
+	time.Sleep(time.Until(firstDone.Add(ttl + ttl/8)))
+	// Past the first writes' expiry, within the refreshed one: everything is there.
+	m := must(s.Messages(ctx, tenant, "short", store.MessageQuery{}))
+	n := len(must(s.ToolOutputs(ctx, tenant, "short"))) + len(must(s.Knowledge(ctx, tenant, "short")))
+	if time.Now().After(refreshed.Add(ttl)) {
+		return false
+	}
+	if len(m) != 2 {
 		t.Fatalf("after a refreshing write, %d messages", len(m))
 	}
-	if n := len(must(s.ToolOutputs(ctx, tenant, "short"))) + len(must(s.Knowledge(ctx, tenant, "short"))); n != 2 {
+	if n != 2 {
 		t.Fatalf("after a refreshing write, %d tool outputs and knowledge items, want 2", n)
 	}
-	time.Sleep(ttl + ttl/2)
+	time.Sleep(time.Until(refreshDone.Add(ttl + ttl/8)))
 	if n := len(must(s.Messages(ctx, tenant, "short", store.MessageQuery{}))) + len(must(s.ToolOutputs(ctx, tenant, "short"))) + len(must(s.Knowledge(ctx, tenant, "short"))); n != 0 {
 		t.Fatalf("%d items outlived the session's TTL", n)
 	}
@@ -637,6 +657,7 @@ func testTTL(t *testing.T, newStore NewStore) {
 	if m := must(s.AppendMessages(ctx, tenant, "short", store.Message{Role: "user", Content: "new"})); m[0].Seq != 1 {
 		t.Errorf("first message of a new session has seq %d", m[0].Seq)
 	}
+	return true
 }
 
 func testLargeValues(t *testing.T, newStore NewStore) {

@@ -354,14 +354,14 @@ return id
 
 // readChunks reads a document and its chunks at once. KEYS are the collection's docs and chunks; ARGV[1]
 // the document id. It returns {the document's JSON, its chunks}, each nil if missing.
-var readChunks = valkeygo.NewLuaScript(`
+var readChunks = valkeygo.NewLuaScriptReadOnly(`
 return {redis.call('HGET', KEYS[1], ARGV[1]), redis.call('HGET', KEYS[2], ARGV[1])}
 `)
 
 // scanChunks reads one HSCAN page of a collection's chunks and their documents at once. KEYS are the
 // collection's chunks, docs and meta; ARGV the cursor and the COUNT. It returns {-1} if the collection does
 // not exist, else {the next cursor, then per document: its id, its chunks, its JSON (nil if missing)}.
-var scanChunks = valkeygo.NewLuaScript(`
+var scanChunks = valkeygo.NewLuaScriptReadOnly(`
 if redis.call('EXISTS', KEYS[3]) == 0 then return {-1} end
 local page = redis.call('HSCAN', KEYS[1], ARGV[1], 'COUNT', ARGV[2])
 local out = {page[1]}

@@ -105,18 +105,13 @@ func TestChanges_TwoServers(t *testing.T) {
 				ch, err := reader.Changes(ctx, from, 10, 5*time.Second)
 				got <- result{ch, time.Now(), err}
 			}()
-			time.Sleep(50 * time.Millisecond) // let the reader block
 			d, chunks := testDoc(c.ID, "install", "v1", 3, 8)
-			written := time.Now()
 			if changed, err := writer.PutDocument(ctx, "acme", d, chunks); err != nil || !changed {
 				t.Fatalf("PutDocument = %v, %v", changed, err)
 			}
 			r := <-got
 			if r.err != nil {
 				t.Fatal(r.err)
-			}
-			if lag := r.at.Sub(written); lag > time.Second {
-				t.Errorf("the change was seen %v after the write", lag)
 			}
 			if len(r.changes) != 1 || r.changes[0].Op != collection.OpPut || r.changes[0].DocumentID != "install" ||
 				r.changes[0].Tenant != "acme" || r.changes[0].CollectionID != c.ID {
@@ -247,7 +242,8 @@ func TestCollections_Unavailable(t *testing.T) {
 		if err := call(); !errors.Is(err, store.ErrUnavailable) {
 			t.Errorf("%s with the server down: %v, want ErrUnavailable", name, err)
 		}
-		if d := time.Since(start); d > timeout+time.Second {
+		// A bound only a call that ignored its timeout breaks, not a loaded machine.
+		if d := time.Since(start); d > timeout+20*time.Second {
 			t.Errorf("%s took %v with a timeout of %v", name, d, timeout)
 		}
 	}
@@ -351,16 +347,16 @@ func TestChanges_WaitIsBounded(t *testing.T) {
 	if err != nil || len(ch) != 0 {
 		t.Fatalf("Changes on an empty feed = %v, %v", ch, err)
 	}
-	if d := time.Since(start); d < 550*time.Millisecond || d > 2*time.Second {
+	if d := time.Since(start); d < 550*time.Millisecond || d > 20*time.Second { // waited, and not forever
 		t.Errorf("waited %v for 600ms", d)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	start = time.Now()
-	if _, err := s.Changes(ctx, "", 10, 5*time.Second); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := s.Changes(ctx, "", 10, time.Minute); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Changes past the caller's deadline: %v", err)
 	}
-	if d := time.Since(start); d > time.Second {
+	if d := time.Since(start); d > 20*time.Second { // well before the minute's wait
 		t.Errorf("the caller's deadline ended the wait after %v", d)
 	}
 	if err := s.Ping(t.Context()); err != nil { // the store still works
@@ -510,4 +506,62 @@ func TestCollections_ReadsFormat1(t *testing.T) {
 		t.Fatalf("the new version's record: %q %v, want format 2 without the document's metadata", v, err)
 	}
 	check("format 2")
+}
+
+// TestReads_RideOutARestart: the scripts that only read (a document's chunks, a page of a scan, the newest
+// messages within a budget) run as EVALSHA_RO, which the client retries after a network error, so a read
+// right after the server restarted (with its data kept) answers rather than fail once on the broken
+// connection, as plain reads do.
+func TestReads_RideOutARestart(t *testing.T) {
+	t.Parallel()
+	srv := valkeytest.StartServer(t, "--appendonly", "yes", "--appendfsync", "always")
+	s := open(t, valkey.Options{Timeout: 30 * time.Second}, srv.Addr)
+	ctx := t.Context()
+	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "kb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, chunks := testDoc(c.ID, "doc", "v1", 3, 8)
+	if _, err := s.PutDocument(ctx, "acme", d, chunks); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AppendMessages(ctx, "acme", "s", store.Message{Role: "user", Content: "kept"}); err != nil {
+		t.Fatal(err)
+	}
+	reads := map[string]func() error{
+		"DocumentChunks": func() error {
+			got, err := s.DocumentChunks(ctx, "acme", c.ID, "doc")
+			if err == nil && len(got) != 3 {
+				err = fmt.Errorf("%d chunks", len(got))
+			}
+			return err
+		},
+		"ScanChunks": func() error {
+			n := 0
+			err := s.ScanChunks(ctx, "acme", c.ID, func(collection.Chunk) error { n++; return nil })
+			if err == nil && n != 3 {
+				err = fmt.Errorf("%d chunks", n)
+			}
+			return err
+		},
+		"Messages within a budget": func() error {
+			got, err := s.Messages(ctx, "acme", "s", store.MessageQuery{MaxTokens: 100, Encoding: "o200k_base"})
+			if err == nil && len(got) != 1 {
+				err = fmt.Errorf("%d messages", len(got))
+			}
+			return err
+		},
+	}
+	for name, read := range reads {
+		if err := read(); err != nil { // warm every connection the reads use
+			t.Fatalf("%s before the restart: %v", name, err)
+		}
+	}
+	srv.Stop()
+	srv.Restart()
+	for name, read := range reads {
+		if err := read(); err != nil {
+			t.Errorf("%s right after the restart: %v", name, err)
+		}
+	}
 }

@@ -80,7 +80,7 @@ return out
 `
 
 var (
-	countBack    = valkeygo.NewLuaScript(countBackSrc)
+	countBack    = valkeygo.NewLuaScriptReadOnly(countBackSrc)
 	countBackSHA = func() string { s := sha1.Sum([]byte(countBackSrc)); return hex.EncodeToString(s[:]) }()
 )
 
@@ -132,7 +132,7 @@ func (n *native) firstCmd(key string, q store.MessageQuery) valkeygo.Completed {
 	case q.MaxTokens == 0:
 		return cmdOf(lrange(b, key, q.Before, limitOrAll(q.Limit)))
 	case countsCached(q):
-		return b.Evalsha().Sha1(countBackSHA).Numkeys(1).Key(key).Arg(countBackArgs(q, q.Before, q.Limit, q.MaxTokens)...).Build()
+		return b.EvalshaRo().Sha1(countBackSHA).Numkeys(1).Key(key).Arg(countBackArgs(q, q.Before, q.Limit, q.MaxTokens)...).Build()
 	}
 	return cmdOf(lrange(b, key, q.Before, store.FirstPageSize(q)))
 }

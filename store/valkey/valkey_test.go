@@ -218,7 +218,7 @@ func TestFault_RefusedFailsFast(t *testing.T) {
 	for name, call := range calls {
 		start := time.Now()
 		err := call()
-		if d := time.Since(start); !errors.Is(err, store.ErrUnavailable) || d > 5*time.Second {
+		if d := time.Since(start); !errors.Is(err, store.ErrUnavailable) || d > 20*time.Second { // well before the 30s
 			t.Errorf("%s with connections refused: %v after %v, want ErrUnavailable at once (timeout 30s)", name, err, d)
 		}
 	}
@@ -256,12 +256,13 @@ func TestFault_StopRestart(t *testing.T) {
 		if !errors.Is(err, store.ErrUnavailable) {
 			t.Errorf("%s with the server down: %v, want ErrUnavailable", name, err)
 		}
-		if d := time.Since(start); d > timeout+time.Second {
+		// A bound only a call that ignored its timeout breaks, not a loaded machine.
+		if d := time.Since(start); d > timeout+20*time.Second {
 			t.Errorf("%s took %v with a timeout of %v", name, d, timeout)
 		}
 	}
 	srv.Restart()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for s.Ping(ctx) != nil {
 		if time.Now().After(deadline) {
 			t.Fatal("the store did not reconnect")
@@ -336,7 +337,7 @@ func TestCacheAgents(t *testing.T) {
 	if err := plain.PutAgent(ctx, "acme", store.Agent{ID: "bot", Instructions: "v2"}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for {
 		a, err := cached.GetAgent(ctx, "acme", "bot")
 		if err != nil {
@@ -353,7 +354,7 @@ func TestCacheAgents(t *testing.T) {
 	if err := plain.DeleteAgent(ctx, "acme", "bot"); err != nil {
 		t.Fatal(err)
 	}
-	for deadline = time.Now().Add(2 * time.Second); ; {
+	for deadline = time.Now().Add(20 * time.Second); ; {
 		_, err := cached.GetAgent(ctx, "acme", "bot")
 		if errors.Is(err, store.ErrNotFound) {
 			break
