@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/context-loom/loom/tokenizer"
+
+	"github.com/context-loom/loom"
 )
 
 // AssembleRequest fits req into its budget and renders it in its format. Required items (instructions,
@@ -153,55 +155,28 @@ func newAssembly(req *Request) (*assembly, error) {
 }
 
 // MaxToolName is the longest tool name providers accept, in bytes.
-const MaxToolName = 64
+const MaxToolName = loom.MaxToolName
 
-// CheckToolName returns an error wrapping ErrInvalidRequest, which names the name, unless name is one
-// that providers accept for a tool: 1 to 64 ASCII letters, digits, underscores and hyphens
-// (^[a-zA-Z0-9_-]{1,64}$). Tool definitions, the tool calls of a history and the tool of a tool output
-// are checked by it, so that no tool name can carry a line break, a quote or markup into a prompt.
-func CheckToolName(name string) error {
-	ok := name != "" && len(name) <= MaxToolName
-	for i := 0; i < len(name) && ok; i++ {
-		ok = isToolNameByte(name[i])
-	}
-	if ok {
-		return nil
-	}
-	return fmt.Errorf("%w: tool name %s is not 1 to %d letters, digits, _ or - (^[a-zA-Z0-9_-]{1,%d}$)", ErrInvalidRequest,
-		quoteName(name), MaxToolName, MaxToolName)
+// CheckToolName returns an error wrapping ErrInvalidRequest (and loom.ErrInvalid) unless name is one that
+// providers accept for a tool (see [loom.CheckToolName]).
+func CheckToolName(name string) error { return invalidRequest(loom.CheckToolName(name)) }
+
+// CheckRole returns an error wrapping ErrInvalidRequest (and loom.ErrInvalid) unless role is one a
+// history's message may have (see [loom.CheckRole]).
+func CheckRole(role, toolCallID string) error {
+	return invalidRequest(loom.CheckRole(role, toolCallID))
 }
 
 func isToolNameByte(c byte) bool {
 	return c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
-// quoteName quotes a name for an error message, cut after 80 bytes (and saying so) so that a huge one does
-// not make a huge message.
-func quoteName(name string) string {
-	const most = 80
-	if len(name) <= most {
-		return strconv.Quote(name)
-	}
-	cut := most
-	for cut > 0 && !isRuneStart(name, cut) {
-		cut--
-	}
-	return strconv.Quote(name[:cut]) + fmt.Sprintf("... (%d bytes)", len(name))
-}
-
-// CheckRole returns an error wrapping ErrInvalidRequest unless role is user, assistant, tool or system, and
-// a tool message (role tool) has its toolCallID: the messages a history may hold.
-func CheckRole(role, toolCallID string) error {
-	switch role {
-	case "user", "assistant", "system":
-		return nil
-	case "tool":
-		if toolCallID == "" {
-			return fmt.Errorf("%w: a tool message without tool_call_id", ErrInvalidRequest)
-		}
+// invalidRequest returns err, a loom.ErrInvalid, as the assembler's ErrInvalidRequest; nil for nil.
+func invalidRequest(err error) error {
+	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("%w: role %q (want user, assistant, tool or system)", ErrInvalidRequest, role)
+	return fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 }
 
 func validateHistory(h []Message) error {

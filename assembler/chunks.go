@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -18,6 +17,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/retriever"
 	"github.com/context-loom/loom/tokenizer"
 )
@@ -35,13 +35,13 @@ const (
 // made with invalid options, and by [ParseTemplate].
 var (
 	// ErrInvalidMaxTokens: [WithMaxTokens] was given a budget of 0 or less.
-	ErrInvalidMaxTokens = errors.New("assembler: max tokens must be positive")
+	ErrInvalidMaxTokens = loom.NewError(loom.ErrInvalid, "assembler: max tokens must be positive")
 	// ErrNilCounter: [WithTokenCounter] was given a nil counter (an untyped nil, or a nil pointer, func or
 	// map in the interface).
-	ErrNilCounter = errors.New("assembler: token counter is nil")
+	ErrNilCounter = loom.NewError(loom.ErrInvalid, "assembler: token counter is nil")
 	// ErrTemplate: a template is nil, zero, failed to parse, or failed to execute for a chunk. The error
 	// wraps text/template's error too, so errors.As finds a *template.ExecError.
-	ErrTemplate = errors.New("assembler: invalid template")
+	ErrTemplate = loom.NewError(loom.ErrInvalid, "assembler: invalid template")
 )
 
 // TokenCounter counts the tokens of a text: it is [tokenizer.Counter], under the seed's name.

@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/assembler"
-	"github.com/context-loom/loom/chunk"
 	"github.com/context-loom/loom/retriever"
 	"github.com/context-loom/loom/tokenizer"
 )
@@ -20,8 +20,8 @@ func ExampleNew() {
 	ctx := context.Background()
 	// results is []retriever.Result from engine.Retrieve; here, built by hand.
 	results := []retriever.Result{
-		{Chunk: &chunk.Chunk{ID: "c1", DocumentID: "memory-model", Content: "A data race is a write to a memory location happening concurrently with another read or write to that same location."}, Score: 0.87},
-		{Chunk: &chunk.Chunk{ID: "c2", DocumentID: "spec", Content: "Go is a general-purpose language designed with systems programming in mind."}, Score: 0.92},
+		{Chunk: &loom.Chunk{ID: "c1", DocumentID: "memory-model", Content: "A data race is a write to a memory location happening concurrently with another read or write to that same location."}, Score: 0.87},
+		{Chunk: &loom.Chunk{ID: "c2", DocumentID: "spec", Content: "Go is a general-purpose language designed with systems programming in mind."}, Score: 0.92},
 	}
 
 	a := assembler.New(
@@ -51,8 +51,8 @@ func ExampleNew() {
 func ExampleAssembler_Assemble_tokenBudget() {
 	ctx := context.Background()
 	results := []retriever.Result{
-		{Chunk: &chunk.Chunk{ID: "long", Content: strings.Repeat("A long passage that repeats itself. ", 400)}, Score: 0.95},
-		{Chunk: &chunk.Chunk{ID: "short", Content: "A short passage that fits."}, Score: 0.80},
+		{Chunk: &loom.Chunk{ID: "long", Content: strings.Repeat("A long passage that repeats itself. ", 400)}, Score: 0.95},
+		{Chunk: &loom.Chunk{ID: "short", Content: "A short passage that fits."}, Score: 0.80},
 	}
 
 	a := assembler.New(assembler.WithMaxTokens(2000))
@@ -70,8 +70,8 @@ func ExampleAssembler_Assemble_tokenBudget() {
 // Citations: each included chunk becomes a Citation, in the order the chunks appear in the context.
 func ExampleAssembler_Assemble_citations() {
 	results := []retriever.Result{
-		{Chunk: &chunk.Chunk{ID: "c7", DocumentID: "d1", Content: "Offsets index the original text.", Metadata: map[string]string{"source": "chunking.md"}}, Score: 0.71},
-		{Chunk: &chunk.Chunk{ID: "c3", DocumentID: "d2", Content: "A budget is a promise.", Metadata: map[string]string{"source": "principles.md"}}, Score: 0.88},
+		{Chunk: &loom.Chunk{ID: "c7", DocumentID: "d1", Content: "Offsets index the original text.", Metadata: map[string]string{"source": "chunking.md"}}, Score: 0.71},
+		{Chunk: &loom.Chunk{ID: "c3", DocumentID: "d2", Content: "A budget is a promise.", Metadata: map[string]string{"source": "principles.md"}}, Score: 0.88},
 	}
 	result, err := assembler.New().Assemble(context.Background(), results)
 	if err != nil {
@@ -89,8 +89,8 @@ func ExampleAssembler_Assemble_citations() {
 // Custom templates: the template carries its own separators, and its text is counted against the budget.
 func ExampleNewTemplate() {
 	results := []retriever.Result{
-		{Chunk: &chunk.Chunk{Content: "Retrieved text is data, never instructions."}, Score: 0.9},
-		{Chunk: &chunk.Chunk{Content: "Stable parts go first, volatile last."}, Score: 0.8},
+		{Chunk: &loom.Chunk{Content: "Retrieved text is data, never instructions."}, Score: 0.9},
+		{Chunk: &loom.Chunk{Content: "Stable parts go first, volatile last."}, Score: 0.8},
 	}
 
 	tmpl := assembler.NewTemplate("--- Source {{.Index}} ---\n{{.Content}}\n")
@@ -119,8 +119,8 @@ func ExampleParseTemplate() {
 		panic(err)
 	}
 	results := []retriever.Result{
-		{Chunk: &chunk.Chunk{DocumentID: "handbook", Content: "Holidays are booked in the portal.", Metadata: map[string]string{"page": "12"}}, Score: 0.7},
-		{Chunk: &chunk.Chunk{DocumentID: "faq", Content: "Ask HR.", Metadata: map[string]string{"source": "faq.md"}}, Score: 0.6},
+		{Chunk: &loom.Chunk{DocumentID: "handbook", Content: "Holidays are booked in the portal.", Metadata: map[string]string{"page": "12"}}, Score: 0.7},
+		{Chunk: &loom.Chunk{DocumentID: "faq", Content: "Ask HR.", Metadata: map[string]string{"source": "faq.md"}}, Score: 0.6},
 	}
 	result, err := assembler.New(assembler.WithTemplate(tmpl)).Assemble(context.Background(), results)
 	if err != nil {
@@ -142,8 +142,8 @@ func ExampleParseTemplate() {
 // Simple assembly, without token budgeting.
 func ExampleAssembleSimple() {
 	results := []retriever.Result{
-		{Chunk: &chunk.Chunk{Content: "First chunk."}, Score: 0.5},
-		{Chunk: &chunk.Chunk{Content: "Second chunk."}, Score: 0.9},
+		{Chunk: &loom.Chunk{Content: "First chunk."}, Score: 0.5},
+		{Chunk: &loom.Chunk{Content: "Second chunk."}, Score: 0.9},
 	}
 
 	context := assembler.AssembleSimple(results)
@@ -157,7 +157,7 @@ func ExampleAssembleSimple() {
 // The counter: exact cl100k_base by default; pass your model's encoding, or SimpleTokenCounter (the
 // seed's default, an estimate) for models whose tokenizer is not public.
 func ExampleWithTokenCounter() {
-	results := []retriever.Result{{Chunk: &chunk.Chunk{Content: "Context is a system, not a string. 上下文是一个系统，而不是一个字符串。"}, Score: 1}}
+	results := []retriever.Result{{Chunk: &loom.Chunk{Content: "Context is a system, not a string. 上下文是一个系统，而不是一个字符串。"}, Score: 1}}
 	for _, c := range []struct {
 		name string
 		tc   assembler.TokenCounter
@@ -206,11 +206,11 @@ func Example_fullRAG() {
 
 	// 1. Retrieve relevant chunks (stand-ins for eng.Retrieve's results).
 	results := []struct {
-		Chunk *chunk.Chunk
+		Chunk *loom.Chunk
 		Score float64
 	}{
-		{&chunk.Chunk{ID: "m1", DocumentID: "memory-model", Content: "A data race is a write to a memory location happening concurrently with another read or write to that same location."}, 0.91},
-		{&chunk.Chunk{ID: "m2", DocumentID: "memory-model", Content: "Programs that modify data being simultaneously accessed by multiple goroutines must serialize such access."}, 0.84},
+		{&loom.Chunk{ID: "m1", DocumentID: "memory-model", Content: "A data race is a write to a memory location happening concurrently with another read or write to that same location."}, 0.91},
+		{&loom.Chunk{ID: "m2", DocumentID: "memory-model", Content: "Programs that modify data being simultaneously accessed by multiple goroutines must serialize such access."}, 0.84},
 	}
 
 	// 2. Convert to retriever.Result for the assembler

@@ -16,8 +16,8 @@ import (
 	"text/template"
 	"unicode/utf8"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/assembler"
-	"github.com/context-loom/loom/chunk"
 	"github.com/context-loom/loom/retriever"
 	"github.com/context-loom/loom/tokenizer"
 )
@@ -195,7 +195,7 @@ func chunksRandomResults(r *rand.Rand) []retriever.Result {
 			results[i] = retriever.Result{Score: r.Float64()} // a nil chunk
 			continue
 		}
-		c := &chunk.Chunk{ID: fmt.Sprintf("c%d", i), DocumentID: fmt.Sprintf("d%d", r.IntN(3)), Content: chunksRandomText(r)}
+		c := &loom.Chunk{ID: fmt.Sprintf("c%d", i), DocumentID: fmt.Sprintf("d%d", r.IntN(3)), Content: chunksRandomText(r)}
 		if r.IntN(2) == 0 {
 			c.Metadata = map[string]string{"source": fmt.Sprintf("file%d.md", i)}
 		}
@@ -238,8 +238,8 @@ func TestAssembler_CountsSeparatorsAndTemplateText(t *testing.T) {
 	b := "Separators cost tokens too."
 	sum := e.Count(a) + e.Count(b)
 	results := []retriever.Result{
-		{Chunk: &chunk.Chunk{ID: "a", Content: a}, Score: 0.9},
-		{Chunk: &chunk.Chunk{ID: "b", Content: b}, Score: 0.8},
+		{Chunk: &loom.Chunk{ID: "a", Content: a}, Score: 0.9},
+		{Chunk: &loom.Chunk{ID: "b", Content: b}, Score: 0.8},
 	}
 	tests := []struct {
 		name      string
@@ -279,11 +279,11 @@ func TestAssembler_SkipsWhatDoesNotFitAndKeepsLaterSmallerChunks(t *testing.T) {
 	t.Parallel()
 	big := strings.Repeat("A long chunk that cannot fit. ", 20)
 	results := []retriever.Result{
-		{Chunk: &chunk.Chunk{ID: "small1", Content: "Short."}, Score: 0.95},
-		{Chunk: &chunk.Chunk{ID: "big", Content: big}, Score: 0.9},
-		{Chunk: &chunk.Chunk{ID: "small2", Content: "Also short."}, Score: 0.5},
-		{Chunk: &chunk.Chunk{ID: "big2", Content: big + big}, Score: 0.4},
-		{Chunk: &chunk.Chunk{ID: "small3", Content: "Tiny."}, Score: 0.1},
+		{Chunk: &loom.Chunk{ID: "small1", Content: "Short."}, Score: 0.95},
+		{Chunk: &loom.Chunk{ID: "big", Content: big}, Score: 0.9},
+		{Chunk: &loom.Chunk{ID: "small2", Content: "Also short."}, Score: 0.5},
+		{Chunk: &loom.Chunk{ID: "big2", Content: big + big}, Score: 0.4},
+		{Chunk: &loom.Chunk{ID: "small3", Content: "Tiny."}, Score: 0.1},
 	}
 	got, err := assembler.New(assembler.WithMaxTokens(30)).Assemble(context.Background(), results)
 	if err != nil {
@@ -314,7 +314,7 @@ func TestAssembler_TakesChunksByDescendingScore(t *testing.T) {
 			t.Parallel()
 			results := make([]retriever.Result, len(tt.scores))
 			for i, s := range tt.scores {
-				results[i] = retriever.Result{Chunk: &chunk.Chunk{Content: fmt.Sprintf("chunk %d", i)}, Score: s}
+				results[i] = retriever.Result{Chunk: &loom.Chunk{Content: fmt.Sprintf("chunk %d", i)}, Score: s}
 			}
 			got, err := assembler.New().Assemble(context.Background(), results)
 			if err != nil {
@@ -340,9 +340,9 @@ func TestAssembler_CitationsDescribeTheIncludedChunks(t *testing.T) {
 	t.Parallel()
 	meta := map[string]string{"source": "guide.md", "page": "3"}
 	results := []retriever.Result{
-		{Chunk: &chunk.Chunk{ID: "c1", DocumentID: "d1", Content: "First.", Metadata: meta}, Score: 0.7},
-		{Chunk: &chunk.Chunk{ID: "c2", DocumentID: "d2", Content: strings.Repeat("too long ", 100)}, Score: 0.8},
-		{Chunk: &chunk.Chunk{ID: "c3", DocumentID: "d1", Content: "Third."}, Score: 0.9},
+		{Chunk: &loom.Chunk{ID: "c1", DocumentID: "d1", Content: "First.", Metadata: meta}, Score: 0.7},
+		{Chunk: &loom.Chunk{ID: "c2", DocumentID: "d2", Content: strings.Repeat("too long ", 100)}, Score: 0.8},
+		{Chunk: &loom.Chunk{ID: "c3", DocumentID: "d1", Content: "Third."}, Score: 0.9},
 	}
 	got, err := assembler.New(assembler.WithMaxTokens(50)).Assemble(context.Background(), results)
 	if err != nil {
@@ -370,9 +370,9 @@ func TestAssembler_TemplateSeesEveryField(t *testing.T) {
 	t.Parallel()
 	tmpl := assembler.NewTemplate(`[{{.Index}}] {{.Source}} {{.Metadata.page}}|{{.Metadata.missing}}|{{.ChunkID}}|{{.DocumentID}}|{{printf "%.2f" .Score}}: {{.Content}}` + "\n")
 	results := []retriever.Result{
-		{Chunk: &chunk.Chunk{ID: "c1", DocumentID: "d1", Content: "one", Metadata: map[string]string{"source": "a.md", "page": "7"}}, Score: 0.5},
-		{Chunk: &chunk.Chunk{ID: "c2", DocumentID: "d2", Content: "two"}, Score: 0.75},
-		{Chunk: &chunk.Chunk{ID: "c3", DocumentID: "d3", Content: "three", Metadata: map[string]string{"source": ""}}, Score: 0.25},
+		{Chunk: &loom.Chunk{ID: "c1", DocumentID: "d1", Content: "one", Metadata: map[string]string{"source": "a.md", "page": "7"}}, Score: 0.5},
+		{Chunk: &loom.Chunk{ID: "c2", DocumentID: "d2", Content: "two"}, Score: 0.75},
+		{Chunk: &loom.Chunk{ID: "c3", DocumentID: "d3", Content: "three", Metadata: map[string]string{"source": ""}}, Score: 0.25},
 	}
 	got, err := assembler.New(assembler.WithTemplate(tmpl)).Assemble(context.Background(), results)
 	if err != nil {
@@ -388,9 +388,9 @@ func TestAssembler_TemplateSeesEveryField(t *testing.T) {
 func TestAssembler_IndexCountsIncludedChunks(t *testing.T) {
 	t.Parallel()
 	results := []retriever.Result{
-		{Chunk: &chunk.Chunk{Content: "kept"}, Score: 3},
-		{Chunk: &chunk.Chunk{Content: strings.Repeat("dropped ", 200)}, Score: 2},
-		{Chunk: &chunk.Chunk{Content: "kept too"}, Score: 1},
+		{Chunk: &loom.Chunk{Content: "kept"}, Score: 3},
+		{Chunk: &loom.Chunk{Content: strings.Repeat("dropped ", 200)}, Score: 2},
+		{Chunk: &loom.Chunk{Content: "kept too"}, Score: 1},
 	}
 	got, err := chunksNew(t, nil, seedTemplate, 40).Assemble(context.Background(), results)
 	if err != nil {
@@ -403,7 +403,7 @@ func TestAssembler_IndexCountsIncludedChunks(t *testing.T) {
 
 func TestAssembler_TemplateErrors(t *testing.T) {
 	t.Parallel()
-	results := []retriever.Result{{Chunk: &chunk.Chunk{Content: "x"}, Score: 1}}
+	results := []retriever.Result{{Chunk: &loom.Chunk{Content: "x"}, Score: 1}}
 	tests := []struct {
 		name     string
 		tmpl     *assembler.Template
@@ -459,7 +459,7 @@ func TestNew_InvalidOptionsAreErrorsNotPanics(t *testing.T) {
 		{"nil option is ignored", []assembler.Option{nil}, nil},
 		{"no options", nil, nil},
 	}
-	results := []retriever.Result{{Chunk: &chunk.Chunk{Content: "x"}, Score: 1}}
+	results := []retriever.Result{{Chunk: &loom.Chunk{Content: "x"}, Score: 1}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -484,8 +484,8 @@ func TestNew_InvalidOptionsAreErrorsNotPanics(t *testing.T) {
 func TestAssembler_ZeroValueAndNilUseTheDefaults(t *testing.T) {
 	t.Parallel()
 	results := []retriever.Result{
-		{Chunk: &chunk.Chunk{Content: "a"}, Score: 1},
-		{Chunk: &chunk.Chunk{Content: "b"}, Score: 2},
+		{Chunk: &loom.Chunk{Content: "a"}, Score: 1},
+		{Chunk: &loom.Chunk{Content: "b"}, Score: 2},
 	}
 	want, err := assembler.New().Assemble(context.Background(), results)
 	if err != nil {
@@ -514,7 +514,7 @@ func TestAssembler_DefaultBudgetIs4096(t *testing.T) {
 		text string
 		fits bool
 	}{{text, true}, {text + " word", false}} {
-		got, err := assembler.New().Assemble(context.Background(), []retriever.Result{{Chunk: &chunk.Chunk{Content: tt.text}}})
+		got, err := assembler.New().Assemble(context.Background(), []retriever.Result{{Chunk: &loom.Chunk{Content: tt.text}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -538,7 +538,7 @@ func TestAssembler_CountsCJKExactly(t *testing.T) {
 		fits   bool
 	}{{n, true}, {n - 1, false}, {len(text) / 4, false}} {
 		got, err := assembler.New(assembler.WithMaxTokens(tt.budget)).Assemble(context.Background(),
-			[]retriever.Result{{Chunk: &chunk.Chunk{Content: text}, Score: 1}})
+			[]retriever.Result{{Chunk: &loom.Chunk{Content: text}, Score: 1}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -564,9 +564,9 @@ func TestAssembler_NilChunksAreSkippedNotTruncated(t *testing.T) {
 	t.Parallel()
 	results := []retriever.Result{
 		{Score: 0.99},
-		{Chunk: &chunk.Chunk{Content: "kept"}, Score: 0.5},
+		{Chunk: &loom.Chunk{Content: "kept"}, Score: 0.5},
 		{Score: 0.4},
-		{Chunk: &chunk.Chunk{Content: strings.Repeat("x ", 100)}, Score: 0.3},
+		{Chunk: &loom.Chunk{Content: strings.Repeat("x ", 100)}, Score: 0.3},
 	}
 	got, err := assembler.New(assembler.WithMaxTokens(10)).Assemble(context.Background(), results)
 	if err != nil {
@@ -592,7 +592,7 @@ func TestAssembler_EmptyResults(t *testing.T) {
 
 func TestAssembleSimple_JoinsInTheGivenOrder(t *testing.T) {
 	t.Parallel()
-	c := func(s string) *chunk.Chunk { return &chunk.Chunk{Content: s} }
+	c := func(s string) *loom.Chunk { return &loom.Chunk{Content: s} }
 	tests := []struct {
 		name    string
 		results []retriever.Result
@@ -618,9 +618,9 @@ func TestAssembleSimple_JoinsInTheGivenOrder(t *testing.T) {
 func TestAssembler_StopsWhenTheContextIsDone(t *testing.T) {
 	t.Parallel()
 	results := []retriever.Result{
-		{Chunk: &chunk.Chunk{Content: "one"}, Score: 3},
-		{Chunk: &chunk.Chunk{Content: "two"}, Score: 2},
-		{Chunk: &chunk.Chunk{Content: "three"}, Score: 1},
+		{Chunk: &loom.Chunk{Content: "one"}, Score: 3},
+		{Chunk: &loom.Chunk{Content: "two"}, Score: 2},
+		{Chunk: &loom.Chunk{Content: "three"}, Score: 1},
 	}
 	t.Run("before", func(t *testing.T) {
 		t.Parallel()
@@ -706,7 +706,7 @@ func FuzzAssemble(f *testing.F) {
 		}
 		results := make([]retriever.Result, len(texts))
 		for i, s := range texts {
-			results[i] = retriever.Result{Chunk: &chunk.Chunk{ID: fmt.Sprint(i), Content: s}, Score: float64((i * 7) % 5)}
+			results[i] = retriever.Result{Chunk: &loom.Chunk{ID: fmt.Sprint(i), Content: s}, Score: float64((i * 7) % 5)}
 		}
 		b := int(budget)%512 + 1
 		counter := counters[int(mode)%len(counters)]
@@ -746,7 +746,7 @@ func chunksBenchResults(b *testing.B) ([]retriever.Result, int) {
 			end++
 		}
 		results[i] = retriever.Result{
-			Chunk: &chunk.Chunk{ID: fmt.Sprint(i), DocumentID: fmt.Sprint(i % 7), Content: text[at:end],
+			Chunk: &loom.Chunk{ID: fmt.Sprint(i), DocumentID: fmt.Sprint(i % 7), Content: text[at:end],
 				Metadata: map[string]string{"source": fmt.Sprintf("doc%d.md", i%7)}},
 			Score: r.Float64(),
 		}
@@ -816,7 +816,7 @@ func TestAssembler_CountsEachChunkAboutOnce(t *testing.T) {
 				b.WriteString(words[r.IntN(len(words))])
 				b.WriteString([]string{" ", " ", " ", ". ", ".\n", ",\n\n"}[r.IntN(6)])
 			}
-			results[i] = retriever.Result{Chunk: &chunk.Chunk{Content: b.String()}, Score: r.Float64()}
+			results[i] = retriever.Result{Chunk: &loom.Chunk{Content: b.String()}, Score: r.Float64()}
 			input += b.Len()
 		}
 		counted := 0

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -407,4 +408,16 @@ func BenchmarkEscapeText(b *testing.B) {
 			_ = EscapeText(k.Content)
 		}
 	}
+}
+
+// quoteName is how an error names a name: quoted, cut after 80 bytes (at a rune start) and saying so.
+func quoteName(name string) string {
+	if len(name) <= 80 {
+		return strconv.Quote(name)
+	}
+	cut := 80
+	for cut > 0 && name[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(name[:cut]), len(name))
 }

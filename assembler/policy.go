@@ -3,55 +3,33 @@ package assembler
 import (
 	"fmt"
 	"slices"
+
+	"github.com/context-loom/loom"
 )
 
 // Region names.
 const (
-	RegionInstructions = "instructions"
-	RegionTools        = "tools"
-	RegionMemory       = "memory"
-	RegionKnowledge    = "knowledge"
-	RegionHistory      = "history"
-	RegionToolOutputs  = "tool_outputs"
-	RegionMessage      = "message"
+	RegionInstructions = loom.RegionInstructions
+	RegionTools        = loom.RegionTools
+	RegionMemory       = loom.RegionMemory
+	RegionKnowledge    = loom.RegionKnowledge
+	RegionHistory      = loom.RegionHistory
+	RegionToolOutputs  = loom.RegionToolOutputs
+	RegionMessage      = loom.RegionMessage
 )
 
 // Knowledge orders.
 const (
-	OrderScore           = "score"              // best first
-	OrderDocument        = "document"           // by document, then position in it
-	OrderLostInTheMiddle = "lost_in_the_middle" // best at both ends, weakest in the middle
+	OrderScore           = loom.OrderScore
+	OrderDocument        = loom.OrderDocument
+	OrderLostInTheMiddle = loom.OrderLostInTheMiddle
 )
 
-// Policy sets how the optional regions (memory, knowledge, history, tool outputs) share what the required
-// items leave of the budget. Each region first gets its minimum share (if it has that much to put in), then
-// regions in priority order get up to their maximum share, then what is left goes to regions that still
-// have items, in priority order, past their maximum. Shares are fractions of the space left after the
-// required items.
-type Policy struct {
-	Regions []RegionPolicy `json:"regions,omitempty"`
-	// KnowledgeOrder is how included knowledge is laid out: "score" (default), "document" or
-	// "lost_in_the_middle".
-	KnowledgeOrder string `json:"knowledge_order,omitempty"`
-	// MinScore drops knowledge scored below it (reason "below_min_score"). 0 keeps everything.
-	MinScore float64 `json:"min_score,omitempty"`
-	// NearDuplicate is the similarity (0..1, Jaccard of word 3-shingles) from which a knowledge item is a
-	// near-duplicate of a better one and dropped. 0 means 0.9; 1 drops only exact duplicates.
-	NearDuplicate float64 `json:"near_duplicate,omitempty"`
-	// MaxToolOutputTokens caps one tool output; longer ones keep their head and tail around a marker.
-	// 0 means 1000.
-	MaxToolOutputTokens int `json:"max_tool_output_tokens,omitempty"`
-	// Margin is kept free when the budget comes from the model's window. 0 means 1% of the window.
-	Margin int `json:"margin,omitempty"`
-}
+// Policy sets how the optional regions share the budget (see [loom.Policy]).
+type Policy = loom.Policy
 
 // RegionPolicy is one optional region's share.
-type RegionPolicy struct {
-	Name     string  `json:"name"`
-	Priority int     `json:"priority"` // lower first
-	MinShare float64 `json:"min_share,omitempty"`
-	MaxShare float64 `json:"max_share,omitempty"` // 0 means 1
-}
+type RegionPolicy = loom.RegionPolicy
 
 // DefaultPolicy gives memory and the session's tool outputs first call on the budget, then the
 // conversation, then knowledge: an agent mid-task needs its tool results and the thread more than extra

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode"
+
+	"github.com/context-loom/loom/tokenizer"
 )
 
 // prepareHistory groups the history into turns that stay or go together (an assistant's tool calls with
@@ -358,6 +360,18 @@ const knowledgeRendering = "2"
 // rendering, as in "o200k_base/2". A count that a store kept for an earlier rendering of the text is then
 // never taken for this one's: it is not found, and the text is counted.
 func KnowledgeCountKey(encoding string) string { return encoding + "/" + knowledgeRendering }
+
+// KnowledgeCounts returns the counts of content's [RenderedKnowledge] text in o200k_base and cl100k_base
+// under their [KnowledgeCountKey]s: what a store caches on a session's knowledge when it is set
+// (store.Options.CountKnowledge), so that an assembly does not count the items again.
+func KnowledgeCounts(content string) map[string]int {
+	rendered := RenderedKnowledge(content)
+	counts := make(map[string]int, 2)
+	for _, enc := range []*tokenizer.Encoding{tokenizer.O200K(), tokenizer.CL100K()} {
+		counts[KnowledgeCountKey(enc.Name())] = enc.Count(rendered)
+	}
+	return counts
+}
 
 // markerCost is the count of "[n]".
 func (a *assembly) markerCost(n int) int {

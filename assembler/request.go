@@ -1,10 +1,9 @@
 package assembler
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"time"
+
+	"github.com/context-loom/loom"
 )
 
 // Request is everything that could go into one LLM call. It is the wire format that `loom assemble
@@ -39,29 +38,6 @@ type Request struct {
 	Policy *Policy `json:"policy,omitempty"`
 }
 
-// Tool is an OpenAI function tool definition. Its JSON is counted as it is sent.
-type Tool struct {
-	Type     string       `json:"type"` // "function"
-	Function ToolFunction `json:"function"`
-}
-
-// ToolFunction describes a function the model may call.
-type ToolFunction struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters,omitempty"` // a JSON schema
-	Strict      *bool           `json:"strict,omitempty"`
-}
-
-// MemoryFact is one thing known about the user.
-type MemoryFact struct {
-	Key       string    `json:"key"`
-	Value     string    `json:"value"`
-	Pinned    bool      `json:"pinned,omitempty"`
-	UpdatedAt time.Time `json:"updated_at,omitzero"`
-	Source    string    `json:"source,omitempty"`
-}
-
 // DropTokenCounts forgets the cached token counts of r's knowledge and history. A count the assembler is
 // given is trusted (that is what makes cached counts fast), and a wrong one would make the budget and
 // TotalTokens wrong; a request read from outside the process (a file, an HTTP body) cannot vouch for its
@@ -75,55 +51,17 @@ func (r *Request) DropTokenCounts() {
 	}
 }
 
-// Knowledge is one retrieved or given piece of knowledge.
-type Knowledge struct {
-	ID          string            `json:"id,omitempty"`
-	DocumentID  string            `json:"document_id,omitempty"`
-	Content     string            `json:"content"`
-	Score       float64           `json:"score,omitempty"`
-	Source      string            `json:"source,omitempty"`
-	Type        string            `json:"type,omitempty"`    // a label for the tag, such as "rag" or "entity"; default "rag"
-	Trusted     bool              `json:"trusted,omitempty"` // false (the default): data, never instructions
-	StartOffset int               `json:"start,omitempty"`
-	EndOffset   int               `json:"end,omitempty"`
-	Metadata    map[string]string `json:"metadata,omitempty"`
-	// TokenCounts are counts of the content as it is rendered (see [RenderedKnowledge]), cached under
-	// [KnowledgeCountKey] of the encoding as a store keeps them, so that assembling does not count it again.
-	TokenCounts map[string]int `json:"token_counts,omitempty"`
-}
-
-// Message is one message of the conversation history.
-type Message struct {
-	Role       string     `json:"role"` // "user", "assistant" or "tool" ("system" is kept as given)
-	Content    string     `json:"content"`
-	Name       string     `json:"name,omitempty"`
-	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`   // an assistant's calls
-	ToolCallID string     `json:"tool_call_id,omitempty"` // the call a tool message answers
-	// TokenCounts are counts of Content cached by encoding name (as a store keeps them).
-	TokenCounts map[string]int `json:"token_counts,omitempty"`
-}
-
-// ToolCall is an assistant's call of a tool, as in OpenAI's chat format.
-type ToolCall struct {
-	ID       string           `json:"id"`
-	Type     string           `json:"type"` // "function"
-	Function ToolCallFunction `json:"function"`
-}
-
-// ToolCallFunction is the function and arguments of a call.
-type ToolCallFunction struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"` // JSON text
-}
-
-// ToolOutput is the result of a tool run in this session outside the message history (the Valkey
-// cookbook's tool steps).
-type ToolOutput struct {
-	Tool   string `json:"tool"`
-	CallID string `json:"call_id,omitempty"`
-	Args   string `json:"args,omitempty"`
-	Result string `json:"result"`
-}
+// The request's parts are the types of package loom, under the names the assembler has always had.
+type (
+	Tool             = loom.Tool
+	ToolFunction     = loom.ToolFunction
+	MemoryFact       = loom.Fact
+	Knowledge        = loom.Knowledge
+	Message          = loom.Message
+	ToolCall         = loom.ToolCall
+	ToolCallFunction = loom.ToolCallFunction
+	ToolOutput       = loom.ToolOutput
+)
 
 // Formats.
 const (
@@ -137,8 +75,8 @@ const DefaultModel = "gpt-4o"
 
 // Errors of the region assembler.
 var (
-	ErrInvalidRequest = errors.New("assembler: invalid request")
-	ErrUnknownFormat  = errors.New("assembler: unknown format")
+	ErrInvalidRequest = loom.NewError(loom.ErrInvalid, "assembler: invalid request")
+	ErrUnknownFormat  = loom.NewError(loom.ErrInvalid, "assembler: unknown format")
 	// ErrNoUserTurn is returned, wrapped with the history index, for a history whose latest tool exchange
 	// has no user message before it. That exchange is required (the model is mid-task), and a conversation
 	// starts with the user's message (Anthropic rejects any other start); rather than send an
@@ -149,12 +87,5 @@ var (
 )
 
 // BudgetError is returned when the required items (instructions, tools, the current message, the latest
-// tool exchange) do not fit the budget.
-type BudgetError struct {
-	Required  int // tokens the required items need, with the format's overhead
-	Available int // the budget
-}
-
-func (e *BudgetError) Error() string {
-	return fmt.Sprintf("assembler: the required items need %d tokens, the budget is %d", e.Required, e.Available)
-}
+// tool exchange) do not fit the budget; it matches loom.ErrBudget.
+type BudgetError = loom.BudgetError

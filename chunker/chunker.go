@@ -30,6 +30,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/tokenizer"
 )
 
@@ -57,20 +58,20 @@ const (
 
 // Errors returned by the chunkers.
 var (
-	ErrNegativeSize     = errors.New("chunker: chunk size must not be negative")
-	ErrNegativeOverlap  = errors.New("chunker: overlap must not be negative")
-	ErrOverlapTooLarge  = errors.New("chunker: overlap must be smaller than the chunk size")
-	ErrUnknownStrategy  = errors.New("chunker: unknown strategy")
-	ErrUnknownLanguage  = errors.New("chunker: unknown language")
-	ErrNotApplicable    = errors.New("chunker: option does not apply to this strategy")
-	ErrStrategyMismatch = errors.New("chunker: options name another strategy")
-	ErrSizeTooSmall     = errors.New("chunker: chunk size is smaller than the tokens of one character")
-	ErrNoTokenOffsets   = errors.New("chunker: strategy needs a counter that reports token offsets")
-	ErrBadPercentile    = errors.New("chunker: breakpoint percentile must be in (0, 100]")
-	ErrNegativeLimit    = errors.New("chunker: MaxChunks must not be negative")
+	ErrNegativeSize     = loom.NewError(loom.ErrInvalid, "chunker: chunk size must not be negative")
+	ErrNegativeOverlap  = loom.NewError(loom.ErrInvalid, "chunker: overlap must not be negative")
+	ErrOverlapTooLarge  = loom.NewError(loom.ErrInvalid, "chunker: overlap must be smaller than the chunk size")
+	ErrUnknownStrategy  = loom.NewError(loom.ErrInvalid, "chunker: unknown strategy")
+	ErrUnknownLanguage  = loom.NewError(loom.ErrInvalid, "chunker: unknown language")
+	ErrNotApplicable    = loom.NewError(loom.ErrInvalid, "chunker: option does not apply to this strategy")
+	ErrStrategyMismatch = loom.NewError(loom.ErrInvalid, "chunker: options name another strategy")
+	ErrSizeTooSmall     = loom.NewError(loom.ErrInvalid, "chunker: chunk size is smaller than the tokens of one character")
+	ErrNoTokenOffsets   = loom.NewError(loom.ErrInvalid, "chunker: strategy needs a counter that reports token offsets")
+	ErrBadPercentile    = loom.NewError(loom.ErrInvalid, "chunker: breakpoint percentile must be in (0, 100]")
+	ErrNegativeLimit    = loom.NewError(loom.ErrInvalid, "chunker: MaxChunks must not be negative")
 	// ErrTooManyChunks is returned as soon as a text makes more chunks than [Options.MaxChunks], before the
 	// rest of the text is chunked. It is not an option error: the text is too large for the limit.
-	ErrTooManyChunks = errors.New("chunker: too many chunks")
+	ErrTooManyChunks = loom.NewError(loom.ErrTooLarge, "chunker: too many chunks")
 )
 
 // Options configure a call. Zero values mean the documented defaults. Options that belong to one strategy

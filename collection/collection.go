@@ -16,64 +16,31 @@ import (
 	"strings"
 	"time"
 
-	"github.com/context-loom/loom/chunk"
+	"github.com/context-loom/loom"
 )
 
 // Errors every collection store returns (wrapped; match them with errors.Is). Stores also return the
 // store package's ErrInvalid, ErrTooLarge, ErrUnavailable and ErrClosed.
 var (
-	ErrNotFound = errors.New("collection: not found")
+	ErrNotFound = loom.NewError(loom.ErrNotFound, "collection: not found")
 	// ErrExists is CreateCollection's error for a name or ID that is the name or ID of one of the
 	// tenant's collections.
-	ErrExists = errors.New("collection: a collection of that name or id exists")
+	ErrExists = loom.NewError(loom.ErrExists, "collection: a collection of that name or id exists")
 	// ErrFeedTrimmed is Changes' error when the feed no longer holds every change after the Seq asked
 	// for (the reader fell further behind than the store keeps): the reader must rebuild from ScanChunks
 	// and follow from the Seq LastChange gives before the scan.
 	ErrFeedTrimmed = errors.New("collection: the change feed was trimmed past that seq")
 )
 
-// Collection is a set of documents chunked and embedded alike. Zero chunk fields take the engine's
-// defaults when the collection is created (engine.DefaultChunkSize 512; engine.DefaultChunkOverlap 50, or
-// a fifth of a smaller chunk size; engine.StrategyAuto, which chunks each document by its kind), and are
-// stored as resolved. A negative ChunkOverlap asks for none; the chunk size must be at least
-// engine.MinChunkSize (16).
-type Collection struct {
-	// ID is assigned by the store when empty.
-	ID   string `json:"id"`
-	Name string `json:"name"`
-	// ChunkStrategy names the chunker: "auto", a built-in strategy (recursive, fixed, sliding, semantic,
-	// code, markdown) or one registered with engine.WithChunker.
-	ChunkStrategy string `json:"chunk_strategy,omitempty"`
-	ChunkSize     int    `json:"chunk_size,omitempty"`
-	ChunkOverlap  int    `json:"chunk_overlap,omitempty"`
-	// Embedder names the embedder (embed.Embedder's Name) whose vectors the collection holds; vectors of
-	// another embedder are never compared with them. "" means the engine's default.
-	Embedder string `json:"embedder,omitempty"`
-	// Dimensions is the length of the collection's vectors, set when the first document is stored.
-	Dimensions int       `json:"dimensions,omitempty"`
-	CreatedAt  time.Time `json:"created_at,omitzero"`
-}
+// Collection is a set of documents chunked and embedded alike (see [loom.Collection]).
+//
+// Deprecated: use [loom.Collection].
+type Collection = loom.Collection
 
-// Document is one ingested document: its identity, where it came from and the hash that makes ingesting
-// it again a no-op. Its text lives in its chunks, whose offsets index the document's text as extracted.
-type Document struct {
-	// ID identifies the document in its collection (by default the source path, or the content's hash).
-	ID           string `json:"id"`
-	CollectionID string `json:"collection_id"`
-	// Source is where the document came from: a path or URL. Chunks carry it as Metadata["source"].
-	Source string `json:"source,omitempty"`
-	// ContentType is how the text was read: "text", "markdown", "html" or "code".
-	ContentType string `json:"content_type,omitempty"`
-	// Hash is the SHA-256 (hex) of the document's raw bytes and the settings it was chunked with.
-	Hash   string `json:"hash"`
-	Bytes  int    `json:"bytes"`  // size of the extracted text
-	Chunks int    `json:"chunks"` // how many chunks it was cut into
-	// Metadata describes the whole document; it is stored once, with the document, and every chunk of
-	// the document shows it (see Chunk). Stores bound it (store.Limits.MaxMetadataBytes and
-	// MaxMetadataKeys).
-	Metadata  map[string]string `json:"metadata,omitempty"`
-	UpdatedAt time.Time         `json:"updated_at,omitzero"`
-}
+// Document is one ingested document (see [loom.Document]).
+//
+// Deprecated: use [loom.Document].
+type Document = loom.Document
 
 // Chunk is a chunk as stored: the chunk and its vector. Chunk.ID is unique within the collection.
 //
@@ -84,7 +51,7 @@ type Document struct {
 // whole in Metadata and the document's alone in DocumentMetadata; both may be maps shared by all the
 // chunks of one document, so read them and never change them.
 type Chunk struct {
-	chunk.Chunk
+	loom.Chunk
 	Vector []float32
 	// DocumentMetadata is the metadata of the chunk's document, which Metadata includes below the chunk's
 	// own keys. A reader that keeps many chunks (an index) keeps it once per document. PutDocument refuses

@@ -15,8 +15,9 @@ package embed
 
 import (
 	"context"
-	"errors"
 	"math"
+
+	"github.com/context-loom/loom"
 )
 
 // Embedder maps texts to vectors.
@@ -42,17 +43,22 @@ var (
 	_ Embedder = (*OpenAI)(nil)
 )
 
-// Errors returned by this package. Errors from a server's HTTP status are [*APIError] values.
+// Errors returned by this package. Errors from a server's HTTP status are [*APIError] values. Each wraps a
+// kind of package loom: a bad configuration loom.ErrInvalid, a server that cannot be reached or answers
+// wrongly loom.ErrUnavailable.
 var (
 	// ErrInvalidConfig is returned by [NewLexical] and [NewOpenAI] for a configuration they cannot use; the
 	// message names the field.
-	ErrInvalidConfig = errors.New("embed: invalid configuration")
+	ErrInvalidConfig = loom.NewError(loom.ErrInvalid, "embed: invalid configuration")
 	// ErrResponse is returned by [OpenAI.Embed] for a response that is not a valid embeddings response:
 	// malformed or oversized JSON, the wrong number of embeddings, an index missing, repeated or out of range.
-	ErrResponse = errors.New("embed: malformed response")
+	ErrResponse = loom.NewError(loom.ErrUnavailable, "embed: malformed response")
 	// ErrDimensions is returned by [OpenAI.Embed] when the server returns vectors of different lengths, or of a
 	// length other than the configured (or first seen) dimensions.
-	ErrDimensions = errors.New("embed: wrong vector dimensions")
+	ErrDimensions = loom.NewError(loom.ErrUnavailable, "embed: wrong vector dimensions")
+	// ErrUnavailable is returned, wrapping the cause, when the embedding server cannot be reached or does not
+	// answer in time (after the retries).
+	ErrUnavailable = loom.NewError(loom.ErrUnavailable, "embed: the embedding server is unavailable")
 )
 
 // Cosine returns the cosine similarity of a and b, in [-1, 1]: 1 for vectors pointing the same way, 0 for

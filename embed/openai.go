@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/context-loom/loom"
 )
 
 // Defaults of [OpenAIConfig].
@@ -311,7 +313,10 @@ func (o *OpenAI) transportError(ctx, actx context.Context, err error) attemptRes
 	if ctx.Err() == nil && actx.Err() != nil {
 		err = fmt.Errorf("request timed out after %s", o.timeout)
 	}
-	return attemptResult{err: fmt.Errorf("embed: %w", err), retry: ctx.Err() == nil, retryAfter: -1}
+	if ctx.Err() != nil {
+		return attemptResult{err: fmt.Errorf("embed: %w", err), retryAfter: -1}
+	}
+	return attemptResult{err: fmt.Errorf("%w: %w", ErrUnavailable, err), retry: true, retryAfter: -1}
 }
 
 // collect checks a response against its batch and stores the vectors in out by their index.
@@ -360,6 +365,17 @@ type APIError struct {
 	Message    string // the server's message (at most 512 bytes)
 	Type       string // the error type, when given, such as "invalid_request_error"
 	Code       string // the error code, when given, such as "model_not_found"
+}
+
+// Unwrap returns the kind of the error: loom.ErrInvalid when the server refused the input (400, 413, 422:
+// a text too long for the model, say), loom.ErrUnavailable for every other status (a bad key, a limit, the
+// server's own failure), which the caller's input did not cause.
+func (e *APIError) Unwrap() error {
+	switch e.StatusCode {
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:
+		return loom.ErrInvalid
+	}
+	return loom.ErrUnavailable
 }
 
 func (e *APIError) Error() string {

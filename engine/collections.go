@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/context-loom/loom"
-	"github.com/context-loom/loom/chunk"
 	"github.com/context-loom/loom/chunker"
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/embed"
@@ -57,7 +56,7 @@ func WithMaxDocumentChunks(n int) Option {
 }
 
 // ErrNoCollections is returned by the collection methods when the engine's store keeps no collections.
-var ErrNoCollections = errors.New("engine: the store keeps no collections")
+var ErrNoCollections = loom.NewError(loom.ErrUnsupported, "engine: the store keeps no collections")
 
 // WithChunker registers c as the engine's custom chunker: collections created without a ChunkStrategy use
 // it (their strategy is stored as "custom"), as seed 002 promises. Without it, such collections chunk each
@@ -357,7 +356,7 @@ func (e *Engine) ingestOne(ctx context.Context, coll collection.Collection, d in
 	// store keeps that once, the index too, and both show a chunk the whole.
 	chunks := make([]collection.Chunk, len(pieces))
 	for i, p := range pieces {
-		chunks[i] = collection.Chunk{Chunk: chunk.Chunk{ID: d.ID + "#" + strconv.Itoa(p.Index), DocumentID: d.ID, Content: p.Content,
+		chunks[i] = collection.Chunk{Chunk: loom.Chunk{ID: d.ID + "#" + strconv.Itoa(p.Index), DocumentID: d.ID, Content: p.Content,
 			Index: p.Index, StartOffset: p.StartOffset, EndOffset: p.EndOffset, TokenCount: p.TokenCount, Metadata: p.Metadata},
 			Vector: vectors[i], DocumentMetadata: d.Metadata}
 	}

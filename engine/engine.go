@@ -34,7 +34,7 @@ const DefaultSourceTimeout = time.Second
 // Errors of the engine.
 var (
 	// ErrInvalidRequest is returned for a request that cannot be assembled as given.
-	ErrInvalidRequest = errors.New("engine: invalid request")
+	ErrInvalidRequest = loom.NewError(loom.ErrInvalid, "engine: invalid request")
 	// ErrAgentNotFound is returned when the request names an agent the store does not have. It wraps
 	// store.ErrNotFound.
 	ErrAgentNotFound = fmt.Errorf("engine: agent %w", store.ErrNotFound)
@@ -43,7 +43,7 @@ var (
 	// other sources' failures give a degraded result instead.
 	ErrSourceFailed = errors.New("engine: a source failed")
 	// ErrClosed is returned by retrievals and LoadIndexes after Close.
-	ErrClosed = errors.New("engine: closed")
+	ErrClosed = loom.NewError(loom.ErrClosed, "engine: closed")
 )
 
 // Engine assembles contexts from stored state. It is safe for concurrent use.
@@ -631,16 +631,12 @@ func merge(req *Request, snap *store.Snapshot) (_ *assembler.Request, skipped in
 				skipped++
 				continue
 			}
-			history = append(history, m.AssemblerMessage())
+			history = append(history, m)
 		}
 		out.History = append(history, req.History...)
 	}
 	if len(snap.ToolOutputs) > 0 {
-		outs := make([]assembler.ToolOutput, 0, len(snap.ToolOutputs)+len(req.ToolOutputs))
-		for _, o := range snap.ToolOutputs {
-			outs = append(outs, assembler.ToolOutput{Tool: o.Tool, CallID: o.CallID, Args: o.Args, Result: o.Result})
-		}
-		out.ToolOutputs = append(outs, req.ToolOutputs...)
+		out.ToolOutputs = append(slices.Clip(snap.ToolOutputs), req.ToolOutputs...)
 	}
 	return &out, skipped
 }

@@ -195,7 +195,7 @@ func TestAssemble_WindowChangesNothing(t *testing.T) {
 			whole := req.Request
 			whole.Model, whole.MaxTokens = model, maxTokens
 			for _, m := range newest {
-				whole.History = append(whole.History, m.AssemblerMessage())
+				whole.History = append(whole.History, m)
 			}
 			want, wantErr := assembler.AssembleRequest(ctx, &whole)
 

@@ -19,7 +19,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -27,6 +26,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/chunker"
 )
 
@@ -43,9 +43,9 @@ const DefaultMaxBytes = 32 << 20
 
 // Errors returned by [Read] and reported by [Walk].
 var (
-	ErrBinary     = errors.New("ingest: binary content")
-	ErrTooLarge   = errors.New("ingest: input larger than the limit")
-	ErrNotRegular = errors.New("ingest: not a regular file")
+	ErrBinary     = loom.NewError(loom.ErrInvalid, "ingest: binary content")
+	ErrTooLarge   = loom.NewError(loom.ErrTooLarge, "ingest: input larger than the limit")
+	ErrNotRegular = loom.NewError(loom.ErrInvalid, "ingest: not a regular file")
 )
 
 // sniffLen is how much of the input is searched for NUL bytes and for an HTML doctype.

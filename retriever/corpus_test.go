@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/context-loom/loom/chunk"
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/embed"
 )
@@ -60,7 +60,7 @@ func corpusChunks(tb testing.TB, n int) []collection.Chunk {
 	chunks := make([]collection.Chunk, n)
 	for i, text := range texts {
 		chunks[i] = collection.Chunk{
-			Chunk: chunk.Chunk{
+			Chunk: loom.Chunk{
 				ID:          fmt.Sprintf("c%d", i),
 				DocumentID:  fmt.Sprintf("d%d", i/10),
 				Content:     text,

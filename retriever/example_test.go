@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/context-loom/loom/chunk"
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/embed"
 	"github.com/context-loom/loom/retriever"
@@ -21,7 +21,7 @@ func ExampleIndex_Search() {
 	ix := retriever.NewIndex(retriever.IndexOptions{})
 	for i, text := range texts {
 		err := ix.Add(collection.Chunk{
-			Chunk:  chunk.Chunk{ID: fmt.Sprint("c", i), DocumentID: fmt.Sprint("doc", i), Content: text, EndOffset: len(text), Metadata: map[string]string{"source": fmt.Sprint("doc", i, ".txt")}},
+			Chunk:  loom.Chunk{ID: fmt.Sprint("c", i), DocumentID: fmt.Sprint("doc", i), Content: text, EndOffset: len(text), Metadata: map[string]string{"source": fmt.Sprint("doc", i, ".txt")}},
 			Vector: vecs[i],
 		})
 		if err != nil {
@@ -56,7 +56,7 @@ func ExampleIndex_WaitGraph() {
 	ix := retriever.NewIndex(retriever.IndexOptions{HNSWThreshold: 2})
 	defer ix.Close(ctx)
 	for i, text := range texts {
-		_ = ix.Add(collection.Chunk{Chunk: chunk.Chunk{ID: fmt.Sprint("c", i), DocumentID: fmt.Sprint("doc", i), Content: text}, Vector: vecs[i]})
+		_ = ix.Add(collection.Chunk{Chunk: loom.Chunk{ID: fmt.Sprint("c", i), DocumentID: fmt.Sprint("doc", i), Content: text}, Vector: vecs[i]})
 	}
 	// Searches do not wait for the graph (they are exact meanwhile); WaitGraph does.
 	if err := ix.WaitGraph(ctx); err != nil {

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/context-loom/loom/chunk"
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/embed"
 )
@@ -101,7 +101,7 @@ type graphBuild struct {
 }
 
 type entry struct {
-	chunk  chunk.Chunk // its Metadata holds the chunk's own keys only: those doc does not hold alike
+	chunk  loom.Chunk // its Metadata holds the chunk's own keys only: those doc does not hold alike
 	doc    map[string]string
 	length int // number of terms
 	live   bool

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/context-loom/loom/chunk"
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/embed"
 )
@@ -19,7 +19,7 @@ func mk(id, doc, text string, vec []float32, meta ...string) collection.Chunk {
 	for i := 0; i+1 < len(meta); i += 2 {
 		m[meta[i]] = meta[i+1]
 	}
-	return collection.Chunk{Chunk: chunk.Chunk{ID: id, DocumentID: doc, Content: text, StartOffset: 3, EndOffset: 3 + len(text), Metadata: m}, Vector: vec}
+	return collection.Chunk{Chunk: loom.Chunk{ID: id, DocumentID: doc, Content: text, StartOffset: 3, EndOffset: 3 + len(text), Metadata: m}, Vector: vec}
 }
 
 func ids(rs []Result) []string {

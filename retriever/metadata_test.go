@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/context-loom/loom/chunk"
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/collection"
 )
 
@@ -25,7 +25,7 @@ func TestIndex_DocumentMetadataOnce(t *testing.T) {
 			m = maps.Clone(docMeta)
 			maps.Copy(m, own)
 		}
-		return collection.Chunk{Chunk: chunk.Chunk{ID: fmt.Sprint("guide#", i), DocumentID: "guide", Content: fmt.Sprint("refund words ", i),
+		return collection.Chunk{Chunk: loom.Chunk{ID: fmt.Sprint("guide#", i), DocumentID: "guide", Content: fmt.Sprint("refund words ", i),
 			Index: i, Metadata: m}, DocumentMetadata: docMeta}
 	}
 	ix := NewIndex(IndexOptions{})
@@ -35,7 +35,7 @@ func TestIndex_DocumentMetadataOnce(t *testing.T) {
 		}
 	}
 	// Given its own keys alone, with the document's beside them, as the engine gives what it ingests.
-	other := collection.Chunk{Chunk: chunk.Chunk{ID: "faq#0", DocumentID: "faq", Content: "refund words faq", Metadata: map[string]string{"headings": "FAQ"}},
+	other := collection.Chunk{Chunk: loom.Chunk{ID: "faq#0", DocumentID: "faq", Content: "refund words faq", Metadata: map[string]string{"headings": "FAQ"}},
 		DocumentMetadata: map[string]string{"source": "faq.md", "team": "docs"}}
 	if err := ix.Add(other); err != nil {
 		t.Fatal(err)

@@ -10,21 +10,19 @@
 package retriever
 
 import (
-	"errors"
-
-	"github.com/context-loom/loom/chunk"
+	"github.com/context-loom/loom"
 )
 
 // Errors returned by this package (wrapped; match them with errors.Is).
 var (
 	// ErrInvalidChunk is returned by [Index.Add] for a chunk without an ID or with a vector holding a NaN or
 	// an infinity.
-	ErrInvalidChunk = errors.New("retriever: invalid chunk")
+	ErrInvalidChunk = loom.NewError(loom.ErrInvalid, "retriever: invalid chunk")
 	// ErrDimensions is returned by [Index.Add] for a vector whose length differs from the index's vectors,
 	// and by [Index.Search] for a query vector of another length.
-	ErrDimensions = errors.New("retriever: wrong vector dimensions")
+	ErrDimensions = loom.NewError(loom.ErrInvalid, "retriever: wrong vector dimensions")
 	// ErrInvalidQuery is returned by [Index.Search] for a query it cannot run; the message says why.
-	ErrInvalidQuery = errors.New("retriever: invalid query")
+	ErrInvalidQuery = loom.NewError(loom.ErrInvalid, "retriever: invalid query")
 )
 
 // Search modes, the values of [Query.Mode].
@@ -53,7 +51,7 @@ const (
 //
 // Chunk and Score are all the assembler needs; the other fields say what Score is and where it came from.
 type Result struct {
-	Chunk *chunk.Chunk
+	Chunk *loom.Chunk
 	Score float64
 
 	// Kind says what Score is: KindBM25, KindCosine, KindRRF or KindMMR. It is "" in results built by hand.

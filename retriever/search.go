@@ -9,7 +9,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/context-loom/loom/chunk"
+	"github.com/context-loom/loom"
 )
 
 // Defaults of [Query].
@@ -208,7 +208,7 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Result, error) {
 }
 
 // copyChunk returns a copy of the entry's chunk with its metadata as a whole, in a map of its own.
-func (e *entry) copyChunk() *chunk.Chunk {
+func (e *entry) copyChunk() *loom.Chunk {
 	c := e.chunk
 	c.Metadata = nil
 	if n := len(e.doc) + len(e.chunk.Metadata); n > 0 {

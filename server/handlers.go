@@ -11,38 +11,46 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/context-loom/loom/assembler"
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/chunker"
-	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/engine"
-	"github.com/context-loom/loom/ingest"
-	"github.com/context-loom/loom/retriever"
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/tokenizer"
 )
 
-// classify maps an error of the engine, store, assembler, tokenizer or chunker to its status and code.
+// kindStatuses maps the kinds of error (package loom's) to a status and a code, first match wins. Every
+// package wraps one of these kinds in its errors, so classify needs nothing else.
+var kindStatuses = []struct {
+	kind   error
+	status int
+	code   string
+}{
+	{loom.ErrBudget, http.StatusUnprocessableEntity, "budget_exceeded"},
+	{loom.ErrExists, http.StatusConflict, "conflict"},
+	{loom.ErrNotFound, http.StatusNotFound, "not_found"},
+	{loom.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
+	{loom.ErrInvalid, http.StatusBadRequest, "invalid_request"},
+	{loom.ErrUnsupported, http.StatusBadRequest, "invalid_request"},
+}
+
+// classify maps an error to its status and code: by its kind (kindStatuses), or as a failure of the store
+// or a service Loom depends on, a timeout, or an internal error whose text is not shown.
 func (s *Server) classify(err error) *apiError {
-	var be *assembler.BudgetError
 	var mbe *http.MaxBytesError
-	switch {
-	case errors.As(err, &be):
-		return errorf(http.StatusUnprocessableEntity, "budget_exceeded", "%s", be.Error())
-	case errors.As(err, &mbe):
+	if errors.As(err, &mbe) {
 		return errorf(http.StatusRequestEntityTooLarge, "too_large", "the body is larger than %d bytes", mbe.Limit)
-	case errors.Is(err, collection.ErrExists):
-		return errorf(http.StatusConflict, "conflict", "%s", err.Error())
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, collection.ErrNotFound):
-		return errorf(http.StatusNotFound, "not_found", "%s", err.Error())
-	case errors.Is(err, store.ErrTooLarge), errors.Is(err, ingest.ErrTooLarge):
-		return errorf(http.StatusRequestEntityTooLarge, "too_large", "%s", err.Error())
-	case errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrUnsupported), errors.Is(err, assembler.ErrInvalidRequest),
-		errors.Is(err, assembler.ErrUnknownFormat), errors.Is(err, engine.ErrInvalidRequest), errors.Is(err, tokenizer.ErrUnknownModel),
-		errors.Is(err, tokenizer.ErrUnknownEncoding), chunker.IsOptionError(err), errors.Is(err, engine.ErrNoCollections),
-		errors.Is(err, ingest.ErrBinary), errors.Is(err, retriever.ErrInvalidQuery), errors.Is(err, retriever.ErrDimensions):
-		return errorf(http.StatusBadRequest, "invalid_request", "%s", err.Error())
-	case errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrClosed), errors.Is(err, engine.ErrClosed):
+	}
+	for _, k := range kindStatuses {
+		if errors.Is(err, k.kind) {
+			return errorf(k.status, k.code, "%s", err.Error())
+		}
+	}
+	switch {
+	case errors.Is(err, store.ErrUnavailable), errors.Is(err, loom.ErrClosed):
 		return errorf(http.StatusServiceUnavailable, "unavailable", "the store is unavailable; retry later")
+	case errors.Is(err, loom.ErrUnavailable):
+		// An embedder, say: its message may name a host or echo a server's text; it is logged, not shown.
+		return errorf(http.StatusServiceUnavailable, "unavailable", "a service Loom depends on is unavailable; retry later")
 	case errors.Is(err, context.DeadlineExceeded):
 		return errorf(http.StatusServiceUnavailable, "timeout", "the request took longer than %s", s.limits.RequestTimeout)
 	case errors.Is(err, context.Canceled): // the client went away; nobody reads this

@@ -10,97 +10,38 @@ package store
 
 import (
 	"context"
-	"errors"
 	"time"
 
-	"github.com/context-loom/loom/assembler"
+	"github.com/context-loom/loom"
 )
 
-// Errors every backend returns (wrapped, so match them with errors.Is).
+// Errors every backend returns (wrapped, so match them with errors.Is). Each wraps the kind of package loom
+// it is named for, so a caller may test either: errors.Is(err, store.ErrNotFound) or errors.Is(err,
+// loom.ErrNotFound).
 var (
-	ErrNotFound    = errors.New("store: not found")
-	ErrInvalid     = errors.New("store: invalid input")
-	ErrTooLarge    = errors.New("store: value too large")
-	ErrClosed      = errors.New("store: closed")
-	ErrUnavailable = errors.New("store: unavailable")
+	ErrNotFound    = loom.NewError(loom.ErrNotFound, "store: not found")
+	ErrInvalid     = loom.NewError(loom.ErrInvalid, "store: invalid input")
+	ErrTooLarge    = loom.NewError(loom.ErrTooLarge, "store: value too large")
+	ErrClosed      = loom.NewError(loom.ErrClosed, "store: closed")
+	ErrUnavailable = loom.NewError(loom.ErrUnavailable, "store: unavailable")
 	// ErrUnsupported is returned by a backend layout that cannot do what is asked (the read-mostly cookbook
 	// layout of the Valkey store cannot hold more than one tenant, for one).
-	ErrUnsupported = errors.New("store: not supported by this backend")
+	ErrUnsupported = loom.NewError(loom.ErrUnsupported, "store: not supported by this backend")
 )
 
-// Agent is an agent's configuration: what its instructions say, the tools it may call, the model it talks to
-// and how its budget is shared.
-type Agent struct {
-	ID string `json:"id"`
-	// Instructions is the agent's role (seed 003's "role").
-	Instructions string           `json:"instructions,omitempty"`
-	Constraints  string           `json:"constraints,omitempty"`
-	OutputFormat string           `json:"output_format,omitempty"`
-	Tools        []assembler.Tool `json:"tools,omitempty"`
-	Model        string           `json:"model,omitempty"`
-	// MaxTokens is the agent's prompt budget; 0 leaves it to the request or the model's window.
-	MaxTokens int               `json:"max_tokens,omitempty"`
-	Policy    *assembler.Policy `json:"policy,omitempty"`
-	UpdatedAt time.Time         `json:"updated_at,omitzero"`
-}
-
-// SystemPrompt is the agent's instructions as a model reads them: the role, then "Constraints: ..." and
-// "Format: ..." lines when set. With all three set it is exactly seed 003's system prompt.
-func (a Agent) SystemPrompt() string {
-	s := a.Instructions
-	if a.Constraints == "" && a.OutputFormat == "" {
-		return s
-	}
-	s += "\n\n"
-	if a.Constraints != "" {
-		s += "Constraints: " + a.Constraints
-		if a.OutputFormat != "" {
-			s += "\n"
-		}
-	}
-	if a.OutputFormat != "" {
-		s += "Format: " + a.OutputFormat
-	}
-	return s
-}
-
-// Fact is one thing remembered about a user: key, value, pinned, updated_at, source.
-type Fact = assembler.MemoryFact
-
-// Knowledge is one pre-retrieved knowledge item of a session (seed 003's kb:results).
-type Knowledge = assembler.Knowledge
-
-// Message is one message of a session's conversation.
-type Message struct {
-	// Seq numbers a session's messages from 1 in the order they were appended. The store assigns it.
-	Seq        int64                `json:"seq,omitempty"`
-	Role       string               `json:"role"` // "user", "assistant", "tool" or "system"
-	Content    string               `json:"content"`
-	Name       string               `json:"name,omitempty"`
-	ToolCalls  []assembler.ToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string               `json:"tool_call_id,omitempty"`
-	// Time is when the message was appended (the store sets it if zero).
-	Time time.Time `json:"ts,omitzero"`
-	// TokenCounts are the token counts of Content by encoding name, counted when the message was written
-	// (see [PrepareMessages]) so that no assembly counts it again.
-	TokenCounts map[string]int `json:"token_counts,omitempty"`
-}
-
-// AssemblerMessage is m as the assembler takes it.
-func (m Message) AssemblerMessage() assembler.Message {
-	return assembler.Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCalls: m.ToolCalls,
-		ToolCallID: m.ToolCallID, TokenCounts: m.TokenCounts}
-}
-
-// ToolOutput is one step of a session's tool use: the tool, the call, its arguments and result.
-type ToolOutput struct {
-	Seq    int64     `json:"seq,omitempty"` // numbers a session's steps from 1; the store assigns it
-	Tool   string    `json:"tool"`
-	CallID string    `json:"call_id,omitempty"`
-	Args   string    `json:"args,omitempty"`
-	Result string    `json:"result"`
-	Time   time.Time `json:"ts,omitzero"`
-}
+// The state a store keeps is made of the types of package loom.
+type (
+	// Agent is an agent's configuration.
+	Agent = loom.Agent
+	// Fact is one thing remembered about a user: key, value, pinned, updated_at, source.
+	Fact = loom.Fact
+	// Knowledge is one pre-retrieved knowledge item of a session (the Valkey cookbook's kb:results).
+	Knowledge = loom.Knowledge
+	// Message is one message of a session's conversation; the store assigns its Seq and Time.
+	Message = loom.Message
+	// ToolOutput is one step of a session's tool use; the store assigns its Seq and Time.
+	ToolOutput = loom.ToolOutput
+)
 
 // MessageQuery selects the newest messages of a session, or with Before the newest of those older than a
 // seq: a session is read newest first, a page at a time, each page oldest first. The zero value selects
@@ -259,6 +200,11 @@ type Options struct {
 	SessionTTL time.Duration
 	// Limits bound what one write may hold.
 	Limits Limits
+	// CountKnowledge counts a knowledge item's content as the assembler renders it, under the keys it reads
+	// (assembler.KnowledgeCounts), so that a session's knowledge is counted once, when it is set. nil keeps
+	// no counts: the assembler then counts the items at every assembly, which gives the same result, slower.
+	// Package storeurl sets it; a caller that opens a backend itself passes assembler.KnowledgeCounts.
+	CountKnowledge func(content string) map[string]int
 	// ChangesKept is about how many of the newest collection changes the change feed keeps (older ones
 	// are trimmed); 0 means DefaultChangesKept. A follower that falls further behind gets
 	// collection.ErrFeedTrimmed and rebuilds.

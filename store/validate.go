@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/context-loom/loom/assembler"
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/tokenizer"
 )
 
@@ -61,22 +61,20 @@ func validateText(l Limits, what, s string) error {
 var CountedEncodings = []string{tokenizer.O200KBase, tokenizer.CL100KBase}
 
 // CheckRole returns an error wrapping ErrInvalid unless m's role is one an assembly can use
-// (assembler.CheckRole: user, assistant, tool with its tool_call_id, or system).
-func CheckRole(m Message) error {
-	if err := assembler.CheckRole(m.Role, m.ToolCallID); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	return nil
-}
+// (loom.CheckRole: user, assistant, tool with its tool_call_id, or system).
+func CheckRole(m Message) error { return invalid(loom.CheckRole(m.Role, m.ToolCallID)) }
 
 // CheckToolName returns an error wrapping ErrInvalid, which names the name, unless name is a tool name
-// that providers accept (assembler.CheckToolName: ^[a-zA-Z0-9_-]{1,64}$). The tools of an agent, the tool
+// that providers accept (loom.CheckToolName: ^[a-zA-Z0-9_-]{1,64}$). The tools of an agent, the tool
 // calls of a message and the tool of a tool output are checked by it.
-func CheckToolName(name string) error {
-	if err := assembler.CheckToolName(name); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
+func CheckToolName(name string) error { return invalid(loom.CheckToolName(name)) }
+
+// invalid returns err, a loom.ErrInvalid, as an ErrInvalid of the store's; nil for nil.
+func invalid(err error) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("%w: %w", ErrInvalid, err)
 }
 
 // PrepareMessages validates msgs for appending and returns copies with Time (now, if zero) and
@@ -203,10 +201,9 @@ func PrepareToolOutput(l Limits, now time.Time, o ToolOutput) (ToolOutput, error
 	return o, nil
 }
 
-// PrepareKnowledge validates a session's knowledge items and returns copies, with the token counts of each
-// item's content as the assembler renders it (assembler.RenderedKnowledge) counted for CountedEncodings
-// (under assembler.KnowledgeCountKey), whatever counts were given.
-func PrepareKnowledge(l Limits, items []Knowledge) ([]Knowledge, error) {
+// PrepareKnowledge validates a session's knowledge items and returns copies whose token counts are
+// count's of each item's content (Options.CountKnowledge), whatever counts were given: none if count is nil.
+func PrepareKnowledge(l Limits, count func(content string) map[string]int, items []Knowledge) ([]Knowledge, error) {
 	l = l.WithDefaults()
 	if len(items) > l.MaxBatch {
 		return nil, fmt.Errorf("%w: %d knowledge items, the limit is %d", ErrTooLarge, len(items), l.MaxBatch)
@@ -223,13 +220,10 @@ func PrepareKnowledge(l Limits, items []Knowledge) ([]Knowledge, error) {
 		}
 		out[i].Metadata = maps.Clone(k.Metadata)
 		// Always counted here, as messages are: given counts are not trusted.
-		counts := make(map[string]int, len(CountedEncodings))
-		rendered := assembler.RenderedKnowledge(k.Content)
-		for _, name := range CountedEncodings {
-			enc, _ := tokenizer.Get(name)
-			counts[assembler.KnowledgeCountKey(name)] = enc.Count(rendered)
+		out[i].TokenCounts = nil
+		if count != nil {
+			out[i].TokenCounts = count(k.Content)
 		}
-		out[i].TokenCounts = counts
 	}
 	return out, nil
 }
@@ -302,7 +296,7 @@ func MessageTokens(m Message, encoding string, calls bool) int {
 }
 
 // ToolCallsLen is the length of calls as JSON (json.Marshal), which the backends store.
-func ToolCallsLen(calls []assembler.ToolCall) int {
+func ToolCallsLen(calls []loom.ToolCall) int {
 	b, err := json.Marshal(calls)
 	if err != nil { // cannot happen: strings only
 		return 0

@@ -18,7 +18,8 @@ import (
 func TestPrepareKnowledge_CountsTheRenderedTextUnderItsKey(t *testing.T) {
 	t.Parallel()
 	content := `  She said "it's <fine>" & left.  `
-	got, err := store.PrepareKnowledge(store.Limits{}, []store.Knowledge{{Content: content, TokenCounts: map[string]int{"o200k_base": 1}}})
+	given := []store.Knowledge{{Content: content, TokenCounts: map[string]int{"o200k_base": 1}}}
+	got, err := store.PrepareKnowledge(store.Limits{}, assembler.KnowledgeCounts, given)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,6 +32,16 @@ func TestPrepareKnowledge_CountsTheRenderedTextUnderItsKey(t *testing.T) {
 		if n, ok := counts[assembler.KnowledgeCountKey(name)]; !ok || n != enc.Count(assembler.RenderedKnowledge(content)) {
 			t.Errorf("%s: counts %v, want %d under %q", name, counts, enc.Count(assembler.RenderedKnowledge(content)), assembler.KnowledgeCountKey(name))
 		}
+	}
+}
+
+// TestPrepareKnowledge_KeepsNoGivenCounts: without a counter (store.Options.CountKnowledge nil), a store
+// keeps no counts at all, not the ones it was given, which nobody vouches for.
+func TestPrepareKnowledge_KeepsNoGivenCounts(t *testing.T) {
+	t.Parallel()
+	got, err := store.PrepareKnowledge(store.Limits{}, nil, []store.Knowledge{{Content: "x", TokenCounts: map[string]int{"o200k_base/2": 1}}})
+	if err != nil || got[0].TokenCounts != nil {
+		t.Fatalf("got %v, %v; want no counts", got, err)
 	}
 }
 

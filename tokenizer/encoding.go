@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"embed"
-	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -13,17 +12,19 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/context-loom/loom"
 )
 
 // Errors returned by this package.
 var (
 	// ErrUnknownEncoding is returned by [Get] for a name that is not an encoding; the message lists the known ones.
-	ErrUnknownEncoding = errors.New("tokenizer: unknown encoding")
+	ErrUnknownEncoding = loom.NewError(loom.ErrInvalid, "tokenizer: unknown encoding")
 	// ErrUnknownModel is returned by [ForModel] for a model name the registry does not know; the message
 	// lists the known ones.
-	ErrUnknownModel = errors.New("tokenizer: unknown model")
+	ErrUnknownModel = loom.NewError(loom.ErrInvalid, "tokenizer: unknown model")
 	// ErrInvalidModel is returned by [Register] for a model whose name, limits or chat overheads are invalid.
-	ErrInvalidModel = errors.New("tokenizer: invalid model")
+	ErrInvalidModel = loom.NewError(loom.ErrInvalid, "tokenizer: invalid model")
 )
 
 // Names of the exact encodings.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/context-loom/loom/chunk"
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/store"
 )
@@ -80,7 +80,7 @@ func doc(collID, id, version string, n int) (collection.Document, []collection.C
 	off := 0
 	for i := range n {
 		text := fmt.Sprintf("%s %s chunk %d", id, version, i)
-		chunks = append(chunks, collection.Chunk{Chunk: chunk.Chunk{ID: fmt.Sprintf("%s#%d", id, i), DocumentID: id, Content: text, Index: i,
+		chunks = append(chunks, collection.Chunk{Chunk: loom.Chunk{ID: fmt.Sprintf("%s#%d", id, i), DocumentID: id, Content: text, Index: i,
 			StartOffset: off, EndOffset: off + len(text), TokenCount: 5, Metadata: map[string]string{"source": d.Source, "section": fmt.Sprint(i)}},
 			Vector: []float32{float32(i), 1, 0.5}})
 		off += len(text)
@@ -494,7 +494,7 @@ func testUnicode(t *testing.T, s collection.Store) {
 	c := create(t, s, "テナント", "文書 {x}:y")
 	text := "Привет, 世界! 🧵 nul:\x00 crlf:\r\n e\u0301"
 	d := collection.Document{ID: "док/1 {a}", CollectionID: c.ID, Source: "ファイル.md", Hash: "h"}
-	chunks := []collection.Chunk{{Chunk: chunk.Chunk{ID: "док/1 {a}#0", DocumentID: d.ID, Content: text, EndOffset: len(text), Metadata: map[string]string{"ключ": text}}, Vector: []float32{1}}}
+	chunks := []collection.Chunk{{Chunk: loom.Chunk{ID: "док/1 {a}#0", DocumentID: d.ID, Content: text, EndOffset: len(text), Metadata: map[string]string{"ключ": text}}, Vector: []float32{1}}}
 	_, err := s.PutDocument(ctx, "テナント", d, chunks)
 	check(t, err)
 	got, err := s.DocumentChunks(ctx, "テナント", c.ID, d.ID)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/context-loom/loom/chunk"
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/store"
 )
@@ -21,7 +21,7 @@ func testMetadata(t *testing.T, s collection.Store) {
 	docMeta := map[string]string{"source": "guide.md", "title": "The guide", "lang": "en"}
 	d := collection.Document{ID: "guide", CollectionID: c.ID, Source: "guide.md", Hash: "h1", Metadata: maps.Clone(docMeta)}
 	mk := func(i int, meta map[string]string) collection.Chunk {
-		return collection.Chunk{Chunk: chunk.Chunk{ID: fmt.Sprintf("guide#%d", i), DocumentID: "guide", Content: fmt.Sprint("text ", i), Index: i,
+		return collection.Chunk{Chunk: loom.Chunk{ID: fmt.Sprintf("guide#%d", i), DocumentID: "guide", Content: fmt.Sprint("text ", i), Index: i,
 			Metadata: meta}, Vector: []float32{1, float32(i)}}
 	}
 	merged := maps.Clone(docMeta)
@@ -93,7 +93,7 @@ func testMetadataLimits(t *testing.T, s collection.Store) {
 	ctx := t.Context()
 	c := create(t, s, tenant, "docs")
 	chunks := func(id string, meta map[string]string) []collection.Chunk {
-		return []collection.Chunk{{Chunk: chunk.Chunk{ID: id + "#0", DocumentID: id, Content: "text", Metadata: meta}}}
+		return []collection.Chunk{{Chunk: loom.Chunk{ID: id + "#0", DocumentID: id, Content: "text", Metadata: meta}}}
 	}
 	atLimit := sizedMetadata(store.DefaultMaxMetadataKeys, store.DefaultMaxMetadataBytes)
 	over := maps.Clone(atLimit)
@@ -265,7 +265,7 @@ func sizeCases() []sizeCase {
 				m = map[string]string{}
 			}
 			maps.Copy(m, own(i))
-			d.chunks = append(d.chunks, collection.Chunk{Chunk: chunk.Chunk{ID: fmt.Sprintf("%s#%d", id, i), DocumentID: id, Content: content,
+			d.chunks = append(d.chunks, collection.Chunk{Chunk: loom.Chunk{ID: fmt.Sprintf("%s#%d", id, i), DocumentID: id, Content: content,
 				Index: i, StartOffset: off, EndOffset: off + size, TokenCount: size / 5, Metadata: m}, Vector: vector()})
 			off += size
 		}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/context-loom/loom/chunk"
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/collection/collectiontest"
 	"github.com/context-loom/loom/store"
@@ -30,7 +30,7 @@ func TestCollections_StoredValuesAreCopies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chunks := []collection.Chunk{{Chunk: chunk.Chunk{ID: "d#0", DocumentID: "d", Content: "x", Metadata: map[string]string{"k": "v"}}, Vector: []float32{1, 2}}}
+	chunks := []collection.Chunk{{Chunk: loom.Chunk{ID: "d#0", DocumentID: "d", Content: "x", Metadata: map[string]string{"k": "v"}}, Vector: []float32{1, 2}}}
 	if _, err := s.PutDocument(ctx, "acme", collection.Document{ID: "d", CollectionID: c.ID, Hash: "h"}, chunks); err != nil {
 		t.Fatal(err)
 	}

@@ -288,7 +288,7 @@ func (s *Store) SetKnowledge(ctx context.Context, tenant, sessionID string, item
 	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "session", sessionID); err != nil {
 		return err
 	}
-	items, err := store.PrepareKnowledge(s.opts.Limits, items)
+	items, err := store.PrepareKnowledge(s.opts.Limits, s.opts.CountKnowledge, items)
 	if err != nil {
 		return err
 	}

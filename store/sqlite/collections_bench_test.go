@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/context-loom/loom/chunk"
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/store/sqlite"
@@ -24,7 +24,7 @@ func benchDocument(r *rand.Rand, collID, id string, n, dims int) (collection.Doc
 		for j := range v {
 			v[j] = r.Float32()*2 - 1
 		}
-		chunks[i] = collection.Chunk{Chunk: chunk.Chunk{ID: fmt.Sprintf("%s#%d", id, i), DocumentID: id, Content: content, Index: i,
+		chunks[i] = collection.Chunk{Chunk: loom.Chunk{ID: fmt.Sprintf("%s#%d", id, i), DocumentID: id, Content: content, Index: i,
 			StartOffset: size, EndOffset: size + len(content), TokenCount: len(content) / 4, Metadata: map[string]string{"source": d.Source}}, Vector: v}
 		size += len(content)
 	}

@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/context-loom/loom/chunk"
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/store/sqlite"
@@ -35,8 +35,8 @@ func ExampleStore_DocumentChunks() {
 	doc := collection.Document{ID: "faq.md", CollectionID: c.ID, Source: "faq.md", Hash: "sha256-of-faq",
 		Metadata: map[string]string{"source": "faq.md", "title": "FAQ"}}
 	chunks := []collection.Chunk{
-		{Chunk: chunk.Chunk{ID: "faq.md#0", DocumentID: doc.ID, Content: "# FAQ", Index: 0}},
-		{Chunk: chunk.Chunk{ID: "faq.md#1", DocumentID: doc.ID, Content: "A refund takes 14 days.", Index: 1,
+		{Chunk: loom.Chunk{ID: "faq.md#0", DocumentID: doc.ID, Content: "# FAQ", Index: 0}},
+		{Chunk: loom.Chunk{ID: "faq.md#1", DocumentID: doc.ID, Content: "A refund takes 14 days.", Index: 1,
 			Metadata: map[string]string{"headings": "FAQ > Refunds"}}},
 	}
 	if _, err := s.PutDocument(ctx, "acme", doc, chunks); err != nil {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/context-loom/loom/chunk"
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/collection/collectiontest"
 	"github.com/context-loom/loom/store"
@@ -29,7 +29,7 @@ func putTexts(t *testing.T, s collection.Store, tn, collID, docID, version strin
 	d := collection.Document{ID: docID, CollectionID: collID, Source: docID + ".txt", Hash: docID + "-" + version}
 	var chunks []collection.Chunk
 	for i, text := range texts {
-		chunks = append(chunks, collection.Chunk{Chunk: chunk.Chunk{ID: fmt.Sprintf("%s#%d", docID, i), DocumentID: docID, Content: text, Index: i}})
+		chunks = append(chunks, collection.Chunk{Chunk: loom.Chunk{ID: fmt.Sprintf("%s#%d", docID, i), DocumentID: docID, Content: text, Index: i}})
 	}
 	if _, err := s.PutDocument(t.Context(), tn, d, chunks); err != nil {
 		t.Fatal(err)
@@ -149,7 +149,7 @@ func TestPutDocument_Limits(t *testing.T) {
 	ctx := t.Context()
 	c := newCollection(t, s, tenant, "docs")
 	d := collection.Document{ID: "d", CollectionID: c.ID, Hash: "h"}
-	mk := func(chunks ...chunk.Chunk) []collection.Chunk {
+	mk := func(chunks ...loom.Chunk) []collection.Chunk {
 		out := make([]collection.Chunk, len(chunks))
 		for i, ch := range chunks {
 			out[i] = collection.Chunk{Chunk: ch, Vector: []float32{1, 2}}
@@ -161,11 +161,11 @@ func TestPutDocument_Limits(t *testing.T) {
 		chunks []collection.Chunk
 		want   error
 	}{
-		"content over MaxValueBytes": {d, mk(chunk.Chunk{ID: "d#0", DocumentID: "d", Content: strings.Repeat("x", 17)}), store.ErrTooLarge},
-		"invalid UTF-8":              {d, mk(chunk.Chunk{ID: "d#0", DocumentID: "d", Content: "\xff"}), store.ErrInvalid},
-		"a chunk id twice":           {d, mk(chunk.Chunk{ID: "x", DocumentID: "d"}, chunk.Chunk{ID: "x", DocumentID: "d"}), store.ErrInvalid},
-		"an empty chunk id":          {d, mk(chunk.Chunk{DocumentID: "d"}), store.ErrInvalid},
-		"an end before the start":    {d, mk(chunk.Chunk{ID: "d#0", DocumentID: "d", StartOffset: 5, EndOffset: 2}), store.ErrInvalid},
+		"content over MaxValueBytes": {d, mk(loom.Chunk{ID: "d#0", DocumentID: "d", Content: strings.Repeat("x", 17)}), store.ErrTooLarge},
+		"invalid UTF-8":              {d, mk(loom.Chunk{ID: "d#0", DocumentID: "d", Content: "\xff"}), store.ErrInvalid},
+		"a chunk id twice":           {d, mk(loom.Chunk{ID: "x", DocumentID: "d"}, loom.Chunk{ID: "x", DocumentID: "d"}), store.ErrInvalid},
+		"an empty chunk id":          {d, mk(loom.Chunk{DocumentID: "d"}), store.ErrInvalid},
+		"an end before the start":    {d, mk(loom.Chunk{ID: "d#0", DocumentID: "d", StartOffset: 5, EndOffset: 2}), store.ErrInvalid},
 		"no hash":                    {collection.Document{ID: "d", CollectionID: c.ID}, nil, store.ErrInvalid},
 		"no document id":             {collection.Document{CollectionID: c.ID, Hash: "h"}, nil, store.ErrInvalid},
 	} {
@@ -174,11 +174,11 @@ func TestPutDocument_Limits(t *testing.T) {
 		}
 	}
 	// A chunk id another document of the collection has.
-	if _, err := s.PutDocument(ctx, tenant, d, mk(chunk.Chunk{ID: "shared", DocumentID: "d"})); err != nil {
+	if _, err := s.PutDocument(ctx, tenant, d, mk(loom.Chunk{ID: "shared", DocumentID: "d"})); err != nil {
 		t.Fatal(err)
 	}
 	e := collection.Document{ID: "e", CollectionID: c.ID, Hash: "h"}
-	if _, err := s.PutDocument(ctx, tenant, e, mk(chunk.Chunk{ID: "shared", DocumentID: "e"})); !errors.Is(err, store.ErrInvalid) {
+	if _, err := s.PutDocument(ctx, tenant, e, mk(loom.Chunk{ID: "shared", DocumentID: "e"})); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("another document's chunk id: %v, want ErrInvalid", err)
 	}
 	if _, err := s.GetDocument(ctx, tenant, c.ID, "e"); !errors.Is(err, collection.ErrNotFound) {

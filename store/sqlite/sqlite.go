@@ -63,6 +63,7 @@ import (
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/store"
 )
@@ -70,7 +71,7 @@ import (
 // Errors of this package; every other error wraps one of store's.
 var (
 	// ErrNewerSchema is returned by Open for a file written by a newer version of this package.
-	ErrNewerSchema = errors.New("sqlite: the file's schema is newer than this build")
+	ErrNewerSchema = loom.NewError(loom.ErrUnsupported, "sqlite: the file's schema is newer than this build")
 )
 
 // Synchronous is how hard a commit waits for the disk: SQLite's synchronous pragma.

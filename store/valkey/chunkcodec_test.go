@@ -5,16 +5,16 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/context-loom/loom/chunk"
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/collection"
 )
 
 func TestChunkCodec_RoundTrip(t *testing.T) {
 	t.Parallel()
 	in := []collection.Chunk{
-		{Chunk: chunk.Chunk{ID: "d#0", DocumentID: "d", Content: "nul:\x00 invalid:\xff ünï", Index: 0, StartOffset: 0, EndOffset: 22, TokenCount: 7,
+		{Chunk: loom.Chunk{ID: "d#0", DocumentID: "d", Content: "nul:\x00 invalid:\xff ünï", Index: 0, StartOffset: 0, EndOffset: 22, TokenCount: 7,
 			Metadata: map[string]string{"source": "d.md", "": "empty key", "z": ""}}, Vector: []float32{1, -0.5, float32(math.Inf(1)), math.SmallestNonzeroFloat32}},
-		{Chunk: chunk.Chunk{ID: "d#1", DocumentID: "d", Content: "", Index: 1, StartOffset: 1 << 40, EndOffset: 1 << 41}},
+		{Chunk: loom.Chunk{ID: "d#1", DocumentID: "d", Content: "", Index: 1, StartOffset: 1 << 40, EndOffset: 1 << 41}},
 	}
 	// Every field of chunk.Chunk is set in the first chunk, so a field added to the type and forgotten by
 	// the codec fails this test.
@@ -43,7 +43,7 @@ func TestChunkCodec_RoundTrip(t *testing.T) {
 }
 
 func FuzzDecodeChunks(f *testing.F) {
-	f.Add(string(encodeChunks([]collection.Chunk{{Chunk: chunk.Chunk{ID: "a", Content: "text", Metadata: map[string]string{"k": "v"}}, Vector: []float32{1, 2}}})))
+	f.Add(string(encodeChunks([]collection.Chunk{{Chunk: loom.Chunk{ID: "a", Content: "text", Metadata: map[string]string{"k": "v"}}, Vector: []float32{1, 2}}})))
 	f.Add("\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01")
 	f.Fuzz(func(t *testing.T, s string) {
 		var got []collection.Chunk

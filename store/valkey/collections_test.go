@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/context-loom/loom/chunk"
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/collection/collectiontest"
 	"github.com/context-loom/loom/internal/valkeytest"
@@ -58,7 +58,7 @@ func testDoc(collID, id, version string, n, dims int) (collection.Document, []co
 		for j := range v {
 			v[j] = float32(i*dims+j) / 7
 		}
-		chunks[i] = collection.Chunk{Chunk: chunk.Chunk{ID: fmt.Sprintf("%s#%d", id, i), DocumentID: id, Content: text, Index: i,
+		chunks[i] = collection.Chunk{Chunk: loom.Chunk{ID: fmt.Sprintf("%s#%d", id, i), DocumentID: id, Content: text, Index: i,
 			StartOffset: i * len(text), EndOffset: (i + 1) * len(text), TokenCount: 90, Metadata: map[string]string{"source": d.Source}}, Vector: v}
 		d.Bytes += len(text)
 	}

@@ -603,7 +603,7 @@ func (c *cookbook) SetKnowledge(ctx context.Context, tenant, session string, ite
 	if err := c.ids(tenant, "session", session); err != nil {
 		return err
 	}
-	items, err := store.PrepareKnowledge(c.limits, items)
+	items, err := store.PrepareKnowledge(c.limits, c.countKnowledge, items)
 	if err != nil {
 		return err
 	}

@@ -419,7 +419,7 @@ func (n *native) SetKnowledge(ctx context.Context, tenant, session string, items
 	if err := store.ValidateIDs(n.limits, "tenant", tenant, "session", session); err != nil {
 		return err
 	}
-	items, err := store.PrepareKnowledge(n.limits, items)
+	items, err := store.PrepareKnowledge(n.limits, n.countKnowledge, items)
 	if err != nil {
 		return err
 	}

@@ -101,6 +101,7 @@ import (
 
 	valkeygo "github.com/valkey-io/valkey-go"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/store"
 )
 
@@ -127,9 +128,9 @@ const (
 var (
 	// ErrNoClientCache is returned by Open when Options.CacheAgents is set but the server cannot do
 	// client-side caching (it needs RESP3 and CLIENT TRACKING: Redis 6 or later, or Valkey).
-	ErrNoClientCache = errors.New("valkey: CacheAgents needs a server with RESP3 and CLIENT TRACKING (Redis 6+ or Valkey); set CacheAgents to 0")
+	ErrNoClientCache = loom.NewError(loom.ErrUnsupported, "valkey: CacheAgents needs a server with RESP3 and CLIENT TRACKING (Redis 6+ or Valkey); set CacheAgents to 0")
 	// ErrBadOptions is wrapped by Open's and ParseURL's errors about options that cannot work.
-	ErrBadOptions = errors.New("valkey: bad options")
+	ErrBadOptions = loom.NewError(loom.ErrInvalid, "valkey: bad options")
 )
 
 // Options configure a Store. The zero value of each field means its documented default, except
@@ -200,14 +201,15 @@ type layout interface {
 
 // conn is the connection and the settings a layout shares.
 type conn struct {
-	client   valkeygo.Client
-	limits   store.Limits
-	ttl      time.Duration // session TTL; 0: none
-	timeout  time.Duration
-	cacheTTL time.Duration // agents' client-side cache; 0: none
-	closed   atomic.Bool
-	now      func() time.Time
-	servers  *serverWatch // the primaries' lives (servers.go)
+	client         valkeygo.Client
+	limits         store.Limits
+	countKnowledge func(string) map[string]int
+	ttl            time.Duration // session TTL; 0: none
+	timeout        time.Duration
+	cacheTTL       time.Duration // agents' client-side cache; 0: none
+	closed         atomic.Bool
+	now            func() time.Time
+	servers        *serverWatch // the primaries' lives (servers.go)
 }
 
 // Open connects to the server opts.Client names and returns a Store. It returns an error wrapping
@@ -263,7 +265,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	c := &conn{client: client, limits: opts.Limits.WithDefaults(), ttl: opts.SessionTTL, timeout: opts.Timeout,
+	c := &conn{client: client, limits: opts.Limits.WithDefaults(), countKnowledge: opts.CountKnowledge, ttl: opts.SessionTTL, timeout: opts.Timeout,
 		cacheTTL: opts.CacheAgents, now: time.Now, servers: &serverWatch{log: log, runs: map[string]string{}}}
 	s := &Store{c: c}
 	if opts.Layout == LayoutCookbook {

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package loom
+
+import "time"
+
+// Agent is an agent's configuration: what its instructions say, the tools it may call, the model it talks to
+// and how its budget is shared.
+type Agent struct {
+	ID string `json:"id"`
+	// Instructions is the agent's role (the Valkey cookbook's "role").
+	Instructions string `json:"instructions,omitempty"`
+	Constraints  string `json:"constraints,omitempty"`
+	OutputFormat string `json:"output_format,omitempty"`
+	Tools        []Tool `json:"tools,omitempty"`
+	Model        string `json:"model,omitempty"`
+	// MaxTokens is the agent's prompt budget; 0 leaves it to the request or the model's window.
+	MaxTokens int       `json:"max_tokens,omitempty"`
+	Policy    *Policy   `json:"policy,omitempty"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+}
+
+// SystemPrompt is the agent's instructions as a model reads them: the role, then "Constraints: ..." and
+// "Format: ..." lines when set. With all three set it is exactly the Valkey cookbook's system prompt.
+func (a Agent) SystemPrompt() string {
+	s := a.Instructions
+	if a.Constraints == "" && a.OutputFormat == "" {
+		return s
+	}
+	s += "\n\n"
+	if a.Constraints != "" {
+		s += "Constraints: " + a.Constraints
+		if a.OutputFormat != "" {
+			s += "\n"
+		}
+	}
+	if a.OutputFormat != "" {
+		s += "Format: " + a.OutputFormat
+	}
+	return s
+}
+
+// Region names: the parts of an assembly, in the order a rendering lays them out.
+const (
+	RegionInstructions = "instructions"
+	RegionTools        = "tools"
+	RegionMemory       = "memory"
+	RegionKnowledge    = "knowledge"
+	RegionHistory      = "history"
+	RegionToolOutputs  = "tool_outputs"
+	RegionMessage      = "message"
+)
+
+// Knowledge orders: how included knowledge is laid out.
+const (
+	OrderScore           = "score"              // best first
+	OrderDocument        = "document"           // by document, then position in it
+	OrderLostInTheMiddle = "lost_in_the_middle" // best at both ends, weakest in the middle
+)
+
+// Policy sets how the optional regions (memory, knowledge, history, tool outputs) share what the required
+// items leave of the budget. Each region first gets its minimum share (if it has that much to put in), then
+// regions in priority order get up to their maximum share, then what is left goes to regions that still
+// have items, in priority order, past their maximum. Shares are fractions of the space left after the
+// required items. Zero fields mean the assembler's DefaultPolicy.
+type Policy struct {
+	Regions []RegionPolicy `json:"regions,omitempty"`
+	// KnowledgeOrder is how included knowledge is laid out: "score" (default), "document" or
+	// "lost_in_the_middle".
+	KnowledgeOrder string `json:"knowledge_order,omitempty"`
+	// MinScore drops knowledge scored below it (reason "below_min_score"). 0 keeps everything.
+	MinScore float64 `json:"min_score,omitempty"`
+	// NearDuplicate is the similarity (0..1, Jaccard of word 3-shingles) from which a knowledge item is a
+	// near-duplicate of a better one and dropped. 0 means 0.9; 1 drops only exact duplicates.
+	NearDuplicate float64 `json:"near_duplicate,omitempty"`
+	// MaxToolOutputTokens caps one tool output; longer ones keep their head and tail around a marker.
+	// 0 means 1000.
+	MaxToolOutputTokens int `json:"max_tool_output_tokens,omitempty"`
+	// Margin is kept free when the budget comes from the model's window. 0 means 1% of the window.
+	Margin int `json:"margin,omitempty"`
+}
+
+// RegionPolicy is one optional region's share.
+type RegionPolicy struct {
+	Name     string  `json:"name"`
+	Priority int     `json:"priority"` // lower first
+	MinShare float64 `json:"min_share,omitempty"`
+	MaxShare float64 `json:"max_share,omitempty"` // 0 means 1
+}
