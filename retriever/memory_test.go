@@ -1,0 +1,113 @@
+package retriever
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+)
+
+// heapCounted checks that the memory the writes counted is what counting the index again finds.
+func heapCounted(t *testing.T, ix *Index, after string) {
+	t.Helper()
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	got := ix.heap
+	ix.recount()
+	if got != ix.heap {
+		t.Errorf("after %s: the writes counted %d bytes, counting again finds %d", after, got, ix.heap)
+	}
+}
+
+// TestMemoryBytes_CountedAsWritten: the memory each write adds and each removal frees is what counting the
+// whole index finds, through additions, replacements, removals and compactions; MemoryBytes grows with
+// the index and falls when a compaction drops dead chunks.
+func TestMemoryBytes_CountedAsWritten(t *testing.T) {
+	t.Parallel()
+	ix := NewIndex(IndexOptions{HNSWThreshold: 50})
+	t.Cleanup(func() { ix.Close(context.Background()) })
+	if got := ix.MemoryBytes(); got != 0 {
+		t.Errorf("an empty index holds %d bytes", got)
+	}
+	chunks := corpusChunks(t, 300)
+	for i := 0; i < 200; i += 10 {
+		if err := ix.Add(chunks[i : i+10]...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	heapCounted(t, ix, "additions")
+	if err := ix.WaitGraph(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	full := ix.MemoryBytes()
+	if full <= 0 {
+		t.Fatalf("200 chunks hold %d bytes", full)
+	}
+	// The same documents again with other metadata: every chunk replaced, the documents' metadata too.
+	for i := range 100 {
+		c := chunks[i]
+		c.DocumentMetadata = map[string]string{"team": fmt.Sprint("t", i%7)}
+		if err := ix.Add(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	heapCounted(t, ix, "replacements")
+	for d := range 15 {
+		ix.RemoveDocument(fmt.Sprintf("d%d", d))
+	}
+	heapCounted(t, ix, "removals and compactions")
+	if err := ix.Add(chunks[200:]...); err != nil {
+		t.Fatal(err)
+	}
+	heapCounted(t, ix, "additions after a compaction")
+	if err := ix.WaitGraph(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for d := range 30 {
+		ix.RemoveDocument(fmt.Sprintf("d%d", d))
+	}
+	heapCounted(t, ix, "removing all")
+	if got := ix.MemoryBytes(); got >= full {
+		t.Errorf("after removing every document the index holds %d bytes, as much as with 200 chunks (%d)", got, full)
+	}
+}
+
+// heapAlloc returns the bytes of live heap objects after a collection.
+func heapAlloc() uint64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// TestMemoryBytes_AgreesWithTheHeap: an index of real text with Lexical vectors and an HNSW graph
+// estimates within 30% the growth of the heap that building it caused. Not parallel: the heap is the
+// process's.
+func TestMemoryBytes_AgreesWithTheHeap(t *testing.T) {
+	n := 2000
+	if raceEnabled {
+		n = 500
+	}
+	corpusSentences(t) // whatever reading the corpus leaves behind is not the index's
+	before := heapAlloc()
+	ix := NewIndex(IndexOptions{HNSWThreshold: 100})
+	if err := ix.Add(corpusChunks(t, n)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.WaitGraph(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range corpusQueries(t, 20) { // the pools of scratch space fill
+		if _, err := ix.Search(t.Context(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grown := float64(heapAlloc()) - float64(before)
+	est := float64(ix.MemoryBytes())
+	runtime.KeepAlive(ix)
+	t.Logf("%d chunks: estimate %.0f bytes (%.0f a chunk), heap grew %.0f (%.0f a chunk): ratio %.2f", n, est, est/float64(n), grown, grown/float64(n), est/grown)
+	if est < 0.7*grown || est > 1.3*grown {
+		t.Errorf("the estimate %.0f bytes is not within 30%% of the heap's growth, %.0f bytes", est, grown)
+	}
+}
