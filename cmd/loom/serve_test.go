@@ -133,8 +133,9 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestServe_ServesAndShutsDown runs loom serve on an SQLite file with keys from the environment, makes
-// requests, then cancels it (as SIGTERM does) and checks that it stops cleanly and the data is there.
+// TestServe_ServesAndShutsDown runs loom serve on an SQLite file with keys from the environment, warming
+// a collection's index under a memory cap, makes requests, then cancels it (as SIGTERM does) and checks
+// that it stops cleanly and the data is there.
 func TestServe_ServesAndShutsDown(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -157,7 +158,8 @@ func TestServe_ServesAndShutsDown(t *testing.T) {
 	logs := &syncBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"serve", "--addr", addr, "--store", "sqlite:" + db, "--log-format", "json"}, strings.NewReader(""), &bytes.Buffer{}, logs)
+		done <- run(ctx, []string{"serve", "--addr", addr, "--store", "sqlite:" + db, "--log-format", "json",
+			"--warm-indexes", "acme/manual", "--index-memory", "64MiB"}, strings.NewReader(""), &bytes.Buffer{}, logs)
 	}()
 	base := "http://" + addr
 	deadline := time.Now().Add(30 * time.Second)
@@ -172,7 +174,7 @@ func TestServe_ServesAndShutsDown(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	// Ready once the search index of the collection is loaded.
+	// Ready once the search index of the collection is warmed.
 	for {
 		resp, err := http.Get(base + "/readyz")
 		if err != nil {
@@ -187,8 +189,8 @@ func TestServe_ServesAndShutsDown(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if out := logs.String(); !strings.Contains(out, `"msg":"search indexes loaded","collections":1`) {
-		t.Errorf("ready before the index was loaded, or no log of it:\n%s", out)
+	if out := logs.String(); !strings.Contains(out, `"msg":"search indexes warmed","collections":1`) {
+		t.Errorf("ready before the index was warmed, or no log of it:\n%s", out)
 	}
 	post := func(path, body string) int {
 		req, _ := http.NewRequest("POST", base+path, strings.NewReader(body))
