@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -191,6 +192,17 @@ func TestServe_ServesAndShutsDown(t *testing.T) {
 	}
 	if out := logs.String(); !strings.Contains(out, `"msg":"search indexes warmed","collections":1`) {
 		t.Errorf("ready before the index was warmed, or no log of it:\n%s", out)
+	}
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"loom_indexes_loaded 1\n", "loom_index_memory_limit_bytes 6.7108864e+07\n", "loom_index_builds_total 1\n"} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, metrics)
+		}
 	}
 	post := func(path, body string) int {
 		req, _ := http.NewRequest("POST", base+path, strings.NewReader(body))
