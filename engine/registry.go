@@ -46,10 +46,11 @@ type liveIndex struct {
 	// Under the registry's mu:
 	// pending are the documents changed while the index was being built, reloaded when it is done; nil
 	// once it is built.
-	pending map[string]bool
-	refs    int    // its users: searches, and callers waiting for its build
-	used    uint64 // the registry's clock at its last use
-	mem     int64  // its MemoryBytes when last counted; 0 until it is built
+	pending  map[string]bool
+	refs     int    // its users: searches, and callers waiting for its build
+	used     uint64 // the registry's clock at its last use
+	mem      int64  // its MemoryBytes when last counted; 0 until it is built
+	watching bool   // a goroutine waits for its graph build, to count it
 }
 
 // registry is an engine's set of live indexes and the follower that keeps them current. It owns the
@@ -188,7 +189,7 @@ func (r *registry) build(li *liveIndex) {
 	if err != nil && r.life.Err() != nil {
 		err = ErrClosed
 	}
-	mem := li.idx.MemoryBytes()
+	mem, building := li.idx.MemoryBytes(), li.idx.GraphBuilding()
 	r.mu.Lock()
 	pending := li.pending
 	li.pending = nil
@@ -204,12 +205,8 @@ func (r *registry) build(li *liveIndex) {
 		return
 	}
 	// Counted before anyone can use it: no write reaches it while pending is set.
-	if r.m[li.key] == li {
-		li.mem = mem
-		r.mem += mem
-	}
+	r.counted(li, mem, building)
 	close(li.ready)
-	r.enforce()
 	r.mu.Unlock()
 	for doc := range pending {
 		r.reload(li, doc)
@@ -232,14 +229,33 @@ func (r *registry) count(li *liveIndex) {
 	// index as the last replacement left it.
 	li.swap.RLock()
 	defer li.swap.RUnlock()
-	mem := li.idx.MemoryBytes()
+	mem, building := li.idx.MemoryBytes(), li.idx.GraphBuilding()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.counted(li, mem, building)
+}
+
+// counted stores li's memory, mem, if li is loaded, and evicts what the cap requires; the caller holds
+// r.mu. While the index builds its HNSW graph (building), a goroutine waits for the graph and counts the
+// index again.
+func (r *registry) counted(li *liveIndex, mem int64, building bool) {
 	if r.m[li.key] != li || li.pending != nil {
 		return
 	}
 	r.mem += mem - li.mem
 	li.mem = mem
+	if building && !li.watching && !r.closed {
+		li.watching = true
+		r.wg.Go(func() {
+			err := li.idx.WaitGraph(r.life)
+			r.mu.Lock()
+			li.watching = false
+			r.mu.Unlock()
+			if err == nil {
+				r.count(li)
+			}
+		})
+	}
 	r.enforce()
 }
 
@@ -505,7 +521,7 @@ func (r *registry) rebuild(ctx context.Context, li *liveIndex) error {
 	r.mu.Unlock()
 	idx := retriever.NewIndex(r.opts)
 	err := r.fill(ctx, li.key, idx)
-	mem := idx.MemoryBytes()
+	mem, building := idx.MemoryBytes(), idx.GraphBuilding()
 	r.mu.Lock()
 	closed := r.closed
 	if err != nil {
@@ -521,10 +537,11 @@ func (r *registry) rebuild(ctx context.Context, li *liveIndex) error {
 	default:
 		ready := make(chan struct{})
 		close(ready)
-		r.m[li.key] = &liveIndex{key: li.key, idx: idx, ready: ready, used: li.used, mem: mem}
-		r.mem += mem - li.mem
+		nli := &liveIndex{key: li.key, idx: idx, ready: ready, used: li.used}
+		r.m[li.key] = nli
+		r.mem -= li.mem
 		r.retire(li.idx)
-		r.enforce()
+		r.counted(nli, mem, building)
 	}
 	r.mu.Unlock()
 	if closed {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/context-loom/loom/chunk"
 	"github.com/context-loom/loom/collection"
+	"github.com/context-loom/loom/embed"
 	"github.com/context-loom/loom/retriever"
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/store/memory"
@@ -145,5 +146,55 @@ func TestRegistry_CloseWaits(t *testing.T) {
 	}
 	if _, err := r.acquire(t.Context(), indexKey{"acme", "a"}); !errors.Is(err, ErrClosed) {
 		t.Errorf("acquire after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestRegistry_GraphCounted: an index whose HNSW graph is built in the background after the index is
+// loaded has its memory counted again once the graph is there.
+func TestRegistry_GraphCounted(t *testing.T) {
+	t.Parallel()
+	st := memory.New(store.Options{})
+	ctx := t.Context()
+	if _, err := st.CreateCollection(ctx, "acme", collection.Collection{ID: "big", Name: "big"}); err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for i := range 1000 {
+		texts = append(texts, fmt.Sprintf("Chunk %d tells of the %dth zeppelin and its %d passengers.", i, i%37, i%11))
+	}
+	vecs, err := embed.Default().Embed(ctx, texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := range 100 {
+		var chunks []collection.Chunk
+		for i := d * 10; i < d*10+10; i++ {
+			chunks = append(chunks, collection.Chunk{Chunk: chunk.Chunk{ID: fmt.Sprint(i), DocumentID: fmt.Sprint(d), Content: texts[i],
+				EndOffset: len(texts[i])}, Vector: vecs[i]})
+		}
+		doc := collection.Document{ID: fmt.Sprint(d), CollectionID: "big", Hash: fmt.Sprint(d), Chunks: len(chunks)}
+		if _, err := st.PutDocument(ctx, "acme", doc, chunks); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := newRegistry(st, retriever.IndexOptions{HNSWThreshold: 900}, 0) // the graph is begun near the end of the build
+	defer r.Close(context.Background())
+	li, err := r.acquire(ctx, indexKey{"acme", "big"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.release(li)
+	if err := li.idx.WaitGraph(ctx); err != nil {
+		t.Fatal(err)
+	}
+	counted := func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return li.mem == li.idx.MemoryBytes() && r.mem == li.mem
+	}
+	for deadline := time.Now().Add(20 * time.Second); !counted(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the graph is not counted: %d bytes counted, the index holds %d", r.stats().MemoryBytes, li.idx.MemoryBytes())
+		}
 	}
 }

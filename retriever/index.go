@@ -492,6 +492,14 @@ func (ix *Index) WaitGraph(ctx context.Context) error {
 	}
 }
 
+// GraphBuilding reports whether an HNSW graph build is in progress: [Index.MemoryBytes] counts the graph
+// once it is built, and [Index.WaitGraph] waits for that.
+func (ix *Index) GraphBuilding() bool {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.build != nil
+}
+
 // Close stops a graph build in progress and waits for it to end, returning ctx's error if ctx is done
 // first. The index stays usable, but builds no graph any more: vector search is exact unless the graph was
 // ready before Close.
