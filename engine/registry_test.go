@@ -217,7 +217,7 @@ func TestIndexes_EvictedUnderTheCap(t *testing.T) {
 	}
 }
 
-func sqliteBackend(t *testing.T) backend {
+func sqliteBackend(t testing.TB) backend {
 	t.Helper()
 	for _, b := range backends {
 		if b.name == "sqlite" {

@@ -3,8 +3,16 @@ package retriever
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
+
+	"github.com/context-loom/loom/chunk"
+	"github.com/context-loom/loom/collection"
+	"github.com/context-loom/loom/embed"
+	"github.com/context-loom/loom/tokenizer"
 )
 
 // heapCounted checks that the memory the writes counted is what counting the index again finds.
@@ -109,5 +117,83 @@ func TestMemoryBytes_AgreesWithTheHeap(t *testing.T) {
 	t.Logf("%d chunks: estimate %.0f bytes (%.0f a chunk), heap grew %.0f (%.0f a chunk): ratio %.2f", n, est, est/float64(n), grown, grown/float64(n), est/grown)
 	if est < 0.7*grown || est > 1.3*grown {
 		t.Errorf("the estimate %.0f bytes is not within 30%% of the heap's growth, %.0f bytes", est, grown)
+	}
+}
+
+// proseChunks makes n chunks of about 100 tokens of English prose (windows of the tokenizer's corpus, cut
+// at spaces), 20 to a document whose metadata they share, with Lexical vectors, and returns them with
+// their mean token count (cl100k_base).
+func proseChunks(tb testing.TB, n int) ([]collection.Chunk, float64) {
+	tb.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "tokenizer", "testdata", "corpus", "english.txt"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	text := strings.Join(strings.Fields(string(data)), " ")
+	chunks := make([]collection.Chunk, n)
+	texts := make([]string, n)
+	tokens := 0
+	var meta map[string]string
+	for i := range chunks {
+		start := (i * 104729) % (len(text) - 1000)
+		start += strings.IndexByte(text[start:], ' ') + 1
+		end := start + 440
+		end += strings.IndexByte(text[end:], ' ')
+		texts[i] = text[start:end]
+		doc := fmt.Sprintf("doc%05d.txt", i/20)
+		if i%20 == 0 {
+			meta = map[string]string{"source": doc, "format": "text"}
+		}
+		chunks[i] = collection.Chunk{Chunk: chunk.Chunk{ID: fmt.Sprintf("%s#%d", doc, i%20), DocumentID: doc, Content: texts[i],
+			Index: i % 20, EndOffset: len(texts[i]), TokenCount: tokenizer.CL100K().Count(texts[i])}, DocumentMetadata: meta}
+		tokens += chunks[i].TokenCount
+	}
+	vecs, err := embed.Default().Embed(context.Background(), texts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i := range chunks {
+		chunks[i].Vector = vecs[i]
+	}
+	return chunks, float64(tokens) / float64(n)
+}
+
+// BenchmarkIndexMemory builds an index of 10,000 and of 100,000 chunks of about 100 tokens (Lexical
+// vectors, 384 dimensions; the HNSW graph past 20,000) and reports its memory a chunk by its estimate
+// (MemoryBytes) and by the growth of the heap, the chunks' text included as a store's scan hands it over.
+// ns/op is the build, graph included. Run with -benchtime 1x: the 100k build takes minutes.
+func BenchmarkIndexMemory(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("n=%dk", n/1000), func(b *testing.B) {
+			chunks, tokens := proseChunks(b, n)
+			var est, grown float64
+			for b.Loop() {
+				b.StopTimer()
+				before := heapAlloc()
+				// The strings a store's scan would allocate, which the index keeps.
+				in := make([]collection.Chunk, n)
+				for i, c := range chunks {
+					c.ID, c.DocumentID, c.Content = strings.Clone(c.ID), strings.Clone(c.DocumentID), strings.Clone(c.Content)
+					in[i] = c
+				}
+				b.StartTimer()
+				ix := NewIndex(IndexOptions{})
+				if err := ix.Add(in...); err != nil {
+					b.Fatal(err)
+				}
+				if err := ix.WaitGraph(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				in = nil
+				grown = float64(heapAlloc()) - float64(before)
+				est = float64(ix.MemoryBytes())
+				runtime.KeepAlive(ix)
+				b.StartTimer()
+			}
+			b.ReportMetric(est/float64(n), "est-B/chunk")
+			b.ReportMetric(grown/float64(n), "heap-B/chunk")
+			b.ReportMetric(tokens, "tokens/chunk")
+		})
 	}
 }
