@@ -38,7 +38,12 @@ type liveIndex struct {
 	key indexKey
 	// swap makes replacing a document's chunks (a removal, then an addition) atomic to searches: they hold
 	// it shared, replacements exclusively.
-	swap  sync.RWMutex
+	swap sync.RWMutex
+	// write orders the writes to the index: a reload (a read of the store, then a replacement) and this
+	// engine's own replacements, each made after its write to the store. A reload that read the store
+	// before such a write is replaced by it, not the other way round: an engine sees its own writes at
+	// once, whatever its follower is reloading.
+	write sync.Mutex
 	idx   *retriever.Index
 	ready chan struct{} // closed when the build has ended
 	err   error         // the build's error, set before ready is closed
@@ -328,6 +333,8 @@ func (r *registry) put(k indexKey, docID string, chunks []collection.Chunk) {
 	}
 	r.mu.Unlock()
 	if li != nil {
+		li.write.Lock()
+		defer li.write.Unlock()
 		r.replace(li, docID, chunks)
 	}
 }
@@ -345,13 +352,20 @@ func (r *registry) replace(li *liveIndex, docID string, chunks []collection.Chun
 
 // reload replaces a document's chunks in li's index with what the store holds now.
 func (r *registry) reload(li *liveIndex, docID string) {
+	li.write.Lock()
+	defer li.write.Unlock()
+	ctx, cancel := context.WithTimeout(r.life, reloadTimeout)
+	defer cancel()
 	k := li.key
-	chunks, err := r.colls.DocumentChunks(r.life, k.tenant, k.collection, docID)
+	chunks, err := r.colls.DocumentChunks(ctx, k.tenant, k.collection, docID)
 	if err != nil && !errors.Is(err, collection.ErrNotFound) {
 		return // the next change of the document, or a rebuild, repairs it
 	}
 	r.replace(li, docID, chunks)
 }
+
+// reloadTimeout bounds a reload's read of the store, which the engine's own writes to the index wait for.
+const reloadTimeout = 30 * time.Second
 
 // feedPos is where the follower is: the change it applied last, and the store's epoch ("" for a store
 // that is no collection.Epocher) when it took that position.

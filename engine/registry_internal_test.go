@@ -198,3 +198,42 @@ func TestRegistry_GraphCounted(t *testing.T) {
 		}
 	}
 }
+
+// probedReads is a store that calls probe in each DocumentChunks, before it reads.
+type probedReads struct {
+	*memory.Store
+	probe func()
+}
+
+func (p *probedReads) DocumentChunks(ctx context.Context, tenant, collectionID, documentID string) ([]collection.Chunk, error) {
+	p.probe()
+	return p.Store.DocumentChunks(ctx, tenant, collectionID, documentID)
+}
+
+// TestRegistry_ReloadHoldsTheWriteLock: a reload holds the index's write lock from before its read of the
+// store until its replacement, so that the engine's own write of the document (made to the store, then to
+// the index under that lock) cannot be undone by a reload that read the store before it: a deleted
+// document would be retrievable again until the follower reached the deletion.
+func TestRegistry_ReloadHoldsTheWriteLock(t *testing.T) {
+	t.Parallel()
+	st := &probedReads{Store: storeWith(t, "a")}
+	r := newRegistry(st, retriever.IndexOptions{}, 0)
+	defer r.Close(context.Background())
+	li, err := r.acquire(t.Context(), indexKey{"acme", "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.release(li)
+	var held atomic.Bool
+	st.probe = func() {
+		if li.write.TryLock() {
+			li.write.Unlock()
+			return
+		}
+		held.Store(true)
+	}
+	r.reload(li, "d")
+	if !held.Load() {
+		t.Error("a reload reads the store without the index's write lock")
+	}
+}
