@@ -390,9 +390,9 @@ func (c *countedScans) ScanChunks(ctx context.Context, tenant, collectionID stri
 	return c.collStore.ScanChunks(ctx, tenant, collectionID, fn)
 }
 
-// TestCollections_LoadIndexes: an engine that loads its indexes at start builds one per collection of every
-// tenant, retrieves without building again, and follows the changes made after.
-func TestCollections_LoadIndexes(t *testing.T) {
+// TestCollections_WarmIndexes: an engine told to warm collections of two tenants builds one index each,
+// retrieves without building again, and follows the changes made after.
+func TestCollections_WarmIndexes(t *testing.T) {
 	t.Parallel()
 	for _, b := range append([]backend{{name: "memory", openPair: func(testing.TB) (store.Store, store.Store) {
 		m := memory.New(store.Options{})
@@ -415,12 +415,14 @@ func TestCollections_LoadIndexes(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer bEng.Close()
-			n, err := bEng.LoadIndexes(t.Context())
-			if err != nil || n != 2 {
-				t.Fatalf("LoadIndexes = %d, %v; want 2 collections", n, err)
+			if err := bEng.WarmIndexes(t.Context(), collection.Ref{Tenant: "acme", ID: "manual"}, collection.Ref{Tenant: "other", ID: "notes"}); err != nil {
+				t.Fatal(err)
+			}
+			if s := bEng.IndexStats(); s.Loaded != 2 || s.Builds != 2 || s.MemoryBytes <= 0 {
+				t.Fatalf("after warming 2 collections: %+v", s)
 			}
 			if got := counted.scans.Load(); got != 2 {
-				t.Fatalf("LoadIndexes made %d scans for 2 collections", got)
+				t.Fatalf("WarmIndexes made %d scans for 2 collections", got)
 			}
 			acme := loom.WithTenant(t.Context(), "acme")
 			for ctx, q := range map[context.Context]string{acme: "password reset", other: "zeppelin"} {
@@ -430,7 +432,7 @@ func TestCollections_LoadIndexes(t *testing.T) {
 				}
 			}
 			if got := counted.scans.Load(); got != 2 {
-				t.Errorf("retrievals after LoadIndexes built again: %d scans", got)
+				t.Errorf("retrievals after WarmIndexes built again: %d scans", got)
 			}
 			if _, err := a.IngestText(other, "notes", "later.md", "later.md", "", "The airship is delayed.", nil); err != nil {
 				t.Fatal(err)
@@ -444,7 +446,7 @@ func TestCollections_LoadIndexes(t *testing.T) {
 					break
 				}
 				if time.Now().After(deadline) {
-					t.Fatal("a document ingested after LoadIndexes is not retrievable")
+					t.Fatal("a document ingested after WarmIndexes is not retrievable")
 				}
 			}
 		})
@@ -595,7 +597,7 @@ func TestRetrievalQuality(t *testing.T) {
 }
 
 // TestCollections_AfterClose: once the engine is closed no index is built and no follower started:
-// retrievals and LoadIndexes fail with ErrClosed.
+// retrievals and WarmIndexes fail with ErrClosed.
 func TestCollections_AfterClose(t *testing.T) {
 	t.Parallel()
 	eng, c := newCollectionsEngine(t, memory.New(store.Options{}))
@@ -604,8 +606,8 @@ func TestCollections_AfterClose(t *testing.T) {
 	if _, err := eng.Retrieve(ctx, "password", engine.WithCollection(c.ID)); !errors.Is(err, engine.ErrClosed) {
 		t.Errorf("Retrieve after Close: %v, want ErrClosed", err)
 	}
-	if _, err := eng.LoadIndexes(t.Context()); !errors.Is(err, engine.ErrClosed) {
-		t.Errorf("LoadIndexes after Close: %v, want ErrClosed", err)
+	if err := eng.WarmIndexes(t.Context(), collection.Ref{Tenant: "acme", ID: c.ID}); !errors.Is(err, engine.ErrClosed) {
+		t.Errorf("WarmIndexes after Close: %v, want ErrClosed", err)
 	}
 }
 

@@ -42,7 +42,7 @@ var (
 	// tools are required), and in strict mode when any source cannot be read; in the default mode the
 	// other sources' failures give a degraded result instead.
 	ErrSourceFailed = errors.New("engine: a source failed")
-	// ErrClosed is returned by retrievals and LoadIndexes after Close.
+	// ErrClosed is returned by retrievals and WarmIndexes after Close.
 	ErrClosed = loom.NewError(loom.ErrClosed, "engine: closed")
 )
 
@@ -57,8 +57,9 @@ type Engine struct {
 	defaultEmbedder string
 	chunkers        map[string]chunker.Chunker
 	indexOpts       retriever.IndexOptions
-	maxDocChunks    int // WithMaxDocumentChunks; 0: the default
-	ix              indexes
+	maxDocChunks    int   // WithMaxDocumentChunks; 0: the default
+	indexMemory     int64 // WithIndexMemory; 0: no cap
+	ix              *registry
 	hints           agentHints // the first page of history to read for an agent (see load)
 }
 
@@ -84,14 +85,14 @@ func New(s store.Store, opts ...Option) (*Engine, error) {
 		return nil, fmt.Errorf("%w: nil store", ErrInvalidRequest)
 	}
 	e := &Engine{store: s, sourceTimeout: DefaultSourceTimeout, now: time.Now, embedders: map[string]embed.Embedder{},
-		chunkers: map[string]chunker.Chunker{}, ix: indexes{m: map[indexKey]*liveIndex{}}}
-	e.ix.life, e.ix.end = context.WithCancel(context.Background())
+		chunkers: map[string]chunker.Chunker{}}
 	e.colls, _ = s.(collection.Store)
 	for _, o := range opts {
 		if err := o(e); err != nil {
 			return nil, err
 		}
 	}
+	e.ix = newRegistry(e.colls, e.indexOpts, e.indexMemory)
 	if e.defaultEmbedder == "" {
 		def := embed.Default()
 		e.embedders[def.Name()], e.defaultEmbedder = def, def.Name()

@@ -6,3 +6,14 @@ func Resyncs(e *Engine) int {
 	defer e.ix.mu.Unlock()
 	return e.ix.resyncs
 }
+
+// IndexUsers reports how many callers hold the collection's index (searches, and callers waiting for its
+// build); 0 when it is not loaded.
+func IndexUsers(e *Engine, tenant, collection string) int {
+	e.ix.mu.Lock()
+	defer e.ix.mu.Unlock()
+	if li := e.ix.m[indexKey{tenant, collection}]; li != nil {
+		return li.refs
+	}
+	return 0
+}

@@ -33,6 +33,7 @@ type graph struct {
 	entry    uint32
 	maxLevel int
 	size     int
+	bytes    int64 // the memory links holds, counted as insert and connect allocate it
 
 	// Scratch space of insert, which never runs concurrently with anything.
 	w, sel, prune []cand
@@ -138,11 +139,14 @@ func (g *graph) getState() *searchState {
 // insert adds slot, whose vector must be in g.pages, to the graph. It must not run concurrently with
 // anything.
 func (g *graph) insert(slot uint32) {
+	had := cap(g.links)
 	for int(slot) >= len(g.links) {
 		g.links = append(g.links, nil)
 	}
+	g.bytes += int64(cap(g.links)-had) * sliceHeader
 	level := int(-math.Log(1-g.rng.Float64()) * g.ml)
 	g.links[slot] = make([][]uint32, level+1)
+	g.bytes += int64(level+1) * sliceHeader
 	g.size++
 	if g.maxLevel < 0 {
 		g.entry, g.maxLevel = slot, level
@@ -162,6 +166,7 @@ func (g *graph) insert(slot uint32) {
 		}
 		g.sel = g.selectNeighbors(w, g.m, g.sel[:0])
 		ids := make([]uint32, len(g.sel), maxN)
+		g.bytes += int64(maxN) * 4
 		for i, c := range g.sel {
 			ids[i] = c.id
 		}
@@ -179,8 +184,10 @@ func (g *graph) insert(slot uint32) {
 // connect adds an edge from a to b on layer l; when a then has more than maxN neighbours, they are chosen
 // again by the heuristic.
 func (g *graph) connect(a, b uint32, l, maxN int) {
+	had := cap(g.links[a][l])
 	nb := append(g.links[a][l], b)
 	g.links[a][l] = nb
+	g.bytes += int64(cap(nb)-had) * 4
 	if len(nb) <= maxN {
 		return
 	}

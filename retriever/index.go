@@ -80,6 +80,10 @@ type Index struct {
 	terms    map[string]*term
 	totalLen int
 
+	// heap is the memory held by the entries' strings and metadata, the terms and their postings and the
+	// documents' slots and metadata, as the writes allocated it (see MemoryBytes).
+	heap int64
+
 	// Vectors, normalized, in pages of pageRows rows that never move (the HNSW graph keeps slices of them).
 	dims  int
 	pages [][]float32
@@ -200,6 +204,7 @@ func (ix *Index) add(c collection.Chunk, buf []string) []string {
 	e := entry{chunk: c.Chunk, live: true}
 	e.doc = ix.documentMetadata(c.DocumentID, c.DocumentMetadata)
 	e.chunk.Metadata = maps.Clone(collection.OwnMetadata(e.doc, c.Metadata))
+	ix.heap += entryBytes(&e)
 
 	buf = appendTerms(buf[:0], c.Content)
 	e.length = len(buf)
@@ -212,8 +217,11 @@ func (ix *Index) add(c collection.Chunk, buf []string) []string {
 		if t == nil {
 			t = &term{}
 			ix.terms[string([]byte(w))] = t // a copy, not a slice of the chunk's content
+			ix.heap += int64(len(w)) + termSize
 		}
+		had := cap(t.postings)
 		t.postings = append(t.postings, posting{slot: slot, tf: n})
+		ix.heap += int64(cap(t.postings)-had) * postingSize
 		t.df++
 	}
 	ix.totalLen += e.length
@@ -231,7 +239,10 @@ func (ix *Index) add(c collection.Chunk, buf []string) []string {
 	}
 	ix.entries = append(ix.entries, e)
 	ix.ids[c.ID] = slot
-	ix.docs[c.DocumentID] = append(ix.docs[c.DocumentID], slot)
+	slots := ix.docs[c.DocumentID]
+	had := cap(slots)
+	ix.docs[c.DocumentID] = append(slots, slot)
+	ix.heap += int64(cap(ix.docs[c.DocumentID])-had) * 4
 	ix.live++
 	if e.hasVec {
 		ix.liveVec++
@@ -253,6 +264,9 @@ func (ix *Index) documentMetadata(docID string, m map[string]string) map[string]
 		return have
 	}
 	have := maps.Clone(m)
+	// What the heap counts of documents' metadata is the copies this map holds (an entry may still hold an
+	// older one until it is replaced or compacted away).
+	ix.heap += metadataBytes(have) - metadataBytes(ix.docMeta[docID])
 	ix.docMeta[docID] = have
 	return have
 }
@@ -315,6 +329,7 @@ func (ix *Index) RemoveDocument(docID string) int {
 			n++
 		}
 	}
+	ix.heap -= int64(cap(ix.docs[docID]))*4 + metadataBytes(ix.docMeta[docID])
 	delete(ix.docs, docID)
 	delete(ix.docMeta, docID)
 	ix.maintain()
@@ -388,6 +403,7 @@ func (ix *Index) compact() {
 	}
 	ix.graph = nil
 	ix.epoch.Add(1)
+	ix.recount()
 }
 
 // runBuild builds the HNSW graph of the live vectors and hands it to the index; it is the goroutine of b.
@@ -474,6 +490,14 @@ func (ix *Index) WaitGraph(ctx context.Context) error {
 			return fmt.Errorf("retriever: %w", ctx.Err())
 		}
 	}
+}
+
+// GraphBuilding reports whether an HNSW graph build is in progress: [Index.MemoryBytes] counts the graph
+// once it is built, and [Index.WaitGraph] waits for that.
+func (ix *Index) GraphBuilding() bool {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.build != nil
 }
 
 // Close stops a graph build in progress and waits for it to end, returning ctx's error if ctx is done

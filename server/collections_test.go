@@ -1,6 +1,9 @@
 package server_test
 
 import (
+	"io"
+	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -85,4 +88,38 @@ func RunCollectionsAPI(t *testing.T, st store.Store) {
 func TestCollectionsAPI_Memory(t *testing.T) {
 	t.Parallel()
 	RunCollectionsAPI(t, memory.New(store.Options{}))
+}
+
+// TestAPI_IndexMetrics: /metrics shows the search indexes: none loaded before a retrieval, one after,
+// with its memory and its build.
+func TestAPI_IndexMetrics(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, memory.New(store.Options{}), server.Limits{})
+	ts.must("POST", "/v1/collections", keyAcme, map[string]any{"name": "manual"}, 201)
+	ts.must("POST", "/v1/collections/manual/documents", keyAcme, map[string]any{"id": "a", "text": "A reset link expires after thirty minutes."}, 201)
+	metrics := func() string {
+		t.Helper()
+		resp, err := http.Get(ts.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return string(body)
+	}
+	for _, want := range []string{"loom_indexes_loaded 0\n", "loom_index_memory_bytes 0\n", "loom_index_builds_total 0\n", "loom_index_memory_limit_bytes 0\n"} {
+		if m := metrics(); !strings.Contains(m, want) {
+			t.Errorf("before any retrieval, /metrics lacks %q", want)
+		}
+	}
+	ts.must("POST", "/v1/retrieve", keyAcme, map[string]any{"collection": "manual", "query": "reset link"}, 200)
+	m := metrics()
+	for _, want := range []string{"loom_indexes_loaded 1\n", "loom_index_builds_total 1\n", "loom_index_build_failures_total 0\n", "loom_index_evictions_total 0\n"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("after a retrieval, /metrics lacks %q", want)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^loom_index_memory_bytes [1-9]`).MatchString(m) {
+		t.Errorf("after a retrieval, the index's memory is not shown:\n%s", m)
+	}
 }

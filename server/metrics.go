@@ -18,7 +18,7 @@ type metrics struct {
 	storeErrors *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, eng *engine.Engine) (*metrics, error) {
 	m := &metrics{
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "loom_http_request_duration_seconds",
@@ -42,7 +42,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Store calls that failed other than for bad input or a missing item, by operation.",
 		}, []string{"op"}),
 	}
-	for _, c := range []prometheus.Collector{m.latency, m.tokens, m.dropped, m.degraded, m.storeErrors} {
+	for _, c := range []prometheus.Collector{m.latency, m.tokens, m.dropped, m.degraded, m.storeErrors, indexCollector{eng}} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -71,4 +71,39 @@ func (m *metrics) storeError(op string, err error) {
 	if isStoreFailure(err) {
 		m.storeErrors.WithLabelValues(op).Inc()
 	}
+}
+
+// The search indexes' metrics, read from the engine at each scrape.
+var (
+	indexMemoryDesc = prometheus.NewDesc("loom_index_memory_bytes",
+		"Estimated memory of the loaded search indexes.", nil, nil)
+	indexMemoryLimitDesc = prometheus.NewDesc("loom_index_memory_limit_bytes",
+		"The cap on the search indexes' memory (--index-memory); 0: none.", nil, nil)
+	indexesLoadedDesc = prometheus.NewDesc("loom_indexes_loaded",
+		"Collections whose search index is loaded.", nil, nil)
+	indexBuildsDesc = prometheus.NewDesc("loom_index_builds_total",
+		"Search index builds started: first uses, uses after an eviction, rebuilds after the change feed was lost.", nil, nil)
+	indexBuildFailuresDesc = prometheus.NewDesc("loom_index_build_failures_total",
+		"Search index builds that failed.", nil, nil)
+	indexEvictionsDesc = prometheus.NewDesc("loom_index_evictions_total",
+		"Idle search indexes evicted to keep under the memory cap.", nil, nil)
+)
+
+// indexCollector exports the engine's IndexStats.
+type indexCollector struct{ eng *engine.Engine }
+
+func (indexCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{indexMemoryDesc, indexMemoryLimitDesc, indexesLoadedDesc, indexBuildsDesc, indexBuildFailuresDesc, indexEvictionsDesc} {
+		ch <- d
+	}
+}
+
+func (c indexCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.eng.IndexStats()
+	ch <- prometheus.MustNewConstMetric(indexMemoryDesc, prometheus.GaugeValue, float64(s.MemoryBytes))
+	ch <- prometheus.MustNewConstMetric(indexMemoryLimitDesc, prometheus.GaugeValue, float64(s.MemoryLimit))
+	ch <- prometheus.MustNewConstMetric(indexesLoadedDesc, prometheus.GaugeValue, float64(s.Loaded))
+	ch <- prometheus.MustNewConstMetric(indexBuildsDesc, prometheus.CounterValue, float64(s.Builds))
+	ch <- prometheus.MustNewConstMetric(indexBuildFailuresDesc, prometheus.CounterValue, float64(s.BuildFailures))
+	ch <- prometheus.MustNewConstMetric(indexEvictionsDesc, prometheus.CounterValue, float64(s.Evictions))
 }

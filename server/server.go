@@ -146,7 +146,7 @@ func New(cfg Config) (*Server, error) {
 	if reg == nil || gat == nil {
 		return nil, errors.New("server: give both a Registerer and a Gatherer, or neither")
 	}
-	m, err := newMetrics(reg)
+	m, err := newMetrics(reg, cfg.Engine)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}

@@ -8,14 +8,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 	"unicode"
 
+	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/server"
 	"github.com/context-loom/loom/store"
@@ -25,8 +28,14 @@ import (
 const serveUsage = `Usage: loom serve [--addr HOST:PORT] [--store URL] [--keys FILE] [flags]
 
 Serve runs Loom's HTTP API (GET /openapi.json describes it) until SIGINT or SIGTERM, then stops accepting
-connections, finishes the requests in flight (up to --shutdown-timeout) and closes the store. At start it
-loads the search index of every collection in the background; GET /readyz answers 503 until it is done.
+connections, finishes the requests in flight (up to --shutdown-timeout) and closes the store.
+
+Search indexes: a collection's in-memory index is built on its first retrieval, and kept current after.
+--warm-indexes builds the ones it names at start instead, in the background (GET /readyz answers 503 until
+they are built): "acme/manual,acme/faq" (TENANT/COLLECTION, by id or name; a name alone is the tenant
+"default"'s). --index-memory caps what the loaded indexes take, by their estimate ("512MiB", "2GB", or
+bytes; 0, the default, is no cap): past it, the indexes no request is using are evicted, least recently
+used first, and built again on their next use. /metrics shows loom_index_memory_bytes.
 
 API keys: LOOM_API_KEYS="KEY1=TENANT1,KEY2=TENANT2" (each pair split at its last "=", so a key may end in
 base64 "=" padding: "c2VjcmV0IQ===acme" is the key "c2VjcmV0IQ==" for acme), or --keys FILE with one
@@ -51,6 +60,8 @@ type serveConfig struct {
 	maxMessage, maxItems                                int
 	requestTimeout, sourceTimeout, shutdownTimeout, ttl time.Duration
 	storeWait                                           time.Duration
+	warm                                                string
+	indexMemory                                         byteSize
 }
 
 func runServe(ctx context.Context, args []string, s streams) error {
@@ -69,6 +80,8 @@ func runServe(ctx context.Context, args []string, s streams) error {
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long to wait for requests in flight at shutdown")
 	fs.DurationVar(&c.ttl, "session-ttl", 0, "expire sessions this long after their last write (0: never)")
 	fs.DurationVar(&c.storeWait, "store-wait", 30*time.Second, "at start, how long to keep trying a store that cannot be reached")
+	fs.StringVar(&c.warm, "warm-indexes", "", "build the search indexes of these collections at start (`TENANT/COLLECTION,...`)")
+	fs.Var(&c.indexMemory, "index-memory", "cap the loaded search indexes' memory at `SIZE` (512MiB, 2GB, bytes; 0: no cap)")
 	if err := parseFlags(fs, help, args); err != nil {
 		return err
 	}
@@ -82,6 +95,10 @@ func runServe(ctx context.Context, args []string, s streams) error {
 	keys, err := loadKeys(env, envSet, c.keysFile)
 	if err != nil {
 		return usageError(fmt.Errorf("serve: %w", err))
+	}
+	warm, err := parseWarm(c.warm)
+	if err != nil {
+		return usageError(fmt.Errorf("serve: --warm-indexes: %w", err))
 	}
 	var handler slog.Handler
 	switch c.logFormat {
@@ -120,36 +137,39 @@ func runServe(ctx context.Context, args []string, s streams) error {
 		return fmt.Errorf("serve: open the store: %w", err)
 	}
 	defer st.Close()
-	eng, err := engine.New(st, engine.WithSourceTimeout(c.sourceTimeout))
+	eng, err := engine.New(st, engine.WithSourceTimeout(c.sourceTimeout), engine.WithIndexMemory(int64(c.indexMemory)))
 	if err != nil {
 		return err
 	}
-	// The search indexes load while the server starts listening; /readyz says 503 until they have. On the
-	// way out the engine is closed (which ends a build under way) and the loader waited for, before the
-	// store is closed.
-	var loading atomic.Bool
-	loading.Store(true)
-	loaded := make(chan struct{})
+	// The indexes named to warm are built while the server starts listening; /readyz says 503 until they
+	// are. On the way out the engine is closed (which ends a build under way) and the warming waited for,
+	// before the store is closed.
+	var warming atomic.Bool
+	warming.Store(len(warm) > 0)
+	warmed := make(chan struct{})
 	defer func() {
 		eng.Close()
-		<-loaded
+		<-warmed
 	}()
 	go func() {
-		defer close(loaded)
+		defer close(warmed)
+		if len(warm) == 0 {
+			return
+		}
 		start := time.Now()
-		n, err := eng.LoadIndexes(ctx)
+		err := eng.WarmIndexes(ctx, warm...)
 		if errors.Is(err, engine.ErrClosed) || ctx.Err() != nil {
 			return
 		}
 		if err != nil {
-			log.Warn("some search indexes did not load; they load on their first retrieval", "err", err)
+			log.Warn("some search indexes were not warmed; they are built on their first retrieval", "err", err)
 		}
-		log.Info("search indexes loaded", "collections", n, "took", time.Since(start).Round(time.Millisecond))
-		loading.Store(false)
+		log.Info("search indexes warmed", "collections", eng.IndexStats().Loaded, "took", time.Since(start).Round(time.Millisecond))
+		warming.Store(false)
 	}()
 	ready := func() error {
-		if loading.Load() {
-			return errors.New("the search indexes are loading")
+		if warming.Load() {
+			return errors.New("the search indexes are warming")
 		}
 		return nil
 	}
@@ -302,4 +322,48 @@ func distinct(keys map[string]string) map[string]bool {
 		out[t] = true
 	}
 	return out
+}
+
+// parseWarm parses --warm-indexes: TENANT/COLLECTION pairs separated by commas, a COLLECTION alone being
+// the default tenant's.
+func parseWarm(list string) ([]collection.Ref, error) {
+	var refs []collection.Ref
+	for item := range strings.SplitSeq(list, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		tenant, coll, ok := strings.Cut(item, "/")
+		if !ok {
+			tenant, coll = engine.DefaultTenant, item
+		}
+		if tenant == "" || coll == "" {
+			return nil, fmt.Errorf("%q: want TENANT/COLLECTION", item)
+		}
+		refs = append(refs, collection.Ref{Tenant: tenant, ID: coll})
+	}
+	return refs, nil
+}
+
+// byteSize is a flag's size in bytes, given as a number of bytes or with a unit: B, KB, MB, GB, TB (powers
+// of 1000) or KiB, MiB, GiB, TiB (powers of 1024), in any case, with or without a space.
+type byteSize int64
+
+func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
+
+func (b *byteSize) Set(s string) error {
+	num := strings.TrimSpace(s)
+	unit := strings.TrimLeftFunc(num, func(r rune) bool { return r >= '0' && r <= '9' || r == '.' })
+	num = strings.TrimSpace(num[:len(num)-len(unit)])
+	mult, ok := map[string]float64{"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
+		"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}[strings.ToLower(strings.TrimSpace(unit))]
+	if !ok || num == "" {
+		return fmt.Errorf("size %q: want bytes, or a number with B, KB, MB, GB, KiB, MiB or GiB", s)
+	}
+	n, err := strconv.ParseFloat(num, 64)
+	if err != nil || n*mult >= math.MaxInt64 {
+		return fmt.Errorf("size %q: want bytes, or a number with B, KB, MB, GB, KiB, MiB or GiB", s)
+	}
+	*b = byteSize(n * mult)
+	return nil
 }

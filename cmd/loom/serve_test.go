@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -133,8 +134,9 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestServe_ServesAndShutsDown runs loom serve on an SQLite file with keys from the environment, makes
-// requests, then cancels it (as SIGTERM does) and checks that it stops cleanly and the data is there.
+// TestServe_ServesAndShutsDown runs loom serve on an SQLite file with keys from the environment, warming
+// a collection's index under a memory cap, makes requests, then cancels it (as SIGTERM does) and checks
+// that it stops cleanly and the data is there.
 func TestServe_ServesAndShutsDown(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -157,7 +159,8 @@ func TestServe_ServesAndShutsDown(t *testing.T) {
 	logs := &syncBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"serve", "--addr", addr, "--store", "sqlite:" + db, "--log-format", "json"}, strings.NewReader(""), &bytes.Buffer{}, logs)
+		done <- run(ctx, []string{"serve", "--addr", addr, "--store", "sqlite:" + db, "--log-format", "json",
+			"--warm-indexes", "acme/manual", "--index-memory", "64MiB"}, strings.NewReader(""), &bytes.Buffer{}, logs)
 	}()
 	base := "http://" + addr
 	deadline := time.Now().Add(30 * time.Second)
@@ -172,7 +175,7 @@ func TestServe_ServesAndShutsDown(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	// Ready once the search index of the collection is loaded.
+	// Ready once the search index of the collection is warmed.
 	for {
 		resp, err := http.Get(base + "/readyz")
 		if err != nil {
@@ -187,8 +190,19 @@ func TestServe_ServesAndShutsDown(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if out := logs.String(); !strings.Contains(out, `"msg":"search indexes loaded","collections":1`) {
-		t.Errorf("ready before the index was loaded, or no log of it:\n%s", out)
+	if out := logs.String(); !strings.Contains(out, `"msg":"search indexes warmed","collections":1`) {
+		t.Errorf("ready before the index was warmed, or no log of it:\n%s", out)
+	}
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"loom_indexes_loaded 1\n", "loom_index_memory_limit_bytes 6.7108864e+07\n", "loom_index_builds_total 1\n"} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, metrics)
+		}
 	}
 	post := func(path, body string) int {
 		req, _ := http.NewRequest("POST", base+path, strings.NewReader(body))
