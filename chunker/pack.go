@@ -166,15 +166,6 @@ func (b *builder) nextCluster(off int) int {
 	return min(off, len(b.text))
 }
 
-func isASCII(s string) bool {
-	for i := range len(s) {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
-}
-
 func newBuilder(ctx context.Context, text string, c config) *builder {
 	b := &builder{ctx: ctx, text: text, config: c}
 	b.upTo, _ = c.counter.(upToCounter)
@@ -244,15 +235,6 @@ func (b *builder) emit(start, end, tokens int, meta map[string]string) {
 		TokenCount:  tokens,
 		Metadata:    meta,
 	})
-}
-
-// pack groups consecutive units (each at most size tokens) into chunks; see packer.
-func (b *builder) pack(units []unit) {
-	p := b.packer()
-	for _, u := range units {
-		p.add(u)
-	}
-	p.flush()
 }
 
 // packer groups a stream of consecutive units (each at most size tokens) into chunks of at most size
