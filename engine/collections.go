@@ -32,8 +32,10 @@ const (
 	DefaultChunkSize    = 512
 	DefaultChunkOverlap = 50
 	// StrategyAuto chunks each document by its kind: Markdown and HTML (extracted as Markdown) by their
-	// sections, source code by its syntax, plain text with the recursive chunker. It is the strategy of a
-	// collection that names none, unless WithChunker set a custom default.
+	// sections, source code with the "code" strategy of the engine's registry (by its syntax where the
+	// tree-sitter chunker of chunker/code is registered, see WithChunkers; else as plain text, each chunk
+	// saying so), plain text with the recursive chunker. It is the strategy of a collection that names
+	// none, unless WithChunker set a custom default.
 	StrategyAuto = "auto"
 	// StrategyCustom is the name under which WithChunker registers its chunker.
 	StrategyCustom = "custom"
