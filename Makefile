@@ -1,19 +1,46 @@
 # The README's test command is `make test`; .ci/run calls it.
 
 GO ?= go
+GOFMT ?= $(shell $(GO) env GOROOT)/bin/gofmt
+# staticcheck, pinned; `go run` fetches and builds it once (the module and build caches keep it).
+STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+# The modules of the repository: the library, the benchmarks and the SDK conformance tests.
+MODULES := . bench internal/sdktest
 
-.PHONY: test test-fast test-deps bench generate
+.PHONY: test test-fast test-deps lint nocgo bench generate
 
-# test vets the benchmark module and runs its tests (which compiles the benchmarks without running them),
-# then vets and tests the main module with the race detector, and runs the allocation tests without it
-# (under it sync.Pool drops values on purpose, so they skip there). The Valkey tests start their own servers on
-# free loopback ports (internal/valkeytest); LOOM_REQUIRE_VALKEY=1 makes them fail, not skip, without one.
-test: test-deps
+# test checks the formatting and runs staticcheck on every module (lint), builds, vets and tests what
+# depends on cgo without it (nocgo), vets the benchmark module and runs its tests (which compiles the
+# benchmarks without running them), vets and runs the SDK conformance tests (internal/sdktest, a module of
+# its own so that the OpenAI and Anthropic SDKs stay out of the library's go.mod), then vets and tests the
+# main module with the race detector, and runs the allocation tests without it (under it sync.Pool drops
+# values on purpose, so they skip there). The Valkey tests start their own servers on free loopback ports
+# (internal/valkeytest); LOOM_REQUIRE_VALKEY=1 makes them fail, not skip, without one.
+test: test-deps lint nocgo
 	cd bench && $(GO) vet ./...
 	cd bench && $(GO) test -run . -count=1 ./...
+	cd internal/sdktest && $(GO) vet ./...
+	cd internal/sdktest && $(GO) test -count=1 ./...
 	$(GO) vet ./...
 	LOOM_REQUIRE_VALKEY=1 $(GO) test -race -count=1 ./...
 	$(GO) test -count=1 -run 'AllocatesNothing|DoesNotAllocate' ./...
+
+# lint fails on any file gofmt would change, in any module, and on what staticcheck reports.
+lint:
+	@unformatted="$$($(GOFMT) -l .)"; if [ -n "$$unformatted" ]; then echo "gofmt -l: not formatted:"; echo "$$unformatted"; exit 1; fi
+	for m in $(MODULES); do (cd $$m && $(STATICCHECK) ./...) || exit 1; done
+
+# nocgo proves the pure-Go build: everything builds and vets with CGO_ENABLED=0 (the tree-sitter code
+# chunker, chunker/code, is then empty and left out), and the command, the one package that differs
+# without cgo, passes its tests: its code strategy falls back to plain text and says so, and loom is a
+# static binary (TestBuild_WithoutCgoIsStatic). The other packages are pure Go: the main test run covers
+# them, the plain-text code strategy included (chunker's TestCodeText_*, engine's and server's
+# *CodeWithoutAParserSaysSo).
+nocgo:
+	CGO_ENABLED=0 $(GO) build ./...
+	CGO_ENABLED=0 $(GO) vet ./...
+	CGO_ENABLED=0 $(GO) test -count=1 ./cmd/loom/...
 
 # test-fast runs the main module's tests once without the race detector, vet or the benchmark module: the
 # quick loop while working (the Valkey tests still start their own servers).

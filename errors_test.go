@@ -41,6 +41,7 @@ var sentinels = map[string]error{
 	"chunker.ErrNegativeOverlap":    chunker.ErrNegativeOverlap,
 	"chunker.ErrOverlapTooLarge":    chunker.ErrOverlapTooLarge,
 	"chunker.ErrUnknownStrategy":    chunker.ErrUnknownStrategy,
+	"chunker.ErrNoChunker":          chunker.ErrNoChunker,
 	"chunker.ErrUnknownLanguage":    chunker.ErrUnknownLanguage,
 	"chunker.ErrNotApplicable":      chunker.ErrNotApplicable,
 	"chunker.ErrStrategyMismatch":   chunker.ErrStrategyMismatch,

@@ -388,11 +388,6 @@ func TestAssemble_RefusesBadToolNames(t *testing.T) {
 // textBreaks are the line breaks of the text format (CR LF as one), as its godoc names them.
 var textBreaks = regexp.MustCompile("\r\n|[\n\v\f\r\u0085\u2028\u2029]")
 
-// indented is s as the text format renders a body: two spaces after each line break.
-func indented(s string) string {
-	return textBreaks.ReplaceAllStringFunc(s, func(b string) string { return b + "  " })
-}
-
 // BenchmarkEscapeText escapes knowledge-sized pieces of English text, most of which hold a quote or an
 // apostrophe.
 func BenchmarkEscapeText(b *testing.B) {

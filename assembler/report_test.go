@@ -101,7 +101,7 @@ func TestReport_RegionsAddUpToTheTotal(t *testing.T) {
 			}
 			checkReportSums(t, req, res)
 			// Mid task: for Anthropic, the context joins the user message of the tool results.
-			mid := sdkMidTask()
+			mid := midTask()
 			mid.Format = format
 			midRes, err := AssembleRequest(context.Background(), mid)
 			if err != nil {
@@ -135,7 +135,7 @@ func TestReport_RegionsAddUpToTheTotal(t *testing.T) {
 			rng := rand.New(rand.NewPCG(11, uint64(len(format))))
 			fits := 0
 			for range 150 {
-				req := sdkRandomRequest(rng, format)
+				req := variedRandomRequest(rng, format)
 				res, err := AssembleRequest(context.Background(), req)
 				var be *BudgetError
 				if errors.As(err, &be) || errors.Is(err, ErrInvalidRequest) {

@@ -3,8 +3,8 @@ package bench
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -33,7 +33,13 @@ func mixedCorpus(b *testing.B) string {
 	for _, name := range []string{"godebug.md", "textwrap.py"} {
 		add(filepath.Join("..", "chunker", "testdata", name))
 	}
-	root := runtime.GOROOT()
+	// The Go installation running the benchmark: the go command's GOROOT (runtime.GOROOT is deprecated, as
+	// the build's root need not be this machine's).
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		b.Fatalf("go env GOROOT: %v", err)
+	}
+	root := strings.TrimSpace(string(out))
 	var md, code []string
 	for _, dir := range []string{"src/runtime", "src/cmd/compile", "src/net/http", "src/encoding/json", "src/go/types"} {
 		filepath.WalkDir(filepath.Join(root, dir), func(path string, d os.DirEntry, err error) error {

@@ -14,17 +14,25 @@
 //  6. Bad options are an error naming the problem; empty or whitespace-only text gives no chunks.
 //  7. Results are deterministic, and text is counted a bounded number of times per byte.
 //  8. Memory is linear and small: beside the text and the chunks it returns, a call holds the pieces of
-//     about one chunk (and the code strategy one parse window, see [MaxParseBytes]); time is bounded too
-//     (see [ParseTimeout]). [Options.MaxChunks] stops a call as soon as a text makes too many chunks.
+//     about one chunk (and the tree-sitter code strategy one parse window, bounded in time too: see package
+//     chunker/code). [Options.MaxChunks] stops a call as soon as a text makes too many chunks.
 //
-// Use [New] for a strategy by name, or [Default] to pick one per call from [Options.Strategy]. A type of
-// your own that implements [Chunker] works wherever a chunker is expected.
+// Use [New] for a built-in strategy by name, or [Default] to pick one per call from [Options.Strategy]; a
+// [Registry] holds a program's strategies, its own beside the built-in ones. A type of your own that
+// implements [Chunker] works wherever a chunker is expected, and [Builder] lends it this package's
+// machinery.
+//
+// The code strategy parses source code with tree-sitter, which needs cgo, so it lives in package
+// chunker/code, and a program registers it where it wants it. Without it, the "code" strategy of this
+// package is [CodeTextChunker]: the code is chunked as plain text, and each chunk says so
+// ([MetaParse] "fallback", [MetaParseReason] "unavailable"). This package builds with CGO_ENABLED=0.
 package chunker
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -62,6 +70,7 @@ var (
 	ErrNegativeOverlap  = loom.NewError(loom.ErrInvalid, "chunker: overlap must not be negative")
 	ErrOverlapTooLarge  = loom.NewError(loom.ErrInvalid, "chunker: overlap must be smaller than the chunk size")
 	ErrUnknownStrategy  = loom.NewError(loom.ErrInvalid, "chunker: unknown strategy")
+	ErrNoChunker        = loom.NewError(loom.ErrInvalid, "chunker: a strategy needs a name and a chunker")
 	ErrUnknownLanguage  = loom.NewError(loom.ErrInvalid, "chunker: unknown language")
 	ErrNotApplicable    = loom.NewError(loom.ErrInvalid, "chunker: option does not apply to this strategy")
 	ErrStrategyMismatch = loom.NewError(loom.ErrInvalid, "chunker: options name another strategy")
@@ -92,7 +101,8 @@ type Options struct {
 	Counter tokenizer.Counter
 
 	// Language is the code strategy's language ("go", "python", "javascript", "typescript", "rust", "java",
-	// ...), or "" to treat the text as plain lines. See [LanguageForFile].
+	// ...; see [CodeLanguages] and [CodeLanguage]), or "" to treat the text as plain lines. Package ingest's
+	// LanguageForFile tells it from a file name.
 	Language string
 	// Embedder is the semantic strategy's sentence embedder; nil means the offline lexical embedder.
 	Embedder Embedder
@@ -169,68 +179,105 @@ func resolve(name string, opts *Options) (config, error) {
 	return c, nil
 }
 
-// registry of strategies by name.
-var (
-	registryMu sync.RWMutex
-	registry   = map[string]Chunker{}
-)
-
-// Register makes a chunker available under name to [New] and [Default], replacing any before it.
-func Register(name string, c Chunker) {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	registry[name] = c
+// A Registry resolves strategy names to chunkers: the one place a program keeps its strategies, the
+// built-in ones and its own. [NewRegistry] has the built-in strategies; a program registers others, or its
+// own chunker under a built-in name (the tree-sitter chunker of package chunker/code under [Code], say), and
+// hands the registry to what chunks by name (engine.WithChunkers). A Registry is also a [Chunker] that runs
+// the strategy each call's [Options.Strategy] names, recursive when it is empty.
+//
+// The zero value is an empty registry. A Registry is safe for concurrent use.
+type Registry struct {
+	mu sync.RWMutex
+	m  map[string]Chunker
 }
 
-// New returns the chunker of the named strategy, or an error wrapping [ErrUnknownStrategy] that lists the
+var _ Chunker = (*Registry)(nil)
+
+// NewRegistry returns a registry of the built-in strategies: recursive, fixed, sliding, semantic, markdown,
+// and code, which is [CodeTextChunker] (code chunked as plain text, and its chunks saying so) until a
+// parsing chunker is registered in its place.
+func NewRegistry() *Registry {
+	return &Registry{m: map[string]Chunker{
+		Recursive: NewRecursive(),
+		Fixed:     NewFixed(),
+		Sliding:   NewSliding(),
+		Semantic:  NewSemantic(),
+		Markdown:  NewMarkdown(),
+		Code:      NewCodeText(),
+	}}
+}
+
+// Register makes c the chunker of the strategy called name, replacing any before it. It returns an error
+// wrapping [ErrNoChunker] for an empty name or a nil chunker.
+func (r *Registry) Register(name string, c Chunker) error {
+	if name == "" || c == nil {
+		return fmt.Errorf("%w (name %q)", ErrNoChunker, name)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]Chunker{}
+	}
+	r.m[name] = c
+	return nil
+}
+
+// Lookup returns the chunker of the named strategy, or an error wrapping [ErrUnknownStrategy] that lists the
 // known ones.
-func New(strategy string) (Chunker, error) {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	if c, ok := registry[strategy]; ok {
+func (r *Registry) Lookup(strategy string) (Chunker, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if c, ok := r.m[strategy]; ok {
 		return c, nil
 	}
-	return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownStrategy, strategy, strings.Join(strategiesLocked(), ", "))
+	return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownStrategy, strategy, strings.Join(r.strategiesLocked(), ", "))
 }
 
 // Strategies returns the names of the registered strategies, sorted.
-func Strategies() []string {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	return strategiesLocked()
+func (r *Registry) Strategies() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.strategiesLocked()
 }
 
-func strategiesLocked() []string {
-	names := make([]string, 0, len(registry))
-	for name := range registry {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return names
+func (r *Registry) strategiesLocked() []string {
+	return slices.Sorted(maps.Keys(r.m))
 }
 
-// Default returns a chunker that runs the strategy named by each call's Options.Strategy, recursive when
-// it is empty.
-func Default() Chunker { return dispatcher{} }
-
-type dispatcher struct{}
-
-func (dispatcher) Chunk(ctx context.Context, text string, opts *Options) ([]ChunkResult, error) {
+// Chunk runs the strategy named by opts.Strategy (recursive when it is empty) on text. It returns
+// [Registry.Lookup]'s error for an unknown strategy, and the chunker's errors.
+func (r *Registry) Chunk(ctx context.Context, text string, opts *Options) ([]ChunkResult, error) {
 	name := DefaultStrategy
 	if opts != nil && opts.Strategy != "" {
 		name = opts.Strategy
 	}
-	c, err := New(name)
+	c, err := r.Lookup(name)
 	if err != nil {
 		return nil, err
 	}
 	return c.Chunk(ctx, text, opts)
 }
 
-func init() {
-	Register(Recursive, NewRecursive())
-	Register(Fixed, NewFixed())
-	Register(Sliding, NewSliding())
+// builtins are the built-in strategies of New, Strategies and Default; nothing registers in it.
+var builtins = NewRegistry()
+
+// New returns the chunker of the named built-in strategy (see [NewRegistry]), or an error wrapping
+// [ErrUnknownStrategy] that lists them. Its code strategy is [CodeTextChunker]; for parsed code, use
+// package chunker/code.
+func New(strategy string) (Chunker, error) { return builtins.Lookup(strategy) }
+
+// Strategies returns the names of the built-in strategies, sorted.
+func Strategies() []string { return builtins.Strategies() }
+
+// Default returns a chunker that runs the built-in strategy named by each call's Options.Strategy,
+// recursive when it is empty.
+func Default() Chunker { return dispatcher{} }
+
+// dispatcher is Default: builtins, which no caller may register in.
+type dispatcher struct{}
+
+func (dispatcher) Chunk(ctx context.Context, text string, opts *Options) ([]ChunkResult, error) {
+	return builtins.Chunk(ctx, text, opts)
 }
 
 // IsOptionError reports whether err comes from options a strategy cannot use (a bad size or overlap, an

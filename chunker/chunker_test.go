@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -66,6 +67,11 @@ var sizes = []struct{ size, overlap int }{
 // builtin are the strategies this package registers; tests register others.
 var builtin = []string{Recursive, Fixed, Sliding, Semantic, Code, Markdown}
 
+// testLanguage returns the code strategy's language of a testdata file, "" for one that is not code.
+func testLanguage(name string) string {
+	return map[string]string{".py": "python", ".go": "go"}[filepath.Ext(name)]
+}
+
 func strategiesUnderTest() []string {
 	var names []string
 	for _, name := range builtin {
@@ -99,7 +105,7 @@ func TestChunk_InvariantsHoldOnRealAndTrickyText(t *testing.T) {
 					}
 					opts := Options{ChunkSize: sz.size, ChunkOverlap: sz.overlap, NoOverlap: sz.overlap == 0}
 					if strategy == Code {
-						opts.Language = LanguageForFile(name)
+						opts.Language = testLanguage(name)
 					}
 					chunks, err := c.Chunk(context.Background(), text, &opts)
 					if err != nil {
@@ -334,12 +340,66 @@ func (c *MyChunker) Chunk(_ context.Context, text string, opts *Options) ([]Chun
 	return results, nil
 }
 
-func TestRegister_CustomChunker(t *testing.T) {
+func TestRegistry_CustomChunker(t *testing.T) {
+	t.Parallel()
 	var _ Chunker = &MyChunker{}
-	Register("sentences-test", &MyChunker{})
-	got, err := Default().Chunk(context.Background(), "One. Two. Three.", &Options{Strategy: "sentences-test"})
+	r := NewRegistry()
+	if err := r.Register("sentences-test", &MyChunker{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Chunk(context.Background(), "One. Two. Three.", &Options{Strategy: "sentences-test"})
 	if err != nil || len(got) != 3 {
-		t.Fatalf("custom chunker via Default: %v, %v", got, err)
+		t.Fatalf("custom chunker via the registry: %v, %v", got, err)
+	}
+	if !slices.Contains(r.Strategies(), "sentences-test") {
+		t.Errorf("Strategies() = %v, without the registered one", r.Strategies())
+	}
+	// The registry is the program's, not the package's: the built-ins do not see it.
+	if _, err := New("sentences-test"); !errors.Is(err, ErrUnknownStrategy) {
+		t.Errorf("New after registering in a registry: %v, want ErrUnknownStrategy", err)
+	}
+	if _, err := NewRegistry().Lookup("sentences-test"); !errors.Is(err, ErrUnknownStrategy) {
+		t.Errorf("a new registry has the other's strategy: %v", err)
+	}
+	if err := r.Register("", &MyChunker{}); !errors.Is(err, ErrNoChunker) {
+		t.Errorf("Register with no name: %v, want ErrNoChunker", err)
+	}
+	if err := r.Register("x", nil); !errors.Is(err, ErrNoChunker) {
+		t.Errorf("Register of nil: %v, want ErrNoChunker", err)
+	}
+}
+
+func TestRegistry_ZeroValueIsEmpty(t *testing.T) {
+	t.Parallel()
+	var r Registry
+	if _, err := r.Lookup(Recursive); !errors.Is(err, ErrUnknownStrategy) || len(r.Strategies()) != 0 {
+		t.Fatalf("zero registry: %v, %v", err, r.Strategies())
+	}
+	if err := r.Register("mine", &MyChunker{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Lookup("mine"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestRegistry_ReplacesABuiltIn(t *testing.T) {
+	t.Parallel()
+	r := NewRegistry()
+	if c, err := r.Lookup(Code); err != nil || reflect.TypeOf(c) != reflect.TypeOf(NewCodeText()) {
+		t.Fatalf("Lookup(code) = %T, %v; want the plain-text code chunker", c, err)
+	}
+	if err := r.Register(Code, &MyChunker{}); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := r.Lookup(Code); reflect.TypeOf(c) != reflect.TypeOf(&MyChunker{}) {
+		t.Errorf("Lookup(code) after Register = %T, want the registered chunker", c)
+	}
+	if c, _ := New(Code); reflect.TypeOf(c) != reflect.TypeOf(NewCodeText()) {
+		t.Errorf("New(code) = %T after a registry replaced it, want the built-in", c)
+	}
+	if !slices.Equal(Strategies(), []string{Code, Fixed, Markdown, Recursive, Semantic, Sliding}) {
+		t.Errorf("Strategies() = %v", Strategies())
 	}
 }
 

@@ -1,27 +1,11 @@
 package chunker
 
 import (
-	"path/filepath"
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
-
-// languageExtensions maps file extensions to the code strategy's language names.
-var languageExtensions = map[string]string{
-	".go":   "go",
-	".py":   "python",
-	".pyi":  "python",
-	".pyw":  "python",
-	".js":   "javascript",
-	".mjs":  "javascript",
-	".cjs":  "javascript",
-	".jsx":  "javascript",
-	".ts":   "typescript",
-	".mts":  "typescript",
-	".cts":  "typescript",
-	".tsx":  "tsx",
-	".rs":   "rust",
-	".java": "java",
-}
 
 // languageAliases maps the names [Options.Language] accepts, lower-cased, to the code strategy's names.
 // "text" is the plain-lines fallback, the same as "".
@@ -44,19 +28,31 @@ var languageAliases = map[string]string{
 	"text":       "",
 }
 
-// normalizeLanguage returns the code strategy's name for a language name or alias ("golang" is "go", "ts" is
-// "typescript"), case-insensitively; "" for the plain-lines fallback ("" or "text"); and false when the name
-// is not known.
-func normalizeLanguage(name string) (string, bool) {
-	if name == "" {
-		return "", true
+// codeLanguages are the code strategy's language names, sorted.
+var codeLanguages = func() []string {
+	var names []string
+	for _, name := range slices.Sorted(maps.Values(languageAliases)) {
+		if name != "" && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
 	}
-	lang, ok := languageAliases[strings.ToLower(strings.TrimSpace(name))]
-	return lang, ok
-}
+	return names
+}()
 
-// LanguageForFile returns the code strategy's language for a file name by its extension, or "" when the
-// extension is not one of a supported language.
-func LanguageForFile(name string) string {
-	return languageExtensions[strings.ToLower(filepath.Ext(name))]
+// CodeLanguages returns the names of the code strategy's languages, sorted: those the tree-sitter chunker of
+// package chunker/code parses. [Options.Language] also takes common aliases ("golang", "py", "js", "ts",
+// "rs").
+func CodeLanguages() []string { return slices.Clone(codeLanguages) }
+
+// CodeLanguage returns the code strategy's name for a language name or alias ("golang" is "go", "ts" is
+// "typescript"), case-insensitively, and "" for plain text ("" or "text"). It returns an error wrapping
+// [ErrUnknownLanguage], listing the known names, for any other.
+func CodeLanguage(name string) (string, error) {
+	if name == "" {
+		return "", nil
+	}
+	if lang, ok := languageAliases[strings.ToLower(strings.TrimSpace(name))]; ok {
+		return lang, nil
+	}
+	return "", fmt.Errorf("%w %q (known: %s)", ErrUnknownLanguage, name, strings.Join(codeLanguages, ", "))
 }

@@ -56,8 +56,6 @@ var _ Chunker = (*MarkdownChunker)(nil)
 // NewMarkdown returns the markdown strategy.
 func NewMarkdown() *MarkdownChunker { return &MarkdownChunker{} }
 
-func init() { Register(Markdown, NewMarkdown()) }
-
 // Chunk splits text. It returns an error for invalid options (see [Options]), [ErrSizeTooSmall] when one
 // character is more tokens than the size, one wrapping [ErrTooManyChunks] past [Options.MaxChunks], or
 // ctx's error when it is done.
@@ -296,7 +294,7 @@ func (r *mdRun) block(run *packer, blk mdBlock, end int, meta map[string]string)
 	// chunked at the levels below.
 	levels := blk.kind.levels()
 	cut := -1
-	var level splitFunc
+	var level SplitFunc
 	for cut < 0 && len(levels) > 0 {
 		level = levels[0]
 		cut = r.nextCut(level, start, end)
@@ -335,12 +333,12 @@ const (
 )
 
 // levels returns where a block of the kind that does not fit is cut, coarsest first.
-func (k mdKind) levels() []splitFunc {
+func (k mdKind) levels() []SplitFunc {
 	switch k {
 	case mdText, mdHTML:
-		return []splitFunc{lineCuts, sentenceCuts, wordCuts}
+		return []SplitFunc{SplitLines, SplitSentences, SplitWords}
 	default: // code, table rows, front matter, a setext heading's lines
-		return []splitFunc{lineCuts, wordCuts}
+		return []SplitFunc{SplitLines, SplitWords}
 	}
 }
 

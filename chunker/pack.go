@@ -46,8 +46,11 @@ type builder struct {
 	boundaries []uint64 // bit p: a grapheme cluster starts at byte p (built when first needed)
 	stop       error    // set when one more chunk than maxChunks was to be made
 
-	overlapLevels []splitFunc // where the packer may cut a unit for overlap (see packer); nil: whole units
+	overlapLevels []SplitFunc // where the packer may cut a unit for overlap (see packer); nil: whole units
 	cuts          []int       // tail's scratch
+
+	lines    lineCounter // for line
+	lineBase int         // newlines before text, for a window (see Builder.Window)
 }
 
 // err returns why chunking must stop: too many chunks, or ctx's error.
@@ -163,15 +166,6 @@ func (b *builder) nextCluster(off int) int {
 	return min(off, len(b.text))
 }
 
-func isASCII(s string) bool {
-	for i := range len(s) {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
-}
-
 func newBuilder(ctx context.Context, text string, c config) *builder {
 	b := &builder{ctx: ctx, text: text, config: c}
 	b.upTo, _ = c.counter.(upToCounter)
@@ -241,15 +235,6 @@ func (b *builder) emit(start, end, tokens int, meta map[string]string) {
 		TokenCount:  tokens,
 		Metadata:    meta,
 	})
-}
-
-// pack groups consecutive units (each at most size tokens) into chunks; see packer.
-func (b *builder) pack(units []unit) {
-	p := b.packer()
-	for _, u := range units {
-		p.add(u)
-	}
-	p.flush()
 }
 
 // packer groups a stream of consecutive units (each at most size tokens) into chunks of at most size
@@ -470,13 +455,15 @@ func sumTokens(units []unit) int {
 	return n
 }
 
-// splitFunc returns the first cut position c of a level of cuts with from < c < end, or -1. from is the
-// start of a span or a cut of the same level: scanning on from a cut finds the next.
-type splitFunc func(text string, from, end int) int
+// A SplitFunc is one level of places where a text may be cut: it returns the first cut c of text with
+// from < c < end, or -1 when there is none. from is the start of a span or a cut of the same level, so
+// scanning on from a cut finds the next. [SplitParagraphs], [SplitLines], [SplitSentences] and [SplitWords]
+// are the stock levels; [Builder.Split] takes them finest last.
+type SplitFunc func(text string, from, end int) int
 
 // nextCut returns the first cut of level after from and before end that is between grapheme clusters, or
 // -1.
-func (b *builder) nextCut(level splitFunc, from, end int) int {
+func (b *builder) nextCut(level SplitFunc, from, end int) int {
 	c := level(b.text, from, end)
 	for c >= 0 && !b.isBoundary(c) {
 		c = level(b.text, c, end)
@@ -485,7 +472,7 @@ func (b *builder) nextCut(level splitFunc, from, end int) int {
 }
 
 // cutsOf returns the cuts of level strictly inside text[start:end], in order.
-func cutsOf(level splitFunc, text string, start, end int) []int {
+func cutsOf(level SplitFunc, text string, start, end int) []int {
 	var cuts []int
 	for c := level(text, start, end); c >= 0; c = level(text, c, end) {
 		cuts = append(cuts, c)
@@ -497,7 +484,7 @@ func cutsOf(level splitFunc, text string, start, end int) []int {
 // levels that cuts it; runs of parts that fit are packed together, and a part that does not fit is chunked
 // at the next levels. Past the last level, text is cut between grapheme clusters, and a cluster larger than
 // the size between characters.
-func (b *builder) chunkSpan(start, end int, levels []splitFunc, meta map[string]string) error {
+func (b *builder) chunkSpan(start, end int, levels []SplitFunc, meta map[string]string) error {
 	if err := b.err(); err != nil {
 		return err
 	}
@@ -521,7 +508,7 @@ func (b *builder) chunkSpan(start, end int, levels []splitFunc, meta map[string]
 // chunkParts chunks text[start:end] cut at level, whose first cut is first, with levels for the parts that
 // do not fit (nil: the parts are grapheme clusters, and one that does not fit is cut between characters).
 // Parts are packed as they are found, so that memory does not grow with the span.
-func (b *builder) chunkParts(start, end int, level splitFunc, first int, levels []splitFunc, meta map[string]string) error {
+func (b *builder) chunkParts(start, end int, level SplitFunc, first int, levels []SplitFunc, meta map[string]string) error {
 	p := b.packer()
 	prev := start
 	for i, cut := 0, first; ; i++ {
@@ -581,8 +568,9 @@ func graphemeCuts(text string, from, end int) int {
 	return -1
 }
 
-// paragraphCuts cuts after each run of blank lines, so a paragraph keeps its indentation.
-func paragraphCuts(text string, from, end int) int {
+// SplitParagraphs is the [SplitFunc] that cuts after each run of blank lines, so a paragraph keeps its
+// indentation.
+func SplitParagraphs(text string, from, end int) int {
 	for i := from; i < end; {
 		nl := strings.IndexByte(text[i:end], '\n')
 		if nl < 0 {
@@ -610,17 +598,18 @@ func paragraphCuts(text string, from, end int) int {
 	return -1
 }
 
-// lineCuts cuts after each newline.
-func lineCuts(text string, from, end int) int {
+// SplitLines is the [SplitFunc] that cuts after each newline.
+func SplitLines(text string, from, end int) int {
 	if nl := strings.IndexByte(text[from:end], '\n'); nl >= 0 && from+nl+1 < end {
 		return from + nl + 1
 	}
 	return -1
 }
 
-// sentenceCuts cuts after a sentence's end: ., !, ?, … (and closing quotes or brackets) before whitespace,
-// where the whitespace starts the next sentence; or right after a CJK full stop, exclamation or question mark.
-func sentenceCuts(text string, from, end int) int {
+// SplitSentences is the [SplitFunc] that cuts after a sentence's end: ., !, ?, … (and closing quotes or
+// brackets) before whitespace, where the whitespace starts the next sentence; or right after a CJK full
+// stop, exclamation or question mark.
+func SplitSentences(text string, from, end int) int {
 	for i := from; i < end; {
 		r, w := utf8.DecodeRuneInString(text[i:end])
 		i += w
@@ -664,9 +653,9 @@ func isClosing(r rune) bool {
 	return false
 }
 
-// wordCuts cuts before each run of whitespace that follows other text, so a word keeps the space before it
-// (as the tokenizers do).
-func wordCuts(text string, from, end int) int {
+// SplitWords is the [SplitFunc] that cuts before each run of whitespace that follows other text, so a word
+// keeps the space before it (as the tokenizers do).
+func SplitWords(text string, from, end int) int {
 	prevSpace := true
 	for i := from; i < end; {
 		r, w := utf8.DecodeRuneInString(text[i:end])

@@ -14,17 +14,17 @@ import (
 // chunk and, where they leave room (a long sentence or paragraph), the end of the piece before them cut at
 // sentences, then words.
 type RecursiveChunker struct {
-	levels []splitFunc
+	levels []SplitFunc
 }
 
 var _ Chunker = (*RecursiveChunker)(nil)
 
 // proseOverlap are the cuts of a unit's end that overlap may start at in prose: sentences, then words.
-var proseOverlap = []splitFunc{sentenceCuts, wordCuts}
+var proseOverlap = []SplitFunc{SplitSentences, SplitWords}
 
 // NewRecursive returns the recursive chunker, the default strategy.
 func NewRecursive() *RecursiveChunker {
-	return &RecursiveChunker{levels: []splitFunc{paragraphCuts, lineCuts, sentenceCuts, wordCuts}}
+	return &RecursiveChunker{levels: []SplitFunc{SplitParagraphs, SplitLines, SplitSentences, SplitWords}}
 }
 
 // Chunk splits text. It returns an error for invalid options (see [Options]) or when ctx is done.

@@ -137,19 +137,19 @@ func (b *builder) chunkGroup(bounds []int, meta map[string]string) error {
 		}
 		return -1
 	}
-	return b.chunkParts(start, end, level, level(b.text, start, end), []splitFunc{lineCuts, wordCuts}, meta)
+	return b.chunkParts(start, end, level, level(b.text, start, end), []SplitFunc{SplitLines, SplitWords}, meta)
 }
 
 // sentenceBounds cuts at paragraphs and at sentence ends.
 func sentenceBounds(text string, from, end int) int {
 	// A paragraph cut before the next sentence cut is found without scanning past it (a blank run cannot
 	// hold a sentence's end, so none ends after it).
-	s := sentenceCuts(text, from, end)
+	s := SplitSentences(text, from, end)
 	limit := end
 	if s >= 0 {
 		limit = s
 	}
-	if p := paragraphCuts(text, from, limit); p >= 0 {
+	if p := SplitParagraphs(text, from, limit); p >= 0 {
 		return p
 	}
 	return s
@@ -164,5 +164,3 @@ func percentileOf(values []float64, p float64) float64 {
 	hi := min(lo+1, len(sorted)-1)
 	return sorted[lo] + (sorted[hi]-sorted[lo])*(rank-float64(lo))
 }
-
-func init() { Register(Semantic, NewSemantic()) }

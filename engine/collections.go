@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/context-loom/loom"
@@ -30,8 +32,10 @@ const (
 	DefaultChunkSize    = 512
 	DefaultChunkOverlap = 50
 	// StrategyAuto chunks each document by its kind: Markdown and HTML (extracted as Markdown) by their
-	// sections, source code by its syntax, plain text with the recursive chunker. It is the strategy of a
-	// collection that names none, unless WithChunker set a custom default.
+	// sections, source code with the "code" strategy of the engine's registry (by its syntax where the
+	// tree-sitter chunker of chunker/code is registered, see WithChunkers; else as plain text, each chunk
+	// saying so), plain text with the recursive chunker. It is the strategy of a collection that names
+	// none, unless WithChunker set a custom default.
 	StrategyAuto = "auto"
 	// StrategyCustom is the name under which WithChunker registers its chunker.
 	StrategyCustom = "custom"
@@ -59,21 +63,62 @@ func WithMaxDocumentChunks(n int) Option {
 var ErrNoCollections = loom.NewError(loom.ErrUnsupported, "engine: the store keeps no collections")
 
 // WithChunker registers c as the engine's custom chunker: collections created without a ChunkStrategy use
-// it (their strategy is stored as "custom"), as seed 002 promises. Without it, such collections chunk each
-// document by its kind (StrategyAuto).
+// it (their strategy is stored as "custom"), as Weave's chunker documentation promises. Without it, such
+// collections chunk each document by its kind (StrategyAuto).
 func WithChunker(c chunker.Chunker) Option {
 	return WithNamedChunker(StrategyCustom, c)
 }
 
-// WithNamedChunker registers c under name, for collections whose ChunkStrategy is name. Registering
-// StrategyCustom makes it the default of new collections.
+// WithNamedChunker registers c under name in the engine's registry of chunkers (see WithChunkers), for
+// collections whose ChunkStrategy is name. Registering StrategyCustom makes it the default of new
+// collections. The name must be its own: not auto nor a built-in strategy (to put a chunker of your own in
+// place of a built-in one, such as the tree-sitter chunker of package chunker/code for "code", register it
+// in the registry given to WithChunkers).
 func WithNamedChunker(name string, c chunker.Chunker) Option {
 	return func(e *Engine) error {
 		if c == nil || name == "" || name == StrategyAuto || slices.Contains(chunker.Strategies(), name) {
 			return fmt.Errorf("%w: a chunker needs a name of its own (not auto or a built-in strategy) and a value", ErrInvalidRequest)
 		}
-		e.chunkers[name] = c
+		e.named = append(e.named, namedChunker{name, c})
 		return nil
+	}
+}
+
+// namedChunker is a chunker WithNamedChunker registers once the options are applied.
+type namedChunker struct {
+	name string
+	c    chunker.Chunker
+}
+
+// WithChunkers makes r the engine's registry of chunkers, which resolves the collections' chunk strategies
+// (chunker.NewRegistry() when it is not given); WithChunker and WithNamedChunker register in it. Its "code"
+// strategy chunks the code documents of StrategyAuto: chunker.NewRegistry's chunks code as plain text (and
+// says so in each chunk's metadata: "parse" "fallback", "parse_reason" "unavailable"); register
+// chunker/code's tree-sitter chunker in r in its place to have code parsed.
+func WithChunkers(r *chunker.Registry) Option {
+	return func(e *Engine) error {
+		if r == nil {
+			return fmt.Errorf("%w: nil registry of chunkers", ErrInvalidRequest)
+		}
+		e.chunkers = r
+		return nil
+	}
+}
+
+// Chunkers returns the engine's registry of chunkers (see WithChunkers).
+func (e *Engine) Chunkers() *chunker.Registry { return e.chunkers }
+
+// autoStrategy is the strategy StrategyAuto chunks d with: by its kind, the sections of Markdown and HTML
+// (whose Text is Markdown), the syntax of code (with Metadata["language"] as the language), and plain text
+// with the recursive strategy.
+func autoStrategy(d ingest.Document) string {
+	switch d.ContentType {
+	case ingest.TypeMarkdown, ingest.TypeHTML:
+		return chunker.Markdown
+	case ingest.TypeCode:
+		return chunker.Code
+	default:
+		return chunker.Recursive
 	}
 }
 
@@ -118,7 +163,7 @@ func (e *Engine) CreateCollection(ctx context.Context, c collection.Collection) 
 	}
 	if c.ChunkStrategy == "" {
 		c.ChunkStrategy = StrategyAuto
-		if _, ok := e.chunkers[StrategyCustom]; ok {
+		if _, err := e.chunkers.Lookup(StrategyCustom); err == nil {
 			c.ChunkStrategy = StrategyCustom
 		}
 	}
@@ -139,8 +184,8 @@ func (e *Engine) CreateCollection(ctx context.Context, c collection.Collection) 
 		return collection.Collection{}, fmt.Errorf("%w: chunk size %d is below the least, %d tokens", ErrInvalidRequest, c.ChunkSize, MinChunkSize)
 	case c.ChunkOverlap >= c.ChunkSize:
 		return collection.Collection{}, fmt.Errorf("%w: chunk overlap %d must be smaller than the chunk size %d", ErrInvalidRequest, c.ChunkOverlap, c.ChunkSize)
-	case c.ChunkStrategy != StrategyAuto && e.chunkers[c.ChunkStrategy] == nil && !slices.Contains(chunker.Strategies(), c.ChunkStrategy):
-		return collection.Collection{}, fmt.Errorf("%w: unknown chunk strategy %q (known: auto, %v, and those registered with WithChunker)", ErrInvalidRequest, c.ChunkStrategy, chunker.Strategies())
+	case c.ChunkStrategy != StrategyAuto && !slices.Contains(e.chunkers.Strategies(), c.ChunkStrategy):
+		return collection.Collection{}, fmt.Errorf("%w: unknown chunk strategy %q (known: auto, %s)", ErrInvalidRequest, c.ChunkStrategy, strings.Join(e.chunkers.Strategies(), ", "))
 	case e.embedders[c.Embedder] == nil:
 		return collection.Collection{}, fmt.Errorf("%w: unknown embedder %q (register it with WithEmbedder)", ErrInvalidRequest, c.Embedder)
 	}
@@ -241,7 +286,7 @@ func (e *Engine) IngestText(ctx context.Context, collectionID, id, source, conte
 	case ingest.TypeHTML:
 		name += ".html"
 	case ingest.TypeCode:
-		if chunker.LanguageForFile(name) == "" {
+		if ingest.LanguageForFile(name) == "" {
 			return IngestResult{}, fmt.Errorf("%w: code needs a source whose extension names its language", ErrInvalidRequest)
 		}
 	default:
@@ -275,12 +320,17 @@ func (e *Engine) IngestText(ctx context.Context, collectionID, id, source, conte
 }
 
 // settingsHash is the hash a document is stored with: its bytes and everything that shapes its chunks and
-// vectors, so that re-ingesting it after a change of settings re-chunks it.
-func settingsHash(coll collection.Collection, d ingest.Document, strategy string) string {
+// vectors, so that re-ingesting it after a change of settings re-chunks it. That includes the chunker ck of
+// the strategy, when it is not the built-in one of its name (the tree-sitter code chunker in place of the
+// plain-text one, say): the same bytes ingested again by a build that parses code are parsed.
+func settingsHash(coll collection.Collection, d ingest.Document, strategy string, ck chunker.Chunker) string {
 	h := sha256.New()
 	for _, s := range []string{"loom-ingest-v1", d.Hash, strategy, strconv.Itoa(coll.ChunkSize), strconv.Itoa(coll.ChunkOverlap), coll.Embedder, d.Metadata["language"]} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
+	}
+	if builtin, err := chunker.New(strategy); err == nil && reflect.TypeOf(builtin) != reflect.TypeOf(ck) {
+		fmt.Fprintf(h, "chunker=%T\x00", ck)
 	}
 	keys := slices.Sorted(maps.Keys(d.Metadata))
 	for _, k := range keys {
@@ -300,25 +350,19 @@ func (e *Engine) ingestOne(ctx context.Context, coll collection.Collection, d in
 	}
 	strategy := coll.ChunkStrategy
 	if strategy == StrategyAuto {
-		strategy = d.Strategy()
+		strategy = autoStrategy(d)
 	}
-	hash := settingsHash(coll, d, strategy)
+	ck, lookupErr := e.chunkers.Lookup(strategy) // an error once the document is known to have changed
+	hash := settingsHash(coll, d, strategy, ck)
 	res := IngestResult{DocumentID: d.ID, Source: d.Source, Bytes: len(d.Text)}
 	if old, err := e.colls.GetDocument(ctx, tenant, coll.ID, d.ID); err == nil && old.Hash == hash {
 		res.Chunks = old.Chunks
 		return res, nil
 	}
-	ck := e.chunkers[strategy]
-	if ck == nil {
-		var err error
-		if ck, err = chunker.New(strategy); err != nil {
-			return IngestResult{}, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
-		}
+	if lookupErr != nil {
+		return IngestResult{}, fmt.Errorf("%w: %w", ErrInvalidRequest, lookupErr)
 	}
 	opts := &chunker.Options{ChunkSize: coll.ChunkSize, ChunkOverlap: coll.ChunkOverlap, Counter: tokenizer.CL100K()}
-	if e.chunkers[strategy] == nil {
-		opts.Strategy = strategy
-	}
 	if strategy == chunker.Code {
 		opts.Language = d.Metadata["language"]
 	}

@@ -168,8 +168,9 @@ var cookbookBreaks = regexp.MustCompile("\r\n|[\n\v\f\r\u0085\u2028\u2029]")
 // returns the body unescaped.
 func tagged(t *testing.T, s, open, name string) string {
 	t.Helper()
-	body, ok := strings.CutPrefix(s, open+"\n")
-	if body, ok = strings.CutSuffix(body, "\n</"+name+">"); !ok || strings.ContainsAny(body, `<>"'`) {
+	body, opened := strings.CutPrefix(s, open+"\n")
+	body, closed := strings.CutSuffix(body, "\n</"+name+">")
+	if !opened || !closed || strings.ContainsAny(body, `<>"'`) {
 		t.Fatalf("not one %s element with an escaped body: %q", name, s)
 	}
 	return markupUnescape(body)

@@ -55,7 +55,8 @@ type Engine struct {
 
 	embedders       map[string]embed.Embedder
 	defaultEmbedder string
-	chunkers        map[string]chunker.Chunker
+	chunkers        *chunker.Registry
+	named           []namedChunker // WithNamedChunker's, registered in chunkers after the options
 	indexOpts       retriever.IndexOptions
 	maxDocChunks    int   // WithMaxDocumentChunks; 0: the default
 	indexMemory     int64 // WithIndexMemory; 0: no cap
@@ -84,12 +85,19 @@ func New(s store.Store, opts ...Option) (*Engine, error) {
 	if s == nil {
 		return nil, fmt.Errorf("%w: nil store", ErrInvalidRequest)
 	}
-	e := &Engine{store: s, sourceTimeout: DefaultSourceTimeout, now: time.Now, embedders: map[string]embed.Embedder{},
-		chunkers: map[string]chunker.Chunker{}}
+	e := &Engine{store: s, sourceTimeout: DefaultSourceTimeout, now: time.Now, embedders: map[string]embed.Embedder{}}
 	e.colls, _ = s.(collection.Store)
 	for _, o := range opts {
 		if err := o(e); err != nil {
 			return nil, err
+		}
+	}
+	if e.chunkers == nil {
+		e.chunkers = chunker.NewRegistry()
+	}
+	for _, n := range e.named {
+		if err := e.chunkers.Register(n.name, n.c); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 		}
 	}
 	e.ix = newRegistry(e.colls, e.indexOpts, e.indexMemory)

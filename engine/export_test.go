@@ -17,3 +17,6 @@ func IndexUsers(e *Engine, tenant, collection string) int {
 	}
 	return 0
 }
+
+// AutoStrategy is autoStrategy, the strategy StrategyAuto chunks a document with.
+var AutoStrategy = autoStrategy

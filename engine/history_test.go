@@ -194,9 +194,7 @@ func TestAssemble_WindowChangesNothing(t *testing.T) {
 			}
 			whole := req.Request
 			whole.Model, whole.MaxTokens = model, maxTokens
-			for _, m := range newest {
-				whole.History = append(whole.History, m)
-			}
+			whole.History = append(whole.History, newest...)
 			want, wantErr := assembler.AssembleRequest(ctx, &whole)
 
 			what := fmt.Sprintf("round %d (%d messages, %s, %d tokens, format %q, agent %q, history limit %d)", round, len(session), model, maxTokens, format, req.Agent, req.HistoryLimit)

@@ -25,7 +25,7 @@ func ExampleRead() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(doc.ContentType, doc.Strategy(), doc.Metadata["title"])
+	fmt.Println(doc.ContentType, doc.Metadata["format"], doc.Metadata["title"])
 	fmt.Print(doc.Text)
 	// Output:
 	// html markdown Setup guide
@@ -73,7 +73,7 @@ func ExampleWalk() {
 		fmt.Println("skipped", filepath.ToSlash(rel), errors.Is(err, ingest.ErrBinary))
 	}}
 	err = ingest.Walk(context.Background(), root, opts, func(d ingest.Document) error {
-		fmt.Println(d.ID, d.ContentType, d.Strategy(), d.Hash[:8])
+		fmt.Println(d.ID, d.ContentType, d.Metadata["format"], d.Hash[:8])
 		return nil
 	})
 	fmt.Println(err)

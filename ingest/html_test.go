@@ -122,7 +122,7 @@ func TestHTML_MarkdownChunkerSeesTheSections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := chunker.New(doc.Strategy())
+	c, err := chunker.New(chunker.Markdown)
 	if err != nil {
 		t.Fatal(err)
 	}

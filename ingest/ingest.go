@@ -27,7 +27,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/context-loom/loom"
-	"github.com/context-loom/loom/chunker"
 )
 
 // Content types of a [Document].
@@ -66,29 +65,13 @@ type Document struct {
 	Hash string
 	// Metadata describes the document. Keys, each present only when it applies:
 	//   - "source": Source.
-	//   - "format": the syntax of Text, "markdown" (Markdown files and extracted HTML), "code" or "text";
-	//     see [Document.Strategy].
+	//   - "format": the syntax of Text, "markdown" (Markdown files and extracted HTML), "code" or "text".
 	//   - "title": an HTML document's <title> (or its first <h1>), a Markdown document's first H1, cut to
 	//     MaxTitleBytes.
-	//   - "language": a code document's language, a name [chunker.Options].Language accepts.
+	//   - "language": a code document's language (see [LanguageForFile]).
 	//   - "encoding": "utf-16le" or "utf-16be" when the input was UTF-16.
 	//   - "invalid_utf8": how many invalid UTF-8 bytes were replaced by U+FFFD.
 	Metadata map[string]string
-}
-
-// Strategy returns the chunker strategy that suits the document's Text: [chunker.Markdown] for Markdown and
-// HTML (whose Text is Markdown, so sections split at the page's headings), [chunker.Code] for code (with
-// Metadata["language"] as [chunker.Options].Language) and [chunker.Recursive] for plain text. A collection
-// that names its own strategy overrides it.
-func (d Document) Strategy() string {
-	switch d.ContentType {
-	case TypeMarkdown, TypeHTML:
-		return chunker.Markdown
-	case TypeCode:
-		return chunker.Code
-	default:
-		return chunker.Recursive
-	}
 }
 
 // Limits bound what is read. The zero value means the documented defaults.
@@ -116,7 +99,7 @@ func Read(source string, raw []byte) (Document, error) {
 
 // Read turns raw, the content of the file named source, into a Document. The content type comes from
 // source's extension: .md and .markdown are Markdown; .html, .htm and .xhtml are HTML; a language
-// [chunker.LanguageForFile] knows is code; anything else is text, unless its first bytes (after a byte order
+// [LanguageForFile] knows is code; anything else is text, unless its first bytes (after a byte order
 // mark and white space) are "<!doctype html" or "<html", in any case, which make it HTML.
 //
 // Read returns an error wrapping [ErrTooLarge] when raw is larger than MaxBytes, and one wrapping
@@ -149,7 +132,7 @@ func (l Limits) Read(source string, raw []byte) (Document, error) {
 		doc.Metadata["format"] = "markdown"
 	case TypeCode:
 		doc.Text = text
-		doc.Metadata["language"] = chunker.LanguageForFile(source)
+		doc.Metadata["language"] = LanguageForFile(source)
 		doc.Metadata["format"] = "code"
 	default:
 		doc.Text = text
@@ -186,7 +169,7 @@ func detect(name, text string) string {
 	case ".html", ".htm", ".xhtml":
 		return TypeHTML
 	}
-	if chunker.LanguageForFile(name) != "" {
+	if LanguageForFile(name) != "" {
 		return TypeCode
 	}
 	if looksLikeHTML(text) {

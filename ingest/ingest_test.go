@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"github.com/context-loom/loom/chunker"
 )
 
 func TestRead_DetectsTheContentType(t *testing.T) {
@@ -58,24 +56,6 @@ func TestRead_DetectsTheContentType(t *testing.T) {
 				t.Errorf("ID, Source, source = %q, %q, %q, want %q", doc.ID, doc.Source, doc.Metadata["source"], tt.source)
 			}
 		})
-	}
-}
-
-func TestDocument_StrategySuitsTheText(t *testing.T) {
-	t.Parallel()
-	for source, want := range map[string]string{
-		"a.md": chunker.Markdown, "a.html": chunker.Markdown, "a.go": chunker.Code, "a.txt": chunker.Recursive,
-	} {
-		doc, err := Read(source, []byte("x"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := doc.Strategy(); got != want {
-			t.Errorf("%s: Strategy() = %q, want %q", source, got, want)
-		}
-		if _, err := chunker.New(doc.Strategy()); err != nil {
-			t.Errorf("%s: %v", source, err)
-		}
 	}
 }
 

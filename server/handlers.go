@@ -434,7 +434,9 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) error {
 	if body.Strategy == "" {
 		body.Strategy = chunker.DefaultStrategy
 	}
-	ch, err := chunker.New(body.Strategy)
+	// The engine's strategies: without a parsing code chunker registered (a build without cgo), "code" is
+	// chunked as plain text and its chunks say so in their metadata.
+	ch, err := s.eng.Chunkers().Lookup(body.Strategy)
 	if err != nil {
 		return err
 	}

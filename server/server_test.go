@@ -59,6 +59,12 @@ func newTestServer(t *testing.T, st store.Store, limits server.Limits) *testServ
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newTestServerFor(t, eng, limits)
+}
+
+// newTestServerFor is newTestServer for an engine of the test's.
+func newTestServerFor(t *testing.T, eng *engine.Engine, limits server.Limits) *testServer {
+	t.Helper()
 	logs := &lockedBuffer{}
 	srv, err := server.New(server.Config{Engine: eng, Keys: map[string]string{keyAcme: "acme", keyGlobex: "globex"}, Limits: limits,
 		Logger: slog.New(slog.NewJSONHandler(logs, nil))})

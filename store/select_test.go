@@ -149,9 +149,7 @@ func TestMessageTokens_BoundsWhatAssembliesKeep(t *testing.T) {
 		}
 		history = append(history, store.Message{Role: "user", Content: "and now?"})
 		in := make([]assembler.Message, len(history))
-		for i, m := range history {
-			in[i] = m
-		}
+		copy(in, history)
 		// kept assembles with the budget and returns it and what MessageTokens counts for the history kept,
 		// or -1 if it did not keep all of it.
 		kept := func(budget int) (int, int) {

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/context-loom/loom/chunker"
+	"github.com/context-loom/loom/ingest"
 	"github.com/context-loom/loom/tokenizer"
 )
 
@@ -27,6 +28,8 @@ Without --size, chunks are up to 512 tokens; without --overlap, neighbours share
 fifth of the size); --overlap 0 means none. The code strategy takes its language from --lang or from the
 file's extension (%s), and splits other files as lines.
 
+In this build, code is %s.
+
 Exit status: 0 on success; 1 if the file cannot be read; 2 for bad usage or options.
 `
 
@@ -41,8 +44,9 @@ type chunkRecord struct {
 }
 
 func runChunk(ctx context.Context, args []string, s streams) error {
-	fs, help := newFlagSet("chunk", fmt.Sprintf(chunkUsage, strings.Join(chunker.Strategies(), ", "),
-		strings.Join(chunker.CodeLanguages(), ", ")), s)
+	chunkers := newChunkers()
+	fs, help := newFlagSet("chunk", fmt.Sprintf(chunkUsage, strings.Join(chunkers.Strategies(), ", "),
+		strings.Join(chunker.CodeLanguages(), ", "), codeParsed), s)
 	strategy := fs.String("strategy", chunker.DefaultStrategy, "the chunking strategy `S`")
 	size := fs.Int("size", chunker.DefaultChunkSize, "the most tokens a chunk may have")
 	overlap := fs.Int("overlap", 0, "tokens neighbours share (default 50, or a fifth of the size)")
@@ -74,9 +78,9 @@ func runChunk(ctx context.Context, args []string, s streams) error {
 		return usageError(fmt.Errorf("chunk: --size must be positive (got %d)", *size))
 	}
 	if *strategy == chunker.Code && *lang == "" {
-		opts.Language = chunker.LanguageForFile(path)
+		opts.Language = ingest.LanguageForFile(path)
 	}
-	c, err := chunker.New(*strategy)
+	c, err := chunkers.Lookup(*strategy)
 	if err != nil {
 		return usageError(fmt.Errorf("chunk: %w", err))
 	}

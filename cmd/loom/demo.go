@@ -63,7 +63,7 @@ func runDemo(ctx context.Context, args []string, s streams) error {
 	if err := storeDemo(ctx, st); err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	eng, err := engine.New(st)
+	eng, err := engine.New(st, engine.WithChunkers(newChunkers()))
 	if err != nil {
 		return err
 	}

@@ -139,7 +139,7 @@ func openEngine(ctx context.Context, sf storeFlags) (*engine.Engine, func(), err
 	if err != nil {
 		return nil, nil, err
 	}
-	eng, err := engine.New(st)
+	eng, err := engine.New(st, engine.WithChunkers(newChunkers()))
 	if err != nil {
 		st.Close()
 		return nil, nil, err

@@ -137,7 +137,8 @@ func runServe(ctx context.Context, args []string, s streams) error {
 		return fmt.Errorf("serve: open the store: %w", err)
 	}
 	defer st.Close()
-	eng, err := engine.New(st, engine.WithSourceTimeout(c.sourceTimeout), engine.WithIndexMemory(int64(c.indexMemory)))
+	eng, err := engine.New(st, engine.WithSourceTimeout(c.sourceTimeout), engine.WithIndexMemory(int64(c.indexMemory)),
+		engine.WithChunkers(newChunkers()))
 	if err != nil {
 		return err
 	}

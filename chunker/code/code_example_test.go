@@ -1,13 +1,16 @@
-package chunker_test
+//go:build cgo
+
+package code_test
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/context-loom/loom/chunker"
+	"github.com/context-loom/loom/chunker/code"
 )
 
-func ExampleCodeChunker() {
+func ExampleChunker() {
 	src := `package shapes
 
 import "math"
@@ -30,10 +33,10 @@ func main() {
 	println(c.Area(), c.Perimeter())
 }
 `
-	chunks, err := chunker.NewCode().Chunk(context.Background(), src, &chunker.Options{
+	chunks, err := code.New().Chunk(context.Background(), src, &chunker.Options{
 		ChunkSize: 40,
 		NoOverlap: true,
-		Language:  chunker.LanguageForFile("shapes.go"),
+		Language:  "go",
 	})
 	if err != nil {
 		panic(err)
@@ -47,4 +50,21 @@ func main() {
 	// lines 8-11 method: Circle.Area
 	// lines 13-16 method: Circle.Perimeter
 	// lines 18-21 function: main
+}
+
+// A program registers the tree-sitter chunker in its registry in place of the plain-text one.
+func ExampleNew() {
+	reg := chunker.NewRegistry()
+	if err := reg.Register(chunker.Code, code.New()); err != nil {
+		panic(err)
+	}
+	chunks, err := reg.Chunk(context.Background(), "def area(r):\n    return 3.14 * r * r\n", &chunker.Options{
+		Strategy: chunker.Code,
+		Language: "python",
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(chunks[0].Metadata["kind"], chunks[0].Metadata["symbols"], chunks[0].Metadata[chunker.MetaParse] == "")
+	// Output: function area true
 }

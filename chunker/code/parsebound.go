@@ -1,4 +1,6 @@
-package chunker
+//go:build cgo
+
+package code
 
 /*
 #include <pthread.h>

@@ -1,4 +1,6 @@
-package chunker
+//go:build cgo
+
+package code
 
 import (
 	"context"
@@ -14,8 +16,35 @@ import (
 
 	sitter "github.com/smacker/go-tree-sitter"
 
+	"github.com/context-loom/loom/chunker"
+	"github.com/context-loom/loom/chunker/internal/chunktest"
+	"github.com/context-loom/loom/ingest"
 	"github.com/context-loom/loom/tokenizer"
 )
+
+// sizes are the sizes and overlaps the property tests chunk at.
+var sizes = []struct{ size, overlap int }{
+	{8, 0}, {8, 3}, {16, 5}, {50, 10}, {128, 0}, {128, 20}, {512, 50}, {4, 1},
+}
+
+// checkInvariants asserts the promises of package chunker's documentation for one call's result.
+func checkInvariants(t testing.TB, text string, opts chunker.Options, chunks []chunker.ChunkResult) {
+	t.Helper()
+	b, err := chunker.NewBuilder(context.Background(), chunker.Code, text, &opts)
+	if err != nil {
+		t.Fatalf("options: %v", err)
+	}
+	// The overlap's default, as package chunker documents it.
+	overlap := opts.ChunkOverlap
+	if overlap == 0 && !opts.NoOverlap {
+		overlap = min(chunker.DefaultChunkOverlap, b.Size()/5)
+	}
+	counter := opts.Counter
+	if counter == nil {
+		counter = tokenizer.CL100K()
+	}
+	chunktest.Check(t, chunktest.Spec{Strategy: chunker.Code, Size: b.Size(), Overlap: overlap, Counter: counter}, text, chunks)
+}
 
 // codeFiles returns the code testdata by file name: one realistic source file per language.
 func codeFiles(t testing.TB) map[string]string {
@@ -27,7 +56,7 @@ func codeFiles(t testing.TB) map[string]string {
 	}
 	files := map[string]string{}
 	for _, e := range entries {
-		if LanguageForFile(e.Name()) == "" {
+		if ingest.LanguageForFile(e.Name()) == "" {
 			continue // the README
 		}
 		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
@@ -43,23 +72,42 @@ func TestCode_TestdataHasEveryLanguage(t *testing.T) {
 	t.Parallel()
 	var langs []string
 	for name := range codeFiles(t) {
-		langs = append(langs, LanguageForFile(name))
+		langs = append(langs, ingest.LanguageForFile(name))
 	}
 	slices.Sort(langs)
-	if !slices.Equal(langs, CodeLanguages()) {
-		t.Errorf("testdata/code languages %v, want one file for each of %v", langs, CodeLanguages())
+	if !slices.Equal(langs, chunker.CodeLanguages()) {
+		t.Errorf("testdata/code languages %v, want one file for each of %v", langs, chunker.CodeLanguages())
+	}
+}
+
+// TestCode_ParsesEveryLanguage checks that this package has a grammar for every language package chunker
+// names, and so for every language package ingest tells from a file name.
+func TestCode_ParsesEveryLanguage(t *testing.T) {
+	t.Parallel()
+	for _, name := range chunker.CodeLanguages() {
+		if languages[name] == nil {
+			t.Errorf("no grammar for %q", name)
+		}
+	}
+	if len(languages) != len(chunker.CodeLanguages()) {
+		t.Errorf("grammars for %d languages, package chunker names %d", len(languages), len(chunker.CodeLanguages()))
+	}
+	for _, file := range []string{"a.go", "a.py", "a.pyi", "a.pyw", "a.js", "a.mjs", "a.cjs", "a.jsx", "a.ts", "a.mts", "a.cts", "a.tsx", "a.rs", "a.java"} {
+		if lang := ingest.LanguageForFile(file); languages[lang] == nil {
+			t.Errorf("ingest.LanguageForFile(%q) = %q, which this package does not parse", file, lang)
+		}
 	}
 }
 
 // chunkCode chunks text as the file name's language.
-func chunkCode(t testing.TB, name, text string, size, overlap int) []ChunkResult {
+func chunkCode(t testing.TB, name, text string, size, overlap int) []chunker.ChunkResult {
 	t.Helper()
-	opts := Options{ChunkSize: size, ChunkOverlap: overlap, NoOverlap: overlap == 0, Language: LanguageForFile(name)}
-	chunks, err := NewCode().Chunk(context.Background(), text, &opts)
+	opts := chunker.Options{ChunkSize: size, ChunkOverlap: overlap, NoOverlap: overlap == 0, Language: ingest.LanguageForFile(name)}
+	chunks, err := New().Chunk(context.Background(), text, &opts)
 	if err != nil {
 		t.Fatalf("%s size %d overlap %d: %v", name, size, overlap, err)
 	}
-	checkInvariants(t, Code, text, opts, chunks)
+	checkInvariants(t, text, opts, chunks)
 	return chunks
 }
 
@@ -67,7 +115,7 @@ func chunkCode(t testing.TB, name, text string, size, overlap int) []ChunkResult
 // where each one's leading comments start.
 func parseTop(t testing.TB, lang, text string) (starts, nodeStarts, ends []int) {
 	t.Helper()
-	l := codeLanguages[lang]
+	l := languages[lang]
 	p := sitter.NewParser()
 	defer p.Close()
 	p.SetLanguage(l.grammar())
@@ -108,7 +156,7 @@ func TestCode_DeclarationsThatFitStayWhole(t *testing.T) {
 			t.Run(name+"/"+strconv.Itoa(sz.size), func(t *testing.T) {
 				t.Parallel()
 				chunks := chunkCode(t, name, text, sz.size, sz.overlap)
-				starts, _, ends := parseTop(t, LanguageForFile(name), text)
+				starts, _, ends := parseTop(t, ingest.LanguageForFile(name), text)
 				whole := 0
 				for i := range starts {
 					decl := text[starts[i]:ends[i]]
@@ -123,12 +171,12 @@ func TestCode_DeclarationsThatFitStayWhole(t *testing.T) {
 						}
 						for _, b := range []int{ch.StartOffset, ch.EndOffset} {
 							if starts[i] < b && b < ends[i] {
-								t.Errorf("chunk %d [%d, %d) cuts the declaration that fits %q", ch.Index, ch.StartOffset, ch.EndOffset, clip(decl))
+								t.Errorf("chunk %d [%d, %d) cuts the declaration that fits %q", ch.Index, ch.StartOffset, ch.EndOffset, chunktest.Clip(decl))
 							}
 						}
 					}
 					if !in {
-						t.Errorf("no chunk holds the declaration %q", clip(decl))
+						t.Errorf("no chunk holds the declaration %q", chunktest.Clip(decl))
 					}
 				}
 				if whole == 0 {
@@ -150,7 +198,7 @@ func TestCode_SplitsOnlyWhereLinesStart(t *testing.T) {
 			for _, sz := range []struct{ size, overlap int }{{48, 0}, {64, 12}, {100, 0}} {
 				chunks := chunkCode(t, name, text, sz.size, sz.overlap)
 				inside := 0 // chunk boundaries inside top-level declarations
-				starts, _, ends := parseTop(t, LanguageForFile(name), text)
+				starts, _, ends := parseTop(t, ingest.LanguageForFile(name), text)
 				for _, ch := range chunks {
 					for _, b := range []int{ch.StartOffset, ch.EndOffset} {
 						if b == 0 || b == len(text) {
@@ -243,7 +291,7 @@ func TestCode_Symbols(t *testing.T) {
 			t.Parallel()
 			var got []string
 			for _, ch := range chunkCode(t, tc.file, files[tc.file], tc.size, 0) {
-				if ch.Metadata["language"] != LanguageForFile(tc.file) {
+				if ch.Metadata["language"] != ingest.LanguageForFile(tc.file) {
 					t.Errorf("chunk %d language %q", ch.Index, ch.Metadata["language"])
 				}
 				for _, s := range strings.Split(ch.Metadata["symbols"], ",") {
@@ -271,11 +319,11 @@ func TestCode_MetadataOfEachChunk(t *testing.T) {
 		"// Greeter greets.\ntype Greeter struct{ name string }\n\n" + // 5-7
 		"// Greet prints a greeting.\nfunc (g *Greeter) Greet() {\n\tfmt.Println(\"hello,\", g.name)\n}\n\n" + // 8-12
 		"func main() {\n\t(&Greeter{name: \"loom\"}).Greet()\n}\n" // 13-15
-	chunks, err := NewCode().Chunk(context.Background(), text, &Options{ChunkSize: 30, NoOverlap: true, Language: "golang"})
+	chunks, err := New().Chunk(context.Background(), text, &chunker.Options{ChunkSize: 30, NoOverlap: true, Language: "golang"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkInvariants(t, Code, text, Options{ChunkSize: 30, NoOverlap: true, Language: "go"}, chunks)
+	checkInvariants(t, text, chunker.Options{ChunkSize: 30, NoOverlap: true, Language: "go"}, chunks)
 	want := []map[string]string{
 		{"language": "go", "symbols": "Greeter", "kind": "mixed", "start_line": "1", "end_line": "6"},
 		{"language": "go", "symbols": "Greeter.Greet", "kind": "method", "start_line": "8", "end_line": "11"},
@@ -345,7 +393,7 @@ func TestCode_Kinds(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.lang+"/"+tc.src, func(t *testing.T) {
 			t.Parallel()
-			chunks, err := NewCode().Chunk(context.Background(), tc.src, &Options{Language: tc.lang})
+			chunks, err := New().Chunk(context.Background(), tc.src, &chunker.Options{Language: tc.lang})
 			if err != nil || len(chunks) != 1 {
 				t.Fatalf("%d chunks, error %v", len(chunks), err)
 			}
@@ -397,15 +445,15 @@ func TestCode_SyntaxErrorsStillCoverEverything(t *testing.T) {
 		t.Run(tc.lang+"/"+strconv.Itoa(i), func(t *testing.T) {
 			t.Parallel()
 			for _, sz := range sizes {
-				opts := Options{ChunkSize: sz.size, ChunkOverlap: sz.overlap, NoOverlap: sz.overlap == 0, Language: tc.lang}
-				chunks, err := NewCode().Chunk(context.Background(), tc.src, &opts)
-				if errors.Is(err, ErrSizeTooSmall) && sz.size < 8 {
+				opts := chunker.Options{ChunkSize: sz.size, ChunkOverlap: sz.overlap, NoOverlap: sz.overlap == 0, Language: tc.lang}
+				chunks, err := New().Chunk(context.Background(), tc.src, &opts)
+				if errors.Is(err, chunker.ErrSizeTooSmall) && sz.size < 8 {
 					continue
 				}
 				if err != nil {
 					t.Fatalf("size %d: %v", sz.size, err)
 				}
-				checkInvariants(t, Code, tc.src, opts, chunks)
+				checkInvariants(t, tc.src, opts, chunks)
 			}
 		})
 	}
@@ -416,7 +464,7 @@ func TestCode_SyntaxErrorsStillCoverEverything(t *testing.T) {
 func TestCode_InvariantsHoldOnTestdata(t *testing.T) {
 	t.Parallel()
 	files := codeFiles(t)
-	if data, err := os.ReadFile(filepath.Join("..", "tokenizer", "testdata", "corpus", "code.go.txt")); err == nil {
+	if data, err := os.ReadFile(filepath.Join("..", "..", "tokenizer", "testdata", "corpus", "code.go.txt")); err == nil {
 		files["corpus.go"] = string(data)
 	} else {
 		t.Fatal(err)
@@ -427,8 +475,8 @@ func TestCode_InvariantsHoldOnTestdata(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(len(text)), 3))
 			variants := []string{text, strings.ReplaceAll(text, "\n", "\r\n")}
 			for range 4 {
-				variants = append(variants, text[:charStart(text, r.IntN(len(text)))])
-				a, b := charStart(text, r.IntN(len(text))), charStart(text, r.IntN(len(text)))
+				variants = append(variants, text[:chunktest.CharStart(text, r.IntN(len(text)))])
+				a, b := chunktest.CharStart(text, r.IntN(len(text))), chunktest.CharStart(text, r.IntN(len(text)))
 				variants = append(variants, text[:min(a, b)]+text[max(a, b):])
 				junk := []string{"{", "}", "(", "\"", "'", "/*", "`", "\n\n", "é\u0301", "\xff", ")", "<div>", "def ", "\t"}[r.IntN(14)]
 				variants = append(variants, text[:a]+junk+text[a:])
@@ -438,15 +486,15 @@ func TestCode_InvariantsHoldOnTestdata(t *testing.T) {
 					if len(v) > 20000 && (sz.size < 50 || i > 1) {
 						continue // keep small sizes fast
 					}
-					opts := Options{ChunkSize: sz.size, ChunkOverlap: sz.overlap, NoOverlap: sz.overlap == 0, Language: LanguageForFile(name)}
-					chunks, err := NewCode().Chunk(context.Background(), v, &opts)
-					if errors.Is(err, ErrSizeTooSmall) && sz.size < 8 {
+					opts := chunker.Options{ChunkSize: sz.size, ChunkOverlap: sz.overlap, NoOverlap: sz.overlap == 0, Language: ingest.LanguageForFile(name)}
+					chunks, err := New().Chunk(context.Background(), v, &opts)
+					if errors.Is(err, chunker.ErrSizeTooSmall) && sz.size < 8 {
 						continue
 					}
 					if err != nil {
 						t.Fatalf("variant %d size %d: %v", i, sz.size, err)
 					}
-					checkInvariants(t, Code, v, opts, chunks)
+					checkInvariants(t, v, opts, chunks)
 				}
 			}
 		})
@@ -457,12 +505,12 @@ func TestCode_UnknownLanguageFallsBackToLines(t *testing.T) {
 	t.Parallel()
 	text := strings.Repeat("some configuration line = value\n", 40) + "\n\n" + strings.Repeat("word ", 300)
 	for _, lang := range []string{"", "text", "TEXT"} {
-		opts := Options{ChunkSize: 40, NoOverlap: true, Language: lang}
-		chunks, err := NewCode().Chunk(context.Background(), text, &opts)
+		opts := chunker.Options{ChunkSize: 40, NoOverlap: true, Language: lang}
+		chunks, err := New().Chunk(context.Background(), text, &opts)
 		if err != nil {
 			t.Fatalf("Language %q: %v", lang, err)
 		}
-		checkInvariants(t, Code, text, opts, chunks)
+		checkInvariants(t, text, opts, chunks)
 		for _, ch := range chunks {
 			if ch.Metadata["language"] != "text" || ch.Metadata["kind"] != kindText || ch.Metadata["symbols"] != "" {
 				t.Fatalf("Language %q: chunk %d metadata %v", lang, ch.Index, ch.Metadata)
@@ -485,55 +533,32 @@ func TestCode_LanguageNamesAndErrors(t *testing.T) {
 		"jsx": "javascript", "ts": "typescript", " TypeScript ": "typescript", "tsx": "tsx", "rs": "rust",
 		"rust": "rust", "java": "java",
 	} {
-		chunks, err := NewCode().Chunk(context.Background(), "x", &Options{Language: alias})
+		chunks, err := New().Chunk(context.Background(), "x", &chunker.Options{Language: alias})
 		if err != nil || len(chunks) != 1 || chunks[0].Metadata["language"] != want {
 			t.Errorf("Language %q: %v, %v; want language %q", alias, chunks, err, want)
 		}
 	}
 	for _, bad := range []string{"cobol", "c++", "golang2", "markdown"} {
-		_, err := NewCode().Chunk(context.Background(), "x", &Options{Language: bad})
-		if !errors.Is(err, ErrUnknownLanguage) || !strings.Contains(err.Error(), "go, java, javascript, python, rust, tsx, typescript") {
-			t.Errorf("Language %q: error %v, want ErrUnknownLanguage listing the known ones", bad, err)
+		_, err := New().Chunk(context.Background(), "x", &chunker.Options{Language: bad})
+		if !errors.Is(err, chunker.ErrUnknownLanguage) || !strings.Contains(err.Error(), "go, java, javascript, python, rust, tsx, typescript") {
+			t.Errorf("Language %q: error %v, want chunker.ErrUnknownLanguage listing the known ones", bad, err)
 		}
 	}
 	// A bad language is an error even with nothing to chunk; other options are checked too.
-	if _, err := NewCode().Chunk(context.Background(), "", &Options{Language: "cobol"}); !errors.Is(err, ErrUnknownLanguage) {
+	if _, err := New().Chunk(context.Background(), "", &chunker.Options{Language: "cobol"}); !errors.Is(err, chunker.ErrUnknownLanguage) {
 		t.Errorf("empty text, bad language: %v", err)
 	}
-	if _, err := NewCode().Chunk(context.Background(), "x", &Options{Language: "go", ChunkOverlap: -1}); !errors.Is(err, ErrNegativeOverlap) {
+	if _, err := New().Chunk(context.Background(), "x", &chunker.Options{Language: "go", ChunkOverlap: -1}); !errors.Is(err, chunker.ErrNegativeOverlap) {
 		t.Errorf("negative overlap: %v", err)
 	}
-	if _, err := NewCode().Chunk(context.Background(), "x", &Options{Strategy: Recursive}); !errors.Is(err, ErrStrategyMismatch) {
+	if _, err := New().Chunk(context.Background(), "x", &chunker.Options{Strategy: chunker.Recursive}); !errors.Is(err, chunker.ErrStrategyMismatch) {
 		t.Errorf("strategy mismatch: %v", err)
 	}
-	if chunks, err := NewCode().Chunk(context.Background(), " \n\t\n", &Options{Language: "go"}); err != nil || chunks != nil {
+	if chunks, err := New().Chunk(context.Background(), " \n\t\n", &chunker.Options{Language: "go"}); err != nil || chunks != nil {
 		t.Errorf("whitespace: %v, %v", chunks, err)
 	}
-	if got := CodeLanguages(); !slices.Equal(got, []string{"go", "java", "javascript", "python", "rust", "tsx", "typescript"}) {
-		t.Errorf("CodeLanguages() = %v", got)
-	}
-	if c, err := New(Code); err != nil || c == nil {
-		t.Errorf("New(%q) = %v, %v", Code, c, err)
-	}
-}
-
-func TestLanguageForFile(t *testing.T) {
-	t.Parallel()
-	for name, want := range map[string]string{
-		"main.go": "go", "x/y/z.GO": "go", "a.py": "python", "stubs.pyi": "python", "gui.pyw": "python",
-		"app.js": "javascript", "mod.mjs": "javascript", "cfg.cjs": "javascript", "view.jsx": "javascript",
-		"a.ts": "typescript", "a.mts": "typescript", "a.cts": "typescript", "App.tsx": "tsx",
-		"lib.rs": "rust", "Main.java": "java", "README.md": "", "Makefile": "", "code.go.txt": "", "": "",
-		"archive.tar.gz": "", ".go": "go",
-	} {
-		if got := LanguageForFile(name); got != want {
-			t.Errorf("LanguageForFile(%q) = %q, want %q", name, got, want)
-		}
-	}
-	for ext, lang := range languageExtensions {
-		if !slices.Contains(CodeLanguages(), lang) {
-			t.Errorf("extension %s maps to %q, which the code strategy does not parse", ext, lang)
-		}
+	if got := chunker.CodeLanguages(); !slices.Equal(got, []string{"go", "java", "javascript", "python", "rust", "tsx", "typescript"}) {
+		t.Errorf("chunker.CodeLanguages() = %v", got)
 	}
 }
 
@@ -542,8 +567,8 @@ func TestCode_HonoursCancellation(t *testing.T) {
 	text := codeFiles(t)["server.go"]
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	for _, lang := range append(CodeLanguages(), "") {
-		if _, err := NewCode().Chunk(ctx, text, &Options{Language: lang}); !errors.Is(err, context.Canceled) {
+	for _, lang := range append(chunker.CodeLanguages(), "") {
+		if _, err := New().Chunk(ctx, text, &chunker.Options{Language: lang}); !errors.Is(err, context.Canceled) {
 			t.Errorf("Language %q, cancelled before: error %v", lang, err)
 		}
 	}
@@ -560,7 +585,7 @@ func TestCode_HonoursCancellation(t *testing.T) {
 		}
 		return tokenizer.CL100K().Count(s)
 	})
-	if _, err := NewCode().Chunk(ctx, text, &Options{ChunkSize: 30, Language: "go", Counter: counter}); !errors.Is(err, context.Canceled) {
+	if _, err := New().Chunk(ctx, text, &chunker.Options{ChunkSize: 30, Language: "go", Counter: counter}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled while chunking: error %v", err)
 	}
 }
@@ -568,8 +593,8 @@ func TestCode_HonoursCancellation(t *testing.T) {
 func TestCode_ConcurrentCallsAreIndependent(t *testing.T) {
 	t.Parallel()
 	files := codeFiles(t)
-	c := NewCode()
-	want := map[string][]ChunkResult{}
+	c := New()
+	want := map[string][]chunker.ChunkResult{}
 	for name, text := range files {
 		want[name] = chunkCode(t, name, text, 100, 20)
 	}
@@ -577,7 +602,7 @@ func TestCode_ConcurrentCallsAreIndependent(t *testing.T) {
 	for range 4 {
 		for name, text := range files {
 			wg.Go(func() {
-				got, err := c.Chunk(context.Background(), text, &Options{ChunkSize: 100, ChunkOverlap: 20, Language: LanguageForFile(name)})
+				got, err := c.Chunk(context.Background(), text, &chunker.Options{ChunkSize: 100, ChunkOverlap: 20, Language: ingest.LanguageForFile(name)})
 				if err != nil || len(got) != len(want[name]) {
 					t.Errorf("%s: %d chunks, %v; want %d", name, len(got), err, len(want[name]))
 					return
@@ -597,7 +622,7 @@ func TestCode_ConcurrentCallsAreIndependent(t *testing.T) {
 // (no early stop): the bytes counted stay within a small multiple of the text.
 func TestCode_CountsEachByteABoundedNumberOfTimes(t *testing.T) {
 	t.Parallel()
-	data, err := os.ReadFile(filepath.Join("..", "tokenizer", "testdata", "corpus", "code.go.txt"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "tokenizer", "testdata", "corpus", "code.go.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -608,7 +633,7 @@ func TestCode_CountsEachByteABoundedNumberOfTimes(t *testing.T) {
 			counted += len(s)
 			return tokenizer.CL100K().Count(s)
 		})
-		if _, err := NewCode().Chunk(context.Background(), text, &Options{ChunkSize: size, Language: "go", Counter: counter}); err != nil {
+		if _, err := New().Chunk(context.Background(), text, &chunker.Options{ChunkSize: size, Language: "go", Counter: counter}); err != nil {
 			t.Fatal(err)
 		}
 		if ratio := float64(counted) / float64(len(text)); ratio > 8 {
@@ -617,23 +642,32 @@ func TestCode_CountsEachByteABoundedNumberOfTimes(t *testing.T) {
 	}
 }
 
+// textwrap returns the Python file of package chunker's testdata.
+func textwrap(t testing.TB) string {
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "textwrap.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
 func BenchmarkCode(b *testing.B) {
-	data, err := os.ReadFile(filepath.Join("..", "tokenizer", "testdata", "corpus", "code.go.txt"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "tokenizer", "testdata", "corpus", "code.go.txt"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := NewCode()
+	c := New()
 	for _, bc := range []struct{ name, lang, text string }{
 		{"go", "go", string(data)},
 		{"text", "", string(data)},
-		{"python", "python", corpus(b)["textwrap.py"]},
+		{"python", "python", textwrap(b)},
 		{"nested", "go", "package p\nfunc f() {\n" + strings.Repeat("if x {\n", 2000) + strings.Repeat("}\n", 2000) + "}\n"},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(bc.text)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := c.Chunk(context.Background(), bc.text, &Options{ChunkSize: 512, Language: bc.lang}); err != nil {
+				if _, err := c.Chunk(context.Background(), bc.text, &chunker.Options{ChunkSize: 512, Language: bc.lang}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -644,9 +678,9 @@ func BenchmarkCode(b *testing.B) {
 // FuzzCode checks the invariants on any text in any language, seeded with the code testdata and the broken
 // sources.
 func FuzzCode(f *testing.F) {
-	langs := append(CodeLanguages(), "")
+	langs := append(chunker.CodeLanguages(), "")
 	for name, text := range codeFiles(f) {
-		f.Add(text, uint8(40), uint8(8), uint8(slices.Index(langs, LanguageForFile(name))))
+		f.Add(text, uint8(40), uint8(8), uint8(slices.Index(langs, ingest.LanguageForFile(name))))
 	}
 	for i, tc := range brokenSources {
 		f.Add(tc.src, uint8(8+i), uint8(i%4), uint8(slices.Index(langs, tc.lang)))
@@ -656,15 +690,57 @@ func FuzzCode(f *testing.F) {
 			text = text[:8000]
 		}
 		sz := 4 + int(size)%200
-		opts := Options{ChunkSize: sz, ChunkOverlap: int(overlap) % sz, Language: langs[int(which)%len(langs)]}
+		opts := chunker.Options{ChunkSize: sz, ChunkOverlap: int(overlap) % sz, Language: langs[int(which)%len(langs)]}
 		opts.NoOverlap = opts.ChunkOverlap == 0
-		chunks, err := NewCode().Chunk(context.Background(), text, &opts)
-		if errors.Is(err, ErrSizeTooSmall) && sz < 8 {
+		chunks, err := New().Chunk(context.Background(), text, &opts)
+		if errors.Is(err, chunker.ErrSizeTooSmall) && sz < 8 {
 			return
 		}
 		if err != nil {
 			t.Fatalf("%s: %v", opts.Language, err)
 		}
-		checkInvariants(t, Code, text, opts, chunks)
+		checkInvariants(t, text, opts, chunks)
 	})
+}
+
+// memoryInputs are the inputs BenchmarkChunkMemory measures.
+var memoryInputs = []string{"go", "dense", "statements", "prose"}
+
+// memoryCase returns the case of BenchmarkChunkMemory called input.
+func memoryCase(input string) (string, chunktest.ChunkFunc, error) {
+	text, lang, err := chunktest.MemoryInput(filepath.Join("..", ".."), input)
+	if err != nil {
+		return "", nil, err
+	}
+	opts := &chunker.Options{Language: lang}
+	return text, func(ctx context.Context, text string) (int, error) {
+		chunks, err := New().Chunk(ctx, text, opts)
+		return len(chunks), err
+	}, nil
+}
+
+func TestMain(m *testing.M) { chunktest.Main(m, memoryCase) }
+
+// BenchmarkChunkMemory is package chunker's benchmark of the same name for the tree-sitter chunker: the peak
+// memory of chunking per MB of input ("peakMB/MB"), tree-sitter's C allocations included (Go's memory
+// statistics do not see them), measured in a fresh child process. Run it with -benchtime=1x.
+func BenchmarkChunkMemory(b *testing.B) {
+	for _, input := range memoryInputs {
+		b.Run("code/"+input, func(b *testing.B) {
+			peak, chunks := chunktest.MeasurePeak(b, input)
+			text, chunk, err := memoryCase(input)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(text)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := chunk(context.Background(), text); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(peak)/float64(len(text)), "peakMB/MB")
+			b.ReportMetric(float64(chunks)/(float64(len(text))/(1<<20)), "chunks/MB")
+		})
+	}
 }

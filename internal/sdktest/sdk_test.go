@@ -1,4 +1,4 @@
-package assembler
+package sdktest
 
 // These tests hold the assembler's provider formats to the official SDKs (openai-go, anthropic-sdk-go)
 // and to the providers' conversation rules. For each assembled Result they
@@ -36,31 +36,56 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/context-loom/loom/assembler"
 )
 
+// cookbookRequest is the Valkey cookbook's "Putting It Together" scenario as a request.
+func cookbookRequest() *assembler.Request {
+	return &assembler.Request{
+		Model:        "gpt-4o",
+		Instructions: "You are a helpful AI assistant.\n\nConstraints: Be concise and accurate.\nFormat: Plain text.",
+		Memory: []assembler.MemoryFact{
+			{Key: "name", Value: "Bob"},
+			{Key: "preferred_language", Value: "English"},
+			{Key: "tier", Value: "free"},
+		},
+		History: []assembler.Message{
+			{Role: "user", Content: "Hi, I need help with my account"},
+			{Role: "assistant", Content: "Sure! What do you need help with?"},
+			{Role: "user", Content: "I want to upgrade to premium"},
+		},
+		ToolOutputs: []assembler.ToolOutput{{Tool: "check_account", CallID: "step_1", Result: `{"plan": "free", "eligible_upgrade": true}`}},
+		Message:     "How much does premium cost?",
+	}
+}
+
 // sdkToolConversation is a finished tool-calling turn: the user asks, the assistant calls two tools (no
-// text), both results come back, the assistant answers; then the user asks again.
-func sdkToolConversation() *Request {
+// text), both results come back, the assistant answers; then the user asks again. It, sdkMidTask,
+// cookbookRequest, randomRequest and sdkRandomRequest are copies of the assembler's tests' requests (tests
+// of another module cannot share them).
+func sdkToolConversation() *assembler.Request {
 	strict := true
-	return &Request{
+	return &assembler.Request{
 		Model:        "gpt-4o",
 		Instructions: "You answer questions about the weather. Use the tools.",
-		Tools: []Tool{
-			{Type: "function", Function: ToolFunction{Name: "weather", Description: "Current weather in a city.",
+		Tools: []assembler.Tool{
+			{Type: "function", Function: assembler.ToolFunction{Name: "weather", Description: "Current weather in a city.",
 				Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string","description":"City name"}},"required":["city"],"additionalProperties":false}`),
 				Strict:     &strict}},
-			{Type: "function", Function: ToolFunction{Name: "local_time"}}, // no parameters
+			{Type: "function", Function: assembler.ToolFunction{Name: "local_time"}}, // no parameters
 		},
-		Knowledge: []Knowledge{{ID: "k1", Content: "Umbrellas are advised when rain is forecast.", Score: 0.9, Source: "tips.md"}},
-		History: []Message{
+		Knowledge: []assembler.Knowledge{{ID: "k1", Content: "Umbrellas are advised when rain is forecast.", Score: 0.9, Source: "tips.md"}},
+		History: []assembler.Message{
 			{Role: "user", Content: "What's the weather in Paris and in Rome?"},
-			{Role: "assistant", ToolCalls: []ToolCall{
-				{ID: "call_paris", Type: "function", Function: ToolCallFunction{Name: "weather", Arguments: `{"city":"Paris"}`}},
-				{ID: "call_rome", Type: "function", Function: ToolCallFunction{Name: "weather", Arguments: `{"city": "Rome"}`}},
+			{Role: "assistant", ToolCalls: []assembler.ToolCall{
+				{ID: "call_paris", Type: "function", Function: assembler.ToolCallFunction{Name: "weather", Arguments: `{"city":"Paris"}`}},
+				{ID: "call_rome", Type: "function", Function: assembler.ToolCallFunction{Name: "weather", Arguments: `{"city": "Rome"}`}},
 			}},
 			{Role: "tool", ToolCallID: "call_paris", Content: "sunny, 24°C"},
 			{Role: "tool", ToolCallID: "call_rome", Content: "rain, 18°C"},
@@ -72,7 +97,7 @@ func sdkToolConversation() *Request {
 
 // sdkMidTask is a conversation that ends with a tool exchange and no new user message: the model is to
 // continue from the tool results.
-func sdkMidTask() *Request {
+func sdkMidTask() *assembler.Request {
 	req := sdkToolConversation()
 	req.History = req.History[:4]
 	req.Message = ""
@@ -80,9 +105,9 @@ func sdkMidTask() *Request {
 }
 
 // sdkCases are the fixed requests of the SDK tests.
-func sdkCases() map[string]func() *Request {
-	return map[string]func() *Request{
-		"seed003":           seed003,
+func sdkCases() map[string]func() *assembler.Request {
+	return map[string]func() *assembler.Request{
+		"cookbook":          cookbookRequest,
 		"tool conversation": sdkToolConversation,
 		"mid task":          sdkMidTask,
 	}
@@ -94,8 +119,8 @@ func TestSDK_OpenAIMatchesTheSDKAndTheRules(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			req := mk()
-			req.Format = FormatOpenAI
-			res, err := AssembleRequest(context.Background(), req)
+			req.Format = assembler.FormatOpenAI
+			res, err := assembler.AssembleRequest(context.Background(), req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,7 +131,7 @@ func TestSDK_OpenAIMatchesTheSDKAndTheRules(t *testing.T) {
 	}
 	t.Run("tool conversation shape", func(t *testing.T) {
 		t.Parallel()
-		res, err := AssembleRequest(context.Background(), sdkToolConversation())
+		res, err := assembler.AssembleRequest(context.Background(), sdkToolConversation())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,8 +156,8 @@ func TestSDK_AnthropicMatchesTheSDKAndTheRules(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			req := mk()
-			req.Format = FormatAnthropic
-			res, err := AssembleRequest(context.Background(), req)
+			req.Format = assembler.FormatAnthropic
+			res, err := assembler.AssembleRequest(context.Background(), req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,8 +169,8 @@ func TestSDK_AnthropicMatchesTheSDKAndTheRules(t *testing.T) {
 	t.Run("tool conversation shape", func(t *testing.T) {
 		t.Parallel()
 		req := sdkToolConversation()
-		req.Format = FormatAnthropic
-		res, err := AssembleRequest(context.Background(), req)
+		req.Format = assembler.FormatAnthropic
+		res, err := assembler.AssembleRequest(context.Background(), req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,16 +199,16 @@ func TestSDK_AnthropicMatchesTheSDKAndTheRules(t *testing.T) {
 
 func TestSDK_OpenAIRandomRequests(t *testing.T) {
 	t.Parallel()
-	testRandomSDK(t, FormatOpenAI, rand.New(rand.NewPCG(3, 4)), sdkCheckOpenAI)
+	testRandomSDK(t, assembler.FormatOpenAI, rand.New(rand.NewPCG(3, 4)), sdkCheckOpenAI)
 }
 
 func TestSDK_AnthropicRandomRequests(t *testing.T) {
 	t.Parallel()
-	testRandomSDK(t, FormatAnthropic, rand.New(rand.NewPCG(5, 6)), sdkCheckAnthropic)
+	testRandomSDK(t, assembler.FormatAnthropic, rand.New(rand.NewPCG(5, 6)), sdkCheckAnthropic)
 }
 
 // historyHasUserBeforeCalls reports whether a user message comes before the history's first tool call.
-func historyHasUserBeforeCalls(h []Message) bool {
+func historyHasUserBeforeCalls(h []assembler.Message) bool {
 	for _, m := range h {
 		if m.Role == "user" {
 			return true
@@ -197,19 +222,19 @@ func historyHasUserBeforeCalls(h []Message) bool {
 
 // testRandomSDK checks 200 random requests that fit their budget; it reports the first few that fail,
 // each with its request.
-func testRandomSDK(t *testing.T, format string, r *rand.Rand, check func(*Result) []string) {
+func testRandomSDK(t *testing.T, format string, r *rand.Rand, check func(*assembler.Result) []string) {
 	t.Helper()
 	const want = 200
 	fits, failed := 0, 0
 	withCalls, withTwoCalls, withTools := 0, 0, 0
 	for attempt := 0; fits < want && attempt < 5*want; attempt++ {
 		req := sdkRandomRequest(r, format)
-		res, err := AssembleRequest(context.Background(), req)
-		var be *BudgetError
+		res, err := assembler.AssembleRequest(context.Background(), req)
+		var be *assembler.BudgetError
 		if errors.As(err, &be) {
 			continue
 		}
-		if errors.Is(err, ErrNoUserTurn) {
+		if errors.Is(err, assembler.ErrNoUserTurn) {
 			if historyHasUserBeforeCalls(req.History) {
 				t.Fatalf("request %d: %v, but a user message comes before the first tool call", attempt, err)
 			}
@@ -257,17 +282,62 @@ func testRandomSDK(t *testing.T, format string, r *rand.Rand, check func(*Result
 	t.Logf("%d results: %d with tool calls, %d with two calls in one message, %d with tools", fits, withCalls, withTwoCalls, withTools)
 }
 
+// randomRequest builds a request with random regions.
+func randomRequest(r *rand.Rand) *assembler.Request {
+	words := []string{"premium", "plan", "costs", "the", "user", "中文", "Привет", "😀", "&", "<tag>", "\"q\"", "\n", "data", "42"}
+	text := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(words[r.IntN(len(words))])
+		}
+		return b.String()
+	}
+	req := &assembler.Request{Model: []string{"gpt-4o", "gpt-4", "claude-sonnet-4-5"}[r.IntN(3)], Instructions: text(r.IntN(30)), Message: text(1 + r.IntN(20))}
+	for i := range r.IntN(6) {
+		req.Memory = append(req.Memory, assembler.MemoryFact{Key: fmt.Sprintf("k%d", i), Value: text(1 + r.IntN(8)), Pinned: r.IntN(3) == 0, UpdatedAt: time.Unix(int64(r.IntN(1000)), 0)})
+	}
+	for i := range r.IntN(30) {
+		req.Knowledge = append(req.Knowledge, assembler.Knowledge{ID: fmt.Sprintf("kb%d", i), Content: text(1 + r.IntN(80)), Score: r.Float64(), Source: "doc" + fmt.Sprint(r.IntN(5))})
+	}
+	if r.IntN(4) > 0 {
+		req.History = append(req.History, assembler.Message{Role: "user", Content: text(1 + r.IntN(40))})
+	}
+	for i := range r.IntN(20) {
+		switch r.IntN(4) {
+		case 0:
+			id := fmt.Sprintf("call%d", i)
+			req.History = append(req.History,
+				assembler.Message{Role: "assistant", ToolCalls: []assembler.ToolCall{{ID: id, Type: "function", Function: assembler.ToolCallFunction{Name: "lookup", Arguments: `{"q":"x"}`}}}},
+				assembler.Message{Role: "tool", ToolCallID: id, Content: text(1 + r.IntN(30))})
+		case 1:
+			req.History = append(req.History, assembler.Message{Role: "assistant", Content: text(1 + r.IntN(40))})
+		default:
+			req.History = append(req.History, assembler.Message{Role: "user", Content: text(1 + r.IntN(40))})
+		}
+	}
+	for i := range r.IntN(4) {
+		req.ToolOutputs = append(req.ToolOutputs, assembler.ToolOutput{Tool: "search", CallID: fmt.Sprintf("s%d", i), Result: text(1 + r.IntN(300))})
+	}
+	if r.IntN(2) == 0 {
+		req.Tools = []assembler.Tool{{Type: "function", Function: assembler.ToolFunction{Name: "lookup", Description: text(5), Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`)}}}
+	}
+	return req
+}
+
 // sdkRandomRequest is randomRequest in format, with more varied history and tools: text beside tool
 // calls, two calls in one message (with arguments that are not a JSON object), names, system messages
 // in the history, strict and parameterless tools. Half of the requests get a small budget, so that
 // history and other regions are trimmed.
-func sdkRandomRequest(r *rand.Rand, format string) *Request {
+func sdkRandomRequest(r *rand.Rand, format string) *assembler.Request {
 	req := randomRequest(r)
 	req.Format = format
 	if r.IntN(2) == 0 {
 		req.MaxTokens = 50 + r.IntN(1500)
 	}
-	var h []Message
+	var h []assembler.Message
 	for i := 0; i < len(req.History); i++ {
 		m := req.History[i]
 		switch {
@@ -275,12 +345,12 @@ func sdkRandomRequest(r *rand.Rand, format string) *Request {
 			if r.IntN(3) == 0 {
 				m.Content = "Let me look that up."
 			}
-			var extra []Message
+			var extra []assembler.Message
 			if r.IntN(3) == 0 && i+1 < len(req.History) && req.History[i+1].ToolCallID == m.ToolCalls[0].ID {
 				id := m.ToolCalls[0].ID + "_b"
 				args := []string{`{"q":"y","n":[1,2,{"deep":true}]}`, `{ "q" : "spaced" }`, ``, `[1,2]`, `"text"`, `{"broken":`}[r.IntN(6)]
-				m.ToolCalls = append(slices.Clone(m.ToolCalls), ToolCall{ID: id, Type: "function", Function: ToolCallFunction{Name: "lookup", Arguments: args}})
-				extra = append(extra, Message{Role: "tool", ToolCallID: id, Content: "second result"})
+				m.ToolCalls = append(slices.Clone(m.ToolCalls), assembler.ToolCall{ID: id, Type: "function", Function: assembler.ToolCallFunction{Name: "lookup", Arguments: args}})
+				extra = append(extra, assembler.Message{Role: "tool", ToolCallID: id, Content: "second result"})
 			}
 			h = append(h, m)
 			for i+1 < len(req.History) && req.History[i+1].Role == "tool" {
@@ -290,7 +360,7 @@ func sdkRandomRequest(r *rand.Rand, format string) *Request {
 			h = append(h, extra...)
 		case m.Role == "user":
 			if r.IntN(8) == 0 {
-				h = append(h, Message{Role: "system", Content: "Note: the user is on the free plan."})
+				h = append(h, assembler.Message{Role: "system", Content: "Note: the user is on the free plan."})
 			}
 			if r.IntN(5) == 0 {
 				m.Name = "alice"
@@ -307,7 +377,7 @@ func sdkRandomRequest(r *rand.Rand, format string) *Request {
 			req.Tools[0].Function.Strict = &strict
 		}
 		if r.IntN(2) == 0 {
-			req.Tools = append(req.Tools, Tool{Type: "function", Function: ToolFunction{Name: "now"}})
+			req.Tools = append(req.Tools, assembler.Tool{Type: "function", Function: assembler.ToolFunction{Name: "now"}})
 		}
 	}
 	return req
@@ -315,11 +385,11 @@ func sdkRandomRequest(r *rand.Rand, format string) *Request {
 
 func TestSDK_TextIsOnePrompt(t *testing.T) {
 	t.Parallel()
-	check := func(t *testing.T, req *Request) {
+	check := func(t *testing.T, req *assembler.Request) {
 		t.Helper()
-		res, err := AssembleRequest(context.Background(), req)
-		var be *BudgetError
-		if errors.As(err, &be) || errors.Is(err, ErrNoUserTurn) {
+		res, err := assembler.AssembleRequest(context.Background(), req)
+		var be *assembler.BudgetError
+		if errors.As(err, &be) || errors.Is(err, assembler.ErrNoUserTurn) {
 			return
 		}
 		if err != nil {
@@ -355,7 +425,7 @@ func TestSDK_TextIsOnePrompt(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			req := mk()
-			req.Format = FormatText
+			req.Format = assembler.FormatText
 			check(t, req)
 		})
 	}
@@ -363,7 +433,7 @@ func TestSDK_TextIsOnePrompt(t *testing.T) {
 		t.Parallel()
 		r := rand.New(rand.NewPCG(7, 8))
 		for range 200 {
-			check(t, sdkRandomRequest(r, FormatText))
+			check(t, sdkRandomRequest(r, assembler.FormatText))
 		}
 	})
 }
@@ -372,53 +442,55 @@ func TestSDK_TextIsOnePrompt(t *testing.T) {
 // assembled output must still pass the SDK comparison and the provider's rules.
 func TestSDK_EdgeHistories(t *testing.T) {
 	t.Parallel()
-	call := func(ids ...string) Message {
-		m := Message{Role: "assistant"}
+	call := func(ids ...string) assembler.Message {
+		m := assembler.Message{Role: "assistant"}
 		for _, id := range ids {
-			m.ToolCalls = append(m.ToolCalls, ToolCall{ID: id, Type: "function", Function: ToolCallFunction{Name: "lookup", Arguments: `{"q":"x"}`}})
+			m.ToolCalls = append(m.ToolCalls, assembler.ToolCall{ID: id, Type: "function", Function: assembler.ToolCallFunction{Name: "lookup", Arguments: `{"q":"x"}`}})
 		}
 		return m
 	}
-	result := func(id string) Message { return Message{Role: "tool", ToolCallID: id, Content: "found it"} }
-	user := func(s string) Message { return Message{Role: "user", Content: s} }
-	assistant := func(s string) Message { return Message{Role: "assistant", Content: s} }
+	result := func(id string) assembler.Message {
+		return assembler.Message{Role: "tool", ToolCallID: id, Content: "found it"}
+	}
+	user := func(s string) assembler.Message { return assembler.Message{Role: "user", Content: s} }
+	assistant := func(s string) assembler.Message { return assembler.Message{Role: "assistant", Content: s} }
 	cases := map[string]struct {
-		history []Message
+		history []assembler.Message
 		message string
 	}{
-		"unanswered call at the end":      {[]Message{user("Look it up."), call("c1")}, "And?"},
-		"unanswered call mid history":     {[]Message{user("Look it up."), call("c1"), user("Never mind."), assistant("OK.")}, "Something else."},
-		"partly answered calls":           {[]Message{user("Look both up."), call("c1", "c2"), result("c1"), assistant("One found.")}, "And the other?"},
-		"exchange without a user message": {[]Message{call("c1"), result("c1")}, "What did you find?"},
-		"assistant message with no text":  {[]Message{user("Hi."), assistant(""), user("Hello?")}, "Anyone?"},
-		"whitespace-only assistant text":  {[]Message{user("Hi."), assistant("\n")}, "Hello?"},
-		"whitespace-only message":         {[]Message{user("Hi."), assistant("Hello.")}, "\n"},
-		"result answered twice":           {[]Message{user("Look it up."), call("c1"), result("c1"), result("c1"), assistant("Done.")}, "Thanks."},
-		"tool result with a name": {[]Message{user("Look it up."), call("c1"),
+		"unanswered call at the end":      {[]assembler.Message{user("Look it up."), call("c1")}, "And?"},
+		"unanswered call mid history":     {[]assembler.Message{user("Look it up."), call("c1"), user("Never mind."), assistant("OK.")}, "Something else."},
+		"partly answered calls":           {[]assembler.Message{user("Look both up."), call("c1", "c2"), result("c1"), assistant("One found.")}, "And the other?"},
+		"exchange without a user message": {[]assembler.Message{call("c1"), result("c1")}, "What did you find?"},
+		"assistant message with no text":  {[]assembler.Message{user("Hi."), assistant(""), user("Hello?")}, "Anyone?"},
+		"whitespace-only assistant text":  {[]assembler.Message{user("Hi."), assistant("\n")}, "Hello?"},
+		"whitespace-only message":         {[]assembler.Message{user("Hi."), assistant("Hello.")}, "\n"},
+		"result answered twice":           {[]assembler.Message{user("Look it up."), call("c1"), result("c1"), result("c1"), assistant("Done.")}, "Thanks."},
+		"tool result with a name": {[]assembler.Message{user("Look it up."), call("c1"),
 			{Role: "tool", ToolCallID: "c1", Name: "lookup", Content: "found it"}, assistant("Done.")}, "Thanks."},
-		"call ids outside [a-zA-Z0-9_-]": {[]Message{user("Look it up."), call("functions.lookup:0"), result("functions.lookup:0"), assistant("Done.")}, "Thanks."},
-		"system message in the history":  {[]Message{{Role: "system", Content: "Be brief."}, user("Hi."), assistant("Hello.")}, "Bye."},
-		"arguments that are not an object": {[]Message{user("Look it up."),
-			{Role: "assistant", ToolCalls: []ToolCall{
-				{ID: "c1", Type: "function", Function: ToolCallFunction{Name: "lookup", Arguments: ``}},
-				{ID: "c2", Type: "function", Function: ToolCallFunction{Name: "lookup", Arguments: `[1]`}},
-				{ID: "c3", Type: "function", Function: ToolCallFunction{Name: "lookup", Arguments: `{"a":`}},
+		"call ids outside [a-zA-Z0-9_-]": {[]assembler.Message{user("Look it up."), call("functions.lookup:0"), result("functions.lookup:0"), assistant("Done.")}, "Thanks."},
+		"system message in the history":  {[]assembler.Message{{Role: "system", Content: "Be brief."}, user("Hi."), assistant("Hello.")}, "Bye."},
+		"arguments that are not an object": {[]assembler.Message{user("Look it up."),
+			{Role: "assistant", ToolCalls: []assembler.ToolCall{
+				{ID: "c1", Type: "function", Function: assembler.ToolCallFunction{Name: "lookup", Arguments: ``}},
+				{ID: "c2", Type: "function", Function: assembler.ToolCallFunction{Name: "lookup", Arguments: `[1]`}},
+				{ID: "c3", Type: "function", Function: assembler.ToolCallFunction{Name: "lookup", Arguments: `{"a":`}},
 			}}, result("c1"), result("c2"), result("c3"), assistant("Done.")}, "Thanks."},
 	}
 	for name, c := range cases {
-		for _, format := range []string{FormatOpenAI, FormatAnthropic} {
+		for _, format := range []string{assembler.FormatOpenAI, assembler.FormatAnthropic} {
 			t.Run(name+"/"+format, func(t *testing.T) {
 				t.Parallel()
-				req := &Request{Model: "gpt-4o", Format: format, Instructions: "Be helpful.", History: c.history, Message: c.message}
-				res, err := AssembleRequest(context.Background(), req)
+				req := &assembler.Request{Model: "gpt-4o", Format: format, Instructions: "Be helpful.", History: c.history, Message: c.message}
+				res, err := assembler.AssembleRequest(context.Background(), req)
 				if err != nil {
-					if errors.Is(err, ErrInvalidRequest) {
+					if errors.Is(err, assembler.ErrInvalidRequest) {
 						return // rejecting the history is also a correct answer
 					}
 					t.Fatal(err)
 				}
 				check := sdkCheckOpenAI
-				if format == FormatAnthropic {
+				if format == assembler.FormatAnthropic {
 					check = sdkCheckAnthropic
 				}
 				if problems := check(res); len(problems) > 0 {
@@ -435,40 +507,40 @@ func TestSDK_EdgeHistories(t *testing.T) {
 // reported, with the reason.
 func TestSDK_ChecksCatchBrokenOutput(t *testing.T) {
 	t.Parallel()
-	call := []ToolCall{{ID: "c1", Type: "function", Function: ToolCallFunction{Name: "f", Arguments: "{}"}}}
-	text := func(s string) Block { return Block{Type: "text", Text: s} }
-	use := Block{Type: "tool_use", ID: "c1", Name: "f", Input: json.RawMessage(`{}`)}
-	answer := Block{Type: "tool_result", ToolUseID: "c1", Content: "r"}
+	call := []assembler.ToolCall{{ID: "c1", Type: "function", Function: assembler.ToolCallFunction{Name: "f", Arguments: "{}"}}}
+	text := func(s string) assembler.Block { return assembler.Block{Type: "text", Text: s} }
+	use := assembler.Block{Type: "tool_use", ID: "c1", Name: "f", Input: json.RawMessage(`{}`)}
+	answer := assembler.Block{Type: "tool_result", ToolUseID: "c1", Content: "r"}
 	tools := []json.RawMessage{json.RawMessage(`{"type":"function","function":{"name":"f"}}`)}
 	for name, c := range map[string]struct {
-		res  *Result
+		res  *assembler.Result
 		want string
 	}{
-		"openai: result before its call": {&Result{Format: FormatOpenAI, Messages: []ChatMessage{
+		"openai: result before its call": {&assembler.Result{Format: assembler.FormatOpenAI, Messages: []assembler.ChatMessage{
 			{Role: "user", Content: "q"}, {Role: "tool", ToolCallID: "c1", Content: "r"}}}, "answers no unanswered call"},
-		"openai: call without result": {&Result{Format: FormatOpenAI, Messages: []ChatMessage{
+		"openai: call without result": {&assembler.Result{Format: assembler.FormatOpenAI, Messages: []assembler.ChatMessage{
 			{Role: "user", Content: "q"}, {Role: "assistant", ToolCalls: call}, {Role: "user", Content: "q"}}}, "comes before the results"},
-		"openai: unknown role": {&Result{Format: FormatOpenAI, Messages: []ChatMessage{{Role: "robot", Content: "q"}}}, "cannot read"},
-		"openai: field the SDK drops": {&Result{Format: FormatOpenAI, Messages: []ChatMessage{
+		"openai: unknown role": {&assembler.Result{Format: assembler.FormatOpenAI, Messages: []assembler.ChatMessage{{Role: "robot", Content: "q"}}}, "cannot read"},
+		"openai: field the SDK drops": {&assembler.Result{Format: assembler.FormatOpenAI, Messages: []assembler.ChatMessage{
 			{Role: "user", Content: "q"}, {Role: "assistant", ToolCalls: call}, {Role: "tool", ToolCallID: "c1", Name: "f", Content: "r"}}}, "differs"},
-		"openai: tool the SDK cannot read": {&Result{Format: FormatOpenAI, Messages: []ChatMessage{{Role: "user", Content: "q"}},
+		"openai: tool the SDK cannot read": {&assembler.Result{Format: assembler.FormatOpenAI, Messages: []assembler.ChatMessage{{Role: "user", Content: "q"}},
 			Tools: []json.RawMessage{json.RawMessage(`{"name":"f","input_schema":{}}`)}}, "tools[0]"},
-		"anthropic: first message the assistant's": {&Result{Format: FormatAnthropic, Messages: []ChatMessage{
-			{Role: "assistant", Blocks: []Block{text("a")}}, {Role: "user", Blocks: []Block{text("q")}}}}, "must be the user's"},
-		"anthropic: roles do not alternate": {&Result{Format: FormatAnthropic, Messages: []ChatMessage{
-			{Role: "user", Blocks: []Block{text("q")}}, {Role: "user", Blocks: []Block{text("q")}}}}, "alternate"},
-		"anthropic: text before a tool result": {&Result{Format: FormatAnthropic, Messages: []ChatMessage{
-			{Role: "user", Blocks: []Block{text("q")}}, {Role: "assistant", Blocks: []Block{use}}, {Role: "user", Blocks: []Block{text("x"), answer}}}}, "come first"},
-		"anthropic: unanswered tool use": {&Result{Format: FormatAnthropic, Messages: []ChatMessage{
-			{Role: "user", Blocks: []Block{text("q")}}, {Role: "assistant", Blocks: []Block{use}}, {Role: "user", Blocks: []Block{text("x")}}}}, "not answered"},
-		"anthropic: empty text": {&Result{Format: FormatAnthropic, Messages: []ChatMessage{{Role: "user", Blocks: []Block{{Type: "text"}}}}}, "empty text"},
-		"anthropic: input not an object": {&Result{Format: FormatAnthropic, Messages: []ChatMessage{
-			{Role: "user", Blocks: []Block{text("q")}}, {Role: "assistant", Blocks: []Block{{Type: "tool_use", ID: "c1", Name: "f", Input: json.RawMessage(`"x"`)}}}}}, "not a JSON object"},
-		"anthropic: string content": {&Result{Format: FormatAnthropic, Messages: []ChatMessage{{Role: "user", Content: "q"}}}, "not an array of blocks"},
-		"anthropic: openai tools":   {&Result{Format: FormatAnthropic, Messages: []ChatMessage{{Role: "user", Blocks: []Block{text("q")}}}, Tools: tools}, "tools[0]"},
+		"anthropic: first message the assistant's": {&assembler.Result{Format: assembler.FormatAnthropic, Messages: []assembler.ChatMessage{
+			{Role: "assistant", Blocks: []assembler.Block{text("a")}}, {Role: "user", Blocks: []assembler.Block{text("q")}}}}, "must be the user's"},
+		"anthropic: roles do not alternate": {&assembler.Result{Format: assembler.FormatAnthropic, Messages: []assembler.ChatMessage{
+			{Role: "user", Blocks: []assembler.Block{text("q")}}, {Role: "user", Blocks: []assembler.Block{text("q")}}}}, "alternate"},
+		"anthropic: text before a tool result": {&assembler.Result{Format: assembler.FormatAnthropic, Messages: []assembler.ChatMessage{
+			{Role: "user", Blocks: []assembler.Block{text("q")}}, {Role: "assistant", Blocks: []assembler.Block{use}}, {Role: "user", Blocks: []assembler.Block{text("x"), answer}}}}, "come first"},
+		"anthropic: unanswered tool use": {&assembler.Result{Format: assembler.FormatAnthropic, Messages: []assembler.ChatMessage{
+			{Role: "user", Blocks: []assembler.Block{text("q")}}, {Role: "assistant", Blocks: []assembler.Block{use}}, {Role: "user", Blocks: []assembler.Block{text("x")}}}}, "not answered"},
+		"anthropic: empty text": {&assembler.Result{Format: assembler.FormatAnthropic, Messages: []assembler.ChatMessage{{Role: "user", Blocks: []assembler.Block{{Type: "text"}}}}}, "empty text"},
+		"anthropic: input not an object": {&assembler.Result{Format: assembler.FormatAnthropic, Messages: []assembler.ChatMessage{
+			{Role: "user", Blocks: []assembler.Block{text("q")}}, {Role: "assistant", Blocks: []assembler.Block{{Type: "tool_use", ID: "c1", Name: "f", Input: json.RawMessage(`"x"`)}}}}}, "not a JSON object"},
+		"anthropic: string content": {&assembler.Result{Format: assembler.FormatAnthropic, Messages: []assembler.ChatMessage{{Role: "user", Content: "q"}}}, "not an array of blocks"},
+		"anthropic: openai tools":   {&assembler.Result{Format: assembler.FormatAnthropic, Messages: []assembler.ChatMessage{{Role: "user", Blocks: []assembler.Block{text("q")}}}, Tools: tools}, "tools[0]"},
 	} {
 		check := sdkCheckOpenAI
-		if c.res.Format == FormatAnthropic {
+		if c.res.Format == assembler.FormatAnthropic {
 			check = sdkCheckAnthropic
 		}
 		c.res.Model = "gpt-4o"
@@ -479,10 +551,10 @@ func TestSDK_ChecksCatchBrokenOutput(t *testing.T) {
 }
 
 // sdkCheckOpenAI returns what is wrong with an OpenAI result: mismatches with the SDK, broken rules.
-func sdkCheckOpenAI(res *Result) []string {
+func sdkCheckOpenAI(res *assembler.Result) []string {
 	var problems []string
 	fail := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
-	if res.Format != FormatOpenAI {
+	if res.Format != assembler.FormatOpenAI {
 		fail("format %q", res.Format)
 	}
 	msgs, tools, err := sdkRawJSON(res)
@@ -720,10 +792,10 @@ func sdkOpenAIRules(msgs, tools []json.RawMessage) []string {
 }
 
 // sdkCheckAnthropic returns what is wrong with an Anthropic result: mismatches with the SDK, broken rules.
-func sdkCheckAnthropic(res *Result) []string {
+func sdkCheckAnthropic(res *assembler.Result) []string {
 	var problems []string
 	fail := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
-	if res.Format != FormatAnthropic {
+	if res.Format != assembler.FormatAnthropic {
 		fail("format %q", res.Format)
 	}
 	msgs, tools, err := sdkRawJSON(res)
@@ -999,7 +1071,7 @@ func sdkAnthropicRules(msgs, tools []json.RawMessage) []string {
 }
 
 // sdkRawJSON is each message and tool of res as we send them.
-func sdkRawJSON(res *Result) (msgs, tools []json.RawMessage, err error) {
+func sdkRawJSON(res *assembler.Result) (msgs, tools []json.RawMessage, err error) {
 	for i, m := range res.Messages {
 		b, err := json.Marshal(m)
 		if err != nil {
@@ -1061,7 +1133,7 @@ func sdkDecodeStrict(raw json.RawMessage, v any) error {
 	return dec.Decode(v)
 }
 
-func sdkOurJSON(t *testing.T, msgs []ChatMessage) []any {
+func sdkOurJSON(t *testing.T, msgs []assembler.ChatMessage) []any {
 	t.Helper()
 	b, err := json.Marshal(msgs)
 	if err != nil {
@@ -1074,7 +1146,7 @@ func sdkOurJSON(t *testing.T, msgs []ChatMessage) []any {
 	return out
 }
 
-func sdkRoles(res *Result) []string {
+func sdkRoles(res *assembler.Result) []string {
 	var out []string
 	for _, m := range res.Messages {
 		out = append(out, m.Role)
@@ -1089,4 +1161,12 @@ func sdkTail(s string, n int) string {
 		return s
 	}
 	return s[len(s)-n:]
+}
+
+// textBreaks are the line breaks of the text format (CR LF as one), as its godoc names them.
+var textBreaks = regexp.MustCompile("\r\n|[\n\v\f\r\u0085\u2028\u2029]")
+
+// indented is s as the text format renders a body: two spaces after each line break.
+func indented(s string) string {
+	return textBreaks.ReplaceAllStringFunc(s, func(b string) string { return b + "  " })
 }

@@ -1,4 +1,6 @@
-package chunker
+//go:build cgo
+
+package code
 
 import (
 	"context"
@@ -22,11 +24,13 @@ import (
 	"github.com/smacker/go-tree-sitter/rust"
 	"github.com/smacker/go-tree-sitter/typescript/tsx"
 	"github.com/smacker/go-tree-sitter/typescript/typescript"
+
+	"github.com/context-loom/loom/chunker"
 )
 
-// CodeChunker splits source code along its syntax, parsed with tree-sitter. The language comes from
-// [Options.Language] (see [CodeLanguages] and [LanguageForFile]); "" (or "text") means plain text, split
-// like the recursive strategy at blank lines, then lines, then words.
+// Chunker splits source code along its syntax, parsed with tree-sitter. The language comes from
+// [chunker.Options].Language (see [chunker.CodeLanguages] and [chunker.CodeLanguage]); "" (or "text") means
+// plain text, split like the recursive strategy at blank lines, then lines, then words.
 //
 // Top-level declarations (functions, methods, types, classes, impl blocks, imports, statements) are the
 // units: each takes the comments and attributes before it (so a chunk starts at a doc comment), a comment
@@ -40,54 +44,45 @@ import (
 //
 // Every chunk's Metadata has these keys:
 //
-//   - "language": the language's name ("go", "python", ...) or "text".
-//   - "symbols": the names of the declarations the chunk holds or is part of, comma-separated, in order:
-//     "Server,Server.Serve,main". A method is named with its receiver, class, impl or trait; a declaration
-//     wholly in the chunk is named without its members. Empty when the chunk declares nothing by name.
-//   - "kind": the kind of what the chunk holds ("function", "method", "class", "struct", "interface",
-//     "enum", "trait", "impl", "type", "const", "var", "import", "package", "statement", "comment", ...),
-//     "mixed" when it holds several kinds, "text" for plain text.
-//   - "start_line", "end_line": the 1-based numbers of the first and last lines holding the chunk's
-//     non-space text.
+//   - "language" ([chunker.MetaLanguage]): the language's name ("go", "python", ...) or "text".
+//   - "symbols" ([chunker.MetaSymbols]): the names of the declarations the chunk holds or is part of,
+//     comma-separated, in order: "Server,Server.Serve,main". A method is named with its receiver, class,
+//     impl or trait; a declaration wholly in the chunk is named without its members. Empty when the chunk
+//     declares nothing by name.
+//   - "kind" ([chunker.MetaKind]): the kind of what the chunk holds ("function", "method", "class",
+//     "struct", "interface", "enum", "trait", "impl", "type", "const", "var", "import", "package",
+//     "statement", "comment", ...), "mixed" when it holds several kinds, "text" for plain text.
+//   - "start_line", "end_line" ([chunker.MetaStartLine], [chunker.MetaEndLine]): the 1-based numbers of
+//     the first and last lines holding the chunk's non-space text.
 //
 // Parsing is bounded in size and time. A text larger than [MaxParseBytes] is parsed in windows that end
 // where a line starts (preferably a top-level declaration's), each chunked on its own; neighbours in
 // different windows do not overlap. A window whose parse runs past its time bound ([ParseTimeout] plus
-// [ParseTimePerMiB] per MiB of the parsing thread's CPU time), which some malformed inputs of a few bytes cause, and a line longer than
-// MaxParseBytes, are chunked as plain text, and their chunks say so: "parse" is "fallback" and
-// "parse_reason" is "timeout" or "too_large" (see [MetaParse]); their "kind" is "text" and "symbols" is
-// empty. The caller's ctx ends a parse too, with ctx's error.
+// [ParseTimePerMiB] per MiB of the parsing thread's CPU time), which some malformed inputs of a few bytes
+// cause, and a line longer than MaxParseBytes, are chunked as plain text, and their chunks say so: "parse"
+// is "fallback" and "parse_reason" is "timeout" or "too_large" ([chunker.MetaParse],
+// [chunker.FallbackTimeout], [chunker.FallbackTooLarge]); their "kind" is "text" and "symbols" is empty.
+// The caller's ctx ends a parse too, with ctx's error.
 //
-// A CodeChunker is safe for concurrent use: each call has its own parser.
-type CodeChunker struct {
-	levels   []splitFunc // for plain text, and for one line larger than the size
-	maxParse int         // MaxParseBytes, less in tests
+// A Chunker is safe for concurrent use: each call has its own parser.
+type Chunker struct {
+	maxParse int // MaxParseBytes, less in tests
 	timeout  func(n int) time.Duration
 }
 
-var _ Chunker = (*CodeChunker)(nil)
+var _ chunker.Chunker = (*Chunker)(nil)
 
-// NewCode returns the code strategy's chunker.
-func NewCode() *CodeChunker {
-	return &CodeChunker{levels: []splitFunc{paragraphCuts, lineCuts, wordCuts}, maxParse: MaxParseBytes}
+// New returns the code strategy's chunker, parsing with tree-sitter.
+func New() *Chunker {
+	return &Chunker{maxParse: MaxParseBytes}
 }
 
-func init() { Register(Code, NewCode()) }
-
-// CodeLanguages returns the names of the languages the code strategy parses, sorted. [Options.Language]
-// also takes common aliases ("golang", "py", "js", "ts", "rs").
-func CodeLanguages() []string {
-	names := make([]string, 0, len(codeLanguages))
-	for name := range codeLanguages {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return names
-}
+// levels are where text is split inside what the syntax does not cut: blank lines, lines, words.
+var levels = []chunker.SplitFunc{chunker.SplitParagraphs, chunker.SplitLines, chunker.SplitWords}
 
 // Bounds of parsing. Tree-sitter's time and memory grow with what it parses, and some inputs of a few bytes
 // make its error recovery run without end, so a parse is bounded in size and in time; what is not parsed is
-// chunked as plain text (see [CodeChunker]).
+// chunked as plain text (see [Chunker]).
 const (
 	// MaxParseBytes is the most text one parse reads. A larger text is parsed in windows of at most this
 	// size that end where a line starts, preferably a line at column 0 after a blank line (a top-level
@@ -101,102 +96,69 @@ const (
 	ParseTimePerMiB = 4 * time.Second
 )
 
-// Metadata of the chunks of text the code strategy could not parse and chunked as plain text.
-const (
-	// MetaParse is the metadata key set to ParseFallback on such chunks; parsed chunks do not have it.
-	MetaParse = "parse"
-	// MetaParseReason is the metadata key that says why: FallbackTimeout or FallbackTooLarge.
-	MetaParseReason = "parse_reason"
-
-	// ParseFallback is MetaParse's value.
-	ParseFallback = "fallback"
-	// FallbackTimeout: the parse took longer than its bound (see ParseTimeout).
-	FallbackTimeout = "timeout"
-	// FallbackTooLarge: a line is longer than MaxParseBytes, so no window could hold it.
-	FallbackTooLarge = "too_large"
-)
-
-// Chunk splits text. It returns an error for invalid options (see [Options]), one wrapping
-// [ErrUnknownLanguage] for a Language it does not know, one wrapping [ErrTooManyChunks] past
-// [Options.MaxChunks], and ctx's error when ctx is done (also while parsing).
-func (c *CodeChunker) Chunk(ctx context.Context, text string, opts *Options) ([]ChunkResult, error) {
-	cfg, err := resolve(Code, opts)
+// Chunk splits text. It returns an error for invalid options (see [chunker.Options]), one wrapping
+// [chunker.ErrUnknownLanguage] for a Language it does not know, one wrapping [chunker.ErrTooManyChunks]
+// past [chunker.Options].MaxChunks, and ctx's error when ctx is done (also while parsing).
+func (c *Chunker) Chunk(ctx context.Context, text string, opts *chunker.Options) ([]chunker.ChunkResult, error) {
+	b, err := chunker.NewBuilder(ctx, chunker.Code, text, opts)
 	if err != nil {
 		return nil, err
 	}
-	name, ok := normalizeLanguage(cfg.opts.Language)
-	if !ok {
-		return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownLanguage, cfg.opts.Language, strings.Join(CodeLanguages(), ", "))
+	var asked string
+	if opts != nil {
+		asked = opts.Language
+	}
+	name, err := chunker.CodeLanguage(asked)
+	if err != nil {
+		return nil, err
 	}
 	if strings.TrimSpace(text) == "" {
 		return nil, nil
 	}
-	b := newBuilder(ctx, text, cfg)
-	lang := codeLanguages[name]
+	lang := languages[name]
 	if lang == nil {
-		if err := b.chunkSpan(0, len(text), c.levels, nil); err != nil {
+		if err := chunker.ChunkCodeText(b, name, ""); err != nil {
 			return nil, err
 		}
-		describe(b.text, b.chunks, "text", nil, nil)
-		return b.result()
+		return b.Result()
 	}
 	// Tree-sitter allocates with malloc, which gives each thread its own arena and keeps what is freed there
 	// for that thread: on one thread, each window reuses the memory of the one before.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var lines lineCounter
 	for start := 0; start < len(text); {
 		end, whole := parseWindow(text, start, c.maxParse)
-		if err := c.chunkWindow(b, lang, start, end, whole, &lines); err != nil {
+		if err := b.Window(start, end, func(w *chunker.Builder) error { return c.chunkWindow(ctx, w, lang, whole) }); err != nil {
 			return nil, err
 		}
 		start = end
 	}
-	return b.result()
+	return b.Result()
 }
 
-// chunkWindow chunks text[start:end] of b's text on its own and appends its chunks to b's. With whole false,
-// the window is one line too long to parse.
-func (c *CodeChunker) chunkWindow(b *builder, lang *codeLanguage, start, end int, whole bool, lines *lineCounter) error {
-	w := newBuilder(b.ctx, b.text[start:end], b.config)
-	w.maxChunks = b.remaining()
-	var syms []symbol
-	reason := FallbackTooLarge
+// chunkWindow chunks the text of w, a window of the text. With whole false, the window is one line too long
+// to parse.
+func (c *Chunker) chunkWindow(ctx context.Context, w *chunker.Builder, lang *language, whole bool) error {
+	reason := chunker.FallbackTooLarge
 	if whole {
-		var err error
-		if syms, reason, err = c.chunkParsed(w, lang); err != nil {
-			if errors.Is(err, ErrTooManyChunks) {
-				return b.tooMany()
-			}
+		syms, why, err := c.chunkParsed(ctx, w, lang)
+		if err != nil {
 			return err
 		}
-	}
-	if reason != "" {
-		w.chunks = w.chunks[:0]
-		if err := w.chunkSpan(0, len(w.text), c.levels, nil); err != nil {
-			if errors.Is(err, ErrTooManyChunks) {
-				return b.tooMany()
-			}
-			return err
+		if why == "" {
+			describe(w, lang.name, syms)
+			return nil
 		}
+		reason = why
 	}
-	describe(w.text, w.chunks, lang.name, syms, lines)
-	for _, ch := range w.chunks {
-		ch.Index = len(b.chunks)
-		ch.StartOffset += start
-		ch.EndOffset += start
-		if reason != "" {
-			ch.Metadata[MetaParse], ch.Metadata[MetaParseReason] = ParseFallback, reason
-		}
-		b.chunks = append(b.chunks, ch)
-	}
-	lines.skip(w.text)
-	return nil
+	return chunker.ChunkCodeText(w, lang.name, reason)
 }
 
 // chunkParsed parses w's text and chunks it along its syntax. When the parse is cut short by its bound, it
-// returns the reason, and the caller chunks the text as plain text; ctx's end is an error.
-func (c *CodeChunker) chunkParsed(w *builder, lang *codeLanguage) ([]symbol, string, error) {
+// returns the reason and makes no chunk, and the caller chunks the text as plain text; ctx's end is an
+// error.
+func (c *Chunker) chunkParsed(ctx context.Context, w *chunker.Builder, lang *language) ([]symbol, string, error) {
+	text := w.Text()
 	// A parser per call: parsers are not safe for concurrent use, and one whose parse was cancelled can
 	// keep its cancellation flag set, so they are not pooled either.
 	parser := sitter.NewParser()
@@ -204,40 +166,40 @@ func (c *CodeChunker) chunkParsed(w *builder, lang *codeLanguage) ([]symbol, str
 	parser.SetLanguage(lang.grammar())
 	// The parse is cancelled (tree-sitter's cancellation flag, through ParseCtx) once this thread has spent
 	// the bound in CPU time; Chunk holds the thread.
-	pctx, stop := boundParse(w.ctx, c.parseTimeout(len(w.text)))
+	pctx, stop := boundParse(ctx, c.parseTimeout(len(text)))
 	// ParseCtx copies the text for C: no copy of our own.
-	tree, err := parser.ParseCtx(pctx, nil, unsafe.Slice(unsafe.StringData(w.text), len(w.text)))
+	tree, err := parser.ParseCtx(pctx, nil, unsafe.Slice(unsafe.StringData(text), len(text)))
 	budgetSpent := errors.Is(context.Cause(pctx), errParseBudget)
 	stop()
 	if err != nil {
-		if w.ctx.Err() != nil {
-			return nil, "", w.ctx.Err()
+		if ctx.Err() != nil {
+			return nil, "", ctx.Err()
 		}
 		if budgetSpent {
-			return nil, FallbackTimeout, nil
+			return nil, chunker.FallbackTimeout, nil
 		}
-		return nil, "", fmt.Errorf("chunker: parse %s: %w", lang.name, err)
+		return nil, "", fmt.Errorf("code: parse %s: %w", lang.name, err)
 	}
 	defer tree.Close()
-	if err := w.ctx.Err(); err != nil {
+	if err := ctx.Err(); err != nil {
 		return nil, "", err
 	}
-	r := &codeRun{builder: w, lang: lang, levels: c.levels, cursor: sitter.NewTreeCursor(tree.RootNode())}
+	r := &codeRun{Builder: w, text: text, lang: lang, cursor: sitter.NewTreeCursor(tree.RootNode())}
 	defer r.cursor.Close()
-	top := r.groups(0, len(w.text), r.children(tree.RootNode()))
+	top := r.groups(0, len(text), r.children(tree.RootNode()))
 	rest, err := r.chunkGroups(top, false, true, nil)
 	if err != nil {
 		return nil, "", err
 	}
-	r.pack(rest)
-	if err := w.err(); err != nil {
+	r.Pack(rest)
+	if err := w.Err(); err != nil {
 		return nil, "", err
 	}
 	return r.symbols(top), "", nil
 }
 
 // parseTimeout returns the time bound of parsing n bytes.
-func (c *CodeChunker) parseTimeout(n int) time.Duration {
+func (c *Chunker) parseTimeout(n int) time.Duration {
 	if c.timeout != nil {
 		return c.timeout(n)
 	}
@@ -318,8 +280,8 @@ const (
 	kindText        = "text"
 )
 
-// codeLanguage is what the code strategy knows of a language's syntax tree.
-type codeLanguage struct {
+// language is what the code strategy knows of a language's syntax tree.
+type language struct {
 	name    string
 	grammar func() *sitter.Language
 	// leading are node types that belong to the node after them: comments, Rust's attributes.
@@ -332,7 +294,7 @@ type codeLanguage struct {
 	others map[string]string
 }
 
-var goLanguage = &codeLanguage{
+var goLanguage = &language{
 	name:    "go",
 	grammar: sync.OnceValue(golang.GetLanguage),
 	leading: map[string]bool{"comment": true},
@@ -344,7 +306,7 @@ var goLanguage = &codeLanguage{
 	others:   map[string]string{"package_clause": kindPackage, "import_declaration": kindImport},
 }
 
-var pythonLanguage = &codeLanguage{
+var pythonLanguage = &language{
 	name:     "python",
 	grammar:  sync.OnceValue(python.GetLanguage),
 	leading:  map[string]bool{"comment": true},
@@ -360,7 +322,7 @@ var javascriptDecls = map[string]string{
 	"class_declaration": kindClass, "method_definition": kindMethod, "variable_declarator": kindVar,
 }
 
-var javascriptLanguage = &codeLanguage{
+var javascriptLanguage = &language{
 	name:    "javascript",
 	grammar: sync.OnceValue(javascript.GetLanguage),
 	leading: map[string]bool{"comment": true},
@@ -388,7 +350,7 @@ var typescriptWrappers = map[string]bool{
 	"ambient_declaration": true, "expression_statement": true,
 }
 
-var typescriptLanguage = &codeLanguage{
+var typescriptLanguage = &language{
 	name:     "typescript",
 	grammar:  sync.OnceValue(typescript.GetLanguage),
 	leading:  map[string]bool{"comment": true},
@@ -397,7 +359,7 @@ var typescriptLanguage = &codeLanguage{
 	others:   map[string]string{"import_statement": kindImport},
 }
 
-var tsxLanguage = &codeLanguage{
+var tsxLanguage = &language{
 	name:     "tsx",
 	grammar:  sync.OnceValue(tsx.GetLanguage),
 	leading:  map[string]bool{"comment": true},
@@ -406,7 +368,7 @@ var tsxLanguage = &codeLanguage{
 	others:   map[string]string{"import_statement": kindImport},
 }
 
-var rustLanguage = &codeLanguage{
+var rustLanguage = &language{
 	name:    "rust",
 	grammar: sync.OnceValue(rust.GetLanguage),
 	leading: map[string]bool{
@@ -422,7 +384,7 @@ var rustLanguage = &codeLanguage{
 	others:   map[string]string{"use_declaration": kindImport, "extern_crate_declaration": kindImport},
 }
 
-var javaLanguage = &codeLanguage{
+var javaLanguage = &language{
 	name:    "java",
 	grammar: sync.OnceValue(java.GetLanguage),
 	leading: map[string]bool{"line_comment": true, "block_comment": true},
@@ -438,17 +400,17 @@ var javaLanguage = &codeLanguage{
 	},
 }
 
-// codeLanguages are the parsed languages by name.
-var codeLanguages = map[string]*codeLanguage{
+// languages are the parsed languages by name.
+var languages = map[string]*language{
 	"go": goLanguage, "python": pythonLanguage, "javascript": javascriptLanguage,
 	"typescript": typescriptLanguage, "tsx": tsxLanguage, "rust": rustLanguage, "java": javaLanguage,
 }
 
 // codeRun is the state of one call on parsed code.
 type codeRun struct {
-	*builder
-	lang   *codeLanguage
-	levels []splitFunc
+	*chunker.Builder
+	text   string // the Builder's
+	lang   *language
 	cursor *sitter.TreeCursor // reused to list children: Node.Child(i) is linear in i
 }
 
@@ -498,7 +460,7 @@ func (r *codeRun) groups(start, end int, kids []*sitter.Node) []group {
 		nl := strings.LastIndexByte(r.text[lo:ks], '\n')
 		newLine := i == 0 || nl >= 0
 		if i > 0 && nl >= 0 && !forward && !r.closing(k) && len(cur.kids) > 0 {
-			if cut := lo + nl + 1; cut > cur.start && r.isBoundary(cut) {
+			if cut := lo + nl + 1; cut > cur.start && r.IsBoundary(cut) {
 				cur.end = cut
 				gs = append(gs, cur)
 				cur = group{start: cut}
@@ -529,14 +491,14 @@ func (r *codeRun) closing(n *sitter.Node) bool {
 // group that does not fit is split inside, its first pieces joining run; but a declaration that does not
 // fit (any group at the top level) is chunked on its own, after the run is packed. With big, a lone group
 // is known not to fit.
-func (r *codeRun) chunkGroups(gs []group, big, top bool, run []unit) ([]unit, error) {
+func (r *codeRun) chunkGroups(gs []group, big, top bool, run []chunker.Unit) ([]chunker.Unit, error) {
 	for _, g := range gs {
-		if err := r.err(); err != nil {
+		if err := r.Err(); err != nil {
 			return nil, err
 		}
 		if !big || len(gs) > 1 {
-			if n, ok := r.fits(r.text[g.start:g.end], r.size); ok {
-				run = append(run, unit{start: g.start, end: g.end, tokens: n})
+			if n, ok := r.Fits(r.text[g.start:g.end]); ok {
+				run = append(run, chunker.Unit{Start: g.start, End: g.end, Tokens: n})
 				continue
 			}
 		}
@@ -547,12 +509,12 @@ func (r *codeRun) chunkGroups(gs []group, big, top bool, run []unit) ([]unit, er
 			}
 			continue
 		}
-		r.pack(run)
+		r.Pack(run)
 		rest, err := r.split(g, nil)
 		if err != nil {
 			return nil, err
 		}
-		r.pack(rest)
+		r.Pack(rest)
 		run = nil
 	}
 	return run, nil
@@ -561,7 +523,7 @@ func (r *codeRun) chunkGroups(gs []group, big, top bool, run []unit) ([]unit, er
 // split chunks a group that does not fit, after run: its nodes that span lines are replaced by their
 // children, so cuts can go between the statements or members of a body, one level further down each time.
 // A group with no such node left (one long line, a long comment or string) is split as plain text.
-func (r *codeRun) split(g group, run []unit) ([]unit, error) {
+func (r *codeRun) split(g group, run []chunker.Unit) ([]chunker.Unit, error) {
 	var inner []*sitter.Node
 	expanded := false
 	for _, k := range g.kids {
@@ -573,8 +535,8 @@ func (r *codeRun) split(g group, run []unit) ([]unit, error) {
 		}
 	}
 	if !expanded {
-		r.pack(run)
-		return nil, r.chunkSpan(g.start, g.end, r.levels, nil)
+		r.Pack(run)
+		return nil, r.Split(g.start, g.end, levels...)
 	}
 	// Closing brackets at the end cut nothing (no cut goes before one): dropped, they do not pile up level
 	// after level in deeply nested code.
@@ -776,18 +738,14 @@ func (r *codeRun) nodeText(n *sitter.Node) string {
 	return r.text[n.StartByte():n.EndByte()]
 }
 
-// describe sets the metadata of chunks, whose offsets are in text: the language, their lines, and the
-// symbols they hold or are part of. lines, when not nil, counts the lines before text.
-func describe(text string, chunks []ChunkResult, language string, syms []symbol, lines *lineCounter) {
-	var own lineCounter
-	if lines == nil {
-		lines = &own
-	}
-	lo, hi := *lines, *lines // two cursors, each moving mostly forward
+// describe sets the metadata of w's chunks, of parsed text: the language, the symbols they hold or are part
+// of, their kind and their lines.
+func describe(w *chunker.Builder, langName string, syms []symbol) {
 	notSpace := func(r rune) bool { return !unicode.IsSpace(r) }
+	chunks := w.Chunks()
 	for i := range chunks {
 		ch := &chunks[i]
-		// The non-space text: emit drops chunks that have none.
+		// The non-space text: a chunk holds some.
 		first := ch.StartOffset + strings.IndexFunc(ch.Content, notSpace)
 		last := ch.StartOffset + strings.LastIndexFunc(ch.Content, notSpace)
 		var c collector
@@ -800,37 +758,13 @@ func describe(text string, chunks []ChunkResult, language string, syms []symbol,
 			kind = kindMixed
 		}
 		ch.Metadata = map[string]string{
-			"language":   language,
-			"symbols":    strings.Join(c.names, ","),
-			"kind":       kind,
-			"start_line": strconv.Itoa(lo.at(text, first)),
-			"end_line":   strconv.Itoa(hi.at(text, last)),
+			chunker.MetaLanguage:  langName,
+			chunker.MetaSymbols:   strings.Join(c.names, ","),
+			chunker.MetaKind:      kind,
+			chunker.MetaStartLine: strconv.Itoa(w.Line(first)),
+			chunker.MetaEndLine:   strconv.Itoa(w.Line(last)),
 		}
 	}
-}
-
-// lineCounter tells the 1-based line number of byte offsets, counting newlines from the last offset asked
-// for, so that offsets in order cost one pass over the text. Its zero value is at the start of a text.
-type lineCounter struct {
-	base int // newlines before the text
-	off  int // an offset in the text
-	line int // newlines in text[:off]
-}
-
-// at returns the number of the line that holds text[off].
-func (l *lineCounter) at(text string, off int) int {
-	if off >= l.off {
-		l.line += strings.Count(text[l.off:off], "\n")
-	} else {
-		l.line -= strings.Count(text[off:l.off], "\n")
-	}
-	l.off = off
-	return l.base + l.line + 1
-}
-
-// skip moves l past text, to the start of the text after it.
-func (l *lineCounter) skip(text string) {
-	*l = lineCounter{base: l.base + strings.Count(text, "\n")}
 }
 
 // collector gathers the names and kinds of the symbols in a span.

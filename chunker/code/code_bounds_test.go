@@ -1,4 +1,6 @@
-package chunker
+//go:build cgo
+
+package code
 
 import (
 	"context"
@@ -8,6 +10,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/context-loom/loom/chunker"
+	"github.com/context-loom/loom/chunker/internal/chunktest"
+	"github.com/context-loom/loom/ingest"
 )
 
 // spinningTypeScript made tree-sitter's TypeScript grammar recover from errors without end: a parse of
@@ -17,14 +23,14 @@ const spinningTypeScript = "''</</-[\" \n/e}x?@b "
 func TestCode_SpinningParseFallsBackToText(t *testing.T) {
 	t.Parallel()
 	for _, text := range []string{spinningTypeScript, codeFiles(t)["cache.ts"] + spinningTypeScript, strings.Repeat(spinningTypeScript+"\n", 100)} {
-		opts := Options{ChunkSize: 64, Language: "typescript"}
-		chunks, err := NewCode().Chunk(context.Background(), text, &opts)
+		opts := chunker.Options{ChunkSize: 64, Language: "typescript"}
+		chunks, err := New().Chunk(context.Background(), text, &opts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkInvariants(t, Code, text, opts, chunks)
+		checkInvariants(t, text, opts, chunks)
 		for _, ch := range chunks {
-			if ch.Metadata[MetaParse] != ParseFallback || ch.Metadata[MetaParseReason] != FallbackTimeout ||
+			if ch.Metadata[chunker.MetaParse] != chunker.ParseFallback || ch.Metadata[chunker.MetaParseReason] != chunker.FallbackTimeout ||
 				ch.Metadata["language"] != "typescript" || ch.Metadata["kind"] != kindText {
 				t.Fatalf("%d bytes: chunk %d metadata %v, want a fallback for a timeout", len(text), ch.Index, ch.Metadata)
 			}
@@ -36,8 +42,8 @@ func TestCode_ParsedChunksHaveNoFallbackFlag(t *testing.T) {
 	t.Parallel()
 	for name, text := range codeFiles(t) {
 		for _, ch := range chunkCode(t, name, text, 100, 10) {
-			if _, ok := ch.Metadata[MetaParse]; ok {
-				t.Fatalf("%s: chunk %d has %s=%q", name, ch.Index, MetaParse, ch.Metadata[MetaParse])
+			if _, ok := ch.Metadata[chunker.MetaParse]; ok {
+				t.Fatalf("%s: chunk %d has %s=%q", name, ch.Index, chunker.MetaParse, ch.Metadata[chunker.MetaParse])
 			}
 		}
 	}
@@ -47,11 +53,11 @@ func TestCode_ParsedChunksHaveNoFallbackFlag(t *testing.T) {
 // fallback: the chunker's own time bound is made longer than the test.
 func TestCode_CallersContextEndsAParse(t *testing.T) {
 	t.Parallel()
-	c := NewCode()
+	c := New()
 	c.timeout = func(int) time.Duration { return time.Hour }
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	chunks, err := c.Chunk(ctx, spinningTypeScript, &Options{Language: "typescript"})
+	chunks, err := c.Chunk(ctx, spinningTypeScript, &chunker.Options{Language: "typescript"})
 	if !errors.Is(err, context.DeadlineExceeded) || chunks != nil {
 		t.Fatalf("got %d chunks, error %v; want the context's error", len(chunks), err)
 	}
@@ -89,15 +95,15 @@ func TestCode_LargeTextIsParsedInWindows(t *testing.T) {
 	t.Parallel()
 	file := codeFiles(t)["server.go"]
 	text := strings.Repeat(file, 4) + "var long = \"" + strings.Repeat("x", len(file)+200) + "\"\n" + file
-	c := NewCode()
+	c := New()
 	c.maxParse = len(file) + 100
-	opts := Options{ChunkSize: 200, Language: "go"}
+	opts := chunker.Options{ChunkSize: 200, Language: "go"}
 	chunks, err := c.Chunk(context.Background(), text, &opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkInvariants(t, Code, text, opts, chunks)
-	whole, err := NewCode().Chunk(context.Background(), file, &opts)
+	checkInvariants(t, text, opts, chunks)
+	whole, err := New().Chunk(context.Background(), file, &opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,8 +119,8 @@ func TestCode_LargeTextIsParsedInWindows(t *testing.T) {
 		for _, s := range strings.Split(ch.Metadata["symbols"], ",") {
 			found[s]++
 		}
-		if ch.Metadata[MetaParse] == ParseFallback && ch.Metadata[MetaParseReason] != FallbackTooLarge {
-			t.Errorf("chunk %d falls back for %q", ch.Index, ch.Metadata[MetaParseReason])
+		if ch.Metadata[chunker.MetaParse] == chunker.ParseFallback && ch.Metadata[chunker.MetaParseReason] != chunker.FallbackTooLarge {
+			t.Errorf("chunk %d falls back for %q", ch.Index, ch.Metadata[chunker.MetaParseReason])
 		}
 		// Line numbers count from the start of the text, not of the window.
 		if want := strings.Count(text[:ch.StartOffset+len(ch.Content)-len(strings.TrimLeft(ch.Content, " \t\r\n"))], "\n") + 1; ch.Metadata["start_line"] != strconv.Itoa(want) {
@@ -133,10 +139,10 @@ func TestCode_LargeTextIsParsedInWindows(t *testing.T) {
 	longStart := strings.Index(text, "var long")
 	longEnd := longStart + strings.IndexByte(text[longStart:], '\n') + 1
 	for _, ch := range chunks {
-		if ch.Metadata[MetaParse] == ParseFallback {
+		if ch.Metadata[chunker.MetaParse] == chunker.ParseFallback {
 			fallbacks++
 			if ch.StartOffset < longStart || ch.EndOffset > longEnd {
-				t.Errorf("chunk %d falls back but is not the long line: %q", ch.Index, clip(ch.Content))
+				t.Errorf("chunk %d falls back but is not the long line: %q", ch.Index, chunktest.Clip(ch.Content))
 			}
 		}
 	}
@@ -151,7 +157,7 @@ func TestCode_LargeTextIsParsedInWindows(t *testing.T) {
 // the text the fuzzer made, which is how small pathological inputs become slow ones.
 func fuzzParse(f *testing.F, lang string) {
 	for name, text := range codeFiles(f) {
-		if LanguageForFile(name) == lang {
+		if ingest.LanguageForFile(name) == lang {
 			f.Add(text, uint8(100), uint8(0))
 		}
 	}
@@ -175,11 +181,11 @@ func fuzzParse(f *testing.F, lang string) {
 		if fill := maxText * int(repeat) / 255; fill > len(text) && text != "" {
 			text = strings.Repeat(text, fill/len(text)+1)[:fill]
 		}
-		opts := Options{ChunkSize: 8 + int(size), Language: lang}
+		opts := chunker.Options{ChunkSize: 8 + int(size), Language: lang}
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		before, measured := threadCPU()
-		chunks, err := NewCode().Chunk(context.Background(), text, &opts)
+		chunks, err := New().Chunk(context.Background(), text, &opts)
 		after, _ := threadCPU()
 		if err != nil {
 			t.Fatalf("%s: %v", lang, err)
@@ -187,7 +193,7 @@ func fuzzParse(f *testing.F, lang string) {
 		if used := time.Duration(after - before); measured && used > time.Second {
 			t.Fatalf("%s: %d bytes took %v of CPU time", lang, len(text), used)
 		}
-		checkInvariants(t, Code, text, opts, chunks)
+		checkInvariants(t, text, opts, chunks)
 	})
 }
 

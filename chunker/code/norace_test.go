@@ -1,0 +1,5 @@
+//go:build cgo && !race
+
+package code
+
+func maxPropertyText() int { return 1 << 30 }

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"debug/elf"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/context-loom/loom"
+)
+
+// TestBuild_WithoutCgoIsStatic: CGO_ENABLED=0 builds the command (tree-sitter, which needs cgo, is left
+// out), and the binary is statically linked, no interpreter and no shared library, so that an image
+// FROM scratch runs it; it runs, and chunks code as plain text, saying so.
+func TestBuild_WithoutCgoIsStatic(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("the check reads an ELF binary")
+	}
+	bin := filepath.Join(t.TempDir(), "loom")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOPROXY=off", "GOTOOLCHAIN=local")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("CGO_ENABLED=0 go build: %v\n%s", err, out)
+	}
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
+			t.Errorf("the binary has a %v program header: it is linked dynamically", p.Type)
+		}
+	}
+	if libs, err := f.ImportedLibraries(); err != nil || len(libs) > 0 {
+		t.Errorf("the binary needs shared libraries %v (%v)", libs, err)
+	}
+
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil || !strings.Contains(string(out), loom.Version) {
+		t.Fatalf("loom version: %q, %v", out, err)
+	}
+	src := filepath.Join(t.TempDir(), "util.go")
+	if err := os.WriteFile(src, []byte("package util\n\nfunc Add(a, b int) int { return a + b }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = exec.Command(bin, "chunk", "--strategy", "code", src).Output()
+	if err != nil || !strings.Contains(string(out), `"parse_reason":"unavailable"`) {
+		t.Errorf("loom chunk --strategy code without cgo: %q, %v; want chunks that say no parser was there", out, err)
+	}
+}
