@@ -257,7 +257,7 @@ var accPool = sync.Pool{New: func() any { return new([]float64) }}
 // bm25 returns the n best chunks for text by BM25, best first.
 func (s *searcher) bm25(ctx context.Context, text string, n int) ([]hit, error) {
 	ix := s.ix
-	words := appendTerms(nil, text)
+	words := AppendTerms(nil, text)
 	if len(words) == 0 || ix.live == 0 {
 		return nil, nil
 	}
