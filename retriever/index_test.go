@@ -636,3 +636,54 @@ func TestNFKCClass(t *testing.T) {
 		t.Fatalf("classes: %v, or a rune's is wrong", n)
 	}
 }
+
+// TestSearch_TiesByChunkID: chunks of equal scores rank by chunk ID, so that indexes of the same chunks
+// added in different orders (as different stores scan them), or with replacements between, rank alike.
+func TestSearch_TiesByChunkID(t *testing.T) {
+	t.Parallel()
+	var chunks []collection.Chunk
+	for i := range 12 {
+		text := []string{"the same words", "the same words again", "other words"}[i%3]
+		chunks = append(chunks, mk(fmt.Sprintf("c%02d", (i*7)%12), fmt.Sprint("d", i), text, []float32{1, float32(i % 2), 0}))
+	}
+	forward := NewIndex(IndexOptions{})
+	if err := forward.Add(chunks...); err != nil {
+		t.Fatal(err)
+	}
+	backward := NewIndex(IndexOptions{})
+	// Every chunk once as something else, then the chunks in reverse order: dead slots, other slots.
+	for i := len(chunks) - 1; i >= 0; i-- {
+		c := chunks[i]
+		decoy := c
+		decoy.Content, decoy.Vector = "nothing alike", []float32{0, 0, 1}
+		if err := backward.Add(decoy); err != nil {
+			t.Fatal(err)
+		}
+		if err := backward.Add(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []Query{
+		{Text: "same words", Mode: ModeKeyword}, {Text: "words", Mode: ModeKeyword, TopK: 5},
+		{Vector: []float32{1, 0, 0}, Mode: ModeVector}, {Vector: []float32{1, 1, 0}, Mode: ModeVector, TopK: 3},
+		{Text: "same", Vector: []float32{1, 0, 0}}, {Text: "words", Vector: []float32{1, 1, 0}, Mode: ModeMMR},
+	} {
+		a, b := search(t, forward, q), search(t, backward, q)
+		if len(a) == 0 || fmt.Sprint(scoresOf(a)) != fmt.Sprint(scoresOf(b)) {
+			t.Errorf("%+v:\n%v\nafter other insertions:\n%v", q, scoresOf(a), scoresOf(b))
+		}
+		for i := 1; i < len(a); i++ {
+			if a[i].Score == a[i-1].Score && a[i].Chunk.ID < a[i-1].Chunk.ID && q.Mode != ModeMMR && q.Mode != "" {
+				t.Errorf("%+v: a tie not in chunk ID order: %v", q, scoresOf(a))
+			}
+		}
+	}
+}
+
+func scoresOf(rs []Result) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = fmt.Sprintf("%s %x %x %d %x %d", r.Chunk.ID, math.Float64bits(r.Score), math.Float64bits(r.Keyword), r.KeywordRank, math.Float64bits(r.Vector), r.VectorRank)
+	}
+	return out
+}

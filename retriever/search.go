@@ -58,7 +58,9 @@ type hit struct {
 }
 
 // Search returns the chunks that best match q, best first, at most q.TopK of them, as copies that the caller
-// owns. See [Query] for the modes and their scores.
+// owns. See [Query] for the modes and their scores. Chunks of equal keyword or vector scores rank by chunk
+// ID, so the results depend on the chunks alone, never on the order they were added in: indexes of the
+// same chunks give the same results, with the same scores, whatever store they were read from.
 //
 // Search returns an error wrapping ErrInvalidQuery for an unknown mode, a negative TopK or Candidates, a
 // MMRLambda outside [0, 1], a vector query without a vector or a query vector holding a NaN or an infinity;
@@ -301,7 +303,7 @@ func (s *searcher) bm25(ctx context.Context, text string, n int) ([]hit, error) 
 			acc[p.slot] += idf * tf * (bm25K1 + 1) / (tf + norm)
 		}
 	}
-	top := newTopK(n)
+	top := newTopK(n, ix.entries)
 	for _, slot := range touched {
 		if s.ok(slot) {
 			top.push(hit{slot: slot, score: acc[slot]})
@@ -319,7 +321,7 @@ func (s *searcher) vector(ctx context.Context, n int, exact bool) ([]hit, error)
 			return hits, nil
 		}
 	}
-	top := newTopK(n)
+	top := newTopK(n, ix.entries)
 	for slot := range ix.entries {
 		if slot%4096 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -353,7 +355,7 @@ func (s *searcher) approximate(n int) ([]hit, bool) {
 	if len(s.filter) > 0 {
 		ask *= 4
 	}
-	top := newTopK(n)
+	top := newTopK(n, ix.entries)
 	dropped := false
 	for _, c := range ix.graph.search(&s.q, ask) {
 		if !s.ok(c.id) {
@@ -466,27 +468,35 @@ func (s *searcher) mmr(results []Result, slots []uint32, lambda float64, k int, 
 	return outR, outS
 }
 
-// topK keeps the n best hits seen: a min-heap on score, ties broken towards the lower slot.
+// topK keeps the n best hits seen: a min-heap on score, ties broken towards the lower chunk ID, so that
+// the ranking does not depend on the order the chunks were added in (which is the order a store scans
+// them, or the order they were ingested): every store's index of the same chunks ranks them alike.
 type topK struct {
-	n int
-	h []hit
+	n       int
+	h       []hit
+	entries []entry
 }
 
-func newTopK(n int) *topK { return &topK{n: n, h: make([]hit, 0, min(n, 1024))} }
+func newTopK(n int, entries []entry) *topK {
+	return &topK{n: n, h: make([]hit, 0, min(n, 1024)), entries: entries}
+}
 
 func (t *topK) len() int   { return len(t.h) }
 func (t *topK) full() bool { return len(t.h) >= t.n }
 
 // worse reports whether a ranks below b.
-func worse(a, b hit) bool {
+func (t *topK) worse(a, b hit) bool {
 	if a.score != b.score {
 		return a.score < b.score
 	}
-	return a.slot > b.slot
+	if a.slot == b.slot {
+		return false
+	}
+	return t.entries[a.slot].chunk.ID > t.entries[b.slot].chunk.ID
 }
 
 // beats reports whether h would enter a full heap.
-func (t *topK) beats(h hit) bool { return worse(t.h[0], h) }
+func (t *topK) beats(h hit) bool { return t.worse(t.h[0], h) }
 
 func (t *topK) push(h hit) {
 	if t.n <= 0 {
@@ -497,7 +507,7 @@ func (t *topK) push(h hit) {
 		t.up(len(t.h) - 1)
 		return
 	}
-	if !worse(t.h[0], h) {
+	if !t.worse(t.h[0], h) {
 		return
 	}
 	t.h[0] = h
@@ -507,7 +517,7 @@ func (t *topK) push(h hit) {
 func (t *topK) up(i int) {
 	for i > 0 {
 		p := (i - 1) / 2
-		if !worse(t.h[i], t.h[p]) {
+		if !t.worse(t.h[i], t.h[p]) {
 			return
 		}
 		t.h[i], t.h[p] = t.h[p], t.h[i]
@@ -522,10 +532,10 @@ func (t *topK) down(i int) {
 			return
 		}
 		m := l
-		if r := l + 1; r < len(t.h) && worse(t.h[r], t.h[l]) {
+		if r := l + 1; r < len(t.h) && t.worse(t.h[r], t.h[l]) {
 			m = r
 		}
-		if !worse(t.h[m], t.h[i]) {
+		if !t.worse(t.h[m], t.h[i]) {
 			return
 		}
 		t.h[i], t.h[m] = t.h[m], t.h[i]
@@ -537,10 +547,10 @@ func (t *topK) down(i int) {
 func (t *topK) sorted() []hit {
 	out := t.h
 	slices.SortFunc(out, func(a, b hit) int {
-		if worse(a, b) {
+		if t.worse(a, b) {
 			return 1
 		}
-		if worse(b, a) {
+		if t.worse(b, a) {
 			return -1
 		}
 		return 0
