@@ -41,6 +41,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"AllCollections", testAllCollections},
 		{"Metadata", testMetadata},
 		{"MetadataLimits", testMetadataLimits},
+		{"RetrievalParity", testRetrievalParity},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
