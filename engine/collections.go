@@ -454,12 +454,13 @@ const (
 	ModeMMR     = retriever.ModeMMR
 )
 
-// MaxTopK bounds WithTopK.
+// MaxTopK bounds WithTopK: a retrieval asking for more is refused with ErrInvalidRequest.
 const MaxTopK = 1000
 
 // Retrieve returns the chunks of a collection most relevant to query, best first, for the context's tenant.
 // Each result's Chunk keeps its id, document id, offsets and metadata (with "source"); its Kind says what
-// its Score is.
+// its Score is. Settings that retriever.Query.Validate refuses, and a TopK over MaxTopK, are refused with
+// an error wrapping ErrInvalidRequest (and retriever.ErrInvalidQuery for the former).
 func (e *Engine) Retrieve(ctx context.Context, query string, opts ...RetrieveOption) ([]retriever.Result, error) {
 	var cfg retrieveConfig
 	for _, o := range opts {
@@ -468,13 +469,13 @@ func (e *Engine) Retrieve(ctx context.Context, query string, opts ...RetrieveOpt
 	if cfg.collection == "" {
 		return nil, fmt.Errorf("%w: retrieve needs a collection (engine.WithCollection)", ErrInvalidRequest)
 	}
-	switch cfg.q.Mode {
-	case "", ModeHybrid, ModeKeyword, ModeVector, ModeMMR:
-	default:
-		return nil, fmt.Errorf("%w: retrieval mode %q (known: hybrid, keyword, vector, mmr)", ErrInvalidRequest, cfg.q.Mode)
+	// The query's settings are the retriever's to check (before the query is embedded); the engine bounds
+	// only what one retrieval may cost.
+	if err := cfg.q.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
-	if cfg.q.TopK < 0 || cfg.q.TopK > MaxTopK || cfg.q.MinScore < 0 || cfg.q.MinScore > 1 || cfg.q.MMRLambda < 0 || cfg.q.MMRLambda > 1 {
-		return nil, fmt.Errorf("%w: top_k must be in [0, %d], min_score and mmr_lambda in [0, 1]", ErrInvalidRequest, MaxTopK)
+	if cfg.q.TopK > MaxTopK {
+		return nil, fmt.Errorf("%w: top_k %d is over the limit of %d", ErrInvalidRequest, cfg.q.TopK, MaxTopK)
 	}
 	if len(query) > store.DefaultMaxValueBytes {
 		return nil, fmt.Errorf("%w: the query is %d bytes", store.ErrTooLarge, len(query))

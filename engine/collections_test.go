@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -235,13 +236,24 @@ func TestCollections_BadInput(t *testing.T) {
 		t.Errorf("a second collection named manual: %v", err)
 	}
 	for name, opts := range map[string][]engine.RetrieveOption{
-		"no collection": nil,
-		"bad mode":      {engine.WithCollection(c.ID), engine.WithMode("psychic")},
-		"top k":         {engine.WithCollection(c.ID), engine.WithTopK(-1)},
-		"min score":     {engine.WithCollection(c.ID), engine.WithMinScore(2)},
+		"no collection":  nil,
+		"top k over max": {engine.WithCollection(c.ID), engine.WithTopK(engine.MaxTopK + 1)},
 	} {
 		if _, err := eng.Retrieve(ctx, "x", opts...); !errors.Is(err, engine.ErrInvalidRequest) {
 			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// The query's settings are checked by the retriever's rules, and refused as the caller's error.
+	for name, opt := range map[string]engine.RetrieveOption{
+		"bad mode":      engine.WithMode("psychic"),
+		"top k":         engine.WithTopK(-1),
+		"min score":     engine.WithMinScore(2),
+		"NaN min score": engine.WithMinScore(math.NaN()),
+		"lambda":        engine.WithMMRLambda(-0.5),
+	} {
+		_, err := eng.Retrieve(ctx, "x", engine.WithCollection(c.ID), opt)
+		if !errors.Is(err, engine.ErrInvalidRequest) || !errors.Is(err, retriever.ErrInvalidQuery) {
+			t.Errorf("%s: %v, want ErrInvalidRequest and retriever.ErrInvalidQuery", name, err)
 		}
 	}
 	if _, err := eng.IngestText(ctx, c.ID, "x", "x", "pdf", "text", nil); !errors.Is(err, engine.ErrInvalidRequest) {

@@ -442,12 +442,20 @@ func TestSearch_Errors(t *testing.T) {
 		{Query{TopK: -1}, ErrInvalidQuery},
 		{Query{Candidates: -1}, ErrInvalidQuery},
 		{Query{MMRLambda: 1.5}, ErrInvalidQuery},
+		{Query{MMRLambda: math.NaN()}, ErrInvalidQuery},
+		{Query{MinScore: -0.1}, ErrInvalidQuery},
+		{Query{MinScore: 1.5}, ErrInvalidQuery},
+		{Query{MinScore: math.NaN()}, ErrInvalidQuery},
 		{Query{Mode: ModeVector, Text: "x"}, ErrInvalidQuery},
 		{Query{Vector: []float32{nan, 0, 0}}, ErrInvalidQuery},
 		{Query{Vector: []float32{1, 0}}, ErrDimensions},
 	} {
 		if _, err := ix.Search(context.Background(), tt.q); !errors.Is(err, tt.want) {
 			t.Errorf("Search(%+v) = %v, want %v", tt.q, err, tt.want)
+		}
+		// Validate refuses the settings alone; the vectors are Search's to check.
+		if err := tt.q.Validate(); (err != nil) != (tt.want == ErrInvalidQuery && tt.q.Vector == nil && tt.q.Mode != ModeVector) {
+			t.Errorf("Validate(%+v) = %v", tt.q, err)
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -30,7 +30,8 @@ type Query struct {
 	Vector []float32
 	// TopK is the most results to return; 0 means DefaultTopK.
 	TopK int
-	// MinScore drops results less relevant than it, on a scale from 0 to 1 whatever the mode:
+	// MinScore drops results less relevant than it, on a scale from 0 to 1 whatever the mode (a value outside
+	// it is invalid):
 	//   - keyword: the chunk's BM25 score divided by the best BM25 score of the query (the best result is 1);
 	//   - vector: the chunk's cosine similarity to the query;
 	//   - hybrid and mmr: the greater of the two above, so a result strong on either side is kept.
@@ -57,35 +58,53 @@ type hit struct {
 	score float64
 }
 
+// Validate reports whether Search can run a query of q's settings: it returns an error wrapping
+// ErrInvalidQuery, saying why, for an unknown Mode, a negative TopK or Candidates, or a MinScore or
+// MMRLambda outside [0, 1]. (Search checks q's vector besides, which is input, not a setting.)
+func (q Query) Validate() error {
+	switch {
+	case q.Mode != "" && q.Mode != ModeHybrid && q.Mode != ModeKeyword && q.Mode != ModeVector && q.Mode != ModeMMR:
+		return fmt.Errorf("%w: unknown mode %q (known: hybrid, keyword, vector, mmr)", ErrInvalidQuery, q.Mode)
+	case q.TopK < 0:
+		return fmt.Errorf("%w: negative TopK %d", ErrInvalidQuery, q.TopK)
+	case q.Candidates < 0:
+		return fmt.Errorf("%w: negative Candidates %d", ErrInvalidQuery, q.Candidates)
+	case !(q.MinScore >= 0 && q.MinScore <= 1):
+		return fmt.Errorf("%w: MinScore %v outside [0, 1]", ErrInvalidQuery, q.MinScore)
+	case !(q.MMRLambda >= 0 && q.MMRLambda <= 1):
+		return fmt.Errorf("%w: MMRLambda %v outside [0, 1]", ErrInvalidQuery, q.MMRLambda)
+	}
+	return nil
+}
+
+// settings returns q's mode, TopK, Candidates and MMRLambda, the defaults in place of zeros: the one
+// place the defaults are applied.
+func (q Query) settings() (mode string, topK, candidates int, lambda float64) {
+	mode = cmp.Or(q.Mode, ModeHybrid)
+	topK = cmp.Or(q.TopK, DefaultTopK)
+	candidates = max(cmp.Or(q.Candidates, max(DefaultMinCandidates, 5*topK)), topK)
+	return mode, topK, candidates, cmp.Or(q.MMRLambda, DefaultMMRLambda)
+}
+
 // Search returns the chunks that best match q, best first, at most q.TopK of them, as copies that the caller
 // owns. See [Query] for the modes and their scores. Chunks of equal keyword or vector scores rank by chunk
 // ID, so the results depend on the chunks alone, never on the order they were added in: indexes of the
 // same chunks give the same results, with the same scores, whatever store they were read from.
 //
-// Search returns an error wrapping ErrInvalidQuery for an unknown mode, a negative TopK or Candidates, a
-// MMRLambda outside [0, 1], a vector query without a vector or a query vector holding a NaN or an infinity;
+// Search returns an error wrapping ErrInvalidQuery for settings [Query.Validate] refuses, a vector query
+// without a vector or a query vector holding a NaN or an infinity;
 // ErrDimensions for a query vector whose length is not the index's; and ctx's error if ctx is done.
 func (ix *Index) Search(ctx context.Context, q Query) ([]Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("retriever: %w", err)
 	}
-	mode := cmp.Or(q.Mode, ModeHybrid)
-	switch {
-	case mode != ModeHybrid && mode != ModeKeyword && mode != ModeVector && mode != ModeMMR:
-		return nil, fmt.Errorf("%w: unknown mode %q", ErrInvalidQuery, q.Mode)
-	case q.TopK < 0:
-		return nil, fmt.Errorf("%w: negative TopK %d", ErrInvalidQuery, q.TopK)
-	case q.Candidates < 0:
-		return nil, fmt.Errorf("%w: negative Candidates %d", ErrInvalidQuery, q.Candidates)
-	case q.MMRLambda < 0 || q.MMRLambda > 1 || math.IsNaN(q.MMRLambda):
-		return nil, fmt.Errorf("%w: MMRLambda %v outside [0, 1]", ErrInvalidQuery, q.MMRLambda)
-	case mode == ModeVector && len(q.Vector) == 0:
+	if err := q.Validate(); err != nil {
+		return nil, err
+	}
+	mode, topK, nCand, lambda := q.settings()
+	if mode == ModeVector && len(q.Vector) == 0 {
 		return nil, fmt.Errorf("%w: vector mode needs a query vector", ErrInvalidQuery)
 	}
-	topK := cmp.Or(q.TopK, DefaultTopK)
-	nCand := cmp.Or(q.Candidates, max(DefaultMinCandidates, 5*topK))
-	nCand = max(nCand, topK)
-	lambda := cmp.Or(q.MMRLambda, DefaultMMRLambda)
 
 	var qvec []float32
 	if len(q.Vector) > 0 {
