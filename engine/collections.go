@@ -374,17 +374,12 @@ func (e *Engine) ingestOne(ctx context.Context, coll collection.Collection, d in
 	return res, nil
 }
 
-// embedBatch is how many texts one Embed call gets.
-const embedBatch = 64
-
+// embedAll embeds a document's chunks in one call: the embedder owns its batching (an embed.OpenAI sends
+// requests of its BatchSize), so the engine does not cut the texts into batches of its own.
 func embedAll(ctx context.Context, emb embed.Embedder, texts []string) ([][]float32, error) {
-	out := make([][]float32, 0, len(texts))
-	for i := 0; i < len(texts); i += embedBatch {
-		vs, err := emb.Embed(ctx, texts[i:min(i+embedBatch, len(texts))])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, vs...)
+	out, err := emb.Embed(ctx, texts)
+	if err != nil {
+		return nil, err
 	}
 	if len(out) != len(texts) {
 		return nil, fmt.Errorf("the embedder returned %d vectors for %d texts", len(out), len(texts))
