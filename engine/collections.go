@@ -221,7 +221,9 @@ func (e *Engine) Ingest(ctx context.Context, collectionID string, docs ...ingest
 }
 
 // IngestText ingests text as a document of the given content type ("text", "markdown", "html" or "code";
-// "" detects it from source), with id (or source, or the text's hash, when empty). The metadata is the
+// "" detects it from source and the text, see ingest.Read), with id (or source, or the text's hash, when
+// empty). A type given is the document's, whatever source's extension or the text's first bytes: a
+// "notes.md" given as text is text (see ingest.ReadAs). The metadata is the
 // document's, beside what ingestion finds (its source, title, format, ...): all of it within the store's
 // default limits (store.DefaultMaxMetadataBytes and DefaultMaxMetadataKeys), or an error wrapping
 // store.ErrTooLarge before anything is read.
@@ -229,26 +231,7 @@ func (e *Engine) IngestText(ctx context.Context, collectionID, id, source, conte
 	if err := store.ValidateMetadata(store.Limits{}, fmt.Sprintf("document %q", cmp.Or(id, source)), metadata); err != nil {
 		return IngestResult{}, err
 	}
-	name := source
-	if name == "" {
-		name = id
-	}
-	switch contentType {
-	case "":
-	case ingest.TypeText:
-		name += ".txt"
-	case ingest.TypeMarkdown:
-		name += ".md"
-	case ingest.TypeHTML:
-		name += ".html"
-	case ingest.TypeCode:
-		if chunker.LanguageForFile(name) == "" {
-			return IngestResult{}, fmt.Errorf("%w: code needs a source whose extension names its language", ErrInvalidRequest)
-		}
-	default:
-		return IngestResult{}, fmt.Errorf("%w: content type %q (known: text, markdown, html, code)", ErrInvalidRequest, contentType)
-	}
-	d, err := ingest.Read(name, []byte(text))
+	d, err := ingest.ReadAs(cmp.Or(source, id), contentType, []byte(text))
 	if err != nil {
 		return IngestResult{}, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
