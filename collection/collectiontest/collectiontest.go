@@ -420,6 +420,14 @@ func testChanges(t *testing.T, s collection.Store) {
 	if want := []string{"put:guide", "delete:guide"}; !slices.Equal(ops, want) {
 		t.Fatalf("changes = %q, want %q", ops, want)
 	}
+	// A limit of 0 or less means collection.DefaultChangesLimit, on every store.
+	for _, limit := range []int{0, -1} {
+		all, err := s.Changes(ctx, start, limit, 0)
+		check(t, err)
+		if !slices.Equal(all, got) {
+			t.Errorf("Changes with limit %d = %+v, want %+v", limit, all, got)
+		}
+	}
 	last := got[len(got)-1].Seq
 	if l, _ := s.LastChange(ctx); l != last {
 		t.Errorf("LastChange = %q, the last change's Seq is %q", l, last)
