@@ -407,8 +407,8 @@ func (s *Store) ScanChunks(ctx context.Context, tenant, collectionID string, fn 
 }
 
 // Changes implements collection.Store. Seqs are decimal numbers of 20 digits, increasing; after is one of
-// them, or "" for the start of the feed. limit <= 0 means collection.DefaultChangesLimit. While there is no change
-// after after, it waits for one until wait has passed. It returns an error wrapping store.ErrInvalid for a
+// them, or "" for the start of the feed. limit <= 0 means collection.DefaultChangesLimit. While there is
+// no change after after, it waits for one until wait has passed. It returns an error wrapping store.ErrInvalid for a
 // Seq that is not one, and collection.ErrFeedTrimmed when changes after after were dropped (the feed keeps
 // about store.Options.ChangesKept).
 func (s *Store) Changes(ctx context.Context, after string, limit int, wait time.Duration) ([]collection.Change, error) {
