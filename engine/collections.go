@@ -24,12 +24,13 @@ import (
 	"github.com/context-loom/loom/tokenizer"
 )
 
-// Collection defaults, applied to a collection's zero fields when it is created (seed 002). A zero
-// ChunkOverlap takes DefaultChunkOverlap, or a fifth of the chunk size when that is smaller (an overlap of
-// 50 would be most of a 64-token chunk); a negative one means no overlap.
+// Collection defaults, applied to a collection's zero fields when it is created (seed 002): the chunker's
+// defaults, under the names Weave's engine gives them. A zero ChunkOverlap takes DefaultChunkOverlap, or a
+// fifth of the chunk size when that is smaller (an overlap of 50 would be most of a 64-token chunk); a
+// negative one means no overlap.
 const (
-	DefaultChunkSize    = 512
-	DefaultChunkOverlap = 50
+	DefaultChunkSize    = chunker.DefaultChunkSize    // 512
+	DefaultChunkOverlap = chunker.DefaultChunkOverlap // 50
 	// StrategyAuto chunks each document by its kind: Markdown and HTML (extracted as Markdown) by their
 	// sections, source code by its syntax, plain text with the recursive chunker. It is the strategy of a
 	// collection that names none, unless WithChunker set a custom default.

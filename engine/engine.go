@@ -24,9 +24,6 @@ import (
 	"github.com/context-loom/loom/tokenizer"
 )
 
-// DefaultTenant is the tenant of a request that names none (a single-tenant deployment, the CLI).
-const DefaultTenant = loom.DefaultTenant
-
 // DefaultSourceTimeout bounds how long an assembly waits for one source: a healthy store answers in a
 // millisecond, so an assembly that waits longer is better served degraded.
 const DefaultSourceTimeout = time.Second
@@ -108,7 +105,7 @@ func (e *Engine) Store() store.Store { return e.store }
 // key, knowledge and tool outputs after the stored ones, history after the stored history. Model, MaxTokens
 // and Policy given inline win over the agent's.
 type Request struct {
-	// Tenant scopes every id; "" means the context's (loom.WithTenant), or DefaultTenant. The HTTP API sets
+	// Tenant scopes every id; "" means the context's (loom.WithTenant), or loom.DefaultTenant. The HTTP API sets
 	// it from the API key, never from the body.
 	Tenant  string `json:"-"`
 	Agent   string `json:"agent,omitempty"`
@@ -647,7 +644,7 @@ func merge(req *Request, snap *store.Snapshot) (_ *assembler.Request, skipped in
 
 // Turn is one exchange to record: the user's message and what answered it.
 type Turn struct {
-	Tenant  string // "" means the context's (loom.WithTenant), or DefaultTenant
+	Tenant  string // "" means the context's (loom.WithTenant), or loom.DefaultTenant
 	Session string
 	// Message is the user's message; "" records only the reply.
 	Message string

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/chunk"
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/collection/collectiontest"
@@ -40,7 +41,7 @@ func TestCollections_ConformanceCluster(t *testing.T) {
 func TestCollections_CookbookUnsupported(t *testing.T) {
 	t.Parallel()
 	s := open(t, valkey.Options{Layout: valkey.LayoutCookbook}, valkeytest.Start(t))
-	_, err := s.CreateCollection(t.Context(), valkey.DefaultTenant, collection.Collection{Name: "docs"})
+	_, err := s.CreateCollection(t.Context(), loom.DefaultTenant, collection.Collection{Name: "docs"})
 	if !errors.Is(err, store.ErrUnsupported) {
 		t.Fatalf("CreateCollection in the cookbook layout: %v, want ErrUnsupported", err)
 	}
