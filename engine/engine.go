@@ -22,6 +22,7 @@ import (
 	"github.com/context-loom/loom/retriever"
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/tokenizer"
+	"golang.org/x/sync/errgroup"
 )
 
 // DefaultSourceTimeout bounds how long an assembly waits for one source: a healthy store answers in a
@@ -195,66 +196,50 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 	if req.HistoryLimit > 0 && req.Session == "" && req.Preset != PresetCookbook { // it bounds a stored session's read
 		return nil, fmt.Errorf("%w: history_limit needs a session", ErrInvalidRequest)
 	}
-	var degraded []Degradation
-	snap := &store.Snapshot{}
-	// The sources are read concurrently, each under its own deadline: the store's state in one Load (one
-	// round trip), and the knowledge retrieved for the message.
-	var retrieved []assembler.Knowledge
-	var retrieveErr error
-	var wg sync.WaitGroup
 	if r := req.Retrieve; r != nil {
 		if err := r.validate(); err != nil {
 			return nil, err
 		}
-		wg.Go(func() { retrieved, retrieveErr = e.retrieveKnowledge(ctx, tenant, r, req.Message) })
 	}
-	var cut historyCut
-	if req.Agent != "" || req.User != "" || req.Session != "" {
-		s, c, err := e.load(ctx, tenant, req)
-		cut = c
-		switch {
-		case errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrTooLarge) || errors.Is(err, store.ErrUnsupported):
-			wg.Wait()
-			return nil, err
-		case err != nil && ctx.Err() != nil:
-			wg.Wait()
-			return nil, err
-		case err != nil:
-			if req.Strict || req.Agent != "" { // without the agent's instructions and tools, no assembly
-				wg.Wait()
-				return nil, fmt.Errorf("%w: store: %w", ErrSourceFailed, err)
-			}
-			degraded = append(degraded, Degradation{Source: "store", Cause: err.Error()})
-		default:
-			snap = s
-		}
-		for _, src := range []store.Source{store.SourceAgent, store.SourceMemory, store.SourceHistory, store.SourceToolOutputs, store.SourceKnowledge} {
-			err := snap.Errors[src]
+	// The sources are read concurrently, each under its own deadline: the store's state in one Load (one
+	// round trip), and the knowledge retrieved for the message. A source whose failure ends the assembly
+	// cancels the other, and Wait joins both before any return.
+	var (
+		snap             = &store.Snapshot{}
+		cut              historyCut
+		degraded, retDeg []Degradation
+		retrieved        []assembler.Knowledge
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	if r := req.Retrieve; r != nil {
+		g.Go(func() error {
+			k, err := e.retrieveKnowledge(gctx, tenant, r, req.Message)
 			switch {
 			case err == nil:
-			case src == store.SourceAgent && errors.Is(err, store.ErrNotFound):
-				wg.Wait()
-				return nil, fmt.Errorf("%w: %q", ErrAgentNotFound, req.Agent)
-			case req.Strict || src == store.SourceAgent:
-				wg.Wait()
-				return nil, fmt.Errorf("%w: %s: %w", ErrSourceFailed, src, err)
+				retrieved = k
+			case isRequestError(err) || gctx.Err() != nil:
+				return err
+			case req.Strict:
+				return fmt.Errorf("%w: retrieval: %w", ErrSourceFailed, err)
 			default:
-				degraded = append(degraded, Degradation{Source: string(src), Cause: err.Error()})
+				retDeg = []Degradation{{Source: "retrieval", Cause: err.Error()}}
 			}
-		}
+			return nil
+		})
 	}
-	wg.Wait()
-	switch {
-	case retrieveErr == nil:
-		if len(retrieved) > 0 {
-			snap.Knowledge = append(slices.Clip(snap.Knowledge), retrieved...)
-		}
-	case isRequestError(retrieveErr) || ctx.Err() != nil:
-		return nil, retrieveErr
-	case req.Strict:
-		return nil, fmt.Errorf("%w: retrieval: %w", ErrSourceFailed, retrieveErr)
-	default:
-		degraded = append(degraded, Degradation{Source: "retrieval", Cause: retrieveErr.Error()})
+	if req.Agent != "" || req.User != "" || req.Session != "" {
+		g.Go(func() error {
+			var err error
+			snap, cut, degraded, err = e.loadSources(gctx, tenant, req)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	degraded = append(degraded, retDeg...)
+	if len(retrieved) > 0 {
+		snap.Knowledge = append(slices.Clip(snap.Knowledge), retrieved...)
 	}
 	var res *assembler.Result
 	var err error
@@ -278,6 +263,39 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	return &Result{Result: res, Degraded: degraded}, nil
+}
+
+// loadSources reads the stored sources req names (see load) and sorts their errors: it returns an error for
+// those that end the assembly (a bad request, a missing or unreadable agent, any source when req.Strict, ctx
+// done), and the others as degradations, the snapshot then holding what could be read.
+func (e *Engine) loadSources(ctx context.Context, tenant string, req Request) (*store.Snapshot, historyCut, []Degradation, error) {
+	var degraded []Degradation
+	snap, cut, err := e.load(ctx, tenant, req)
+	switch {
+	case errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrTooLarge) || errors.Is(err, store.ErrUnsupported):
+		return nil, cut, nil, err
+	case err != nil && ctx.Err() != nil:
+		return nil, cut, nil, err
+	case err != nil:
+		if req.Strict || req.Agent != "" { // without the agent's instructions and tools, no assembly
+			return nil, cut, nil, fmt.Errorf("%w: store: %w", ErrSourceFailed, err)
+		}
+		degraded = append(degraded, Degradation{Source: "store", Cause: err.Error()})
+		snap = &store.Snapshot{}
+	}
+	for _, src := range []store.Source{store.SourceAgent, store.SourceMemory, store.SourceHistory, store.SourceToolOutputs, store.SourceKnowledge} {
+		err := snap.Errors[src]
+		switch {
+		case err == nil:
+		case src == store.SourceAgent && errors.Is(err, store.ErrNotFound):
+			return nil, cut, nil, fmt.Errorf("%w: %q", ErrAgentNotFound, req.Agent)
+		case req.Strict || src == store.SourceAgent:
+			return nil, cut, nil, fmt.Errorf("%w: %s: %w", ErrSourceFailed, src, err)
+		default:
+			degraded = append(degraded, Degradation{Source: string(src), Cause: err.Error()})
+		}
+	}
+	return snap, cut, degraded, nil
 }
 
 // RetrieveRequest asks an assembly to retrieve knowledge.
