@@ -45,8 +45,8 @@ func AppendTerms(dst []string, text string) []string {
 }
 
 // appendTerms appends the terms of text, which must be valid UTF-8 in NFKC unless check is set. With check,
-// it reports false (and dst holds garbage after its first n) as soon as it meets a rune that may make text
-// invalid or other than NFKC and whose normal form may have other terms: the same decoding pass checks and
+// it reports false (what it appended is then garbage) as soon as it meets a rune that may make text invalid
+// or other than NFKC and whose normal form may have other terms: the same decoding pass checks and
 // analyzes, and a text that NFKC would change only in its separators (the full-width punctuation of
 // Chinese and Japanese, say) is analyzed as it is.
 func appendTerms(dst []string, text string, check bool) ([]string, bool) {
