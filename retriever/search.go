@@ -89,7 +89,9 @@ func (q Query) settings() (mode string, topK, candidates int, lambda float64) {
 // Search returns the chunks that best match q, best first, at most q.TopK of them, as copies that the caller
 // owns. See [Query] for the modes and their scores. Chunks of equal keyword or vector scores rank by chunk
 // ID, so the results depend on the chunks alone, never on the order they were added in: indexes of the
-// same chunks give the same results, with the same scores, whatever store they were read from.
+// same chunks give the same results, with the same scores, whatever store they were read from. (Only
+// approximate vector search, through the HNSW graph of an index past IndexOptions.HNSWThreshold, may
+// differ: the graph's neighbours depend on the order it was built in. Query.Exact searches exactly.)
 //
 // Search returns an error wrapping ErrInvalidQuery for settings [Query.Validate] refuses, a vector query
 // without a vector or a query vector holding a NaN or an infinity;
