@@ -141,7 +141,9 @@ func classifyNFKC(r rune) int {
 	}
 	var buf [utf8.UTFMax]byte
 	p := norm.NFKC.Properties(buf[:utf8.EncodeRune(buf[:], r)])
-	if p.CCC() != 0 || p.LeadCCC() != 0 || p.TrailCCC() != 0 || !p.BoundaryBefore() {
+	// (Its decomposition may end in a mark, as a precomposed "é" does: no rune after it that passes the
+	// check is reordered with or composed onto it.)
+	if p.CCC() != 0 || p.LeadCCC() != 0 || !p.BoundaryBefore() {
 		return nfkcOther
 	}
 	if p.Decomposition() == nil {

@@ -629,6 +629,11 @@ func TestNFKCClass(t *testing.T) {
 					t.Fatalf("%+q holds %U, of class nfkcStarter, but is not NFKC", s, r)
 				}
 			}
+			for _, after := range []string{"a", "東", "é", "\uAC00"} { // starters
+				if s := string(r) + after; !norm.NFKC.IsNormalString(norm.NFKC.String(string(r)) + after) {
+					t.Fatalf("%+q holds %U, of class nfkcStarter, but is not NFKC", s, r)
+				}
+			}
 		case nfkcSeparator:
 			for _, nb := range neighbours {
 				for _, s := range []string{nb + string(r) + nb, string(r) + nb, nb + string(r)} {
