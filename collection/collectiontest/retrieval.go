@@ -190,6 +190,9 @@ func testRetrievalParity(t *testing.T, s collection.Store) {
 		"keyword kumquat map[lang:xx]":          nil,
 		"hybrid cafe map[document_id:cafe-nfd]": {"cafe-nfd"},
 	} {
+		if _, ok := results[key]; !ok {
+			t.Fatalf("no query %q", key)
+		}
 		got := docsOf(key)
 		sorted := slices.Sorted(slices.Values(got))
 		if fmt.Sprint(sorted) != fmt.Sprint(slices.Sorted(slices.Values(wantDocs))) {
