@@ -204,25 +204,26 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 	// The sources are read concurrently, each under its own deadline: the store's state in one Load (one
 	// round trip), and the knowledge retrieved for the message. A source whose failure ends the assembly
 	// cancels the other, and Wait joins both before any return.
-	var (
-		snap             = &store.Snapshot{}
-		cut              historyCut
-		degraded, retDeg []Degradation
-		retrieved        []assembler.Knowledge
-	)
+	var got struct { // what the sources gave, each written by its goroutine, read after Wait
+		snap      *store.Snapshot
+		cut       historyCut
+		degraded  []Degradation
+		retrieved []assembler.Knowledge
+		retDeg    []Degradation
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	if r := req.Retrieve; r != nil {
 		g.Go(func() error {
 			k, err := e.retrieveKnowledge(gctx, tenant, r, req.Message)
 			switch {
 			case err == nil:
-				retrieved = k
+				got.retrieved = k
 			case isRequestError(err) || gctx.Err() != nil:
 				return err
 			case req.Strict:
 				return fmt.Errorf("%w: retrieval: %w", ErrSourceFailed, err)
 			default:
-				retDeg = []Degradation{{Source: "retrieval", Cause: err.Error()}}
+				got.retDeg = []Degradation{{Source: "retrieval", Cause: err.Error()}}
 			}
 			return nil
 		})
@@ -230,16 +231,16 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 	if req.Agent != "" || req.User != "" || req.Session != "" {
 		g.Go(func() error {
 			var err error
-			snap, cut, degraded, err = e.loadSources(gctx, tenant, req)
+			got.snap, got.cut, got.degraded, err = e.loadSources(gctx, tenant, &req)
 			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	degraded = append(degraded, retDeg...)
-	if len(retrieved) > 0 {
-		snap.Knowledge = append(slices.Clip(snap.Knowledge), retrieved...)
+	snap, cut, degraded := cmp.Or(got.snap, &store.Snapshot{}), got.cut, append(got.degraded, got.retDeg...)
+	if len(got.retrieved) > 0 {
+		snap.Knowledge = append(slices.Clip(snap.Knowledge), got.retrieved...)
 	}
 	var res *assembler.Result
 	var err error
@@ -268,9 +269,9 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 // loadSources reads the stored sources req names (see load) and sorts their errors: it returns an error for
 // those that end the assembly (a bad request, a missing or unreadable agent, any source when req.Strict, ctx
 // done), and the others as degradations, the snapshot then holding what could be read.
-func (e *Engine) loadSources(ctx context.Context, tenant string, req Request) (*store.Snapshot, historyCut, []Degradation, error) {
+func (e *Engine) loadSources(ctx context.Context, tenant string, req *Request) (*store.Snapshot, historyCut, []Degradation, error) {
 	var degraded []Degradation
-	snap, cut, err := e.load(ctx, tenant, req)
+	snap, cut, err := e.load(ctx, tenant, *req)
 	switch {
 	case errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrTooLarge) || errors.Is(err, store.ErrUnsupported):
 		return nil, cut, nil, err
