@@ -63,6 +63,7 @@ var sentinels = map[string]error{
 	"ingest.ErrBinary":              ingest.ErrBinary,
 	"ingest.ErrTooLarge":            ingest.ErrTooLarge,
 	"ingest.ErrNotRegular":          ingest.ErrNotRegular,
+	"ingest.ErrContentType":         ingest.ErrContentType,
 	"retriever.ErrInvalidChunk":     retriever.ErrInvalidChunk,
 	"retriever.ErrDimensions":       retriever.ErrDimensions,
 	"retriever.ErrInvalidQuery":     retriever.ErrInvalidQuery,

@@ -24,7 +24,9 @@ import (
 //
 // Embed returns one vector for each text, in the order of texts, all of length Dimensions(). Texts that are
 // alike get vectors with a high [Cosine] similarity; what "alike" means depends on the implementation. Embed
-// of no texts returns an empty slice and no error. The returned vectors belong to the caller.
+// of no texts returns an empty slice and no error. The returned vectors belong to the caller. Callers hand
+// Embed all the texts they have (the engine, all the chunks of a document): an implementation whose server
+// takes fewer in one request batches them itself, as [OpenAI] does by its BatchSize.
 //
 // Dimensions is the length of the vectors, or 0 while an implementation does not yet know it (an [OpenAI]
 // embedder without configured dimensions, before its first response).

@@ -25,12 +25,13 @@ import (
 	"github.com/context-loom/loom/tokenizer"
 )
 
-// Collection defaults, applied to a collection's zero fields when it is created (seed 002). A zero
-// ChunkOverlap takes DefaultChunkOverlap, or a fifth of the chunk size when that is smaller (an overlap of
-// 50 would be most of a 64-token chunk); a negative one means no overlap.
+// Collection defaults, applied to a collection's zero fields when it is created (seed 002): the chunker's
+// defaults, under the names Weave's engine gives them. A zero ChunkOverlap takes DefaultChunkOverlap, or a
+// fifth of the chunk size when that is smaller (an overlap of 50 would be most of a 64-token chunk); a
+// negative one means no overlap.
 const (
-	DefaultChunkSize    = 512
-	DefaultChunkOverlap = 50
+	DefaultChunkSize    = chunker.DefaultChunkSize    // 512
+	DefaultChunkOverlap = chunker.DefaultChunkOverlap // 50
 	// StrategyAuto chunks each document by its kind: Markdown and HTML (extracted as Markdown) by their
 	// sections, source code with the "code" strategy of the engine's registry (by its syntax where the
 	// tree-sitter chunker of chunker/code is registered, see WithChunkers; else as plain text, each chunk
@@ -265,7 +266,9 @@ func (e *Engine) Ingest(ctx context.Context, collectionID string, docs ...ingest
 }
 
 // IngestText ingests text as a document of the given content type ("text", "markdown", "html" or "code";
-// "" detects it from source), with id (or source, or the text's hash, when empty). The metadata is the
+// "" detects it from source and the text, see ingest.Read), with id (or source, or the text's hash, when
+// empty). A type given is the document's, whatever source's extension or the text's first bytes: a
+// "notes.md" given as text is text (see ingest.ReadAs). The metadata is the
 // document's, beside what ingestion finds (its source, title, format, ...): all of it within the store's
 // default limits (store.DefaultMaxMetadataBytes and DefaultMaxMetadataKeys), or an error wrapping
 // store.ErrTooLarge before anything is read.
@@ -273,26 +276,7 @@ func (e *Engine) IngestText(ctx context.Context, collectionID, id, source, conte
 	if err := store.ValidateMetadata(store.Limits{}, fmt.Sprintf("document %q", cmp.Or(id, source)), metadata); err != nil {
 		return IngestResult{}, err
 	}
-	name := source
-	if name == "" {
-		name = id
-	}
-	switch contentType {
-	case "":
-	case ingest.TypeText:
-		name += ".txt"
-	case ingest.TypeMarkdown:
-		name += ".md"
-	case ingest.TypeHTML:
-		name += ".html"
-	case ingest.TypeCode:
-		if ingest.LanguageForFile(name) == "" {
-			return IngestResult{}, fmt.Errorf("%w: code needs a source whose extension names its language", ErrInvalidRequest)
-		}
-	default:
-		return IngestResult{}, fmt.Errorf("%w: content type %q (known: text, markdown, html, code)", ErrInvalidRequest, contentType)
-	}
-	d, err := ingest.Read(name, []byte(text))
+	d, err := ingest.ReadAs(cmp.Or(source, id), contentType, []byte(text))
 	if err != nil {
 		return IngestResult{}, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
@@ -417,17 +401,12 @@ func (e *Engine) ingestOne(ctx context.Context, coll collection.Collection, d in
 	return res, nil
 }
 
-// embedBatch is how many texts one Embed call gets.
-const embedBatch = 64
-
+// embedAll embeds a document's chunks in one call: the embedder owns its batching (an embed.OpenAI sends
+// requests of its BatchSize), so the engine does not cut the texts into batches of its own.
 func embedAll(ctx context.Context, emb embed.Embedder, texts []string) ([][]float32, error) {
-	out := make([][]float32, 0, len(texts))
-	for i := 0; i < len(texts); i += embedBatch {
-		vs, err := emb.Embed(ctx, texts[i:min(i+embedBatch, len(texts))])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, vs...)
+	out, err := emb.Embed(ctx, texts)
+	if err != nil {
+		return nil, err
 	}
 	if len(out) != len(texts) {
 		return nil, fmt.Errorf("the embedder returned %d vectors for %d texts", len(out), len(texts))
@@ -497,12 +476,13 @@ const (
 	ModeMMR     = retriever.ModeMMR
 )
 
-// MaxTopK bounds WithTopK.
+// MaxTopK bounds WithTopK: a retrieval asking for more is refused with ErrInvalidRequest.
 const MaxTopK = 1000
 
 // Retrieve returns the chunks of a collection most relevant to query, best first, for the context's tenant.
 // Each result's Chunk keeps its id, document id, offsets and metadata (with "source"); its Kind says what
-// its Score is.
+// its Score is. Settings that retriever.Query.Validate refuses, and a TopK over MaxTopK, are refused with
+// an error wrapping ErrInvalidRequest (and retriever.ErrInvalidQuery for the former).
 func (e *Engine) Retrieve(ctx context.Context, query string, opts ...RetrieveOption) ([]retriever.Result, error) {
 	var cfg retrieveConfig
 	for _, o := range opts {
@@ -511,13 +491,13 @@ func (e *Engine) Retrieve(ctx context.Context, query string, opts ...RetrieveOpt
 	if cfg.collection == "" {
 		return nil, fmt.Errorf("%w: retrieve needs a collection (engine.WithCollection)", ErrInvalidRequest)
 	}
-	switch cfg.q.Mode {
-	case "", ModeHybrid, ModeKeyword, ModeVector, ModeMMR:
-	default:
-		return nil, fmt.Errorf("%w: retrieval mode %q (known: hybrid, keyword, vector, mmr)", ErrInvalidRequest, cfg.q.Mode)
+	// The query's settings are the retriever's to check (before the query is embedded); the engine bounds
+	// only what one retrieval may cost.
+	if err := cfg.q.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
-	if cfg.q.TopK < 0 || cfg.q.TopK > MaxTopK || cfg.q.MinScore < 0 || cfg.q.MinScore > 1 || cfg.q.MMRLambda < 0 || cfg.q.MMRLambda > 1 {
-		return nil, fmt.Errorf("%w: top_k must be in [0, %d], min_score and mmr_lambda in [0, 1]", ErrInvalidRequest, MaxTopK)
+	if cfg.q.TopK > MaxTopK {
+		return nil, fmt.Errorf("%w: top_k %d is over the limit of %d", ErrInvalidRequest, cfg.q.TopK, MaxTopK)
 	}
 	if len(query) > store.DefaultMaxValueBytes {
 		return nil, fmt.Errorf("%w: the query is %d bytes", store.ErrTooLarge, len(query))

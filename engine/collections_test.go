@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -235,13 +236,24 @@ func TestCollections_BadInput(t *testing.T) {
 		t.Errorf("a second collection named manual: %v", err)
 	}
 	for name, opts := range map[string][]engine.RetrieveOption{
-		"no collection": nil,
-		"bad mode":      {engine.WithCollection(c.ID), engine.WithMode("psychic")},
-		"top k":         {engine.WithCollection(c.ID), engine.WithTopK(-1)},
-		"min score":     {engine.WithCollection(c.ID), engine.WithMinScore(2)},
+		"no collection":  nil,
+		"top k over max": {engine.WithCollection(c.ID), engine.WithTopK(engine.MaxTopK + 1)},
 	} {
 		if _, err := eng.Retrieve(ctx, "x", opts...); !errors.Is(err, engine.ErrInvalidRequest) {
 			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// The query's settings are checked by the retriever's rules, and refused as the caller's error.
+	for name, opt := range map[string]engine.RetrieveOption{
+		"bad mode":      engine.WithMode("psychic"),
+		"top k":         engine.WithTopK(-1),
+		"min score":     engine.WithMinScore(2),
+		"NaN min score": engine.WithMinScore(math.NaN()),
+		"lambda":        engine.WithMMRLambda(-0.5),
+	} {
+		_, err := eng.Retrieve(ctx, "x", engine.WithCollection(c.ID), opt)
+		if !errors.Is(err, engine.ErrInvalidRequest) || !errors.Is(err, retriever.ErrInvalidQuery) {
+			t.Errorf("%s: %v, want ErrInvalidRequest and retriever.ErrInvalidQuery", name, err)
 		}
 	}
 	if _, err := eng.IngestText(ctx, c.ID, "x", "x", "pdf", "text", nil); !errors.Is(err, engine.ErrInvalidRequest) {
@@ -648,5 +660,43 @@ func TestCollections_ChunkerStopsAtTheLimit(t *testing.T) {
 	}
 	if !errors.Is(err, store.ErrTooLarge) {
 		t.Errorf("a document past the limit: %v, want store.ErrTooLarge", err)
+	}
+}
+
+// TestIngestText_TheTypeGivenIsKept: the content type IngestText is given is the document's, whatever its
+// source's extension or its first bytes, and its source keeps its name.
+func TestIngestText_TheTypeGivenIsKept(t *testing.T) {
+	t.Parallel()
+	eng, err := testEngine(memory.New(store.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	ctx := loom.WithTenant(t.Context(), "acme")
+	c, err := eng.CreateCollection(ctx, collection.Collection{Name: "typed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ id, source, contentType, text, want string }{
+		{"a", "notes.md", ingest.TypeText, "# Not a heading, a line of text", ingest.TypeText},
+		{"b", "page.txt", ingest.TypeText, "<!doctype html><p>text about html</p>", ingest.TypeText},
+		{"c", "page.html", ingest.TypeMarkdown, "# A heading\n\nbody", ingest.TypeMarkdown},
+		{"d", "", ingest.TypeHTML, "<h1>Title</h1><p>body</p>", ingest.TypeHTML},
+		{"e", "guess.md", "", "# Detected", ingest.TypeMarkdown},
+	} {
+		if _, err := eng.IngestText(ctx, c.ID, tt.id, tt.source, tt.contentType, tt.text, nil); err != nil {
+			t.Fatalf("%s: %v", tt.id, err)
+		}
+		d, err := eng.Documents(ctx, c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(d, func(d collection.Document) bool { return d.ID == tt.id })
+		if i < 0 || d[i].ContentType != tt.want || d[i].Source != tt.source {
+			t.Errorf("%s (%s given as %q): %+v, want type %q", tt.id, tt.source, tt.contentType, d, tt.want)
+		}
+	}
+	if _, err := eng.IngestText(ctx, c.ID, "f", "notes.txt", ingest.TypeCode, "x", nil); !errors.Is(err, engine.ErrInvalidRequest) || !errors.Is(err, ingest.ErrContentType) {
+		t.Errorf("code without a language: %v", err)
 	}
 }

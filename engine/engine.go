@@ -22,10 +22,8 @@ import (
 	"github.com/context-loom/loom/retriever"
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/tokenizer"
+	"golang.org/x/sync/errgroup"
 )
-
-// DefaultTenant is the tenant of a request that names none (a single-tenant deployment, the CLI).
-const DefaultTenant = loom.DefaultTenant
 
 // DefaultSourceTimeout bounds how long an assembly waits for one source: a healthy store answers in a
 // millisecond, so an assembly that waits longer is better served degraded.
@@ -117,7 +115,7 @@ func (e *Engine) Store() store.Store { return e.store }
 // key, knowledge and tool outputs after the stored ones, history after the stored history. Model, MaxTokens
 // and Policy given inline win over the agent's.
 type Request struct {
-	// Tenant scopes every id; "" means the context's (loom.WithTenant), or DefaultTenant. The HTTP API sets
+	// Tenant scopes every id; "" means the context's (loom.WithTenant), or loom.DefaultTenant. The HTTP API sets
 	// it from the API key, never from the body.
 	Tenant  string `json:"-"`
 	Agent   string `json:"agent,omitempty"`
@@ -207,66 +205,51 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 	if req.HistoryLimit > 0 && req.Session == "" && req.Preset != PresetCookbook { // it bounds a stored session's read
 		return nil, fmt.Errorf("%w: history_limit needs a session", ErrInvalidRequest)
 	}
-	var degraded []Degradation
-	snap := &store.Snapshot{}
-	// The sources are read concurrently, each under its own deadline: the store's state in one Load (one
-	// round trip), and the knowledge retrieved for the message.
-	var retrieved []assembler.Knowledge
-	var retrieveErr error
-	var wg sync.WaitGroup
 	if r := req.Retrieve; r != nil {
 		if err := r.validate(); err != nil {
 			return nil, err
 		}
-		wg.Go(func() { retrieved, retrieveErr = e.retrieveKnowledge(ctx, tenant, r, req.Message) })
 	}
-	var cut historyCut
-	if req.Agent != "" || req.User != "" || req.Session != "" {
-		s, c, err := e.load(ctx, tenant, req)
-		cut = c
-		switch {
-		case errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrTooLarge) || errors.Is(err, store.ErrUnsupported):
-			wg.Wait()
-			return nil, err
-		case err != nil && ctx.Err() != nil:
-			wg.Wait()
-			return nil, err
-		case err != nil:
-			if req.Strict || req.Agent != "" { // without the agent's instructions and tools, no assembly
-				wg.Wait()
-				return nil, fmt.Errorf("%w: store: %w", ErrSourceFailed, err)
-			}
-			degraded = append(degraded, Degradation{Source: "store", Cause: err.Error()})
-		default:
-			snap = s
-		}
-		for _, src := range []store.Source{store.SourceAgent, store.SourceMemory, store.SourceHistory, store.SourceToolOutputs, store.SourceKnowledge} {
-			err := snap.Errors[src]
+	// The sources are read concurrently, each under its own deadline: the store's state in one Load (one
+	// round trip), and the knowledge retrieved for the message. A source whose failure ends the assembly
+	// cancels the other, and Wait joins both before any return.
+	var got struct { // what the sources gave, each written by its goroutine, read after Wait
+		snap      *store.Snapshot
+		cut       historyCut
+		degraded  []Degradation
+		retrieved []assembler.Knowledge
+		retDeg    []Degradation
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	if r := req.Retrieve; r != nil {
+		g.Go(func() error {
+			k, err := e.retrieveKnowledge(gctx, tenant, r, req.Message)
 			switch {
 			case err == nil:
-			case src == store.SourceAgent && errors.Is(err, store.ErrNotFound):
-				wg.Wait()
-				return nil, fmt.Errorf("%w: %q", ErrAgentNotFound, req.Agent)
-			case req.Strict || src == store.SourceAgent:
-				wg.Wait()
-				return nil, fmt.Errorf("%w: %s: %w", ErrSourceFailed, src, err)
+				got.retrieved = k
+			case isRequestError(err) || gctx.Err() != nil:
+				return err
+			case req.Strict:
+				return fmt.Errorf("%w: retrieval: %w", ErrSourceFailed, err)
 			default:
-				degraded = append(degraded, Degradation{Source: string(src), Cause: err.Error()})
+				got.retDeg = []Degradation{{Source: "retrieval", Cause: err.Error()}}
 			}
-		}
+			return nil
+		})
 	}
-	wg.Wait()
-	switch {
-	case retrieveErr == nil:
-		if len(retrieved) > 0 {
-			snap.Knowledge = append(slices.Clip(snap.Knowledge), retrieved...)
-		}
-	case isRequestError(retrieveErr) || ctx.Err() != nil:
-		return nil, retrieveErr
-	case req.Strict:
-		return nil, fmt.Errorf("%w: retrieval: %w", ErrSourceFailed, retrieveErr)
-	default:
-		degraded = append(degraded, Degradation{Source: "retrieval", Cause: retrieveErr.Error()})
+	if req.Agent != "" || req.User != "" || req.Session != "" {
+		g.Go(func() error {
+			var err error
+			got.snap, got.cut, got.degraded, err = e.loadSources(gctx, tenant, &req)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	snap, cut, degraded := cmp.Or(got.snap, &store.Snapshot{}), got.cut, append(got.degraded, got.retDeg...)
+	if len(got.retrieved) > 0 {
+		snap.Knowledge = append(slices.Clip(snap.Knowledge), got.retrieved...)
 	}
 	var res *assembler.Result
 	var err error
@@ -290,6 +273,39 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	return &Result{Result: res, Degraded: degraded}, nil
+}
+
+// loadSources reads the stored sources req names (see load) and sorts their errors: it returns an error for
+// those that end the assembly (a bad request, a missing or unreadable agent, any source when req.Strict, ctx
+// done), and the others as degradations, the snapshot then holding what could be read.
+func (e *Engine) loadSources(ctx context.Context, tenant string, req *Request) (*store.Snapshot, historyCut, []Degradation, error) {
+	var degraded []Degradation
+	snap, cut, err := e.load(ctx, tenant, *req)
+	switch {
+	case errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrTooLarge) || errors.Is(err, store.ErrUnsupported):
+		return nil, cut, nil, err
+	case err != nil && ctx.Err() != nil:
+		return nil, cut, nil, err
+	case err != nil:
+		if req.Strict || req.Agent != "" { // without the agent's instructions and tools, no assembly
+			return nil, cut, nil, fmt.Errorf("%w: store: %w", ErrSourceFailed, err)
+		}
+		degraded = append(degraded, Degradation{Source: "store", Cause: err.Error()})
+		snap = &store.Snapshot{}
+	}
+	for _, src := range []store.Source{store.SourceAgent, store.SourceMemory, store.SourceHistory, store.SourceToolOutputs, store.SourceKnowledge} {
+		err := snap.Errors[src]
+		switch {
+		case err == nil:
+		case src == store.SourceAgent && errors.Is(err, store.ErrNotFound):
+			return nil, cut, nil, fmt.Errorf("%w: %q", ErrAgentNotFound, req.Agent)
+		case req.Strict || src == store.SourceAgent:
+			return nil, cut, nil, fmt.Errorf("%w: %s: %w", ErrSourceFailed, src, err)
+		default:
+			degraded = append(degraded, Degradation{Source: string(src), Cause: err.Error()})
+		}
+	}
+	return snap, cut, degraded, nil
 }
 
 // RetrieveRequest asks an assembly to retrieve knowledge.
@@ -652,7 +668,7 @@ func merge(req *Request, snap *store.Snapshot) (_ *assembler.Request, skipped in
 
 // Turn is one exchange to record: the user's message and what answered it.
 type Turn struct {
-	Tenant  string // "" means the context's (loom.WithTenant), or DefaultTenant
+	Tenant  string // "" means the context's (loom.WithTenant), or loom.DefaultTenant
 	Session string
 	// Message is the user's message; "" records only the reply.
 	Message string

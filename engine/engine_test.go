@@ -180,8 +180,8 @@ func TestAssemble_MergesInlineParts(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	s := memory.New(store.Options{})
-	seedScenario(t, s, engine.DefaultTenant)
-	if err := s.PutAgent(ctx, engine.DefaultTenant, store.Agent{ID: "tooled", Instructions: "Agent text.", Model: "gpt-4",
+	seedScenario(t, s, loom.DefaultTenant)
+	if err := s.PutAgent(ctx, loom.DefaultTenant, store.Agent{ID: "tooled", Instructions: "Agent text.", Model: "gpt-4",
 		Tools: []assembler.Tool{{Type: "function", Function: assembler.ToolFunction{Name: "lookup", Description: "stored"}},
 			{Type: "function", Function: assembler.ToolFunction{Name: "keep", Description: "stored"}}}}); err != nil {
 		t.Fatal(err)
@@ -274,7 +274,7 @@ func TestAssemble_WindowWidenedToTheUserTurn(t *testing.T) {
 			store.Message{Role: "assistant", ToolCalls: []assembler.ToolCall{{ID: id, Function: assembler.ToolCallFunction{Name: "search", Arguments: `{"page":1}`}}}},
 			store.Message{Role: "tool", ToolCallID: id, Content: fmt.Sprintf(`{"page": %d}`, i)})
 	}
-	if _, err := mem.AppendMessages(ctx, engine.DefaultTenant, "run", msgs...); err != nil {
+	if _, err := mem.AppendMessages(ctx, loom.DefaultTenant, "run", msgs...); err != nil {
 		t.Fatal(err)
 	}
 	eng, err := testEngine(mem)
@@ -308,7 +308,7 @@ func (o oddHistory) Load(ctx context.Context, tenant string, q store.LoadQuery) 
 func TestAssemble_SkipsUnusableStoredMessages(t *testing.T) {
 	t.Parallel()
 	mem := memory.New(store.Options{})
-	seedScenario(t, mem, engine.DefaultTenant)
+	seedScenario(t, mem, loom.DefaultTenant)
 	eng, err := testEngine(oddHistory{mem})
 	if err != nil {
 		t.Fatal(err)
@@ -343,7 +343,7 @@ func TestAssemble_DegradesOrFailsStrictly(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			mem := memory.New(store.Options{})
-			seedScenario(t, mem, engine.DefaultTenant)
+			seedScenario(t, mem, loom.DefaultTenant)
 			tc.store.Store = mem
 			eng, err := testEngine(tc.store, engine.WithSourceTimeout(100*time.Millisecond))
 			if err != nil {
@@ -405,7 +405,7 @@ func TestRecord(t *testing.T) {
 	if len(stored) != 4 || stored[0].Role != "user" || stored[3].Seq != 4 {
 		t.Fatalf("stored %+v", stored)
 	}
-	outs, _ := s.ToolOutputs(ctx, engine.DefaultTenant, "s")
+	outs, _ := s.ToolOutputs(ctx, loom.DefaultTenant, "s")
 	if len(outs) != 1 || outs[0].CallID != "c1" {
 		t.Fatalf("tool outputs %+v", outs)
 	}

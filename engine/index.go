@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/retriever"
 )
@@ -38,7 +39,7 @@ func (e *Engine) WarmIndexes(ctx context.Context, refs ...collection.Ref) error 
 	}
 	var errs []error
 	for _, ref := range refs {
-		tenant := cmp.Or(ref.Tenant, DefaultTenant)
+		tenant := cmp.Or(ref.Tenant, loom.DefaultTenant)
 		c, err := cs.GetCollection(ctx, tenant, ref.ID)
 		if err == nil {
 			var li *liveIndex

@@ -9,6 +9,7 @@ import (
 
 	valkeygo "github.com/valkey-io/valkey-go"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/assembler"
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/internal/valkeytest"
@@ -50,9 +51,9 @@ func (b badNames) Load(ctx context.Context, tenant string, q store.LoadQuery) (*
 func TestAssemble_StoredBadToolNamesDoNotBreakIt(t *testing.T) {
 	t.Parallel()
 	mem := memory.New(store.Options{})
-	seedScenario(t, mem, engine.DefaultTenant)
+	seedScenario(t, mem, loom.DefaultTenant)
 	ctx := t.Context()
-	if err := mem.PutAgent(ctx, engine.DefaultTenant, store.Agent{ID: "tooled", Instructions: "Use tools.",
+	if err := mem.PutAgent(ctx, loom.DefaultTenant, store.Agent{ID: "tooled", Instructions: "Use tools.",
 		Tools: []assembler.Tool{{Type: "function", Function: assembler.ToolFunction{Name: "weather"}}}}); err != nil {
 		t.Fatal(err)
 	}

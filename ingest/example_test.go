@@ -49,6 +49,17 @@ func ExampleRead_binary() {
 	// Output: true
 }
 
+// ReadAs keeps the content type it is given: a note named like Markdown, given as text, stays text.
+func ExampleReadAs() {
+	doc, err := ingest.ReadAs("notes.md", ingest.TypeText, []byte("# not a heading\n"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(doc.ContentType, doc.Metadata["format"])
+	// Output: text text
+}
+
 func ExampleWalk() {
 	root, err := os.MkdirTemp("", "ingest-example")
 	if err != nil {

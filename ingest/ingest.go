@@ -45,6 +45,9 @@ var (
 	ErrBinary     = loom.NewError(loom.ErrInvalid, "ingest: binary content")
 	ErrTooLarge   = loom.NewError(loom.ErrTooLarge, "ingest: input larger than the limit")
 	ErrNotRegular = loom.NewError(loom.ErrInvalid, "ingest: not a regular file")
+	// ErrContentType is returned by [Limits.ReadAs] for a content type it does not know, and for code
+	// whose source names no language.
+	ErrContentType = loom.NewError(loom.ErrInvalid, "ingest: unsupported content type")
 )
 
 // sniffLen is how much of the input is searched for NUL bytes and for an HTML doctype.
@@ -106,6 +109,31 @@ func Read(source string, raw []byte) (Document, error) {
 // [ErrBinary] when the first 8 KiB hold a NUL byte or raw has more invalid UTF-8 than the package
 // tolerates (see the package documentation). Empty input is an empty Document, not an error.
 func (l Limits) Read(source string, raw []byte) (Document, error) {
+	return l.ReadAs(source, "", raw)
+}
+
+// ReadAs turns raw, the content of the file named source, into a Document of the given content type,
+// as [Read] does but for the type, which is not detected: TypeText, TypeMarkdown, TypeHTML or TypeCode, or
+// "" to detect it from source and raw as Read does. A text given as TypeText stays text whatever its name
+// or first bytes. Code takes its language from source's extension.
+//
+// ReadAs returns an error wrapping [ErrContentType] for another type and for code whose source's extension
+// names no language [LanguageForFile] knows, and Read's errors.
+func ReadAs(source, contentType string, raw []byte) (Document, error) {
+	return Limits{}.ReadAs(source, contentType, raw)
+}
+
+// ReadAs is [ReadAs] within l.
+func (l Limits) ReadAs(source, contentType string, raw []byte) (Document, error) {
+	switch contentType {
+	case "", TypeText, TypeMarkdown, TypeHTML:
+	case TypeCode:
+		if LanguageForFile(source) == "" {
+			return Document{}, fmt.Errorf("%w: code needs a source whose extension names its language, not %q", ErrContentType, source)
+		}
+	default:
+		return Document{}, fmt.Errorf("%w: %q (known: text, markdown, html, code)", ErrContentType, contentType)
+	}
 	if limit := l.maxBytes(); limit >= 0 && int64(len(raw)) > limit {
 		return Document{}, fmt.Errorf("%w: %s is %d bytes, the limit is %d", ErrTooLarge, source, len(raw), limit)
 	}
@@ -121,7 +149,10 @@ func (l Limits) Read(source string, raw []byte) (Document, error) {
 		return Document{}, fmt.Errorf("%w: %s: %v", ErrBinary, source, err)
 	}
 
-	doc.ContentType = detect(source, text)
+	doc.ContentType = contentType
+	if doc.ContentType == "" {
+		doc.ContentType = detect(source, text)
+	}
 	switch doc.ContentType {
 	case TypeHTML:
 		doc.Text, doc.Metadata["title"] = htmlToMarkdown(text)

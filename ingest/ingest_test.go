@@ -59,6 +59,42 @@ func TestRead_DetectsTheContentType(t *testing.T) {
 	}
 }
 
+// TestReadAs_TheTypeGivenIsTheDocuments: a content type given is not detected again, whatever the
+// source's extension or the text's first bytes; "" detects it as Read does.
+func TestReadAs_TheTypeGivenIsTheDocuments(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		source, contentType, text string
+		want, format, title       string
+	}{
+		{"notes.md", TypeText, "# Title\n\nbody", TypeText, "text", ""},
+		{"page.txt", TypeText, "<!doctype html><title>x</title><p>y", TypeText, "text", ""},
+		{"page.html", TypeMarkdown, "# Heading\n", TypeMarkdown, "markdown", "Heading"},
+		{"notes", TypeHTML, "<title>T</title><p>hi</p>", TypeHTML, "markdown", "T"},
+		{"main.go", TypeText, "package main\n", TypeText, "text", ""},
+		{"README", TypeMarkdown, "# Read me\n", TypeMarkdown, "markdown", "Read me"},
+		{"notes.md", "", "# Title\n", TypeMarkdown, "markdown", "Title"},
+	}
+	for _, tt := range tests {
+		doc, err := ReadAs(tt.source, tt.contentType, []byte(tt.text))
+		if err != nil {
+			t.Fatalf("%s as %q: %v", tt.source, tt.contentType, err)
+		}
+		if doc.ContentType != tt.want || doc.Metadata["format"] != tt.format || doc.Metadata["title"] != tt.title || doc.Source != tt.source {
+			t.Errorf("%s as %q: type %q, format %q, title %q, source %q; want %q, %q, %q", tt.source, tt.contentType,
+				doc.ContentType, doc.Metadata["format"], doc.Metadata["title"], doc.Source, tt.want, tt.format, tt.title)
+		}
+	}
+	if doc, err := ReadAs("tool.py", TypeCode, []byte("print(1)\n")); err != nil || doc.ContentType != TypeCode || doc.Metadata["language"] != "python" {
+		t.Errorf("code: %+v, %v", doc, err)
+	}
+	for _, tt := range []struct{ source, contentType string }{{"notes.txt", TypeCode}, {"x", "pdf"}, {"x.md", "Markdown"}} {
+		if _, err := ReadAs(tt.source, tt.contentType, []byte("x")); !errors.Is(err, ErrContentType) {
+			t.Errorf("%s as %q: %v, want ErrContentType", tt.source, tt.contentType, err)
+		}
+	}
+}
+
 func TestRead_MetadataFormatAndTitle(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

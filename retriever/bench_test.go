@@ -95,3 +95,22 @@ func BenchmarkRecall(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAnalyze measures the analyzer over the corpus's real text (English, code, CJK, Cyrillic), as an
+// index build runs it on every chunk.
+func BenchmarkAnalyze(b *testing.B) {
+	sentences := corpusSentences(b)
+	n := 0
+	for _, s := range sentences {
+		n += len(s)
+	}
+	b.SetBytes(int64(n))
+	b.ReportAllocs()
+	var buf []string
+	buf = AppendTerms(buf, "é") // the analyzer's tables are made on first use
+	for b.Loop() {
+		for _, s := range sentences {
+			buf = AppendTerms(buf[:0], s)
+		}
+	}
+}

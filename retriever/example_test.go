@@ -72,3 +72,19 @@ func ExampleIndex_WaitGraph() {
 	// 1 c3
 	// 2 c0
 }
+
+// Analyze is the keyword analyzer every index uses: a chunk's terms and a query's come from it alike.
+func ExampleAnalyze() {
+	fmt.Printf("%q\n", retriever.Analyze("The Café in Zürich serves ＴＥＡ."))
+	fmt.Printf("%q\n", retriever.Analyze("東京の首都"))
+	// Output:
+	// ["cafe" "zurich" "serves" "tea"]
+	// ["東" "京" "東京" "の" "京の" "首" "の首" "都" "首都"]
+}
+
+func ExampleQuery_Validate() {
+	err := retriever.Query{Text: "raft", MinScore: 1.5}.Validate()
+	fmt.Println(err)
+	// Output:
+	// retriever: invalid query: MinScore 1.5 outside [0, 1]
+}

@@ -206,7 +206,7 @@ func (ix *Index) add(c collection.Chunk, buf []string) []string {
 	e.chunk.Metadata = maps.Clone(collection.OwnMetadata(e.doc, c.Metadata))
 	ix.heap += entryBytes(&e)
 
-	buf = appendTerms(buf[:0], c.Content)
+	buf = AppendTerms(buf[:0], c.Content)
 	e.length = len(buf)
 	counts := make(map[string]uint32, len(buf))
 	for _, w := range buf {
@@ -303,7 +303,7 @@ func (ix *Index) kill(slot uint32, buf []string) []string {
 		ix.liveVec--
 	}
 	ix.totalLen -= e.length
-	buf = appendTerms(buf[:0], e.chunk.Content)
+	buf = AppendTerms(buf[:0], e.chunk.Content)
 	seen := make(map[string]bool, len(buf))
 	for _, w := range buf {
 		if !seen[w] {

@@ -5,13 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/embed"
+	"golang.org/x/text/unicode/norm"
 )
 
 func mk(id, doc, text string, vec []float32, meta ...string) collection.Chunk {
@@ -115,51 +119,85 @@ func TestBM25_MatchesFormula(t *testing.T) {
 	}
 }
 
-func TestTerms(t *testing.T) {
+func TestAnalyze(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		in   string
 		want []string
 	}{
 		{"The Quick, brown FOX!", []string{"quick", "brown", "fox"}},
-		{"e-mail x2 café naïve", []string{"e", "mail", "x2", "café", "naïve"}},
-		{"Привет, Мир", []string{"привет", "мир"}},
+		{"e-mail x2 café naïve", []string{"e", "mail", "x2", "cafe", "naive"}},
+		// Accents of Latin letters go, composed or not; other scripts keep theirs.
+		{"Café CAFÉ cafe\u0301 Ångström Dvořák São", []string{"cafe", "cafe", "cafe", "angstrom", "dvorak", "sao"}},
+		{"İstanbul Straße æther smørrebrød q\u0303", []string{"istanbul", "straße", "æther", "smørrebrød", "q"}},
+		{"Привет, Мир, й и\u0306 ά", []string{"привет", "мир", "й", "й", "ά"}},
+		{"thé", nil}, // folded to a stopword
+		// NFKC: full-width and half-width forms are their ordinary ones, ligatures their letters.
+		{"ＡＢＣ ｄｅｆ ｶﾀｶﾅ ﬁne", []string{"abc", "def", "カ", "タ", "カタ", "カ", "タカ", "ナ", "カナ", "fine"}},
 		{"人权宣言", []string{"人", "权", "人权", "宣", "权宣", "言", "宣言"}},
+		{"東京は日本の首都です。", []string{"東", "京", "東京", "は", "京は", "日", "は日", "本", "日本", "の", "本の", "首", "の首", "都", "首都", "で", "都で", "す", "です"}},
+		{"カ\u3099ス", []string{"ガ", "ス", "ガス"}}, // a decomposed voiced mark is composed first
 		{"go语言 ok", []string{"go", "语", "言", "语言", "ok"}},
 		{"한국어 텍스트", []string{"한국어", "텍스트"}},
 		{"", nil},
 		{"the and of", nil},
 		{"\xff\xfeabc", []string{"abc"}},
-		{strings.Repeat("x", maxTermRunes+1) + " y", []string{"y"}},
+		{strings.Repeat("x", MaxTermRunes+1) + " y", []string{"y"}},
 	}
 	for _, tt := range tests {
-		got := appendTerms(nil, tt.in)
+		got := Analyze(tt.in)
 		if fmt.Sprint(got) != fmt.Sprint(tt.want) {
-			t.Errorf("appendTerms(%q) = %q, want %q", tt.in, got, tt.want)
+			t.Errorf("Analyze(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
 
-func FuzzTerms(f *testing.F) {
-	for _, s := range []string{"Hello, World", "人权宣言 go语言", "ÀÉÎ\u0301x", "\xff", "a1_b2", "İstanbul ǅ"} {
+// TestSearch_FoldsDiacritics: a keyword query with or without accents finds a text with or without them.
+func TestSearch_FoldsDiacritics(t *testing.T) {
+	t.Parallel()
+	ix := NewIndex(IndexOptions{})
+	if err := ix.Add(mk("accented", "a", "Un café crème, s'il vous plaît.", nil), mk("plain", "p", "The cafe on the corner.", nil),
+		mk("decomposed", "d", "Nai\u0308ve cafe\u0301 art.", nil), mk("other", "o", "Tea and biscuits.", nil)); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"cafe", "café", "CAFÉ", "cafe\u0301"} {
+		got := ids(search(t, ix, Query{Text: q, Mode: ModeKeyword}))
+		slices.Sort(got)
+		if fmt.Sprint(got) != "[accented decomposed plain]" {
+			t.Errorf("keyword %q: %v, want the three cafés", q, got)
+		}
+	}
+}
+
+func FuzzAnalyze(f *testing.F) {
+	for _, s := range []string{"Hello, World", "人权宣言 go语言", "ÀÉÎ\u0301x", "\xff", "a1_b2", "İstanbul ǅ", "ｶﾞｽ ﬁ ①", "e\u0301\u0301"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		lower := strings.ToLower(s)
-		for _, w := range appendTerms(nil, s) {
-			if w == "" {
-				t.Fatalf("empty term from %q", s)
+		terms := Analyze(s)
+		for _, w := range terms {
+			if w == "" || !utf8.ValidString(w) || utf8.RuneCountInString(w) > MaxTermRunes {
+				t.Fatalf("term %q from %q", w, s)
 			}
-			if !strings.Contains(lower, w) {
-				t.Fatalf("term %q is not a lowercased substring of %q", w, s)
-			}
-			if isStopword(w) {
+			if IsStopword(w) {
 				t.Fatalf("stopword %q from %q", w, s)
 			}
-			// A term is its own only term (a CJK pair gives its characters and itself).
-			again := appendTerms(nil, w)
+			// A term is its own last term (a CJK pair gives its characters and itself), and a word its only.
+			again := Analyze(w)
 			if len(again) == 0 || again[len(again)-1] != w {
 				t.Fatalf("terms of term %q = %q", w, again)
+			}
+			if r, _ := utf8.DecodeRuneInString(w); !isCJK(r) && len(again) != 1 {
+				t.Fatalf("terms of word %q = %q", w, again)
+			}
+		}
+		// The terms are those of the text made valid and NFKC, and canonically equivalent texts have the same.
+		if want, _ := appendTerms(nil, norm.NFKC.String(strings.ToValidUTF8(s, "\uFFFD")), false); fmt.Sprint(want) != fmt.Sprint(terms) {
+			t.Fatalf("Analyze(%q) = %q, but its NFKC has %q", s, terms, want)
+		}
+		for _, form := range []norm.Form{norm.NFC, norm.NFD} {
+			if other := Analyze(form.String(s)); fmt.Sprint(other) != fmt.Sprint(terms) {
+				t.Fatalf("Analyze(%q) = %q, but %q in another form gives %q", s, terms, form.String(s), other)
 			}
 		}
 	})
@@ -404,12 +442,20 @@ func TestSearch_Errors(t *testing.T) {
 		{Query{TopK: -1}, ErrInvalidQuery},
 		{Query{Candidates: -1}, ErrInvalidQuery},
 		{Query{MMRLambda: 1.5}, ErrInvalidQuery},
+		{Query{MMRLambda: math.NaN()}, ErrInvalidQuery},
+		{Query{MinScore: -0.1}, ErrInvalidQuery},
+		{Query{MinScore: 1.5}, ErrInvalidQuery},
+		{Query{MinScore: math.NaN()}, ErrInvalidQuery},
 		{Query{Mode: ModeVector, Text: "x"}, ErrInvalidQuery},
 		{Query{Vector: []float32{nan, 0, 0}}, ErrInvalidQuery},
 		{Query{Vector: []float32{1, 0}}, ErrDimensions},
 	} {
 		if _, err := ix.Search(context.Background(), tt.q); !errors.Is(err, tt.want) {
 			t.Errorf("Search(%+v) = %v, want %v", tt.q, err, tt.want)
+		}
+		// Validate refuses the settings alone; the vectors are Search's to check.
+		if err := tt.q.Validate(); (err != nil) != (tt.want == ErrInvalidQuery && tt.q.Vector == nil && tt.q.Mode != ModeVector) {
+			t.Errorf("Validate(%+v) = %v", tt.q, err)
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -539,4 +585,118 @@ func recallAt10(tb testing.TB, ix *Index, qs []Query, filter map[string]string) 
 		}
 	}
 	return float64(found) / float64(total)
+}
+
+// TestLatinBase: latinBase's tables hold every letter that decomposes into a Latin letter and accents, of
+// all the runes NFKC text can hold.
+func TestLatinBase(t *testing.T) {
+	t.Parallel()
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if !utf8.ValidRune(r) || !norm.NFKC.IsNormalString(string(r)) {
+			continue
+		}
+		if got, want := latinBase(r), decomposedBase(r); got != want {
+			t.Errorf("latinBase(%U) = %U, want %U", r, got, want)
+		}
+	}
+	if latinBase('é') != 'e' || latinBase('Ǻ') != 'A' || latinBase('ø') != 'ø' || latinBase('й') != 'й' {
+		t.Error("latinBase of é, Ǻ, ø, й")
+	}
+}
+
+func TestIsLatin(t *testing.T) {
+	t.Parallel()
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if got, want := isLatin(r), unicode.Is(unicode.Latin, r); got != want {
+			t.Errorf("isLatin(%U) = %v, want %v", r, got, want)
+		}
+	}
+}
+
+// TestNFKCClass: a text whose runes are ASCII or of class nfkcStarter is NFKC, whatever their neighbours;
+// a rune of class nfkcSeparator is a separator before and after normalization, next to any rune.
+func TestNFKCClass(t *testing.T) {
+	t.Parallel()
+	var n [3]int
+	neighbours := []string{"a", "e", "\u1100", "\uAC00", "\u0915", "\u0301", "\u3099", "東", "\uFF21"}
+	for r := rune(0x80); r <= unicode.MaxRune; r++ {
+		class := nfkcClass(r)
+		n[class]++
+		switch class {
+		case nfkcStarter:
+			for _, before := range neighbours {
+				if s := before + string(r); !norm.NFKC.IsNormalString(s) && norm.NFKC.IsNormalString(before) {
+					t.Fatalf("%+q holds %U, of class nfkcStarter, but is not NFKC", s, r)
+				}
+			}
+			for _, after := range []string{"a", "東", "é", "\uAC00"} { // starters
+				if s := string(r) + after; !norm.NFKC.IsNormalString(norm.NFKC.String(string(r)) + after) {
+					t.Fatalf("%+q holds %U, of class nfkcStarter, but is not NFKC", s, r)
+				}
+			}
+		case nfkcSeparator:
+			for _, nb := range neighbours {
+				for _, s := range []string{nb + string(r) + nb, string(r) + nb, nb + string(r)} {
+					if got, want := Analyze(s), Analyze(norm.NFKC.String(s)); fmt.Sprint(got) != fmt.Sprint(want) {
+						t.Fatalf("Analyze(%+q) = %q, of its NFKC %q", s, got, want)
+					}
+				}
+			}
+		}
+	}
+	if n[nfkcStarter] < 100000 || n[nfkcSeparator] < 100 || nfkcClass('\uFFFD') != nfkcOther || nfkcClass('\u0301') != nfkcOther ||
+		nfkcClass('\uFF21') != nfkcOther || nfkcClass('\u1161') != nfkcOther || nfkcClass('，') != nfkcSeparator || nfkcClass('東') != nfkcStarter {
+		t.Fatalf("classes: %v, or a rune's is wrong", n)
+	}
+}
+
+// TestSearch_TiesByChunkID: chunks of equal scores rank by chunk ID, so that indexes of the same chunks
+// added in different orders (as different stores scan them), or with replacements between, rank alike.
+func TestSearch_TiesByChunkID(t *testing.T) {
+	t.Parallel()
+	var chunks []collection.Chunk
+	for i := range 12 {
+		text := []string{"the same words", "the same words again", "other words"}[i%3]
+		chunks = append(chunks, mk(fmt.Sprintf("c%02d", (i*7)%12), fmt.Sprint("d", i), text, []float32{1, float32(i % 2), 0}))
+	}
+	forward := NewIndex(IndexOptions{})
+	if err := forward.Add(chunks...); err != nil {
+		t.Fatal(err)
+	}
+	backward := NewIndex(IndexOptions{})
+	// Every chunk once as something else, then the chunks in reverse order: dead slots, other slots.
+	for i := len(chunks) - 1; i >= 0; i-- {
+		c := chunks[i]
+		decoy := c
+		decoy.Content, decoy.Vector = "nothing alike", []float32{0, 0, 1}
+		if err := backward.Add(decoy); err != nil {
+			t.Fatal(err)
+		}
+		if err := backward.Add(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []Query{
+		{Text: "same words", Mode: ModeKeyword}, {Text: "words", Mode: ModeKeyword, TopK: 5},
+		{Vector: []float32{1, 0, 0}, Mode: ModeVector}, {Vector: []float32{1, 1, 0}, Mode: ModeVector, TopK: 3},
+		{Text: "same", Vector: []float32{1, 0, 0}}, {Text: "words", Vector: []float32{1, 1, 0}, Mode: ModeMMR},
+	} {
+		a, b := search(t, forward, q), search(t, backward, q)
+		if len(a) == 0 || fmt.Sprint(scoresOf(a)) != fmt.Sprint(scoresOf(b)) {
+			t.Errorf("%+v:\n%v\nafter other insertions:\n%v", q, scoresOf(a), scoresOf(b))
+		}
+		for i := 1; i < len(a); i++ {
+			if a[i].Score == a[i-1].Score && a[i].Chunk.ID < a[i-1].Chunk.ID && q.Mode != ModeMMR && q.Mode != "" {
+				t.Errorf("%+v: a tie not in chunk ID order: %v", q, scoresOf(a))
+			}
+		}
+	}
+}
+
+func scoresOf(rs []Result) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = fmt.Sprintf("%s %x %x %d %x %d", r.Chunk.ID, math.Float64bits(r.Score), math.Float64bits(r.Keyword), r.KeywordRank, math.Float64bits(r.Vector), r.VectorRank)
+	}
+	return out
 }

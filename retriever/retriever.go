@@ -5,8 +5,9 @@
 // that a goroutine of the index builds while searches go on (exactly until the graph is ready).
 // [Index.Search] ranks by keywords, by vector, by both fused with reciprocal rank fusion (the default), or by
 // maximal marginal relevance for diverse results. The engine builds one per collection from its store's
-// chunks, whatever the store, so that keyword scores come from one analyzer and from the collection's own
-// statistics alone.
+// chunks, whatever the store, so that keyword scores come from one analyzer ([Analyze]: words folded to
+// lowercase without accents, Chinese and Japanese by characters and their pairs) and from the collection's
+// own statistics alone.
 package retriever
 
 import (

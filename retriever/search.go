@@ -30,7 +30,8 @@ type Query struct {
 	Vector []float32
 	// TopK is the most results to return; 0 means DefaultTopK.
 	TopK int
-	// MinScore drops results less relevant than it, on a scale from 0 to 1 whatever the mode:
+	// MinScore drops results less relevant than it, on a scale from 0 to 1 whatever the mode (a value outside
+	// it is invalid):
 	//   - keyword: the chunk's BM25 score divided by the best BM25 score of the query (the best result is 1);
 	//   - vector: the chunk's cosine similarity to the query;
 	//   - hybrid and mmr: the greater of the two above, so a result strong on either side is kept.
@@ -57,33 +58,55 @@ type hit struct {
 	score float64
 }
 
+// Validate reports whether Search can run a query of q's settings: it returns an error wrapping
+// ErrInvalidQuery, saying why, for an unknown Mode, a negative TopK or Candidates, or a MinScore or
+// MMRLambda outside [0, 1]. (Search checks q's vector besides, which is input, not a setting.)
+func (q Query) Validate() error {
+	switch {
+	case q.Mode != "" && q.Mode != ModeHybrid && q.Mode != ModeKeyword && q.Mode != ModeVector && q.Mode != ModeMMR:
+		return fmt.Errorf("%w: unknown mode %q (known: hybrid, keyword, vector, mmr)", ErrInvalidQuery, q.Mode)
+	case q.TopK < 0:
+		return fmt.Errorf("%w: negative TopK %d", ErrInvalidQuery, q.TopK)
+	case q.Candidates < 0:
+		return fmt.Errorf("%w: negative Candidates %d", ErrInvalidQuery, q.Candidates)
+	case !(q.MinScore >= 0 && q.MinScore <= 1):
+		return fmt.Errorf("%w: MinScore %v outside [0, 1]", ErrInvalidQuery, q.MinScore)
+	case !(q.MMRLambda >= 0 && q.MMRLambda <= 1):
+		return fmt.Errorf("%w: MMRLambda %v outside [0, 1]", ErrInvalidQuery, q.MMRLambda)
+	}
+	return nil
+}
+
+// settings returns q's mode, TopK, Candidates and MMRLambda, the defaults in place of zeros: the one
+// place the defaults are applied.
+func (q Query) settings() (mode string, topK, candidates int, lambda float64) {
+	mode = cmp.Or(q.Mode, ModeHybrid)
+	topK = cmp.Or(q.TopK, DefaultTopK)
+	candidates = max(cmp.Or(q.Candidates, max(DefaultMinCandidates, 5*topK)), topK)
+	return mode, topK, candidates, cmp.Or(q.MMRLambda, DefaultMMRLambda)
+}
+
 // Search returns the chunks that best match q, best first, at most q.TopK of them, as copies that the caller
-// owns. See [Query] for the modes and their scores.
+// owns. See [Query] for the modes and their scores. Chunks of equal keyword or vector scores rank by chunk
+// ID, so the results depend on the chunks alone, never on the order they were added in: indexes of the
+// same chunks give the same results, with the same scores, whatever store they were read from. (Only
+// approximate vector search, through the HNSW graph of an index past IndexOptions.HNSWThreshold, may
+// differ: the graph's neighbours depend on the order it was built in. Query.Exact searches exactly.)
 //
-// Search returns an error wrapping ErrInvalidQuery for an unknown mode, a negative TopK or Candidates, a
-// MMRLambda outside [0, 1], a vector query without a vector or a query vector holding a NaN or an infinity;
+// Search returns an error wrapping ErrInvalidQuery for settings [Query.Validate] refuses, a vector query
+// without a vector or a query vector holding a NaN or an infinity;
 // ErrDimensions for a query vector whose length is not the index's; and ctx's error if ctx is done.
 func (ix *Index) Search(ctx context.Context, q Query) ([]Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("retriever: %w", err)
 	}
-	mode := cmp.Or(q.Mode, ModeHybrid)
-	switch {
-	case mode != ModeHybrid && mode != ModeKeyword && mode != ModeVector && mode != ModeMMR:
-		return nil, fmt.Errorf("%w: unknown mode %q", ErrInvalidQuery, q.Mode)
-	case q.TopK < 0:
-		return nil, fmt.Errorf("%w: negative TopK %d", ErrInvalidQuery, q.TopK)
-	case q.Candidates < 0:
-		return nil, fmt.Errorf("%w: negative Candidates %d", ErrInvalidQuery, q.Candidates)
-	case q.MMRLambda < 0 || q.MMRLambda > 1 || math.IsNaN(q.MMRLambda):
-		return nil, fmt.Errorf("%w: MMRLambda %v outside [0, 1]", ErrInvalidQuery, q.MMRLambda)
-	case mode == ModeVector && len(q.Vector) == 0:
+	if err := q.Validate(); err != nil {
+		return nil, err
+	}
+	mode, topK, nCand, lambda := q.settings()
+	if mode == ModeVector && len(q.Vector) == 0 {
 		return nil, fmt.Errorf("%w: vector mode needs a query vector", ErrInvalidQuery)
 	}
-	topK := cmp.Or(q.TopK, DefaultTopK)
-	nCand := cmp.Or(q.Candidates, max(DefaultMinCandidates, 5*topK))
-	nCand = max(nCand, topK)
-	lambda := cmp.Or(q.MMRLambda, DefaultMMRLambda)
 
 	var qvec []float32
 	if len(q.Vector) > 0 {
@@ -257,7 +280,7 @@ var accPool = sync.Pool{New: func() any { return new([]float64) }}
 // bm25 returns the n best chunks for text by BM25, best first.
 func (s *searcher) bm25(ctx context.Context, text string, n int) ([]hit, error) {
 	ix := s.ix
-	words := appendTerms(nil, text)
+	words := AppendTerms(nil, text)
 	if len(words) == 0 || ix.live == 0 {
 		return nil, nil
 	}
@@ -301,7 +324,7 @@ func (s *searcher) bm25(ctx context.Context, text string, n int) ([]hit, error) 
 			acc[p.slot] += idf * tf * (bm25K1 + 1) / (tf + norm)
 		}
 	}
-	top := newTopK(n)
+	top := newTopK(n, ix.entries)
 	for _, slot := range touched {
 		if s.ok(slot) {
 			top.push(hit{slot: slot, score: acc[slot]})
@@ -319,7 +342,7 @@ func (s *searcher) vector(ctx context.Context, n int, exact bool) ([]hit, error)
 			return hits, nil
 		}
 	}
-	top := newTopK(n)
+	top := newTopK(n, ix.entries)
 	for slot := range ix.entries {
 		if slot%4096 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -353,7 +376,7 @@ func (s *searcher) approximate(n int) ([]hit, bool) {
 	if len(s.filter) > 0 {
 		ask *= 4
 	}
-	top := newTopK(n)
+	top := newTopK(n, ix.entries)
 	dropped := false
 	for _, c := range ix.graph.search(&s.q, ask) {
 		if !s.ok(c.id) {
@@ -466,27 +489,35 @@ func (s *searcher) mmr(results []Result, slots []uint32, lambda float64, k int, 
 	return outR, outS
 }
 
-// topK keeps the n best hits seen: a min-heap on score, ties broken towards the lower slot.
+// topK keeps the n best hits seen: a min-heap on score, ties broken towards the lower chunk ID, so that
+// the ranking does not depend on the order the chunks were added in (which is the order a store scans
+// them, or the order they were ingested): every store's index of the same chunks ranks them alike.
 type topK struct {
-	n int
-	h []hit
+	n       int
+	h       []hit
+	entries []entry
 }
 
-func newTopK(n int) *topK { return &topK{n: n, h: make([]hit, 0, min(n, 1024))} }
+func newTopK(n int, entries []entry) *topK {
+	return &topK{n: n, h: make([]hit, 0, min(n, 1024)), entries: entries}
+}
 
 func (t *topK) len() int   { return len(t.h) }
 func (t *topK) full() bool { return len(t.h) >= t.n }
 
 // worse reports whether a ranks below b.
-func worse(a, b hit) bool {
+func (t *topK) worse(a, b hit) bool {
 	if a.score != b.score {
 		return a.score < b.score
 	}
-	return a.slot > b.slot
+	if a.slot == b.slot {
+		return false
+	}
+	return t.entries[a.slot].chunk.ID > t.entries[b.slot].chunk.ID
 }
 
 // beats reports whether h would enter a full heap.
-func (t *topK) beats(h hit) bool { return worse(t.h[0], h) }
+func (t *topK) beats(h hit) bool { return t.worse(t.h[0], h) }
 
 func (t *topK) push(h hit) {
 	if t.n <= 0 {
@@ -497,7 +528,7 @@ func (t *topK) push(h hit) {
 		t.up(len(t.h) - 1)
 		return
 	}
-	if !worse(t.h[0], h) {
+	if !t.worse(t.h[0], h) {
 		return
 	}
 	t.h[0] = h
@@ -507,7 +538,7 @@ func (t *topK) push(h hit) {
 func (t *topK) up(i int) {
 	for i > 0 {
 		p := (i - 1) / 2
-		if !worse(t.h[i], t.h[p]) {
+		if !t.worse(t.h[i], t.h[p]) {
 			return
 		}
 		t.h[i], t.h[p] = t.h[p], t.h[i]
@@ -522,10 +553,10 @@ func (t *topK) down(i int) {
 			return
 		}
 		m := l
-		if r := l + 1; r < len(t.h) && worse(t.h[r], t.h[l]) {
+		if r := l + 1; r < len(t.h) && t.worse(t.h[r], t.h[l]) {
 			m = r
 		}
-		if !worse(t.h[m], t.h[i]) {
+		if !t.worse(t.h[m], t.h[i]) {
 			return
 		}
 		t.h[i], t.h[m] = t.h[m], t.h[i]
@@ -537,10 +568,10 @@ func (t *topK) down(i int) {
 func (t *topK) sorted() []hit {
 	out := t.h
 	slices.SortFunc(out, func(a, b hit) int {
-		if worse(a, b) {
+		if t.worse(a, b) {
 			return 1
 		}
-		if worse(b, a) {
+		if t.worse(b, a) {
 			return -1
 		}
 		return 0

@@ -17,7 +17,6 @@ import (
 	"testing"
 
 	"github.com/context-loom/loom"
-	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/server"
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/store/memory"
@@ -190,8 +189,8 @@ func TestAPI_ContentTypeMustBeJSON(t *testing.T) {
 					t.Errorf("415 body %s", rec.Body)
 				}
 			}
-			msgs, _ := st.Messages(context.Background(), engine.DefaultTenant, session, store.MessageQuery{})
-			facts, _ := st.Facts(context.Background(), engine.DefaultTenant, "u"+session)
+			msgs, _ := st.Messages(context.Background(), loom.DefaultTenant, session, store.MessageQuery{})
+			facts, _ := st.Facts(context.Background(), loom.DefaultTenant, "u"+session)
 			if stored := len(msgs) + len(facts); (tt.want == 415 && stored != 0) || (tt.want != 415 && stored != 2) {
 				t.Errorf("keys %v: Content-Type %q: %d items stored", keyed, tt.contentType, stored)
 			}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/context-loom/loom/engine"
+	"github.com/context-loom/loom"
 )
 
 type ctxKey int
@@ -53,7 +53,7 @@ func tenant(ctx context.Context) string {
 	if t, ok := ctx.Value(keyTenant).(string); ok {
 		return t
 	}
-	return engine.DefaultTenant
+	return loom.DefaultTenant
 }
 
 // statusWriter records the status and size of a response.
@@ -179,7 +179,7 @@ func checkContentType(r *http.Request) error {
 // authenticate returns the tenant of the request's bearer key.
 func (s *Server) authenticate(r *http.Request) (string, error) {
 	if len(s.keys) == 0 {
-		return engine.DefaultTenant, nil
+		return loom.DefaultTenant, nil
 	}
 	h := r.Header.Get("Authorization")
 	scheme, key, ok := strings.Cut(h, " ")

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/server"
 	"github.com/context-loom/loom/store"
@@ -400,7 +401,7 @@ func TestAPI_NoKeysMeansDefaultTenant(t *testing.T) {
 	if resp.StatusCode != 201 {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
-	if msgs, _ := st.Messages(context.Background(), engine.DefaultTenant, "s", store.MessageQuery{}); len(msgs) != 1 {
+	if msgs, _ := st.Messages(context.Background(), loom.DefaultTenant, "s", store.MessageQuery{}); len(msgs) != 1 {
 		t.Fatal("the message is not in the default tenant")
 	}
 }

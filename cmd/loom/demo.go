@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/assembler"
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/store"
@@ -82,7 +83,7 @@ func runDemo(ctx context.Context, args []string, s streams) error {
 
 // storeDemo writes the Valkey cookbook's scenario, replacing the demo session if it exists.
 func storeDemo(ctx context.Context, st store.Store) error {
-	const tenant = engine.DefaultTenant
+	const tenant = loom.DefaultTenant
 	if err := st.PutAgent(ctx, tenant, store.Agent{ID: "demo_agent", Instructions: "You are a helpful AI assistant.",
 		Constraints: "Be concise and accurate.", OutputFormat: "Plain text."}); err != nil {
 		return err

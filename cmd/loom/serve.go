@@ -18,6 +18,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/server"
@@ -336,7 +337,7 @@ func parseWarm(list string) ([]collection.Ref, error) {
 		}
 		tenant, coll, ok := strings.Cut(item, "/")
 		if !ok {
-			tenant, coll = engine.DefaultTenant, item
+			tenant, coll = loom.DefaultTenant, item
 		}
 		if tenant == "" || coll == "" {
 			return nil, fmt.Errorf("%q: want TENANT/COLLECTION", item)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/store/storeurl"
@@ -40,7 +41,7 @@ func addStoreFlags(fs *flag.FlagSet) storeFlags {
 	return storeFlags{
 		url:    fs.String("store", def, "the store `URL` (default from $LOOM_STORE)"),
 		layout: fs.String("layout", "", "the Valkey key `layout`: native (the default, or the URL's layout=) or cookbook"),
-		tenant: fs.String("tenant", engine.DefaultTenant, "the `tenant` whose state to use"),
+		tenant: fs.String("tenant", loom.DefaultTenant, "the `tenant` whose state to use"),
 	}
 }
 

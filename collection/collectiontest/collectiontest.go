@@ -1,5 +1,7 @@
 // Package collectiontest is the conformance suite every collection.Store passes:
-// `collectiontest.Run(t, newStore)`.
+// `collectiontest.Run(t, newStore)`. It includes retrieval parity: an index of the chunks a store gives
+// back ranks every query (English, Chinese and Japanese, accents, stop words, filters; every mode) as an
+// index of the chunks given to it does, bit for bit, so that retrieval is the same on every store.
 package collectiontest
 
 import (
@@ -41,6 +43,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"AllCollections", testAllCollections},
 		{"Metadata", testMetadata},
 		{"MetadataLimits", testMetadataLimits},
+		{"RetrievalParity", testRetrievalParity},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -418,6 +421,14 @@ func testChanges(t *testing.T, s collection.Store) {
 	}
 	if want := []string{"put:guide", "delete:guide"}; !slices.Equal(ops, want) {
 		t.Fatalf("changes = %q, want %q", ops, want)
+	}
+	// A limit of 0 or less means collection.DefaultChangesLimit, on every store.
+	for _, limit := range []int{0, -1} {
+		all, err := s.Changes(ctx, start, limit, 0)
+		check(t, err)
+		if !slices.Equal(all, got) {
+			t.Errorf("Changes with limit %d = %+v, want %+v", limit, all, got)
+		}
 	}
 	last := got[len(got)-1].Seq
 	if l, _ := s.LastChange(ctx); l != last {

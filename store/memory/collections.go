@@ -19,8 +19,6 @@ var _ collection.Store = (*Store)(nil)
 
 // The change feed.
 const (
-	// DefaultChangesLimit is how many changes Changes returns at most when its limit is 0 or less.
-	DefaultChangesLimit = 1000
 	// trimEvery is how many changes past store.Options.ChangesKept the feed grows before it is trimmed.
 	trimEvery = 1024
 )
@@ -409,8 +407,8 @@ func (s *Store) ScanChunks(ctx context.Context, tenant, collectionID string, fn 
 }
 
 // Changes implements collection.Store. Seqs are decimal numbers of 20 digits, increasing; after is one of
-// them, or "" for the start of the feed. limit <= 0 means DefaultChangesLimit. While there is no change
-// after after, it waits for one until wait has passed. It returns an error wrapping store.ErrInvalid for a
+// them, or "" for the start of the feed. limit <= 0 means collection.DefaultChangesLimit. While there is
+// no change after after, it waits for one until wait has passed. It returns an error wrapping store.ErrInvalid for a
 // Seq that is not one, and collection.ErrFeedTrimmed when changes after after were dropped (the feed keeps
 // about store.Options.ChangesKept).
 func (s *Store) Changes(ctx context.Context, after string, limit int, wait time.Duration) ([]collection.Change, error) {
@@ -423,7 +421,7 @@ func (s *Store) Changes(ctx context.Context, after string, limit int, wait time.
 		from = n
 	}
 	if limit <= 0 {
-		limit = DefaultChangesLimit
+		limit = collection.DefaultChangesLimit
 	}
 	var deadline <-chan time.Time
 	cs := &s.colls

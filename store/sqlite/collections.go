@@ -20,8 +20,6 @@ var _ collection.Store = (*Store)(nil)
 
 // The change feed.
 const (
-	// DefaultChangesLimit is how many changes Changes returns at most when its limit is 0 or less.
-	DefaultChangesLimit = 1000
 	// trimEvery is how often (in changes) the feed deletes those older than the newest
 	// store.Options.ChangesKept.
 	trimEvery = 1024
@@ -443,9 +441,9 @@ func (s *Store) ScanChunks(ctx context.Context, tenant, collectionID string, fn 
 }
 
 // Changes implements collection.Store. Seqs are decimal numbers, increasing; after is one of them, or ""
-// for the start of the feed. limit <= 0 means DefaultChangesLimit. While there is no change after after,
-// it looks again when this Store writes one and every 25 ms (for other processes' writes) until wait has
-// passed. It returns an error wrapping store.ErrInvalid for a Seq that is not one, and
+// for the start of the feed. limit <= 0 means collection.DefaultChangesLimit. While there is no change
+// after after, it looks again when this Store writes one and every 25 ms (for other processes' writes)
+// until wait has passed. It returns an error wrapping store.ErrInvalid for a Seq that is not one, and
 // collection.ErrFeedTrimmed when changes after after were deleted (the feed keeps about
 // store.Options.ChangesKept).
 func (s *Store) Changes(ctx context.Context, after string, limit int, wait time.Duration) ([]collection.Change, error) {
@@ -454,7 +452,7 @@ func (s *Store) Changes(ctx context.Context, after string, limit int, wait time.
 		return nil, err
 	}
 	if limit <= 0 {
-		limit = DefaultChangesLimit
+		limit = collection.DefaultChangesLimit
 	}
 	var deadline <-chan time.Time
 	var poll *time.Ticker

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/internal/valkeytest"
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/store/memory"
@@ -81,7 +82,7 @@ func TestOpen_URLSettingsHold(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.AppendMessages(t.Context(), valkey.DefaultTenant, "s1", store.Message{Role: "user", Content: "hi"}); err != nil {
+	if _, err := s.AppendMessages(t.Context(), loom.DefaultTenant, "s1", store.Message{Role: "user", Content: "hi"}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := valkeytest.Do(addr, "PTTL", "chat:s1") // the cookbook's key, with the URL's TTL

@@ -198,8 +198,8 @@ func (s *Store) ScanChunks(ctx context.Context, tenant, collectionID string, fn 
 }
 
 // Changes implements collection.Store with XREAD on the change stream (XREAD BLOCK when wait is positive,
-// on one of the client's dedicated connections). Seqs are the stream's entry ids. It returns
-// store.ErrInvalid for a limit below 1 or an after that is not an entry id.
+// on one of the client's dedicated connections). Seqs are the stream's entry ids; limit <= 0 means
+// collection.DefaultChangesLimit. It returns store.ErrInvalid for an after that is not an entry id.
 func (s *Store) Changes(ctx context.Context, after string, limit int, wait time.Duration) ([]collection.Change, error) {
 	n, err := s.collections()
 	if err != nil {
@@ -950,8 +950,8 @@ func validSeq(s string) bool {
 }
 
 func (n *native) changes(ctx context.Context, after string, limit int, wait time.Duration) ([]collection.Change, error) {
-	if limit < 1 {
-		return nil, fmt.Errorf("%w: a limit of %d changes", store.ErrInvalid, limit)
+	if limit <= 0 {
+		limit = collection.DefaultChangesLimit
 	}
 	if wait < 0 {
 		return nil, fmt.Errorf("%w: a negative wait", store.ErrInvalid)

@@ -15,6 +15,7 @@ import (
 
 	valkeygo "github.com/valkey-io/valkey-go"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/assembler"
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/tokenizer"
@@ -57,8 +58,8 @@ func (c *cookbook) checkTenant(tenant string) error {
 	if err := store.ValidateID(c.limits, "tenant", tenant); err != nil {
 		return err
 	}
-	if tenant != DefaultTenant {
-		return fmt.Errorf("%w: the cookbook layout holds only tenant %q, not %q", store.ErrUnsupported, DefaultTenant, tenant)
+	if tenant != loom.DefaultTenant {
+		return fmt.Errorf("%w: the cookbook layout holds only tenant %q, not %q", store.ErrUnsupported, loom.DefaultTenant, tenant)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	valkeygo "github.com/valkey-io/valkey-go"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/internal/valkeytest"
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/store/storetest"
@@ -20,7 +21,7 @@ import (
 // TestCookbook_MessagePages runs the paged queries of the conformance suite on the cookbook layout.
 func TestCookbook_MessagePages(t *testing.T) {
 	t.Parallel()
-	storetest.MessagePages(t, openCookbook(t, valkeytest.Start(t), valkey.Options{}), valkey.DefaultTenant)
+	storetest.MessagePages(t, openCookbook(t, valkeytest.Start(t), valkey.Options{}), loom.DefaultTenant)
 }
 
 // TestCookbook_PagesSkipWhatTheSeedCannotRead: entries the cookbook layout cannot read (another program's)
@@ -38,12 +39,12 @@ func TestCookbook_PagesSkipWhatTheSeedCannotRead(t *testing.T) {
 	}
 	s := openCookbook(t, addr, valkey.Options{})
 	ctx := t.Context()
-	all, err := s.Messages(ctx, valkey.DefaultTenant, "s", store.MessageQuery{})
+	all, err := s.Messages(ctx, loom.DefaultTenant, "s", store.MessageQuery{})
 	if err != nil || len(all) != 26+7 {
 		t.Fatalf("%d entries read (%v), want 33", len(all), err)
 	}
 	for _, q := range []store.MessageQuery{{Limit: 5}, {Limit: 12}, {MaxTokens: 60}, {MaxTokens: 200, Limit: 9}, {Before: 71, Limit: 3}, {Before: 75, MaxTokens: 100}} {
-		got, err := s.Messages(ctx, valkey.DefaultTenant, "s", q)
+		got, err := s.Messages(ctx, loom.DefaultTenant, "s", q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +143,7 @@ func TestLoad_ReadsWhatTheBudgetCanUse(t *testing.T) {
 			s := open(t, valkey.Options{Prefix: prefix, Layout: layout, Client: valkeygo.ClientOption{DialCtxFn: dial}}, addr)
 			tenant := "acme"
 			if layout == valkey.LayoutCookbook {
-				tenant = valkey.DefaultTenant
+				tenant = loom.DefaultTenant
 			}
 			ctx := t.Context()
 			batch := make([]store.Message, 500)

@@ -6,6 +6,7 @@ import (
 
 	valkeygo "github.com/valkey-io/valkey-go"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/collection/collectiontest"
 	"github.com/context-loom/loom/internal/valkeytest"
@@ -45,7 +46,7 @@ func TestSentinel_WritesReachTheMaster(t *testing.T) {
 	sentinel := valkeytest.StartSentinel(t, master)
 	ctx := t.Context()
 	cb := open(t, valkey.Options{Layout: valkey.LayoutCookbook, Client: sentinelOptions}, sentinel.Addr)
-	if err := cb.SetFact(ctx, valkey.DefaultTenant, "user_42", store.Fact{Key: "name", Value: "Bob"}); err != nil {
+	if err := cb.SetFact(ctx, loom.DefaultTenant, "user_42", store.Fact{Key: "name", Value: "Bob"}); err != nil {
 		t.Fatal(err)
 	}
 	if r := do(t, master, "HGET", "memory:user_42", "name"); r[0] != "Bob" {
@@ -53,11 +54,11 @@ func TestSentinel_WritesReachTheMaster(t *testing.T) {
 	}
 	// Steps are found with SCAN on every node the client knows: through Sentinel, the master.
 	do(t, master, "HSET", "tool:sess_42:step_1", "tool", "check_account", "result", "{}")
-	if outs, err := cb.ToolOutputs(ctx, valkey.DefaultTenant, "sess_42"); err != nil || len(outs) != 1 || outs[0].Tool != "check_account" {
+	if outs, err := cb.ToolOutputs(ctx, loom.DefaultTenant, "sess_42"); err != nil || len(outs) != 1 || outs[0].Tool != "check_account" {
 		t.Fatalf("ToolOutputs = %+v, %v", outs, err)
 	}
 	native := open(t, valkey.Options{Prefix: "sentinel", Client: sentinelOptions}, sentinel.Addr)
-	if _, err := native.AppendMessages(ctx, valkey.DefaultTenant, "s", store.Message{Role: "user", Content: "Hi"}); err != nil {
+	if _, err := native.AppendMessages(ctx, loom.DefaultTenant, "s", store.Message{Role: "user", Content: "Hi"}); err != nil {
 		t.Fatal(err)
 	}
 	if n := do(t, master, "DBSIZE"); n[0] != "3" {
@@ -95,17 +96,17 @@ func TestSentinel_URL(t *testing.T) {
 	}
 	defer s.Close()
 	ctx := t.Context()
-	if _, err := s.AppendMessages(ctx, valkey.DefaultTenant, "sess_42", store.Message{Role: "user", Content: "Hi"}); err != nil {
+	if _, err := s.AppendMessages(ctx, loom.DefaultTenant, "sess_42", store.Message{Role: "user", Content: "Hi"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := valkeytest.Do(master, "LLEN", "chat:sess_42"); err == nil {
 		t.Fatal("the master answers without AUTH")
 	}
 	direct := open(t, valkey.Options{Layout: valkey.LayoutCookbook, Client: valkeygo.ClientOption{Password: password}}, master)
-	if msgs, err := direct.Messages(ctx, valkey.DefaultTenant, "sess_42", store.MessageQuery{}); err != nil || len(msgs) != 1 {
+	if msgs, err := direct.Messages(ctx, loom.DefaultTenant, "sess_42", store.MessageQuery{}); err != nil || len(msgs) != 1 {
 		t.Fatalf("Messages on the master itself = %+v, %v", msgs, err)
 	}
-	snap, err := s.Load(ctx, valkey.DefaultTenant, store.LoadQuery{Session: "sess_42"})
+	snap, err := s.Load(ctx, loom.DefaultTenant, store.LoadQuery{Session: "sess_42"})
 	if err != nil || len(snap.Errors) != 0 || len(snap.Messages) != 1 || snap.Messages[0].Content != "Hi" {
 		t.Fatalf("Load = %+v, %v", snap, err)
 	}

@@ -62,7 +62,7 @@
 // an object, or a chat entry without role and content, is skipped rather than failing its whole source (see
 // cookbook.go).
 //
-// The cookbook's keys carry no tenant, so this layout holds the single tenant "default" ([DefaultTenant]);
+// The cookbook's keys carry no tenant, so this layout holds the single tenant "default" ([loom.DefaultTenant]);
 // any other tenant gets an error wrapping store.ErrUnsupported. Its Load takes more than one round trip:
 // the tool steps must be found with SCAN before they can be read (concurrently with the other sources).
 //
@@ -112,7 +112,7 @@ type Layout string
 const (
 	// LayoutNative is Loom's own tenant-scoped, cluster-ready layout (the default).
 	LayoutNative Layout = "native"
-	// LayoutCookbook reads and writes seed 003's keys; it holds the single tenant DefaultTenant.
+	// LayoutCookbook reads and writes seed 003's keys; it holds the single tenant loom.DefaultTenant.
 	LayoutCookbook Layout = "cookbook"
 )
 
@@ -120,8 +120,6 @@ const (
 const (
 	DefaultPrefix  = "loom"
 	DefaultTimeout = 2 * time.Second
-	// DefaultTenant is the only tenant LayoutCookbook holds.
-	DefaultTenant = "default"
 )
 
 // Errors of Open.
