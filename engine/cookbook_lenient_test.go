@@ -12,7 +12,6 @@ import (
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/internal/valkeytest"
 	"github.com/context-loom/loom/store"
-	"github.com/context-loom/loom/store/memory"
 	"github.com/context-loom/loom/store/valkey"
 )
 
@@ -203,7 +202,7 @@ var oddWant = []assembler.ChatMessage{
 	{Role: "user", Content: "How much does premium cost?"},
 }
 
-func assembleCookbook(t *testing.T, s store.Store, req engine.Request) *engine.Result {
+func assembleCookbook(t *testing.T, s *store.Store, req engine.Request) *engine.Result {
 	t.Helper()
 	eng, err := testEngine(s)
 	if err != nil {
@@ -286,11 +285,11 @@ func TestCookbookPreset_TitlesAndResultsOfLoomsItems(t *testing.T) {
 	for _, o := range outs {
 		inline = append(inline, assembler.ToolOutput{Tool: o.Tool, Result: o.Result})
 	}
-	res := assembleCookbook(t, memory.New(store.Options{}), engine.Request{Request: assembler.Request{Message: "Hi", Knowledge: kb, ToolOutputs: inline}})
+	res := assembleCookbook(t, newMemory(), engine.Request{Request: assembler.Request{Message: "Hi", Knowledge: kb, ToolOutputs: inline}})
 	sameMessages(t, "inline", res.Messages, cookbookDifference(t, want))
 
 	// Stored in another backend.
-	mem := memory.New(store.Options{})
+	mem := newMemory()
 	ctx := t.Context()
 	if err := mem.SetKnowledge(ctx, "default", "s", kb); err != nil {
 		t.Fatal(err)

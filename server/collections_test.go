@@ -6,11 +6,10 @@ import (
 
 	"github.com/context-loom/loom/server"
 	"github.com/context-loom/loom/store"
-	"github.com/context-loom/loom/store/memory"
 )
 
 // RunCollectionsAPI checks the collection routes on a store that keeps collections.
-func RunCollectionsAPI(t *testing.T, st store.Store) {
+func RunCollectionsAPI(t *testing.T, st *store.Store) {
 	ts := newTestServer(t, st, server.Limits{})
 	c := ts.must("POST", "/v1/collections", keyAcme, map[string]any{"name": "manual", "chunk_size": 64}, 201)
 	id, _ := c["id"].(string)
@@ -84,5 +83,5 @@ func RunCollectionsAPI(t *testing.T, st store.Store) {
 
 func TestCollectionsAPI_Memory(t *testing.T) {
 	t.Parallel()
-	RunCollectionsAPI(t, memory.New(store.Options{}))
+	RunCollectionsAPI(t, newMemory())
 }

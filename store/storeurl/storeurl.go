@@ -44,7 +44,7 @@ type Options struct {
 
 // Open opens the store rawURL names. It returns an error wrapping ErrBadURL for a URL it cannot use, and the
 // backend's error (wrapping store.ErrUnavailable when a server cannot be reached) otherwise.
-func Open(ctx context.Context, rawURL string, opts Options) (store.Store, error) {
+func Open(ctx context.Context, rawURL string, opts Options) (*store.Store, error) {
 	if opts.Store.CountKnowledge == nil {
 		opts.Store.CountKnowledge = assembler.KnowledgeCounts
 	}
@@ -61,7 +61,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (store.Store, error)
 		if layout != LayoutNative {
 			return nil, fmt.Errorf("%w: the %s layout is for Valkey stores", ErrBadURL, layout)
 		}
-		return memory.New(opts.Store), nil
+		return memory.Open(ctx, memory.Options{Options: opts.Store})
 	case "sqlite":
 		if layout != LayoutNative {
 			return nil, fmt.Errorf("%w: the %s layout is for Valkey stores", ErrBadURL, layout)
@@ -70,7 +70,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (store.Store, error)
 		if path == "" {
 			return nil, fmt.Errorf("%w: %q names no file (want sqlite:PATH)", ErrBadURL, rawURL)
 		}
-		return sqlite.Open(ctx, path, opts.Store)
+		return sqlite.Open(ctx, sqlite.Options{Options: opts.Store, Path: path})
 	case "valkey", "valkeys", "redis", "rediss":
 		vo, err := valkey.ParseURL(rawURL)
 		if err != nil {

@@ -21,13 +21,17 @@ func TestOpen(t *testing.T) {
 	for _, tc := range []struct {
 		url    string
 		layout string
-		check  func(store.Store) bool
+		check  func(*store.Store) bool
 	}{
-		{"memory:", "", func(s store.Store) bool { _, ok := s.(*memory.Store); return ok }},
-		{"sqlite:" + filepath.Join(t.TempDir(), "a.db"), "", func(s store.Store) bool { _, ok := s.(*sqlite.Store); return ok }},
-		{"sqlite://" + filepath.Join(t.TempDir(), "b.db"), storeurl.LayoutNative, func(s store.Store) bool { _, ok := s.(*sqlite.Store); return ok }},
-		{"valkey://" + valkeytest.Start(t), "", func(s store.Store) bool { _, ok := s.(*valkey.Store); return ok }},
-		{"redis://" + valkeytest.Start(t) + "/0", storeurl.LayoutCookbook, func(s store.Store) bool { _, ok := s.(*valkey.Store); return ok }},
+		{"memory:", "", func(s *store.Store) bool { _, ok := s.Backend().(*memory.Backend); return ok }},
+		{"sqlite:" + filepath.Join(t.TempDir(), "a.db"), "", func(s *store.Store) bool { _, ok := s.Backend().(*sqlite.Backend); return ok }},
+		{"sqlite://" + filepath.Join(t.TempDir(), "b.db"), storeurl.LayoutNative, func(s *store.Store) bool { _, ok := s.Backend().(*sqlite.Backend); return ok }},
+		{"valkey://" + valkeytest.Start(t), "", func(s *store.Store) bool { _, ok := s.Backend().(*valkey.Backend); return ok }},
+		{"redis://" + valkeytest.Start(t) + "/0", storeurl.LayoutCookbook, func(s *store.Store) bool {
+			_, native := s.Backend().(*valkey.Backend)
+			_, colls := s.Collections()
+			return !native && !colls
+		}},
 	} {
 		s, err := storeurl.Open(ctx, tc.url, storeurl.Options{Layout: tc.layout})
 		if err != nil {

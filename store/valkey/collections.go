@@ -3,7 +3,6 @@ package valkey
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -66,177 +65,26 @@ import (
 // holds.
 const scanBatch = 64
 
-var _ collection.Store = (*Store)(nil)
-
-// collections returns the layout's collections: the native layout only.
-func (s *Store) collections() (*native, error) {
-	n, ok := s.l.(*native)
-	if !ok {
-		return nil, fmt.Errorf("%w: the cookbook layout keeps no collections", store.ErrUnsupported)
-	}
-	return n, nil
-}
-
-// CreateCollection implements collection.Store. It assigns a random ID when c.ID is empty and sets
-// CreatedAt when it is zero. It returns collection.ErrExists if c's name or id is the name or id of one of
-// the tenant's collections, store.ErrInvalid for a collection without a name, and store.ErrUnsupported in the cookbook
-// layout.
-func (s *Store) CreateCollection(ctx context.Context, tenant string, c collection.Collection) (collection.Collection, error) {
-	n, err := s.collections()
-	if err != nil {
-		return collection.Collection{}, err
-	}
-	return n.createCollection(ctx, tenant, c)
-}
-
-// GetCollection implements collection.Store: collection.ErrNotFound if the tenant has no collection of
-// that id or name.
-func (s *Store) GetCollection(ctx context.Context, tenant, idOrName string) (collection.Collection, error) {
-	n, err := s.collections()
-	if err != nil {
-		return collection.Collection{}, err
-	}
-	return n.getCollection(ctx, tenant, idOrName)
-}
-
-// ListCollections implements collection.Store.
-func (s *Store) ListCollections(ctx context.Context, tenant string) ([]collection.Collection, error) {
-	n, err := s.collections()
-	if err != nil {
-		return nil, err
-	}
-	return n.listCollections(ctx, tenant)
-}
-
-// AllCollections implements collection.Store: a SCAN of every node for the tenants' index hashes (MATCH
-// <prefix>:{t:*}:colls, so once through the keyspace), then their ids, in pipelines.
-func (s *Store) AllCollections(ctx context.Context) ([]collection.Ref, error) {
-	if _, cookbook := s.l.(*cookbook); cookbook {
-		return nil, nil // the cookbook layout keeps no collections
-	}
-	n, err := s.collections()
-	if err != nil {
-		return nil, err
-	}
-	return n.allCollections(ctx)
-}
-
-// DeleteCollection implements collection.Store: collection.ErrNotFound if there is none.
-func (s *Store) DeleteCollection(ctx context.Context, tenant, id string) error {
-	n, err := s.collections()
-	if err != nil {
-		return err
-	}
-	return n.deleteCollection(ctx, tenant, id)
-}
-
-// PutDocument implements collection.Store with one script on the collection's slot. The document's
-// metadata is stored once, in its JSON; of each chunk's, its own entries alone. It returns
-// collection.ErrNotFound if the collection does not exist, store.ErrInvalid for chunks of another
-// document, repeated chunk ids or vectors of differing lengths, and store.ErrTooLarge for a chunk larger
-// than Options.Limits.MaxValueBytes or metadata over its MaxMetadataBytes or MaxMetadataKeys. On a
-// cluster, an error with changed true means the document was stored but its change could not be added
-// to the feed (see the notes on the change feed in collections.go); DeleteDocument and DeleteCollection
-// say so in their errors alike.
-func (s *Store) PutDocument(ctx context.Context, tenant string, doc collection.Document, chunks []collection.Chunk) (bool, error) {
-	n, err := s.collections()
-	if err != nil {
-		return false, err
-	}
-	return n.putDocument(ctx, tenant, doc, chunks)
-}
-
-// GetDocument implements collection.Store: collection.ErrNotFound if the collection or document does not
-// exist.
-func (s *Store) GetDocument(ctx context.Context, tenant, collectionID, documentID string) (collection.Document, error) {
-	n, err := s.collections()
-	if err != nil {
-		return collection.Document{}, err
-	}
-	return n.getDocument(ctx, tenant, collectionID, documentID)
-}
-
-// ListDocuments implements collection.Store: collection.ErrNotFound if the collection does not exist.
-func (s *Store) ListDocuments(ctx context.Context, tenant, collectionID string) ([]collection.Document, error) {
-	n, err := s.collections()
-	if err != nil {
-		return nil, err
-	}
-	return n.listDocuments(ctx, tenant, collectionID)
-}
-
-// DeleteDocument implements collection.Store: collection.ErrNotFound if there is none.
-func (s *Store) DeleteDocument(ctx context.Context, tenant, collectionID, documentID string) error {
-	n, err := s.collections()
-	if err != nil {
-		return err
-	}
-	return n.deleteDocument(ctx, tenant, collectionID, documentID)
-}
-
-// DocumentChunks implements collection.Store with one script that reads the document and its chunks:
-// collection.ErrNotFound if the collection or document does not exist.
-func (s *Store) DocumentChunks(ctx context.Context, tenant, collectionID, documentID string) ([]collection.Chunk, error) {
-	n, err := s.collections()
-	if err != nil {
-		return nil, err
-	}
-	return n.documentChunks(ctx, tenant, collectionID, documentID)
-}
-
-// ScanChunks implements collection.Store: HSCANs of the collection's chunks, about 64 documents a reply
-// (a script that reads their documents' metadata with them), each document's chunks passed to fn exactly
-// once. It is not a snapshot: a document written during the scan may be seen in its old or new version
-// (follow the change feed from before the scan). It returns collection.ErrNotFound if the collection does
-// not exist, and fn's error as it is.
-func (s *Store) ScanChunks(ctx context.Context, tenant, collectionID string, fn func(collection.Chunk) error) error {
-	n, err := s.collections()
-	if err != nil {
-		return err
-	}
-	return n.scanChunks(ctx, tenant, collectionID, fn)
-}
-
-// Changes implements collection.Store with XREAD on the change stream (XREAD BLOCK when wait is positive,
-// on one of the client's dedicated connections). Seqs are the stream's entry ids. It returns
-// store.ErrInvalid for a limit below 1 or an after that is not an entry id.
-func (s *Store) Changes(ctx context.Context, after string, limit int, wait time.Duration) ([]collection.Change, error) {
-	n, err := s.collections()
-	if err != nil {
-		return nil, err
-	}
-	return n.changes(ctx, after, limit, wait)
-}
-
-// LastChange implements collection.Store: the id of the stream's newest entry.
-func (s *Store) LastChange(ctx context.Context) (string, error) {
-	n, err := s.collections()
-	if err != nil {
-		return "", err
-	}
-	return n.lastChange(ctx)
-}
-
 // collKeys are the keys of one collection; they share a hash tag.
 type collKeys struct{ meta, docs, chunks string }
 
-func (n *native) coll(tenant, id string) collKeys {
+func (n *Backend) coll(tenant, id string) collKeys {
 	base := n.prefix + ":{t:" + escape(tenant) + ":c:" + escape(id) + "}:"
 	return collKeys{base + "meta", base + "docs", base + "chunks"}
 }
 
-func (n *native) collIndex(tenant string) string {
+func (n *Backend) collIndex(tenant string) string {
 	return n.prefix + ":{t:" + escape(tenant) + "}:colls"
 }
 
-func (n *native) changesKey() string { return n.prefix + ":changes" }
+func (n *Backend) changesKey() string { return n.prefix + ":changes" }
 
 // feedInScript reports whether write scripts add their change to the stream themselves: everywhere but on
 // a cluster, where the stream's slot is not the collection's.
-func (n *native) feedInScript() bool { return n.client.Mode() != valkeygo.ClientModeCluster }
+func (n *Backend) feedInScript() bool { return n.client.Mode() != valkeygo.ClientModeCluster }
 
 // eval runs a script and returns its reply; a server error is returned (mapped) as the error.
-func (n *native) eval(ctx context.Context, s *valkeygo.Lua, keys, args []string) (valkeygo.ValkeyMessage, error) {
+func (n *Backend) eval(ctx context.Context, s *valkeygo.Lua, keys, args []string) (valkeygo.ValkeyMessage, error) {
 	cctx, cancel, err := n.call(ctx)
 	if err != nil {
 		return valkeygo.ValkeyMessage{}, n.fail(ctx, err)
@@ -375,7 +223,7 @@ return out
 `)
 
 // publish adds a change to the stream (on a cluster, after the write).
-func (n *native) publish(ctx context.Context, tenant, coll, doc, op string) error {
+func (n *Backend) publish(ctx context.Context, tenant, coll, doc, op string) error {
 	r, err := n.do(ctx, n.client.B().Xadd().Key(n.changesKey()).Maxlen().Almost().Threshold(n.maxLen).Id("*").
 		FieldValue().FieldValue("tenant", tenant).FieldValue("coll", coll).FieldValue("doc", doc).FieldValue("op", op).Build())
 	if err == nil {
@@ -387,20 +235,9 @@ func (n *native) publish(ctx context.Context, tenant, coll, doc, op string) erro
 	return nil
 }
 
-// newCollectionID returns a random id: 26 characters of base32, 130 bits.
-func newCollectionID() string { return rand.Text() }
-
-func (n *native) createCollection(ctx context.Context, tenant string, c collection.Collection) (collection.Collection, error) {
-	if err := store.ValidateID(n.limits, "tenant", tenant); err != nil {
-		return collection.Collection{}, err
-	}
-	if c.ID == "" { // the store's own kind of id, random
-		c.ID = newCollectionID()
-	}
-	c, err := store.PrepareCollection(n.limits, n.now(), c)
-	if err != nil {
-		return collection.Collection{}, err
-	}
+// CreateCollection implements store.CollectionBackend. It returns collection.ErrExists if c's name or id
+// is the name or id of one of the tenant's collections.
+func (n *Backend) CreateCollection(ctx context.Context, tenant string, c collection.Collection) (collection.Collection, error) {
 	stored := c
 	stored.Dimensions = 0
 	b, err := json.Marshal(stored)
@@ -453,12 +290,12 @@ func (n *native) createCollection(ctx context.Context, tenant string, c collecti
 }
 
 // metaCmd reads a collection's meta.
-func (n *native) metaCmd(k collKeys) valkeygo.Completed {
+func (n *Backend) metaCmd(k collKeys) valkeygo.Completed {
 	return n.client.B().Hmget().Key(k.meta).Field("c", "dims").Build()
 }
 
 // decodeMeta decodes an HMGET of a collection's meta; ok is false if there is none.
-func (n *native) decodeMeta(ctx context.Context, r valkeygo.ValkeyResult) (c collection.Collection, ok bool, err error) {
+func (n *Backend) decodeMeta(ctx context.Context, r valkeygo.ValkeyResult) (c collection.Collection, ok bool, err error) {
 	vals, err := r.ToArray()
 	if err != nil {
 		return c, false, n.fail(ctx, err)
@@ -485,10 +322,9 @@ func (n *native) decodeMeta(ctx context.Context, r valkeygo.ValkeyResult) (c col
 	return c, true, nil
 }
 
-func (n *native) getCollection(ctx context.Context, tenant, idOrName string) (collection.Collection, error) {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "collection", idOrName); err != nil {
-		return collection.Collection{}, err
-	}
+// GetCollection implements store.CollectionBackend: collection.ErrNotFound if the tenant has no collection of
+// that id or name.
+func (n *Backend) GetCollection(ctx context.Context, tenant, idOrName string) (collection.Collection, error) {
 	index := n.collIndex(tenant)
 	b := n.client.B()
 	rs, err := n.doMulti(ctx, b.Hexists().Key(index).Field("i:"+idOrName).Build(), b.Hget().Key(index).Field("n:"+idOrName).Build(),
@@ -522,7 +358,9 @@ func (n *native) getCollection(ctx context.Context, tenant, idOrName string) (co
 	return c, err
 }
 
-func (n *native) allCollections(ctx context.Context) ([]collection.Ref, error) {
+// AllCollections implements store.CollectionBackend: a SCAN of every node for the tenants' index hashes (MATCH
+// <prefix>:{t:*}:colls, so once through the keyspace), then their ids, in pipelines.
+func (n *Backend) AllCollections(ctx context.Context) ([]collection.Ref, error) {
 	head, tail := n.prefix+":{t:", "}:colls"
 	pattern := globEscape(head) + "*" + globEscape(tail)
 	tenants := map[string]string{} // index key -> tenant
@@ -577,10 +415,8 @@ func (n *native) allCollections(ctx context.Context) ([]collection.Ref, error) {
 	return out, nil
 }
 
-func (n *native) listCollections(ctx context.Context, tenant string) ([]collection.Collection, error) {
-	if err := store.ValidateID(n.limits, "tenant", tenant); err != nil {
-		return nil, err
-	}
+// ListCollections implements store.CollectionBackend.
+func (n *Backend) ListCollections(ctx context.Context, tenant string) ([]collection.Collection, error) {
 	r, err := n.do(ctx, n.client.B().Hgetall().Key(n.collIndex(tenant)).Build())
 	if err != nil {
 		return nil, err
@@ -616,10 +452,8 @@ func (n *native) listCollections(ctx context.Context, tenant string) ([]collecti
 	return out, nil
 }
 
-func (n *native) deleteCollection(ctx context.Context, tenant, id string) error {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "collection", id); err != nil {
-		return err
-	}
+// DeleteCollection implements store.CollectionBackend: collection.ErrNotFound if there is none.
+func (n *Backend) DeleteCollection(ctx context.Context, tenant, id string) error {
 	m, err := n.eval(ctx, unreserveName, []string{n.collIndex(tenant)}, []string{id})
 	if err != nil {
 		return err
@@ -650,33 +484,31 @@ func (n *native) deleteCollection(ctx context.Context, tenant, id string) error 
 	return n.publish(ctx, tenant, id, "", collection.OpDeleteCollection)
 }
 
-// prepareDocument validates a document and its chunks and returns the document as stored, its JSON, the
-// encoded chunks and their vectors' length.
-func (n *native) prepareDocument(tenant string, doc collection.Document, chunks []collection.Chunk) (collection.Document, string, []byte, int, error) {
+// encodeDocument returns the document as stored, its JSON, the encoded chunks and their vectors' length.
+func encodeDocument(doc collection.Document, chunks []collection.Chunk) (collection.Document, string, []byte, int, error) {
 	fail := func(err error) (collection.Document, string, []byte, int, error) { return doc, "", nil, 0, err }
-	if err := store.ValidateID(n.limits, "tenant", tenant); err != nil {
-		return fail(err)
-	}
-	dims, err := store.PrepareDocument(n.limits, doc, chunks)
-	if err != nil {
-		return fail(err)
-	}
 	sorted := slices.Clone(chunks)
 	slices.SortStableFunc(sorted, func(a, b collection.Chunk) int { return cmp.Compare(a.Index, b.Index) })
 	for i := range sorted {
 		sorted[i].Metadata = collection.OwnMetadata(doc.Metadata, sorted[i].Metadata) // the document's is in its JSON
 	}
 	doc.Chunks = len(chunks)
-	doc.UpdatedAt = n.now().UTC()
 	b, err := json.Marshal(doc)
 	if err != nil {
 		return fail(fmt.Errorf("valkey: encode document %q: %w", doc.ID, err))
 	}
-	return doc, string(b), encodeChunks(sorted), dims, nil
+	return doc, string(b), encodeChunks(sorted), store.Dimensions(chunks), nil
 }
 
-func (n *native) putDocument(ctx context.Context, tenant string, doc collection.Document, chunks []collection.Chunk) (bool, error) {
-	doc, js, enc, dims, err := n.prepareDocument(tenant, doc, chunks)
+// PutDocument implements store.CollectionBackend with one script on the collection's slot. The document's
+// metadata is stored once, in its JSON; of each chunk's, its own entries alone. It returns
+// collection.ErrNotFound if the collection does not exist, store.ErrInvalid for a chunk id another
+// document of the collection has or vectors of a length other than the collection's. On a
+// cluster, an error with changed true means the document was stored but its change could not be added
+// to the feed (see the notes on the change feed in collections.go); DeleteDocument and DeleteCollection
+// say so in their errors alike.
+func (n *Backend) PutDocument(ctx context.Context, tenant string, doc collection.Document, chunks []collection.Chunk) (bool, error) {
+	doc, js, enc, dims, err := encodeDocument(doc, chunks)
 	if err != nil {
 		return false, err
 	}
@@ -716,10 +548,9 @@ func (n *native) putDocument(ctx context.Context, tenant string, doc collection.
 	return true, n.publish(ctx, tenant, doc.CollectionID, doc.ID, collection.OpPut)
 }
 
-func (n *native) getDocument(ctx context.Context, tenant, collectionID, documentID string) (collection.Document, error) {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "collection", collectionID, "document", documentID); err != nil {
-		return collection.Document{}, err
-	}
+// GetDocument implements store.CollectionBackend: collection.ErrNotFound if the collection or document does not
+// exist.
+func (n *Backend) GetDocument(ctx context.Context, tenant, collectionID, documentID string) (collection.Document, error) {
 	r, err := n.do(ctx, n.client.B().Hget().Key(n.coll(tenant, collectionID).docs).Field(documentID).Build())
 	if err != nil {
 		return collection.Document{}, err
@@ -740,7 +571,7 @@ func (n *native) getDocument(ctx context.Context, tenant, collectionID, document
 
 // scan HSCANs a collection's hash (docs or chunks) and calls fn once for each field, after checking that
 // the collection exists.
-func (n *native) scan(ctx context.Context, k collKeys, key, collectionID string, fn func(field, value string) error) error {
+func (n *Backend) scan(ctx context.Context, k collKeys, key, collectionID string, fn func(field, value string) error) error {
 	b := n.client.B()
 	rs, err := n.doMulti(ctx, b.Exists().Key(k.meta).Build(), b.Hscan().Key(key).Cursor(0).Count(scanBatch).Build())
 	if err != nil {
@@ -776,10 +607,8 @@ func (n *native) scan(ctx context.Context, k collKeys, key, collectionID string,
 	}
 }
 
-func (n *native) listDocuments(ctx context.Context, tenant, collectionID string) ([]collection.Document, error) {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "collection", collectionID); err != nil {
-		return nil, err
-	}
+// ListDocuments implements store.CollectionBackend: collection.ErrNotFound if the collection does not exist.
+func (n *Backend) ListDocuments(ctx context.Context, tenant, collectionID string) ([]collection.Document, error) {
 	k := n.coll(tenant, collectionID)
 	var out []collection.Document
 	err := n.scan(ctx, k, k.docs, collectionID, func(id, js string) error {
@@ -797,10 +626,8 @@ func (n *native) listDocuments(ctx context.Context, tenant, collectionID string)
 	return out, nil
 }
 
-func (n *native) deleteDocument(ctx context.Context, tenant, collectionID, documentID string) error {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "collection", collectionID, "document", documentID); err != nil {
-		return err
-	}
+// DeleteDocument implements store.CollectionBackend: collection.ErrNotFound if there is none.
+func (n *Backend) DeleteDocument(ctx context.Context, tenant, collectionID, documentID string) error {
 	k := n.coll(tenant, collectionID)
 	keys := []string{k.docs, k.chunks}
 	if n.feedInScript() {
@@ -823,10 +650,9 @@ func (n *native) deleteDocument(ctx context.Context, tenant, collectionID, docum
 	return n.publish(ctx, tenant, collectionID, documentID, collection.OpDelete)
 }
 
-func (n *native) documentChunks(ctx context.Context, tenant, collectionID, documentID string) ([]collection.Chunk, error) {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "collection", collectionID, "document", documentID); err != nil {
-		return nil, err
-	}
+// DocumentChunks implements store.CollectionBackend with one script that reads the document and its chunks:
+// collection.ErrNotFound if the collection or document does not exist.
+func (n *Backend) DocumentChunks(ctx context.Context, tenant, collectionID, documentID string) ([]collection.Chunk, error) {
 	k := n.coll(tenant, collectionID)
 	m, err := n.eval(ctx, readChunks, []string{k.docs, k.chunks}, []string{documentID})
 	if err != nil {
@@ -855,7 +681,7 @@ func (n *native) documentChunks(ctx context.Context, tenant, collectionID, docum
 }
 
 // documentMetadata decodes the metadata of a document's JSON (nil for none).
-func (n *native) documentMetadata(ctx context.Context, id string, js valkeygo.ValkeyMessage) (map[string]string, error) {
+func (n *Backend) documentMetadata(ctx context.Context, id string, js valkeygo.ValkeyMessage) (map[string]string, error) {
 	if js.IsNil() {
 		return nil, nil // written with its chunks and deleted with them: not seen without them
 	}
@@ -878,10 +704,12 @@ func withDocument(c collection.Chunk, meta map[string]string) collection.Chunk {
 	return c
 }
 
-func (n *native) scanChunks(ctx context.Context, tenant, collectionID string, fn func(collection.Chunk) error) error {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "collection", collectionID); err != nil {
-		return err
-	}
+// ScanChunks implements store.CollectionBackend: HSCANs of the collection's chunks, about 64 documents a reply
+// (a script that reads their documents' metadata with them), each document's chunks passed to fn exactly
+// once. It is not a snapshot: a document written during the scan may be seen in its old or new version
+// (follow the change feed from before the scan). It returns collection.ErrNotFound if the collection does
+// not exist, and fn's error as it is.
+func (n *Backend) ScanChunks(ctx context.Context, tenant, collectionID string, fn func(collection.Chunk) error) error {
 	k := n.coll(tenant, collectionID)
 	seen := map[string]struct{}{}
 	for cursor := "0"; ; {
@@ -949,7 +777,10 @@ func validSeq(s string) bool {
 	return digits(ms) && (!dash || digits(seq))
 }
 
-func (n *native) changes(ctx context.Context, after string, limit int, wait time.Duration) ([]collection.Change, error) {
+// Changes implements store.CollectionBackend with XREAD on the change stream (XREAD BLOCK when wait is positive,
+// on one of the client's dedicated connections). Seqs are the stream's entry ids. It returns
+// store.ErrInvalid for a limit below 1 or an after that is not an entry id.
+func (n *Backend) Changes(ctx context.Context, after string, limit int, wait time.Duration) ([]collection.Change, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("%w: a limit of %d changes", store.ErrInvalid, limit)
 	}
@@ -1009,7 +840,7 @@ func (n *native) changes(ctx context.Context, after string, limit int, wait time
 // the stream holds (XINFO STREAM) is newer than after, after is gone and so may be entries that followed
 // it; entries deleted one by one (XDEL, which Loom never sends) show in max-deleted-entry-id. When the
 // stream has lost just after itself, this errs on the safe side: the reader rebuilds.
-func (n *native) checkTrimmed(ctx context.Context, after string) error {
+func (n *Backend) checkTrimmed(ctx context.Context, after string) error {
 	r, err := n.do(ctx, n.client.B().XinfoStream().Key(n.changesKey()).Build())
 	if err != nil {
 		return err
@@ -1043,7 +874,8 @@ func compareSeq(a, b string) int {
 	return cmp.Compare(num(aseq), num(bseq))
 }
 
-func (n *native) lastChange(ctx context.Context) (string, error) {
+// LastChange implements store.CollectionBackend: the id of the stream's newest entry.
+func (n *Backend) LastChange(ctx context.Context) (string, error) {
 	r, err := n.do(ctx, n.client.B().Xrevrange().Key(n.changesKey()).End("+").Start("-").Count(1).Build())
 	if err != nil {
 		return "", err

@@ -53,21 +53,19 @@ if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
 return 1
 `)
 
+var (
+	_ store.Backend      = (*cookbook)(nil)
+	_ store.Loader       = (*cookbook)(nil)
+	_ store.OrderedFacts = (*cookbook)(nil)
+)
+
+// checkTenant returns an error wrapping store.ErrUnsupported for any tenant but DefaultTenant: the
+// cookbook's keys carry none.
 func (c *cookbook) checkTenant(tenant string) error {
-	if err := store.ValidateID(c.limits, "tenant", tenant); err != nil {
-		return err
-	}
 	if tenant != DefaultTenant {
 		return fmt.Errorf("%w: the cookbook layout holds only tenant %q, not %q", store.ErrUnsupported, DefaultTenant, tenant)
 	}
 	return nil
-}
-
-func (c *cookbook) ids(tenant string, kindsAndIDs ...string) error {
-	if err := c.checkTenant(tenant); err != nil {
-		return err
-	}
-	return store.ValidateIDs(c.limits, kindsAndIDs...)
 }
 
 func agentConfigKey(id string) string  { return "agent:config:" + id }
@@ -96,14 +94,10 @@ func (c *cookbook) pexpire(key string) []valkeygo.Completed {
 	return []valkeygo.Completed{c.client.B().Pexpire().Key(key).Milliseconds(c.ttl.Milliseconds()).Build()}
 }
 
-// PutAgent implements store.AgentStore: the hash the seed reads (role, constraints, output_format) plus
+// PutAgent implements store.Backend: the hash the seed reads (role, constraints, output_format) plus
 // Loom's fields, replacing what was there.
 func (c *cookbook) PutAgent(ctx context.Context, tenant string, a store.Agent) error {
 	if err := c.checkTenant(tenant); err != nil {
-		return err
-	}
-	a, err := store.PrepareAgent(c.limits, c.now(), a)
-	if err != nil {
 		return err
 	}
 	key := agentConfigKey(a.ID)
@@ -135,9 +129,9 @@ func (c *cookbook) getAgent(ctx context.Context, id string) (valkeygo.ValkeyResu
 	return r, nil
 }
 
-// GetAgent implements store.AgentStore.
+// GetAgent implements store.Backend.
 func (c *cookbook) GetAgent(ctx context.Context, tenant, id string) (store.Agent, error) {
-	if err := c.ids(tenant, "agent", id); err != nil {
+	if err := c.checkTenant(tenant); err != nil {
 		return store.Agent{}, err
 	}
 	r, err := c.getAgent(ctx, id)
@@ -216,26 +210,22 @@ func decodeAgentHash(id string, h map[string]string, role string) (store.Agent, 
 	return a, nil
 }
 
-// DeleteAgent implements store.AgentStore.
+// DeleteAgent implements store.Backend.
 func (c *cookbook) DeleteAgent(ctx context.Context, tenant, id string) error {
-	if err := c.ids(tenant, "agent", id); err != nil {
+	if err := c.checkTenant(tenant); err != nil {
 		return err
 	}
 	r, err := c.do(ctx, c.client.B().Del().Key(agentConfigKey(id)).Build())
 	return c.deleted(ctx, r, err, "agent", id)
 }
 
-// SetFact implements store.MemoryStore: HSET memory:<user> key value. Pinned, Source and UpdatedAt have no
+// SetFact implements store.Backend: HSET memory:<user> key value. Pinned, Source and UpdatedAt have no
 // place in the seed's hash and are not kept.
 func (c *cookbook) SetFact(ctx context.Context, tenant, user string, f store.Fact) error {
-	if err := c.ids(tenant, "user", user); err != nil {
+	if err := c.checkTenant(tenant); err != nil {
 		return err
 	}
-	f, err := store.PrepareFact(c.limits, c.now(), f)
-	if err != nil {
-		return err
-	}
-	_, err = c.do(ctx, c.client.B().Hset().Key(memoryKey(user)).FieldValue().FieldValue(f.Key, f.Value).Build())
+	_, err := c.do(ctx, c.client.B().Hset().Key(memoryKey(user)).FieldValue().FieldValue(f.Key, f.Value).Build())
 	return err
 }
 
@@ -271,9 +261,9 @@ func (c *cookbook) decodeFacts(ctx context.Context, rs []valkeygo.ValkeyResult) 
 	return out, nil
 }
 
-// Facts implements store.MemoryStore, in the hash's order (the seed's order), not sorted.
+// Facts implements store.Backend, in the hash's order (the cookbook's order), which FactsOrdered keeps.
 func (c *cookbook) Facts(ctx context.Context, tenant, user string) ([]store.Fact, error) {
-	if err := c.ids(tenant, "user", user); err != nil {
+	if err := c.checkTenant(tenant); err != nil {
 		return nil, err
 	}
 	rs, err := c.doMulti(ctx, c.factCmds(user)...)
@@ -283,9 +273,9 @@ func (c *cookbook) Facts(ctx context.Context, tenant, user string) ([]store.Fact
 	return c.decodeFacts(ctx, rs)
 }
 
-// DeleteFact implements store.MemoryStore.
+// DeleteFact implements store.Backend.
 func (c *cookbook) DeleteFact(ctx context.Context, tenant, user, key string) error {
-	if err := c.ids(tenant, "user", user, "fact key", key); err != nil {
+	if err := c.checkTenant(tenant); err != nil {
 		return err
 	}
 	r, err := c.do(ctx, c.client.B().Hdel().Key(memoryKey(user)).Field(key).Build())
@@ -316,14 +306,10 @@ func fromSeconds(ts float64) time.Time {
 
 func toSeconds(t time.Time) float64 { return float64(t.UnixMicro()) / 1e6 }
 
-// AppendMessages implements store.SessionStore: RPUSH chat:<session> of the seed's JSON (with ts), and
+// AppendMessages implements store.Backend: RPUSH chat:<session> of the seed's JSON (with ts), and
 // PEXPIRE of the list when the store has a TTL, in one transaction.
-func (c *cookbook) AppendMessages(ctx context.Context, tenant, session string, msgs ...store.Message) ([]store.Message, error) {
-	if err := c.ids(tenant, "session", session); err != nil {
-		return nil, err
-	}
-	msgs, err := store.PrepareMessages(c.limits, c.now(), msgs)
-	if err != nil {
+func (c *cookbook) AppendMessages(ctx context.Context, tenant, session string, msgs []store.Message) ([]store.Message, error) {
+	if err := c.checkTenant(tenant); err != nil {
 		return nil, err
 	}
 	vals := make([]string, len(msgs))
@@ -417,17 +403,13 @@ func decodeChat(vals []string, first int64) []store.Message {
 	return out
 }
 
-// Messages implements store.SessionStore: the entries are read newest first, a page at a time, and only
-// as many as q selects (see readChat).
-func (c *cookbook) Messages(ctx context.Context, tenant, session string, q store.MessageQuery) ([]store.Message, error) {
-	if err := c.ids(tenant, "session", session); err != nil {
-		return nil, err
+// ReadMessages implements store.Backend: a page of the chat list's entries (see chatPage). The Store reads
+// the newest first, a page at a time, and only as many as a query selects.
+func (c *cookbook) ReadMessages(ctx context.Context, tenant, session string, before int64, n int) ([]store.Message, int64, error) {
+	if err := c.checkTenant(tenant); err != nil {
+		return nil, 0, err
 	}
-	if err := store.CheckMessageQuery(q); err != nil {
-		return nil, err
-	}
-	msgs, _, err := c.readChat(ctx, chatKey(session), q, nil)
-	return msgs, err
+	return c.chatPage(ctx, chatKey(session), before, n, nil)
 }
 
 // step is one tool:<session>:step_<n> key.
@@ -517,15 +499,11 @@ func decodeStep(n int64, h map[string]string) store.ToolOutput {
 	return o
 }
 
-// AppendToolOutput implements store.SessionStore: HSET tool:<session>:step_<n> tool, result, timestamp
+// AppendToolOutput implements store.Backend: HSET tool:<session>:step_<n> tool, result, timestamp
 // (and call_id, args when set) with n one more than the highest step, claimed atomically by a script so
 // concurrent writers never share a step; the key gets the store's TTL as the seed gives its steps one.
 func (c *cookbook) AppendToolOutput(ctx context.Context, tenant, session string, o store.ToolOutput) (store.ToolOutput, error) {
-	if err := c.ids(tenant, "session", session); err != nil {
-		return store.ToolOutput{}, err
-	}
-	o, err := store.PrepareToolOutput(c.limits, c.now(), o)
-	if err != nil {
+	if err := c.checkTenant(tenant); err != nil {
 		return store.ToolOutput{}, err
 	}
 	o.Time = o.Time.Truncate(time.Microsecond)
@@ -564,9 +542,9 @@ func (c *cookbook) AppendToolOutput(ctx context.Context, tenant, session string,
 	return store.ToolOutput{}, fmt.Errorf("valkey: session %q: no free tool step after %d tries", session, maxStepClaims)
 }
 
-// ToolOutputs implements store.SessionStore.
+// ToolOutputs implements store.Backend.
 func (c *cookbook) ToolOutputs(ctx context.Context, tenant, session string) ([]store.ToolOutput, error) {
-	if err := c.ids(tenant, "session", session); err != nil {
+	if err := c.checkTenant(tenant); err != nil {
 		return nil, err
 	}
 	return c.toolOutputs(ctx, session)
@@ -597,14 +575,10 @@ func kbTitle(k store.Knowledge) (string, bool) {
 	return k.Source, k.Source != ""
 }
 
-// SetKnowledge implements store.SessionStore: the list is replaced in one transaction. Each item is written
+// SetKnowledge implements store.Backend: the list is replaced in one transaction. Each item is written
 // with the title kbTitle gives it and, when its Source is not that title, with its Source under "source".
 func (c *cookbook) SetKnowledge(ctx context.Context, tenant, session string, items []store.Knowledge) error {
-	if err := c.ids(tenant, "session", session); err != nil {
-		return err
-	}
-	items, err := store.PrepareKnowledge(c.limits, c.countKnowledge, items)
-	if err != nil {
+	if err := c.checkTenant(tenant); err != nil {
 		return err
 	}
 	key := kbKey(session)
@@ -630,7 +604,7 @@ func (c *cookbook) SetKnowledge(ctx context.Context, tenant, session string, ite
 		cmds = append(cmds, c.client.B().Rpush().Key(key).Element(vals...).Build())
 		cmds = append(cmds, c.pexpire(key)...)
 	}
-	_, err = c.tx(ctx, cmds...)
+	_, err := c.tx(ctx, cmds...)
 	return err
 }
 
@@ -787,9 +761,9 @@ func jsonInt(raw json.RawMessage) (int, bool) {
 	return int(f), true
 }
 
-// Knowledge implements store.SessionStore.
+// Knowledge implements store.Backend.
 func (c *cookbook) Knowledge(ctx context.Context, tenant, session string) ([]store.Knowledge, error) {
-	if err := c.ids(tenant, "session", session); err != nil {
+	if err := c.checkTenant(tenant); err != nil {
 		return nil, err
 	}
 	r, err := c.do(ctx, c.client.B().Lrange().Key(kbKey(session)).Start(0).Stop(-1).Build())
@@ -803,10 +777,10 @@ func (c *cookbook) Knowledge(ctx context.Context, tenant, session string) ([]sto
 	return decodeKB(vals), nil
 }
 
-// DeleteSession implements store.SessionStore: DEL of chat:<session>, kb:results:<session> and every step
+// DeleteSession implements store.Backend: DEL of chat:<session>, kb:results:<session> and every step
 // key, one command per key (they may live on different cluster nodes).
 func (c *cookbook) DeleteSession(ctx context.Context, tenant, session string) error {
-	if err := c.ids(tenant, "session", session); err != nil {
+	if err := c.checkTenant(tenant); err != nil {
 		return err
 	}
 	steps, err := c.steps(ctx, session)
@@ -839,16 +813,10 @@ func (c *cookbook) DeleteSession(ctx context.Context, tenant, session string) er
 // Load implements store.Loader: one DoMulti for the agent, the memory, the newest messages (the first
 // page of readChat) and the knowledge, and concurrently the SCAN for the tool steps followed by one DoMulti that reads them.
 func (c *cookbook) Load(ctx context.Context, tenant string, q store.LoadQuery) (*store.Snapshot, error) {
-	if err := validateLoad(c.limits, tenant, q); err != nil {
-		return nil, err
-	}
 	if err := c.checkTenant(tenant); err != nil {
 		return nil, err
 	}
 	history := q.History()
-	if err := store.CheckMessageQuery(history); err != nil {
-		return nil, err
-	}
 	b := c.client.B()
 	var groups [][]valkeygo.Completed
 	agentAt, memAt, chatAt, kbAt := -1, -1, -1, -1
@@ -937,3 +905,13 @@ func (c *cookbook) Load(ctx context.Context, tenant string, q store.LoadQuery) (
 	}
 	return snap, nil
 }
+
+// FactsOrdered implements store.OrderedFacts: a memory hash's facts come in the server's order (insertion
+// order for small hashes), as the cookbook shows them.
+func (c *cookbook) FactsOrdered() bool { return true }
+
+// Ping implements store.Backend: PING, and the run_id of every primary.
+func (c *cookbook) Ping(ctx context.Context) error { return c.ping(ctx) }
+
+// Close implements store.Backend: it closes the connections, waiting for calls in flight.
+func (c *cookbook) Close() error { return c.close() }

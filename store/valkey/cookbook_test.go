@@ -8,11 +8,15 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	valkeygo "github.com/valkey-io/valkey-go"
+
 	"github.com/context-loom/loom/internal/valkeytest"
 	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/store/storetest"
 	"github.com/context-loom/loom/store/valkey"
 	"github.com/context-loom/loom/tokenizer"
 )
@@ -45,10 +49,21 @@ func putTogether(t testing.TB, addr string) {
 	do(t, addr, "EXPIRE", "tool:sess_42:step_1", "3600")
 }
 
-func openCookbook(t testing.TB, addr string, opts valkey.Options) *valkey.Store {
+func openCookbook(t testing.TB, addr string, opts valkey.Options) *store.Store {
 	t.Helper()
 	opts.Layout = valkey.LayoutCookbook
 	return open(t, opts, addr)
+}
+
+// TestCookbook_BackendConformance runs the backend suite on the cookbook layout, which holds the one tenant
+// "default": each backend on a database of its own of one server (its keys have no prefix).
+func TestCookbook_BackendConformance(t *testing.T) {
+	t.Parallel()
+	addr := valkeytest.Start(t)
+	var db atomic.Int32
+	storetest.RunBackend(t, func(t *testing.T, opts store.Options) store.Backend {
+		return openCookbook(t, addr, valkey.Options{Options: opts, Client: valkeygo.ClientOption{SelectDB: int(db.Add(1))}}).Backend()
+	}, storetest.BackendOptions{Tenant: valkey.DefaultTenant})
 }
 
 func TestCookbook_ReadsTheSeedsData(t *testing.T) {
@@ -636,14 +651,4 @@ func TestCookbook_StepsAsTheSeedReadsThem(t *testing.T) {
 		t.Fatalf("Load = %+v, %v", snap, err)
 	}
 	check("Load", snap.ToolOutputs)
-}
-
-// TestCookbook_AllCollections: the cookbook layout keeps no collections, so a server starting on it loads
-// no indexes and has nothing to warn about.
-func TestCookbook_AllCollections(t *testing.T) {
-	t.Parallel()
-	s := openCookbook(t, valkeytest.Start(t), valkey.Options{})
-	if refs, err := s.AllCollections(context.Background()); err != nil || len(refs) != 0 {
-		t.Errorf("AllCollections = %v, %v; want none and no error", refs, err)
-	}
 }

@@ -126,7 +126,7 @@ func lrange(b valkeygo.Builder, key string, before int64, n int) (valkeygo.Compl
 
 // firstCmd is the command that begins to answer q on the native list key: countBack's EVALSHA, or an
 // LRANGE of what q reads (without MaxTokens) or of store.ReadNewest's first page (in the estimate).
-func (n *native) firstCmd(key string, q store.MessageQuery) valkeygo.Completed {
+func (n *Backend) firstCmd(key string, q store.MessageQuery) valkeygo.Completed {
 	b := n.client.B()
 	switch {
 	case q.MaxTokens == 0:
@@ -149,7 +149,7 @@ func limitOrAll(limit int) int {
 // readMessages answers q (a checked query) on the native list key, first from the reply r of
 // firstCmd(key, q) when it was sent already (nil: send it), and returns the before of the messages it left
 // out.
-func (n *native) readMessages(ctx context.Context, key string, q store.MessageQuery, r *valkeygo.ValkeyResult) ([]store.Message, int64, error) {
+func (n *Backend) readMessages(ctx context.Context, key string, q store.MessageQuery, r *valkeygo.ValkeyResult) ([]store.Message, int64, error) {
 	if q.MaxTokens > 0 && countsCached(q) {
 		if r == nil {
 			res, err := n.do(ctx, n.firstCmd(key, q))
@@ -187,8 +187,8 @@ func (n *native) readMessages(ctx context.Context, key string, q store.MessageQu
 
 // values is the LRANGE of up to n values before seq before (0: the newest); a before past the newest
 // reads from the newest.
-func (n *native) values(ctx context.Context, key string, before int64, size int) ([]string, error) {
-	cmd, _ := lrange(n.client.B(), key, before, size)
+func (n *Backend) values(ctx context.Context, key string, before int64, size int) ([]string, error) {
+	cmd, first := lrange(n.client.B(), key, before, size)
 	r, err := n.do(ctx, cmd)
 	if err != nil {
 		return nil, err
@@ -197,28 +197,18 @@ func (n *native) values(ctx context.Context, key string, before int64, size int)
 	if err != nil {
 		return nil, n.fail(ctx, err)
 	}
-	if len(vals) == 0 && before > 1 {
-		if past, err := n.pastEnd(ctx, key, before); err != nil || past {
-			if err != nil {
-				return nil, err
-			}
-			return n.values(ctx, key, 0, size)
-		}
+	if pastEnd(first, size, len(vals)) {
+		return n.values(ctx, key, 0, size)
 	}
 	return vals, nil
 }
 
-// pastEnd reports whether before is past the newest value of the list key (and the list is not empty).
-func (c *conn) pastEnd(ctx context.Context, key string, before int64) (bool, error) {
-	r, err := c.do(ctx, c.client.B().Llen().Key(key).Build())
-	if err != nil {
-		return false, err
-	}
-	n, err := r.AsInt64()
-	if err != nil {
-		return false, c.fail(ctx, err)
-	}
-	return n > 0 && n < before-1, nil
+// pastEnd reports whether a page that lrange read, whose first value has seq first (0: the newest values,
+// so never), came back with fewer than the size values it asked for because its before is past the list's
+// newest value: a range that starts after the list's first value is short only then, since values are
+// only ever appended (a list goes as a whole).
+func pastEnd(first int64, size, got int) bool {
+	return first > 1 && size < math.MaxInt && got < size
 }
 
 // nextBefore is the before of the messages older than seq first: 0 when it is the first.
@@ -232,7 +222,7 @@ func nextBefore(first int64) int64 {
 // countBack runs countBackSrc until q is answered, r being the reply of its first run (an EVALSHA, which
 // it runs again with the script when the server does not have it): a message without the count it reads
 // and counts here, and goes on.
-func (n *native) countBack(ctx context.Context, key string, q store.MessageQuery, r valkeygo.ValkeyResult) ([]store.Message, int64, error) {
+func (n *Backend) countBack(ctx context.Context, key string, q store.MessageQuery, r valkeygo.ValkeyResult) ([]store.Message, int64, error) {
 	var pages [][]store.Message // newest first
 	before, limit, tokens, kept := q.Before, q.Limit, q.MaxTokens, 0
 	var next int64
@@ -314,7 +304,7 @@ func (n *native) countBack(ctx context.Context, key string, q store.MessageQuery
 }
 
 // runCountBack runs countBackSrc (loading it on the server if it lacks it).
-func (n *native) runCountBack(ctx context.Context, key string, args []string) (valkeygo.ValkeyResult, error) {
+func (n *Backend) runCountBack(ctx context.Context, key string, args []string) (valkeygo.ValkeyResult, error) {
 	cctx, cancel, err := n.call(ctx)
 	if err != nil {
 		return valkeygo.ValkeyResult{}, n.fail(ctx, err)
@@ -357,13 +347,8 @@ func (c *cookbook) chatPage(ctx context.Context, key string, before int64, size 
 		if vals, err = r[0].AsStrSlice(); err != nil {
 			return nil, 0, c.fail(ctx, err)
 		}
-		if len(vals) == 0 && before > 1 { // past the newest entry: read from the newest
-			if past, err := c.pastEnd(ctx, key, before); err != nil || past {
-				if err != nil {
-					return nil, 0, err
-				}
-				return c.chatPage(ctx, key, 0, size, nil)
-			}
+		if pastEnd(first, size, len(vals)) { // past the newest entry: read from the newest
+			return c.chatPage(ctx, key, 0, size, nil)
 		}
 	}
 	return decodeChat(vals, first), nextBefore(first), nil

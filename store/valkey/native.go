@@ -14,8 +14,10 @@ import (
 	"github.com/context-loom/loom/store"
 )
 
-// native is LayoutNative.
-type native struct {
+// Backend is the store.Backend of LayoutNative: Loom's own keys. It is also a store.MessageSelector (it
+// counts on the server and returns only the messages kept), a store.Loader (one DoMulti), a
+// store.CollectionBackend and a collection.Epocher. It is safe for concurrent use.
+type Backend struct {
 	*conn
 	prefix string
 	maxLen string // the change stream's MAXLEN ~, from store.Options.ChangesKept
@@ -78,28 +80,21 @@ func mustEscape(c byte) bool {
 // sessionKeys are the keys of one session; they share a hash tag.
 type sessionKeys struct{ msgs, tools, kb string }
 
-func (n *native) session(tenant, session string) sessionKeys {
+func (n *Backend) session(tenant, session string) sessionKeys {
 	base := n.prefix + ":{t:" + escape(tenant) + ":s:" + escape(session) + "}:"
 	return sessionKeys{base + "msgs", base + "tools", base + "kb"}
 }
 
-func (n *native) memKey(tenant, user string) string {
+func (n *Backend) memKey(tenant, user string) string {
 	return n.prefix + ":{t:" + escape(tenant) + ":u:" + escape(user) + "}:mem"
 }
 
-func (n *native) agentKey(tenant, id string) string {
+func (n *Backend) agentKey(tenant, id string) string {
 	return n.prefix + ":{t:" + escape(tenant) + "}:agent:" + escape(id)
 }
 
-// PutAgent implements store.AgentStore: the agent's hash (see agentFields), replaced in one MULTI.
-func (n *native) PutAgent(ctx context.Context, tenant string, a store.Agent) error {
-	if err := store.ValidateID(n.limits, "tenant", tenant); err != nil {
-		return err
-	}
-	a, err := store.PrepareAgent(n.limits, n.now(), a)
-	if err != nil {
-		return err
-	}
+// PutAgent implements store.Backend: the agent's hash (see agentFields), replaced in one MULTI.
+func (n *Backend) PutAgent(ctx context.Context, tenant string, a store.Agent) error {
 	fields, err := agentFields(a, "instructions")
 	if err != nil {
 		return err
@@ -114,7 +109,7 @@ func (n *native) PutAgent(ctx context.Context, tenant string, a store.Agent) err
 }
 
 // getAgent reads an agent's hash: from the client-side cache when it is on.
-func (n *native) getAgent(ctx context.Context, tenant, id string) (valkeygo.ValkeyResult, error) {
+func (n *Backend) getAgent(ctx context.Context, tenant, id string) (valkeygo.ValkeyResult, error) {
 	if n.cacheTTL <= 0 {
 		return n.do(ctx, n.client.B().Hgetall().Key(n.agentKey(tenant, id)).Build())
 	}
@@ -130,11 +125,8 @@ func (n *native) getAgent(ctx context.Context, tenant, id string) (valkeygo.Valk
 	return r, nil
 }
 
-// GetAgent implements store.AgentStore.
-func (n *native) GetAgent(ctx context.Context, tenant, id string) (store.Agent, error) {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "agent", id); err != nil {
-		return store.Agent{}, err
-	}
+// GetAgent implements store.Backend.
+func (n *Backend) GetAgent(ctx context.Context, tenant, id string) (store.Agent, error) {
 	r, err := n.getAgent(ctx, tenant, id)
 	if err != nil {
 		return store.Agent{}, err
@@ -142,7 +134,7 @@ func (n *native) GetAgent(ctx context.Context, tenant, id string) (store.Agent, 
 	return n.decodeAgent(ctx, tenant, id, r)
 }
 
-func (n *native) decodeAgent(ctx context.Context, tenant, id string, r valkeygo.ValkeyResult) (store.Agent, error) {
+func (n *Backend) decodeAgent(ctx context.Context, tenant, id string, r valkeygo.ValkeyResult) (store.Agent, error) {
 	h, err := r.AsStrMap()
 	if err != nil {
 		if isWrongType(err) {
@@ -155,7 +147,7 @@ func (n *native) decodeAgent(ctx context.Context, tenant, id string, r valkeygo.
 
 // legacyAgent reads an agent that an earlier Loom stored as one JSON string (before agents were hashes);
 // the next PutAgent of it writes the hash.
-func (n *native) legacyAgent(ctx context.Context, tenant, id string) (store.Agent, error) {
+func (n *Backend) legacyAgent(ctx context.Context, tenant, id string) (store.Agent, error) {
 	r, err := n.do(ctx, n.client.B().Get().Key(n.agentKey(tenant, id)).Build())
 	if err != nil {
 		return store.Agent{}, err
@@ -181,11 +173,8 @@ func isWrongType(err error) bool {
 	return errors.As(err, &ve) && strings.HasPrefix(ve.Error(), "WRONGTYPE")
 }
 
-// DeleteAgent implements store.AgentStore.
-func (n *native) DeleteAgent(ctx context.Context, tenant, id string) error {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "agent", id); err != nil {
-		return err
-	}
+// DeleteAgent implements store.Backend.
+func (n *Backend) DeleteAgent(ctx context.Context, tenant, id string) error {
 	r, err := n.do(ctx, n.client.B().Del().Key(n.agentKey(tenant, id)).Build())
 	return n.deleted(ctx, r, err, "agent", id)
 }
@@ -205,15 +194,8 @@ func (c *conn) deleted(ctx context.Context, r valkeygo.ValkeyResult, err error, 
 	return nil
 }
 
-// SetFact implements store.MemoryStore.
-func (n *native) SetFact(ctx context.Context, tenant, user string, f store.Fact) error {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "user", user); err != nil {
-		return err
-	}
-	f, err := store.PrepareFact(n.limits, n.now(), f)
-	if err != nil {
-		return err
-	}
+// SetFact implements store.Backend.
+func (n *Backend) SetFact(ctx context.Context, tenant, user string, f store.Fact) error {
 	b, err := json.Marshal(f)
 	if err != nil {
 		return fmt.Errorf("valkey: encode fact %q: %w", f.Key, err)
@@ -222,11 +204,8 @@ func (n *native) SetFact(ctx context.Context, tenant, user string, f store.Fact)
 	return err
 }
 
-// Facts implements store.MemoryStore.
-func (n *native) Facts(ctx context.Context, tenant, user string) ([]store.Fact, error) {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "user", user); err != nil {
-		return nil, err
-	}
+// Facts implements store.Backend.
+func (n *Backend) Facts(ctx context.Context, tenant, user string) ([]store.Fact, error) {
 	r, err := n.do(ctx, n.client.B().Hgetall().Key(n.memKey(tenant, user)).Build())
 	if err != nil {
 		return nil, err
@@ -251,22 +230,18 @@ func decodeFacts(m map[string]string) ([]store.Fact, error) {
 		f.Key = k
 		out = append(out, f)
 	}
-	store.SortFacts(out)
 	return out, nil
 }
 
-// DeleteFact implements store.MemoryStore.
-func (n *native) DeleteFact(ctx context.Context, tenant, user, key string) error {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "user", user, "fact key", key); err != nil {
-		return err
-	}
+// DeleteFact implements store.Backend.
+func (n *Backend) DeleteFact(ctx context.Context, tenant, user, key string) error {
 	r, err := n.do(ctx, n.client.B().Hdel().Key(n.memKey(tenant, user)).Field(key).Build())
 	return n.deleted(ctx, r, err, "fact", key)
 }
 
 // write runs cmds on a session's keys in one transaction that ends by refreshing the TTL of all of them,
 // and returns the commands' replies.
-func (n *native) write(ctx context.Context, k sessionKeys, cmds ...valkeygo.Completed) ([]valkeygo.ValkeyMessage, error) {
+func (n *Backend) write(ctx context.Context, k sessionKeys, cmds ...valkeygo.Completed) ([]valkeygo.ValkeyMessage, error) {
 	if n.ttl > 0 {
 		ms := n.ttl.Milliseconds()
 		for _, key := range []string{k.msgs, k.tools, k.kb} {
@@ -299,15 +274,8 @@ end
 return n + #ARGV - 1
 `)
 
-// AppendMessages implements store.SessionStore with one script (appendMessages): atomic, seqs contiguous.
-func (n *native) AppendMessages(ctx context.Context, tenant, session string, msgs ...store.Message) ([]store.Message, error) {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "session", session); err != nil {
-		return nil, err
-	}
-	msgs, err := store.PrepareMessages(n.limits, n.now(), msgs)
-	if err != nil {
-		return nil, err
-	}
+// AppendMessages implements store.Backend with one script (appendMessages): atomic, seqs contiguous.
+func (n *Backend) AppendMessages(ctx context.Context, tenant, session string, msgs []store.Message) ([]store.Message, error) {
 	args := make([]string, 1, len(msgs)+1)
 	args[0] = strconv.FormatInt(max(n.ttl.Milliseconds(), 0), 10)
 	for i, m := range msgs {
@@ -333,17 +301,15 @@ func (n *native) AppendMessages(ctx context.Context, tenant, session string, msg
 	return msgs, nil
 }
 
-// Messages implements store.SessionStore: one LRANGE, or with q.MaxTokens a script that counts on the
-// server and returns only the messages kept (see readMessages).
-func (n *native) Messages(ctx context.Context, tenant, session string, q store.MessageQuery) ([]store.Message, error) {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "session", session); err != nil {
-		return nil, err
-	}
-	if err := store.CheckMessageQuery(q); err != nil {
-		return nil, err
-	}
-	msgs, _, err := n.readMessages(ctx, n.session(tenant, session).msgs, q, nil)
-	return msgs, err
+// SelectMessages implements store.MessageSelector: one LRANGE, or with q.MaxTokens a script that counts on
+// the server and returns only the messages kept (see readMessages).
+func (n *Backend) SelectMessages(ctx context.Context, tenant, session string, q store.MessageQuery) ([]store.Message, int64, error) {
+	return n.readMessages(ctx, n.session(tenant, session).msgs, q, nil)
+}
+
+// ReadMessages implements store.Backend: one LRANGE.
+func (n *Backend) ReadMessages(ctx context.Context, tenant, session string, before int64, size int) ([]store.Message, int64, error) {
+	return n.readMessages(ctx, n.session(tenant, session).msgs, store.MessageQuery{Before: before, Limit: size}, nil)
 }
 
 // decodeMessages decodes a message list's values; each has its seq.
@@ -360,15 +326,8 @@ func decodeMessages(vals []string) ([]store.Message, error) {
 	return out, nil
 }
 
-// AppendToolOutput implements store.SessionStore.
-func (n *native) AppendToolOutput(ctx context.Context, tenant, session string, o store.ToolOutput) (store.ToolOutput, error) {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "session", session); err != nil {
-		return store.ToolOutput{}, err
-	}
-	o, err := store.PrepareToolOutput(n.limits, n.now(), o)
-	if err != nil {
-		return store.ToolOutput{}, err
-	}
+// AppendToolOutput implements store.Backend.
+func (n *Backend) AppendToolOutput(ctx context.Context, tenant, session string, o store.ToolOutput) (store.ToolOutput, error) {
 	b, err := json.Marshal(o)
 	if err != nil {
 		return store.ToolOutput{}, fmt.Errorf("valkey: encode tool output: %w", err)
@@ -384,11 +343,8 @@ func (n *native) AppendToolOutput(ctx context.Context, tenant, session string, o
 	return o, nil
 }
 
-// ToolOutputs implements store.SessionStore.
-func (n *native) ToolOutputs(ctx context.Context, tenant, session string) ([]store.ToolOutput, error) {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "session", session); err != nil {
-		return nil, err
-	}
+// ToolOutputs implements store.Backend.
+func (n *Backend) ToolOutputs(ctx context.Context, tenant, session string) ([]store.ToolOutput, error) {
 	r, err := n.do(ctx, n.client.B().Lrange().Key(n.session(tenant, session).tools).Start(0).Stop(-1).Build())
 	if err != nil {
 		return nil, err
@@ -414,15 +370,8 @@ func decodeToolOutputs(vals []string) ([]store.ToolOutput, error) {
 	return out, nil
 }
 
-// SetKnowledge implements store.SessionStore.
-func (n *native) SetKnowledge(ctx context.Context, tenant, session string, items []store.Knowledge) error {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "session", session); err != nil {
-		return err
-	}
-	items, err := store.PrepareKnowledge(n.limits, n.countKnowledge, items)
-	if err != nil {
-		return err
-	}
+// SetKnowledge implements store.Backend.
+func (n *Backend) SetKnowledge(ctx context.Context, tenant, session string, items []store.Knowledge) error {
 	k := n.session(tenant, session)
 	cmds := []valkeygo.Completed{n.client.B().Del().Key(k.kb).Build()}
 	if len(items) > 0 {
@@ -436,15 +385,12 @@ func (n *native) SetKnowledge(ctx context.Context, tenant, session string, items
 		}
 		cmds = append(cmds, n.client.B().Rpush().Key(k.kb).Element(vals...).Build())
 	}
-	_, err = n.write(ctx, k, cmds...)
+	_, err := n.write(ctx, k, cmds...)
 	return err
 }
 
-// Knowledge implements store.SessionStore.
-func (n *native) Knowledge(ctx context.Context, tenant, session string) ([]store.Knowledge, error) {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "session", session); err != nil {
-		return nil, err
-	}
+// Knowledge implements store.Backend.
+func (n *Backend) Knowledge(ctx context.Context, tenant, session string) ([]store.Knowledge, error) {
 	r, err := n.do(ctx, n.client.B().Lrange().Key(n.session(tenant, session).kb).Start(0).Stop(-1).Build())
 	if err != nil {
 		return nil, err
@@ -469,11 +415,8 @@ func decodeKnowledge(vals []string) ([]store.Knowledge, error) {
 	return out, nil
 }
 
-// DeleteSession implements store.SessionStore: one DEL of the session's keys (one slot).
-func (n *native) DeleteSession(ctx context.Context, tenant, session string) error {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "session", session); err != nil {
-		return err
-	}
+// DeleteSession implements store.Backend: one DEL of the session's keys (one slot).
+func (n *Backend) DeleteSession(ctx context.Context, tenant, session string) error {
 	k := n.session(tenant, session)
 	r, err := n.do(ctx, n.client.B().Del().Key(k.msgs, k.tools, k.kb).Build())
 	return n.deleted(ctx, r, err, "session", session)
@@ -483,14 +426,8 @@ func (n *native) DeleteSession(ctx context.Context, tenant, session string) erro
 // messages' first command (see readMessages: an LRANGE, or the script that counts them), and LRANGE of the
 // tool outputs and the knowledge. With the agent cache on, the agent comes from the cache, or on a miss
 // from an HGETALL sent concurrently.
-func (n *native) Load(ctx context.Context, tenant string, q store.LoadQuery) (*store.Snapshot, error) {
-	if err := validateLoad(n.limits, tenant, q); err != nil {
-		return nil, err
-	}
+func (n *Backend) Load(ctx context.Context, tenant string, q store.LoadQuery) (*store.Snapshot, error) {
 	history := q.History()
-	if err := store.CheckMessageQuery(history); err != nil {
-		return nil, err
-	}
 	b := n.client.B()
 	cmds := make([]valkeygo.Completed, 0, 5)
 	agentAt, memAt, sessAt := -1, -1, -1

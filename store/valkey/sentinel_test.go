@@ -22,7 +22,7 @@ var sentinelOptions = valkeygo.ClientOption{Sentinel: valkeygo.SentinelOption{Ma
 func TestConformance_Sentinel(t *testing.T) {
 	t.Parallel()
 	sentinel := valkeytest.StartSentinel(t, valkeytest.Start(t))
-	storetest.Run(t, func(t *testing.T, opts store.Options) store.Store {
+	storetest.Run(t, func(t *testing.T, opts store.Options) *store.Store {
 		return open(t, valkey.Options{Options: opts, Client: sentinelOptions}, sentinel.Addr)
 	})
 }
@@ -33,7 +33,7 @@ func TestCollections_ConformanceSentinel(t *testing.T) {
 	t.Parallel()
 	sentinel := valkeytest.StartSentinel(t, valkeytest.Start(t))
 	collectiontest.Run(t, func(t *testing.T, opts store.Options) collection.Store {
-		return open(t, valkey.Options{Options: opts, Client: sentinelOptions}, sentinel.Addr)
+		return openColls(t, valkey.Options{Options: opts, Client: sentinelOptions}, sentinel.Addr)
 	})
 }
 

@@ -11,11 +11,8 @@ import (
 
 	valkeygo "github.com/valkey-io/valkey-go"
 
-	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/store"
 )
-
-var _ collection.Epocher = (*Store)(nil)
 
 // Durability. A write the store acknowledges is in the server's memory; it outlives a restart of the
 // server only as far as the server persists it (AOF, with its appendfsync, or RDB snapshots). A server
@@ -228,8 +225,8 @@ func (c *conn) report(ctx context.Context, cl valkeygo.Client, n node, prev stri
 // appeared, since Open: then writes the store acknowledged may be lost, and the search indexes built from
 // the store must be rebuilt. It returns an error wrapping store.ErrUnavailable when no server can be
 // reached, and store.ErrClosed after Close.
-func (s *Store) Epoch(ctx context.Context) (string, error) {
-	e, err := s.c.check(ctx)
+func (n *Backend) Epoch(ctx context.Context) (string, error) {
+	e, err := n.check(ctx)
 	if err != nil {
 		return "", err
 	}

@@ -73,7 +73,7 @@
 // writes since the last snapshot; without persistence, a restart loses everything. Open logs how each
 // primary persists (Options.Logger), with a warning when it persists nothing or cannot tell (CONFIG
 // disabled, as on some managed services). The store watches each primary's run_id (Open, Ping,
-// [Store.Epoch]): a restart, or a new primary after a failover, is logged as a warning and starts a new
+// [Backend.Epoch]): a restart, or a new primary after a failover, is logged as a warning and starts a new
 // epoch, on which the engine rebuilds its search indexes from what the server holds (servers.go has the
 // details).
 //
@@ -102,6 +102,7 @@ import (
 	valkeygo "github.com/valkey-io/valkey-go"
 
 	"github.com/context-loom/loom"
+	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/store"
 )
 
@@ -133,7 +134,7 @@ var (
 	ErrBadOptions = loom.NewError(loom.ErrInvalid, "valkey: bad options")
 )
 
-// Options configure a Store. The zero value of each field means its documented default, except
+// Options configure a Valkey store. The zero value of each field means its documented default, except
 // Client.InitAddress, which must name at least one server.
 type Options struct {
 	// Options are the settings every store backend shares (session TTL, limits).
@@ -157,17 +158,17 @@ type Options struct {
 	CacheAgents time.Duration
 	// Logger receives what the store learns of the servers: how each primary persists (a warning when it
 	// persists nothing, or cannot tell), and a warning when one restarted or a new one appeared (see
-	// Store.Epoch). nil means slog.Default().
+	// Backend.Epoch). nil means slog.Default().
 	Logger *slog.Logger
 }
 
-// Store is a store.Store on a Valkey server. It is safe for concurrent use.
-type Store struct {
-	c *conn
-	l layout
-}
-
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Backend           = (*Backend)(nil)
+	_ store.MessageSelector   = (*Backend)(nil)
+	_ store.Loader            = (*Backend)(nil)
+	_ store.CollectionBackend = (*Backend)(nil)
+	_ collection.Epocher      = (*Backend)(nil)
+)
 
 // dialRetries is how often a call retries a dial that failed before it gives up.
 const dialRetries = 3
@@ -191,31 +192,21 @@ func retryDelay(attempts int, _ valkeygo.Completed, err error) time.Duration {
 	return min(time.Second, time.Duration(base+rand.Int64N(base))*time.Microsecond)
 }
 
-// layout is what a key layout implements: store.Store without Ping and Close.
-type layout interface {
-	store.AgentStore
-	store.MemoryStore
-	store.SessionStore
-	store.Loader
-}
-
 // conn is the connection and the settings a layout shares.
 type conn struct {
-	client         valkeygo.Client
-	limits         store.Limits
-	countKnowledge func(string) map[string]int
-	ttl            time.Duration // session TTL; 0: none
-	timeout        time.Duration
-	cacheTTL       time.Duration // agents' client-side cache; 0: none
-	closed         atomic.Bool
-	now            func() time.Time
-	servers        *serverWatch // the primaries' lives (servers.go)
+	client   valkeygo.Client
+	ttl      time.Duration // session TTL; 0: none
+	timeout  time.Duration
+	cacheTTL time.Duration // agents' client-side cache; 0: none
+	closed   atomic.Bool
+	servers  *serverWatch // the primaries' lives (servers.go)
 }
 
-// Open connects to the server opts.Client names and returns a Store. It returns an error wrapping
-// ErrBadOptions for options that cannot work, ErrNoClientCache (see Options.CacheAgents), or an error
-// wrapping store.ErrUnavailable when the server cannot be reached.
-func Open(ctx context.Context, opts Options) (*Store, error) {
+// Open connects to the server opts.Client names and returns a store.Store over the layout opts.Layout names
+// (a [Backend] for LayoutNative). It returns an error wrapping ErrBadOptions for options that cannot work,
+// ErrNoClientCache (see Options.CacheAgents), or an error wrapping store.ErrUnavailable when the server
+// cannot be reached.
+func Open(ctx context.Context, opts Options) (*store.Store, error) {
 	if opts.Timeout < 0 || opts.CacheAgents < 0 || opts.SessionTTL < 0 {
 		return nil, fmt.Errorf("%w: negative Timeout, CacheAgents or SessionTTL", ErrBadOptions)
 	}
@@ -265,15 +256,20 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	c := &conn{client: client, limits: opts.Limits.WithDefaults(), countKnowledge: opts.CountKnowledge, ttl: opts.SessionTTL, timeout: opts.Timeout,
-		cacheTTL: opts.CacheAgents, now: time.Now, servers: &serverWatch{log: log, runs: map[string]string{}}}
-	s := &Store{c: c}
+	c := &conn{client: client, ttl: opts.SessionTTL, timeout: opts.Timeout,
+		cacheTTL: opts.CacheAgents, servers: &serverWatch{log: log, runs: map[string]string{}}}
+	var b store.Backend
 	if opts.Layout == LayoutCookbook {
-		s.l = &cookbook{conn: c}
+		b = &cookbook{conn: c}
 	} else {
-		s.l = &native{conn: c, prefix: opts.Prefix, maxLen: strconv.Itoa(opts.ChangesKeptOrDefault())}
+		b = &Backend{conn: c, prefix: opts.Prefix, maxLen: strconv.Itoa(opts.ChangesKeptOrDefault())}
 	}
-	if err := s.Ping(ctx); err != nil {
+	if err := c.ping(ctx); err != nil {
+		client.Close()
+		return nil, err
+	}
+	s, err := store.New(b, opts.Options)
+	if err != nil {
 		client.Close()
 		return nil, err
 	}
@@ -437,111 +433,29 @@ func whole(err error) bool {
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// validateLoad checks the ids of a Load.
-func validateLoad(l store.Limits, tenant string, q store.LoadQuery) error {
-	if err := store.ValidateID(l, "tenant", tenant); err != nil {
+// ping sends PING, then reads the run_id of every primary as Epoch does (logging a restart it finds), and
+// returns an error wrapping store.ErrUnavailable if no reply comes within the timeout, or store.ErrClosed
+// after Close.
+func (c *conn) ping(ctx context.Context) error {
+	if _, err := c.do(ctx, c.client.B().Ping().Build()); err != nil {
 		return err
 	}
-	for _, p := range [][2]string{{"agent", q.Agent}, {"user", q.User}, {"session", q.Session}} {
-		if p[1] != "" {
-			if err := store.ValidateID(l, p[0], p[1]); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// PutAgent implements store.AgentStore.
-func (s *Store) PutAgent(ctx context.Context, tenant string, a store.Agent) error {
-	return s.l.PutAgent(ctx, tenant, a)
-}
-
-// GetAgent implements store.AgentStore. With Options.CacheAgents it may answer from the client-side cache.
-func (s *Store) GetAgent(ctx context.Context, tenant, id string) (store.Agent, error) {
-	return s.l.GetAgent(ctx, tenant, id)
-}
-
-// DeleteAgent implements store.AgentStore.
-func (s *Store) DeleteAgent(ctx context.Context, tenant, id string) error {
-	return s.l.DeleteAgent(ctx, tenant, id)
-}
-
-// SetFact implements store.MemoryStore. The cookbook layout keeps only the fact's value.
-func (s *Store) SetFact(ctx context.Context, tenant, user string, f store.Fact) error {
-	return s.l.SetFact(ctx, tenant, user, f)
-}
-
-// Facts implements store.MemoryStore: ordered by key in the native layout, in the server's order in the
-// cookbook layout.
-func (s *Store) Facts(ctx context.Context, tenant, user string) ([]store.Fact, error) {
-	return s.l.Facts(ctx, tenant, user)
-}
-
-// DeleteFact implements store.MemoryStore.
-func (s *Store) DeleteFact(ctx context.Context, tenant, user, key string) error {
-	return s.l.DeleteFact(ctx, tenant, user, key)
-}
-
-// AppendMessages implements store.SessionStore: one atomic transaction that also refreshes the session's
-// TTL.
-func (s *Store) AppendMessages(ctx context.Context, tenant, session string, msgs ...store.Message) ([]store.Message, error) {
-	return s.l.AppendMessages(ctx, tenant, session, msgs...)
-}
-
-// Messages implements store.SessionStore.
-func (s *Store) Messages(ctx context.Context, tenant, session string, q store.MessageQuery) ([]store.Message, error) {
-	return s.l.Messages(ctx, tenant, session, q)
-}
-
-// AppendToolOutput implements store.SessionStore.
-func (s *Store) AppendToolOutput(ctx context.Context, tenant, session string, o store.ToolOutput) (store.ToolOutput, error) {
-	return s.l.AppendToolOutput(ctx, tenant, session, o)
-}
-
-// ToolOutputs implements store.SessionStore.
-func (s *Store) ToolOutputs(ctx context.Context, tenant, session string) ([]store.ToolOutput, error) {
-	return s.l.ToolOutputs(ctx, tenant, session)
-}
-
-// SetKnowledge implements store.SessionStore.
-func (s *Store) SetKnowledge(ctx context.Context, tenant, session string, items []store.Knowledge) error {
-	return s.l.SetKnowledge(ctx, tenant, session, items)
-}
-
-// Knowledge implements store.SessionStore.
-func (s *Store) Knowledge(ctx context.Context, tenant, session string) ([]store.Knowledge, error) {
-	return s.l.Knowledge(ctx, tenant, session)
-}
-
-// DeleteSession implements store.SessionStore.
-func (s *Store) DeleteSession(ctx context.Context, tenant, session string) error {
-	return s.l.DeleteSession(ctx, tenant, session)
-}
-
-// Load implements store.Loader. In the native layout it is one DoMulti: one round trip to each server
-// that holds a key it reads.
-func (s *Store) Load(ctx context.Context, tenant string, q store.LoadQuery) (*store.Snapshot, error) {
-	return s.l.Load(ctx, tenant, q)
-}
-
-// Ping implements store.Store: it sends PING, then reads the run_id of every primary as Epoch does (logging
-// a restart it finds), and returns an error wrapping store.ErrUnavailable if no reply comes within the
-// timeout, or store.ErrClosed after Close.
-func (s *Store) Ping(ctx context.Context) error {
-	if _, err := s.c.do(ctx, s.c.client.B().Ping().Build()); err != nil {
-		return err
-	}
-	_, err := s.c.check(ctx)
+	_, err := c.check(ctx)
 	return err
 }
 
-// Close implements store.Store: it closes the connections, waiting for calls in flight. Calls after Close
-// return store.ErrClosed; closing twice does nothing.
-func (s *Store) Close() error {
-	if s.c.closed.Swap(true) {
+// close closes the connections, waiting for calls in flight; closing twice does nothing.
+func (c *conn) close() error {
+	if c.closed.Swap(true) {
 		return nil
 	}
-	s.c.client.Close()
+	c.client.Close()
 	return nil
 }
+
+// Ping implements store.Backend: PING, and the run_id of every primary (see Epoch).
+func (n *Backend) Ping(ctx context.Context) error { return n.ping(ctx) }
+
+// Close implements store.Backend: it closes the connections, waiting for calls in flight. Calls after Close
+// return store.ErrClosed.
+func (n *Backend) Close() error { return n.close() }
