@@ -12,7 +12,7 @@ import (
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/internal/valkeytest"
 	"github.com/context-loom/loom/store"
-	"github.com/context-loom/loom/store/valkey"
+	"github.com/context-loom/loom/store/valkey/cookbook"
 )
 
 // seedAssembleContext is seed 003's assemble_context, verbatim.
@@ -230,7 +230,7 @@ func TestCookbookPreset_OddEntriesAsTheSeed(t *testing.T) {
 	if seed, ok := runSeed(t, dumpServer(t, addr), "user_42", "sess_42", "demo_agent", "How much does premium cost?"); ok {
 		sameMessages(t, "the seed's own code (checking the test's expectation)", seed, oddWant)
 	}
-	s, err := valkey.Open(t.Context(), valkey.Options{Layout: valkey.LayoutCookbook, Client: valkeygo.ClientOption{InitAddress: []string{addr}}})
+	s, err := cookbook.Open(t.Context(), cookbook.Options{Client: valkeygo.ClientOption{InitAddress: []string{addr}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestCookbookPreset_TitlesAndResultsOfLoomsItems(t *testing.T) {
 
 	// Written by the cookbook layout: what the seed's own code makes of the keys, and what Loom reads back.
 	addr := valkeytest.Start(t)
-	s, err := valkey.Open(ctx, valkey.Options{Layout: valkey.LayoutCookbook, Client: valkeygo.ClientOption{InitAddress: []string{addr}}})
+	s, err := cookbook.Open(ctx, cookbook.Options{Client: valkeygo.ClientOption{InitAddress: []string{addr}}})
 	if err != nil {
 		t.Fatal(err)
 	}

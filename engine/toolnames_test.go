@@ -14,7 +14,7 @@ import (
 	"github.com/context-loom/loom/internal/valkeytest"
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/store/memory"
-	"github.com/context-loom/loom/store/valkey"
+	"github.com/context-loom/loom/store/valkey/cookbook"
 )
 
 // badNames is a backend whose snapshots also hold tool names that Loom's stores refuse today, as data written
@@ -130,7 +130,7 @@ func TestAssemble_CookbookKeysWithBadToolNames(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s, err := valkey.Open(t.Context(), valkey.Options{Layout: valkey.LayoutCookbook, Client: valkeygo.ClientOption{InitAddress: []string{addr}}})
+	s, err := cookbook.Open(t.Context(), cookbook.Options{Client: valkeygo.ClientOption{InitAddress: []string{addr}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,10 +6,10 @@
 // counts, the selection of messages, the order of facts, ErrClosed after Close) once, for every backend,
 // over a [Backend] that only keeps and reads. The backends are subpackages, each opened with
 // Open(ctx, Options), which returns the Store over it: [github.com/context-loom/loom/store/memory] (in
-// process), [github.com/context-loom/loom/store/sqlite] (the embedded default: one file) and
-// [github.com/context-loom/loom/store/valkey] (a Valkey or Redis server, standalone, sentinel or cluster, in
-// Loom's own key layout or the Valkey cookbook's). A backend of one's own is put behind the front with
-// [New]. Every Store passes the same conformance suite, [github.com/context-loom/loom/store/storetest],
+// process), [github.com/context-loom/loom/store/sqlite] (the embedded default: one file),
+// [github.com/context-loom/loom/store/valkey] (Loom's own key layout on a Valkey or Redis server,
+// standalone, sentinel or cluster) and [github.com/context-loom/loom/store/valkey/cookbook] (the Valkey
+// cookbook's key layout). A backend of one's own is put behind the front with [New]. Every Store passes the same conformance suite, [github.com/context-loom/loom/store/storetest],
 // and every backend its narrower one (storetest.RunBackend).
 package store
 
@@ -28,8 +28,8 @@ var (
 	ErrTooLarge    = loom.NewError(loom.ErrTooLarge, "store: value too large")
 	ErrClosed      = loom.NewError(loom.ErrClosed, "store: closed")
 	ErrUnavailable = loom.NewError(loom.ErrUnavailable, "store: unavailable")
-	// ErrUnsupported is returned by a backend layout that cannot do what is asked (the read-mostly cookbook
-	// layout of the Valkey store cannot hold more than one tenant, for one).
+	// ErrUnsupported is returned by a backend that cannot do what is asked (the Valkey cookbook's key
+	// layout holds one tenant, for one).
 	ErrUnsupported = loom.NewError(loom.ErrUnsupported, "store: not supported by this backend")
 )
 

@@ -306,7 +306,7 @@ func pagingSession() []store.Message {
 // MessagePages checks on s, an empty store (or one without the session "pages" of tenant), that
 // Store.Messages and Store.Load select exactly as store.SelectMessages does for every mix of a
 // MessageQuery's fields, and that reading a session page by page with Before returns each message once.
-// Run calls it; a backend that holds one tenant only (the Valkey cookbook layout) calls it with that
+// Run calls it; a backend that holds one tenant only (the Valkey cookbook's key layout) calls it with that
 // tenant.
 func MessagePages(t *testing.T, s *store.Store, tenant string) {
 	ctx := t.Context()

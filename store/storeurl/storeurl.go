@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 
 	"github.com/context-loom/loom"
@@ -15,12 +16,13 @@ import (
 	"github.com/context-loom/loom/store/memory"
 	"github.com/context-loom/loom/store/sqlite"
 	"github.com/context-loom/loom/store/valkey"
+	"github.com/context-loom/loom/store/valkey/cookbook"
 )
 
 // Layouts of a Valkey store.
 const (
-	LayoutNative   = "native"   // Loom's own keys (see package valkey)
-	LayoutCookbook = "cookbook" // seed 003's keys
+	LayoutNative   = "native"   // Loom's own keys (package valkey)
+	LayoutCookbook = "cookbook" // the Valkey cookbook's keys (package valkey/cookbook)
 )
 
 // ErrBadURL is returned for a URL that names no store Open knows, or a layout the store cannot have.
@@ -72,18 +74,28 @@ func Open(ctx context.Context, rawURL string, opts Options) (*store.Store, error
 		}
 		return sqlite.Open(ctx, sqlite.Options{Options: opts.Store, Path: path})
 	case "valkey", "valkeys", "redis", "rediss":
+		// The URL's settings (ttl=, layout=) hold unless opts sets them too: opts' non-zero fields win,
+		// and a layout given both ways must agree.
+		inURL := urlLayout(rawURL)
+		if opts.Layout != "" && inURL != "" && inURL != opts.Layout {
+			return nil, fmt.Errorf("%w: the URL says layout=%s and the options say %s", ErrBadURL, inURL, opts.Layout)
+		}
+		if cmp.Or(opts.Layout, inURL) == LayoutCookbook {
+			co, err := cookbook.ParseURL(rawURL)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrBadURL, err)
+			}
+			ttl := co.SessionTTL
+			co.Options = opts.Store
+			if co.SessionTTL == 0 {
+				co.SessionTTL = ttl
+			}
+			co.Logger = opts.Logger
+			return cookbook.Open(ctx, co)
+		}
 		vo, err := valkey.ParseURL(rawURL)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrBadURL, err)
-		}
-		// The URL's settings (ttl=, layout=) hold unless opts sets them too: opts' non-zero fields win,
-		// and a layout given both ways must agree.
-		switch {
-		case opts.Layout == "":
-		case vo.Layout == "":
-			vo.Layout = valkey.Layout(layout)
-		case string(vo.Layout) != opts.Layout:
-			return nil, fmt.Errorf("%w: the URL says layout=%s and the options say %s", ErrBadURL, vo.Layout, opts.Layout)
 		}
 		ttl := vo.SessionTTL
 		vo.Options = opts.Store
@@ -94,6 +106,16 @@ func Open(ctx context.Context, rawURL string, opts Options) (*store.Store, error
 		return valkey.Open(ctx, vo)
 	}
 	return nil, fmt.Errorf("%w: %q (want sqlite:PATH, memory: or valkey://host:port)", ErrBadURL, redact(rawURL))
+}
+
+// urlLayout is the layout= of a Valkey URL, "" if it has none (or does not parse: ParseURL then says
+// why).
+func urlLayout(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return ""
+	}
+	return u.Query().Get("layout")
 }
 
 // redact hides a password in a URL, for error messages.

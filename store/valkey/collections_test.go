@@ -37,19 +37,6 @@ func TestCollections_ConformanceCluster(t *testing.T) {
 	})
 }
 
-// TestCollections_CookbookClaimsNone: the cookbook layout keeps no collections, and its store says so, so
-// a server starting on it loads no indexes and an ingest is refused before it reaches the store.
-func TestCollections_CookbookClaimsNone(t *testing.T) {
-	t.Parallel()
-	s := open(t, valkey.Options{Layout: valkey.LayoutCookbook}, valkeytest.Start(t))
-	if c, ok := s.Collections(); ok || c != nil {
-		t.Fatalf("the cookbook layout's store claims collections: %v", c)
-	}
-	if _, ok := s.Backend().(store.CollectionBackend); ok {
-		t.Fatal("the cookbook layout's backend is a store.CollectionBackend")
-	}
-}
-
 func testDoc(collID, id, version string, n, dims int) (collection.Document, []collection.Chunk) {
 	d := collection.Document{ID: id, CollectionID: collID, Source: id + ".md", Hash: id + "@" + version, Chunks: n}
 	chunks := make([]collection.Chunk, n)

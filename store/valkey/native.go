@@ -12,13 +12,14 @@ import (
 	valkeygo "github.com/valkey-io/valkey-go"
 
 	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/store/valkey/internal/conn"
 )
 
 // Backend is the store.Backend of LayoutNative: Loom's own keys. It is also a store.MessageSelector (it
 // counts on the server and returns only the messages kept), a store.Loader (one DoMulti), a
 // store.CollectionBackend and a collection.Epocher. It is safe for concurrent use.
 type Backend struct {
-	*conn
+	conn   *conn.Conn
 	prefix string
 	maxLen string // the change stream's MAXLEN ~, from store.Options.ChangesKept
 }
@@ -95,32 +96,32 @@ func (n *Backend) agentKey(tenant, id string) string {
 
 // PutAgent implements store.Backend: the agent's hash (see agentFields), replaced in one MULTI.
 func (n *Backend) PutAgent(ctx context.Context, tenant string, a store.Agent) error {
-	fields, err := agentFields(a, "instructions")
+	fields, err := conn.AgentFields(a, "instructions")
 	if err != nil {
 		return err
 	}
 	key := n.agentKey(tenant, a.ID)
-	h := n.client.B().Hset().Key(key).FieldValue()
+	h := n.conn.Client.B().Hset().Key(key).FieldValue()
 	for i := 0; i < len(fields); i += 2 {
 		h = h.FieldValue(fields[i], fields[i+1])
 	}
-	_, err = n.tx(ctx, n.client.B().Del().Key(key).Build(), h.Build())
+	_, err = n.conn.Tx(ctx, n.conn.Client.B().Del().Key(key).Build(), h.Build())
 	return err
 }
 
 // getAgent reads an agent's hash: from the client-side cache when it is on.
 func (n *Backend) getAgent(ctx context.Context, tenant, id string) (valkeygo.ValkeyResult, error) {
-	if n.cacheTTL <= 0 {
-		return n.do(ctx, n.client.B().Hgetall().Key(n.agentKey(tenant, id)).Build())
+	if n.conn.CacheTTL <= 0 {
+		return n.conn.Do(ctx, n.conn.Client.B().Hgetall().Key(n.agentKey(tenant, id)).Build())
 	}
-	cctx, cancel, err := n.call(ctx)
+	cctx, cancel, err := n.conn.Call(ctx)
 	if err != nil {
-		return valkeygo.ValkeyResult{}, n.fail(ctx, err)
+		return valkeygo.ValkeyResult{}, n.conn.Fail(ctx, err)
 	}
 	defer cancel()
-	r := n.client.DoCache(cctx, n.client.B().Hgetall().Key(n.agentKey(tenant, id)).Cache(), n.cacheTTL)
+	r := n.conn.Client.DoCache(cctx, n.conn.Client.B().Hgetall().Key(n.agentKey(tenant, id)).Cache(), n.conn.CacheTTL)
 	if err := r.NonValkeyError(); err != nil {
-		return r, n.fail(ctx, err)
+		return r, n.conn.Fail(ctx, err)
 	}
 	return r, nil
 }
@@ -140,15 +141,15 @@ func (n *Backend) decodeAgent(ctx context.Context, tenant, id string, r valkeygo
 		if isWrongType(err) {
 			return n.legacyAgent(ctx, tenant, id)
 		}
-		return store.Agent{}, n.fail(ctx, err)
+		return store.Agent{}, n.conn.Fail(ctx, err)
 	}
-	return decodeAgentHash(id, h, "instructions")
+	return conn.DecodeAgentHash(id, h, "instructions")
 }
 
 // legacyAgent reads an agent that an earlier Loom stored as one JSON string (before agents were hashes);
 // the next PutAgent of it writes the hash.
 func (n *Backend) legacyAgent(ctx context.Context, tenant, id string) (store.Agent, error) {
-	r, err := n.do(ctx, n.client.B().Get().Key(n.agentKey(tenant, id)).Build())
+	r, err := n.conn.Do(ctx, n.conn.Client.B().Get().Key(n.agentKey(tenant, id)).Build())
 	if err != nil {
 		return store.Agent{}, err
 	}
@@ -157,7 +158,7 @@ func (n *Backend) legacyAgent(ctx context.Context, tenant, id string) (store.Age
 		return store.Agent{}, fmt.Errorf("agent %q: %w", id, store.ErrNotFound)
 	}
 	if err != nil {
-		return store.Agent{}, n.fail(ctx, err)
+		return store.Agent{}, n.conn.Fail(ctx, err)
 	}
 	var a store.Agent
 	if err := json.Unmarshal(b, &a); err != nil {
@@ -175,23 +176,8 @@ func isWrongType(err error) bool {
 
 // DeleteAgent implements store.Backend.
 func (n *Backend) DeleteAgent(ctx context.Context, tenant, id string) error {
-	r, err := n.do(ctx, n.client.B().Del().Key(n.agentKey(tenant, id)).Build())
-	return n.deleted(ctx, r, err, "agent", id)
-}
-
-// deleted turns the count a DEL or HDEL returned into ErrNotFound when it is 0.
-func (c *conn) deleted(ctx context.Context, r valkeygo.ValkeyResult, err error, kind, id string) error {
-	if err != nil {
-		return err
-	}
-	k, err := r.AsInt64()
-	if err != nil {
-		return c.fail(ctx, err)
-	}
-	if k == 0 {
-		return fmt.Errorf("%s %q: %w", kind, id, store.ErrNotFound)
-	}
-	return nil
+	r, err := n.conn.Do(ctx, n.conn.Client.B().Del().Key(n.agentKey(tenant, id)).Build())
+	return n.conn.Deleted(ctx, r, err, "agent", id)
 }
 
 // SetFact implements store.Backend.
@@ -200,19 +186,19 @@ func (n *Backend) SetFact(ctx context.Context, tenant, user string, f store.Fact
 	if err != nil {
 		return fmt.Errorf("valkey: encode fact %q: %w", f.Key, err)
 	}
-	_, err = n.do(ctx, n.client.B().Hset().Key(n.memKey(tenant, user)).FieldValue().FieldValue(f.Key, string(b)).Build())
+	_, err = n.conn.Do(ctx, n.conn.Client.B().Hset().Key(n.memKey(tenant, user)).FieldValue().FieldValue(f.Key, string(b)).Build())
 	return err
 }
 
 // Facts implements store.Backend.
 func (n *Backend) Facts(ctx context.Context, tenant, user string) ([]store.Fact, error) {
-	r, err := n.do(ctx, n.client.B().Hgetall().Key(n.memKey(tenant, user)).Build())
+	r, err := n.conn.Do(ctx, n.conn.Client.B().Hgetall().Key(n.memKey(tenant, user)).Build())
 	if err != nil {
 		return nil, err
 	}
 	m, err := r.AsStrMap()
 	if err != nil {
-		return nil, n.fail(ctx, err)
+		return nil, n.conn.Fail(ctx, err)
 	}
 	return decodeFacts(m)
 }
@@ -235,20 +221,20 @@ func decodeFacts(m map[string]string) ([]store.Fact, error) {
 
 // DeleteFact implements store.Backend.
 func (n *Backend) DeleteFact(ctx context.Context, tenant, user, key string) error {
-	r, err := n.do(ctx, n.client.B().Hdel().Key(n.memKey(tenant, user)).Field(key).Build())
-	return n.deleted(ctx, r, err, "fact", key)
+	r, err := n.conn.Do(ctx, n.conn.Client.B().Hdel().Key(n.memKey(tenant, user)).Field(key).Build())
+	return n.conn.Deleted(ctx, r, err, "fact", key)
 }
 
 // write runs cmds on a session's keys in one transaction that ends by refreshing the TTL of all of them,
 // and returns the commands' replies.
 func (n *Backend) write(ctx context.Context, k sessionKeys, cmds ...valkeygo.Completed) ([]valkeygo.ValkeyMessage, error) {
-	if n.ttl > 0 {
-		ms := n.ttl.Milliseconds()
+	if n.conn.TTL > 0 {
+		ms := n.conn.TTL.Milliseconds()
 		for _, key := range []string{k.msgs, k.tools, k.kb} {
-			cmds = append(cmds, n.client.B().Pexpire().Key(key).Milliseconds(ms).Build())
+			cmds = append(cmds, n.conn.Client.B().Pexpire().Key(key).Milliseconds(ms).Build())
 		}
 	}
-	return n.tx(ctx, cmds...)
+	return n.conn.Tx(ctx, cmds...)
 }
 
 // appendMessages appends a batch of messages to a session's list atomically, numbering them from the
@@ -277,7 +263,7 @@ return n + #ARGV - 1
 // AppendMessages implements store.Backend with one script (appendMessages): atomic, seqs contiguous.
 func (n *Backend) AppendMessages(ctx context.Context, tenant, session string, msgs []store.Message) ([]store.Message, error) {
 	args := make([]string, 1, len(msgs)+1)
-	args[0] = strconv.FormatInt(max(n.ttl.Milliseconds(), 0), 10)
+	args[0] = strconv.FormatInt(max(n.conn.TTL.Milliseconds(), 0), 10)
 	for i, m := range msgs {
 		b, err := json.Marshal(m) // Seq is 0: omitted, so b starts with {"role":
 		if err != nil {
@@ -286,14 +272,14 @@ func (n *Backend) AppendMessages(ctx context.Context, tenant, session string, ms
 		args = append(args, string(b))
 	}
 	k := n.session(tenant, session)
-	cctx, cancel, err := n.call(ctx)
+	cctx, cancel, err := n.conn.Call(ctx)
 	if err != nil {
-		return nil, n.fail(ctx, err)
+		return nil, n.conn.Fail(ctx, err)
 	}
 	defer cancel()
-	length, err := appendMessages.Exec(cctx, n.client, []string{k.msgs, k.tools, k.kb}, args).AsInt64()
+	length, err := appendMessages.Exec(cctx, n.conn.Client, []string{k.msgs, k.tools, k.kb}, args).AsInt64()
 	if err != nil {
-		return nil, n.fail(ctx, err)
+		return nil, n.conn.Fail(ctx, err)
 	}
 	for i := range msgs {
 		msgs[i].Seq = length - int64(len(msgs)) + int64(i) + 1
@@ -333,25 +319,25 @@ func (n *Backend) AppendToolOutput(ctx context.Context, tenant, session string, 
 		return store.ToolOutput{}, fmt.Errorf("valkey: encode tool output: %w", err)
 	}
 	k := n.session(tenant, session)
-	rs, err := n.write(ctx, k, n.client.B().Rpush().Key(k.tools).Element(string(b)).Build())
+	rs, err := n.write(ctx, k, n.conn.Client.B().Rpush().Key(k.tools).Element(string(b)).Build())
 	if err != nil {
 		return store.ToolOutput{}, err
 	}
 	if o.Seq, err = rs[0].AsInt64(); err != nil {
-		return store.ToolOutput{}, n.fail(ctx, err)
+		return store.ToolOutput{}, n.conn.Fail(ctx, err)
 	}
 	return o, nil
 }
 
 // ToolOutputs implements store.Backend.
 func (n *Backend) ToolOutputs(ctx context.Context, tenant, session string) ([]store.ToolOutput, error) {
-	r, err := n.do(ctx, n.client.B().Lrange().Key(n.session(tenant, session).tools).Start(0).Stop(-1).Build())
+	r, err := n.conn.Do(ctx, n.conn.Client.B().Lrange().Key(n.session(tenant, session).tools).Start(0).Stop(-1).Build())
 	if err != nil {
 		return nil, err
 	}
 	vals, err := r.AsStrSlice()
 	if err != nil {
-		return nil, n.fail(ctx, err)
+		return nil, n.conn.Fail(ctx, err)
 	}
 	return decodeToolOutputs(vals)
 }
@@ -373,7 +359,7 @@ func decodeToolOutputs(vals []string) ([]store.ToolOutput, error) {
 // SetKnowledge implements store.Backend.
 func (n *Backend) SetKnowledge(ctx context.Context, tenant, session string, items []store.Knowledge) error {
 	k := n.session(tenant, session)
-	cmds := []valkeygo.Completed{n.client.B().Del().Key(k.kb).Build()}
+	cmds := []valkeygo.Completed{n.conn.Client.B().Del().Key(k.kb).Build()}
 	if len(items) > 0 {
 		vals := make([]string, len(items))
 		for i, it := range items {
@@ -383,7 +369,7 @@ func (n *Backend) SetKnowledge(ctx context.Context, tenant, session string, item
 			}
 			vals[i] = string(b)
 		}
-		cmds = append(cmds, n.client.B().Rpush().Key(k.kb).Element(vals...).Build())
+		cmds = append(cmds, n.conn.Client.B().Rpush().Key(k.kb).Element(vals...).Build())
 	}
 	_, err := n.write(ctx, k, cmds...)
 	return err
@@ -391,13 +377,13 @@ func (n *Backend) SetKnowledge(ctx context.Context, tenant, session string, item
 
 // Knowledge implements store.Backend.
 func (n *Backend) Knowledge(ctx context.Context, tenant, session string) ([]store.Knowledge, error) {
-	r, err := n.do(ctx, n.client.B().Lrange().Key(n.session(tenant, session).kb).Start(0).Stop(-1).Build())
+	r, err := n.conn.Do(ctx, n.conn.Client.B().Lrange().Key(n.session(tenant, session).kb).Start(0).Stop(-1).Build())
 	if err != nil {
 		return nil, err
 	}
 	vals, err := r.AsStrSlice()
 	if err != nil {
-		return nil, n.fail(ctx, err)
+		return nil, n.conn.Fail(ctx, err)
 	}
 	return decodeKnowledge(vals)
 }
@@ -418,8 +404,8 @@ func decodeKnowledge(vals []string) ([]store.Knowledge, error) {
 // DeleteSession implements store.Backend: one DEL of the session's keys (one slot).
 func (n *Backend) DeleteSession(ctx context.Context, tenant, session string) error {
 	k := n.session(tenant, session)
-	r, err := n.do(ctx, n.client.B().Del().Key(k.msgs, k.tools, k.kb).Build())
-	return n.deleted(ctx, r, err, "session", session)
+	r, err := n.conn.Do(ctx, n.conn.Client.B().Del().Key(k.msgs, k.tools, k.kb).Build())
+	return n.conn.Deleted(ctx, r, err, "session", session)
 }
 
 // Load implements store.Loader with one DoMulti: HGETALL of the agent and of the user's memory, the
@@ -428,10 +414,10 @@ func (n *Backend) DeleteSession(ctx context.Context, tenant, session string) err
 // from an HGETALL sent concurrently.
 func (n *Backend) Load(ctx context.Context, tenant string, q store.LoadQuery) (*store.Snapshot, error) {
 	history := q.History()
-	b := n.client.B()
+	b := n.conn.Client.B()
 	cmds := make([]valkeygo.Completed, 0, 5)
 	agentAt, memAt, sessAt := -1, -1, -1
-	cachedAgent := q.Agent != "" && n.cacheTTL > 0
+	cachedAgent := q.Agent != "" && n.conn.CacheTTL > 0
 	if q.Agent != "" && !cachedAgent {
 		agentAt = len(cmds)
 		cmds = append(cmds, b.Hgetall().Key(n.agentKey(tenant, q.Agent)).Build())
@@ -459,9 +445,9 @@ func (n *Backend) Load(ctx context.Context, tenant string, q store.LoadQuery) (*
 	var rs []valkeygo.ValkeyResult
 	var err error
 	if len(cmds) > 0 {
-		rs, err = n.doMulti(ctx, cmds...)
-	} else if err = n.alive(ctx); err != nil {
-		err = n.fail(ctx, err)
+		rs, err = n.conn.DoMulti(ctx, cmds...)
+	} else if err = n.conn.Alive(ctx); err != nil {
+		err = n.conn.Fail(ctx, err)
 	}
 	wg.Wait()
 	if err != nil {
@@ -487,7 +473,7 @@ func (n *Backend) Load(ctx context.Context, tenant string, q store.LoadQuery) (*
 		if err == nil {
 			snap.Facts, err = decodeFacts(m)
 		} else {
-			err = n.fail(ctx, err)
+			err = n.conn.Fail(ctx, err)
 		}
 		if err != nil {
 			snap.Errors[store.SourceMemory] = err
@@ -495,7 +481,7 @@ func (n *Backend) Load(ctx context.Context, tenant string, q store.LoadQuery) (*
 	}
 	if sessAt >= 0 {
 		if msgs, next, err := n.readMessages(ctx, n.session(tenant, q.Session).msgs, history, &rs[sessAt]); err != nil {
-			if whole(err) {
+			if conn.Whole(err) {
 				return nil, err
 			}
 			snap.Errors[store.SourceHistory] = err
@@ -503,12 +489,12 @@ func (n *Backend) Load(ctx context.Context, tenant string, q store.LoadQuery) (*
 			snap.Messages, snap.NextBefore = msgs, next
 		}
 		if vals, err := rs[sessAt+1].AsStrSlice(); err != nil {
-			snap.Errors[store.SourceToolOutputs] = n.fail(ctx, err)
+			snap.Errors[store.SourceToolOutputs] = n.conn.Fail(ctx, err)
 		} else if snap.ToolOutputs, err = decodeToolOutputs(vals); err != nil {
 			snap.Errors[store.SourceToolOutputs] = err
 		}
 		if vals, err := rs[sessAt+2].AsStrSlice(); err != nil {
-			snap.Errors[store.SourceKnowledge] = n.fail(ctx, err)
+			snap.Errors[store.SourceKnowledge] = n.conn.Fail(ctx, err)
 		} else if snap.Knowledge, err = decodeKnowledge(vals); err != nil {
 			snap.Errors[store.SourceKnowledge] = err
 		}

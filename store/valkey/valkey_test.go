@@ -28,7 +28,7 @@ var prefixes atomic.Int64
 func open(t testing.TB, opts valkey.Options, addrs ...string) *store.Store {
 	t.Helper()
 	opts.Client.InitAddress = addrs
-	if opts.Prefix == "" && opts.Layout != valkey.LayoutCookbook {
+	if opts.Prefix == "" {
 		opts.Prefix = fmt.Sprintf("test%d", prefixes.Add(1))
 	}
 	s, err := valkey.Open(context.Background(), opts)
@@ -315,8 +315,6 @@ func TestOpen_Errors(t *testing.T) {
 	for name, opts := range map[string]valkey.Options{
 		"no address":         {},
 		"brace in prefix":    {Prefix: "a{b}", Client: valkeygo.ClientOption{InitAddress: []string{free}}},
-		"unknown layout":     {Layout: "flat", Client: valkeygo.ClientOption{InitAddress: []string{free}}},
-		"cookbook prefix":    {Layout: valkey.LayoutCookbook, Prefix: "x", Client: valkeygo.ClientOption{InitAddress: []string{free}}},
 		"negative timeout":   {Timeout: -1, Client: valkeygo.ClientOption{InitAddress: []string{free}}},
 		"negative cache ttl": {CacheAgents: -1, Client: valkeygo.ClientOption{InitAddress: []string{free}}},
 	} {
@@ -488,4 +486,14 @@ func TestAgents_StoredAsJSONByAnEarlierLoom(t *testing.T) {
 	if a, err := s.GetAgent(ctx, "acme", "bot"); err != nil || a.Instructions != "Be briefer." {
 		t.Errorf("after PutAgent: %+v, %v", a, err)
 	}
+}
+
+// do sends one command to the server at addr and fails the test on an error.
+func do(t testing.TB, addr string, args ...string) []string {
+	t.Helper()
+	r, err := valkeytest.Do(addr, args...)
+	if err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return r
 }
