@@ -22,6 +22,7 @@ import (
 	"github.com/context-loom/loom/store/sqlite"
 	"github.com/context-loom/loom/store/storeurl"
 	"github.com/context-loom/loom/store/valkey"
+	"github.com/context-loom/loom/store/valkey/cookbook"
 	"github.com/context-loom/loom/tokenizer"
 )
 
@@ -77,6 +78,8 @@ var sentinels = map[string]error{
 	"storeurl.ErrBadURL":            storeurl.ErrBadURL,
 	"valkey.ErrNoClientCache":       valkey.ErrNoClientCache,
 	"valkey.ErrBadOptions":          valkey.ErrBadOptions,
+	"cookbook.ErrNoClientCache":     cookbook.ErrNoClientCache,
+	"cookbook.ErrBadOptions":        cookbook.ErrBadOptions,
 	"tokenizer.ErrUnknownEncoding":  tokenizer.ErrUnknownEncoding,
 	"tokenizer.ErrUnknownModel":     tokenizer.ErrUnknownModel,
 	"tokenizer.ErrInvalidModel":     tokenizer.ErrInvalidModel,

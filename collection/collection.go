@@ -1,7 +1,8 @@
 // Package collection holds knowledge: collections of documents, cut into chunks that are embedded and
 // indexed for retrieval. The types and the storage interface are here; the stores that keep collections are
-// the store backends (store/memory, store/sqlite, store/valkey), which implement [Store] beside store.Store,
-// and the conformance suite they pass is [github.com/context-loom/loom/collection/collectiontest].
+// the store backends that can (store/memory, store/sqlite, store/valkey), whose [Store] a store.Store serves
+// (store.Store.Collections), and the conformance suite they pass is
+// [github.com/context-loom/loom/collection/collectiontest].
 //
 // Everything is scoped by tenant: a tenant that names another tenant's collection or document id gets
 // ErrNotFound, never the other tenant's data.

@@ -38,7 +38,7 @@ func (b *blockingEmbedder) Embed(ctx context.Context, texts []string) ([][]float
 // blockingLoad is a store (of collections too) whose Load waits for its context to end, and says when it
 // has returned.
 type blockingLoad struct {
-	*memory.Store
+	*memory.Backend
 	returned atomic.Bool
 }
 
@@ -74,7 +74,7 @@ func TestAssemble_AFailedSourceCancelsTheOther(t *testing.T) {
 	t.Run("missing agent, retrieval waiting", func(t *testing.T) {
 		t.Parallel()
 		emb := &blockingEmbedder{started: make(chan struct{})}
-		eng, err := engine.New(memory.New(store.Options{}), engine.WithEmbedder(emb), engine.WithSourceTimeout(time.Hour))
+		eng, err := engine.New(newMemory(), engine.WithEmbedder(emb), engine.WithSourceTimeout(time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,8 +103,8 @@ func TestAssemble_AFailedSourceCancelsTheOther(t *testing.T) {
 	})
 	t.Run("missing collection, store waiting", func(t *testing.T) {
 		t.Parallel()
-		st := &blockingLoad{Store: memory.New(store.Options{})}
-		eng, err := engine.New(st, engine.WithSourceTimeout(time.Hour))
+		st := &blockingLoad{Backend: memoryOf(newMemory())}
+		eng, err := engine.New(over(st), engine.WithSourceTimeout(time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}

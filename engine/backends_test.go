@@ -13,15 +13,15 @@ import (
 )
 
 func init() {
-	openSQLite := func(tb testing.TB, path string) store.Store {
-		s, err := sqlite.Open(tb.Context(), path, store.Options{})
+	openSQLite := func(tb testing.TB, path string) *store.Store {
+		s, err := sqlite.Open(tb.Context(), sqlite.Options{Path: path})
 		if err != nil {
 			tb.Fatal(err)
 		}
 		tb.Cleanup(func() { s.Close() })
 		return s
 	}
-	openValkey := func(tb testing.TB, addr string) store.Store {
+	openValkey := func(tb testing.TB, addr string) *store.Store {
 		// Opened the way the CLI and the server open it.
 		s, err := storeurl.Open(tb.Context(), "valkey://"+addr, storeurl.Options{})
 		if err != nil {
@@ -32,15 +32,15 @@ func init() {
 	}
 	backends = append(backends,
 		backend{"sqlite",
-			func(tb testing.TB) store.Store { return openSQLite(tb, filepath.Join(tb.TempDir(), "loom.db")) },
-			func(tb testing.TB) (store.Store, store.Store) {
+			func(tb testing.TB) *store.Store { return openSQLite(tb, filepath.Join(tb.TempDir(), "loom.db")) },
+			func(tb testing.TB) (*store.Store, *store.Store) {
 				path := filepath.Join(tb.TempDir(), "loom.db")
 				return openSQLite(tb, path), openSQLite(tb, path)
 			}},
 		backend{"valkey",
 			// A server of its own on a free loopback port.
-			func(tb testing.TB) store.Store { return openValkey(tb, valkeytest.Start(tb)) },
-			func(tb testing.TB) (store.Store, store.Store) {
+			func(tb testing.TB) *store.Store { return openValkey(tb, valkeytest.Start(tb)) },
+			func(tb testing.TB) (*store.Store, *store.Store) {
 				addr := valkeytest.Start(tb)
 				return openValkey(tb, addr), openValkey(tb, addr)
 			}},

@@ -13,12 +13,11 @@ import (
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/store"
-	"github.com/context-loom/loom/store/memory"
 )
 
 // fillBenchState stores what BenchmarkAssembleFromStore assembles: an agent, 12 facts, 200 messages of
 // real text (50 to 400 bytes), 5 tool outputs and 20 knowledge items.
-func fillBenchState(b *testing.B, s store.Store) {
+func fillBenchState(b *testing.B, s *store.Store) {
 	b.Helper()
 	ctx := b.Context()
 	data, err := os.ReadFile(filepath.Join("..", "tokenizer", "testdata", "corpus", "english.txt"))
@@ -62,7 +61,7 @@ func fillBenchState(b *testing.B, s store.Store) {
 }
 
 // benchAssemble assembles from s in a loop and reports p50 and p99 latency besides the mean.
-func benchAssemble(b *testing.B, s store.Store) {
+func benchAssemble(b *testing.B, s *store.Store) {
 	fillBenchState(b, s)
 	eng, err := engine.New(s)
 	if err != nil {
@@ -92,7 +91,7 @@ func benchAssemble(b *testing.B, s store.Store) {
 // from each backend (the network ones on loopback).
 func BenchmarkAssembleFromStore(b *testing.B) {
 	b.Run("memory", func(b *testing.B) {
-		s := memory.New(store.Options{})
+		s := newMemory()
 		defer s.Close()
 		benchAssemble(b, s)
 	})
@@ -109,8 +108,8 @@ func BenchmarkAssembleFromStore(b *testing.B) {
 // opens a fresh one; openPair opens two handles on one fresh store, as two servers would.
 type backend struct {
 	name     string
-	open     func(testing.TB) store.Store
-	openPair func(testing.TB) (store.Store, store.Store)
+	open     func(testing.TB) *store.Store
+	openPair func(testing.TB) (*store.Store, *store.Store)
 }
 
 var backends []backend
@@ -145,7 +144,7 @@ func mixedDocs(b *testing.B) (string, int64) {
 // each time, with the offline embedder, on each backend: read, extract, chunk (auto strategy, 512 tokens),
 // embed, store, index.
 func BenchmarkIngestDirectory(b *testing.B) {
-	run := func(b *testing.B, st store.Store) {
+	run := func(b *testing.B, st *store.Store) {
 		dir, size := mixedDocs(b)
 		eng, err := engine.New(st)
 		if err != nil {
@@ -167,7 +166,7 @@ func BenchmarkIngestDirectory(b *testing.B) {
 			}
 		}
 	}
-	b.Run("memory", func(b *testing.B) { run(b, memory.New(store.Options{})) })
+	b.Run("memory", func(b *testing.B) { run(b, newMemory()) })
 	for _, backend := range backends {
 		b.Run(backend.name, func(b *testing.B) { run(b, backend.open(b)) })
 	}

@@ -10,8 +10,6 @@ import (
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/ingest"
-	"github.com/context-loom/loom/store"
-	"github.com/context-loom/loom/store/memory"
 )
 
 const goSource = "package util\n\n// Add adds two numbers.\nfunc Add(a, b int) int { return a + b }\n"
@@ -64,7 +62,7 @@ func chunkMetadata(t *testing.T, eng *engine.Engine, coll, query string) []map[s
 // every build without cgo) ingests code as plain text rather than failing, and the chunks say so.
 func TestIngest_CodeWithoutAParserSaysSo(t *testing.T) {
 	t.Parallel()
-	eng, err := testEngine(memory.New(store.Options{}))
+	eng, err := testEngine(newMemory())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +105,7 @@ func (c lineChunker) Chunk(ctx context.Context, text string, opts *chunker.Optio
 // again by an engine with the other code chunker are chunked again, not kept.
 func TestWithChunkers_ReplacesTheCodeStrategy(t *testing.T) {
 	t.Parallel()
-	st := memory.New(store.Options{})
+	st := newMemory()
 	reg := chunker.NewRegistry()
 	if err := reg.Register(chunker.Code, lineChunker{}); err != nil {
 		t.Fatal(err)

@@ -45,7 +45,7 @@ Every account stores up to fifty gigabytes. Files larger than five gigabytes mus
 
 // newCollectionsEngine returns an engine over a fresh store that keeps collections, with a collection
 // "manual" holding the manual.
-func newCollectionsEngine(t *testing.T, st store.Store, opts ...engine.Option) (*engine.Engine, collection.Collection) {
+func newCollectionsEngine(t *testing.T, st *store.Store, opts ...engine.Option) (*engine.Engine, collection.Collection) {
 	t.Helper()
 	eng, err := testEngine(st, opts...)
 	if err != nil {
@@ -64,7 +64,7 @@ func newCollectionsEngine(t *testing.T, st store.Store, opts ...engine.Option) (
 }
 
 // RunCollections checks ingestion and retrieval on a store that keeps collections.
-func RunCollections(t *testing.T, st store.Store) {
+func RunCollections(t *testing.T, st *store.Store) {
 	eng, c := newCollectionsEngine(t, st)
 	ctx := loom.WithTenant(t.Context(), "acme")
 	if c.ChunkStrategy != engine.StrategyAuto || c.ChunkSize != 40 || c.ChunkOverlap != 8 || c.Embedder == "" {
@@ -163,7 +163,7 @@ func RunCollections(t *testing.T, st store.Store) {
 
 func TestCollections_Memory(t *testing.T) {
 	t.Parallel()
-	st := memory.New(store.Options{})
+	st := newMemory()
 	defer st.Close()
 	RunCollections(t, st)
 }
@@ -184,7 +184,7 @@ func TestCollections_Backends(t *testing.T) {
 // limit is refused as too large, leaving nothing stored.
 func TestCollections_Limits(t *testing.T) {
 	t.Parallel()
-	eng, err := testEngine(memory.New(store.Options{}), engine.WithMaxDocumentChunks(5))
+	eng, err := testEngine(newMemory(), engine.WithMaxDocumentChunks(5))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestCollections_Limits(t *testing.T) {
 
 func TestCollections_BadInput(t *testing.T) {
 	t.Parallel()
-	eng, c := newCollectionsEngine(t, memory.New(store.Options{}))
+	eng, c := newCollectionsEngine(t, newMemory())
 	ctx := loom.WithTenant(t.Context(), "acme")
 	for name, coll := range map[string]collection.Collection{
 		"overlap over size": {Name: "a", ChunkSize: 20, ChunkOverlap: 20},
@@ -262,7 +262,7 @@ func TestCollections_BadInput(t *testing.T) {
 	if _, err := eng.IngestText(ctx, c.ID, "bin", "bin.txt", "", "a\x00b", nil); !errors.Is(err, ingest.ErrBinary) {
 		t.Errorf("binary text: %v", err)
 	}
-	noColls, _ := testEngine(struct{ store.Store }{memory.New(store.Options{})})
+	noColls, _ := testEngine(over(struct{ store.Backend }{newMemory().Backend()})) // no store.CollectionBackend
 	if _, err := noColls.Collections(ctx); !errors.Is(err, engine.ErrNoCollections) {
 		t.Errorf("a store without collections: %v", err)
 	}
@@ -285,7 +285,7 @@ func (sentenceChunker) Chunk(_ context.Context, text string, _ *chunker.Options)
 
 func TestCollections_WithChunker(t *testing.T) {
 	t.Parallel()
-	eng, err := testEngine(memory.New(store.Options{}), engine.WithChunker(sentenceChunker{}))
+	eng, err := testEngine(newMemory(), engine.WithChunker(sentenceChunker{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +350,7 @@ func TestCollections_TwoEngines(t *testing.T) {
 // before the ranking, never to its best candidates alone).
 func TestCollections_SelectiveFilter(t *testing.T) {
 	t.Parallel()
-	for _, b := range append([]backend{{name: "memory", open: func(testing.TB) store.Store { return memory.New(store.Options{}) }}}, backends...) {
+	for _, b := range append([]backend{{name: "memory", open: func(testing.TB) *store.Store { return newMemory() }}}, backends...) {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
 			eng, err := testEngine(b.open(t))
@@ -388,26 +388,24 @@ func TestCollections_SelectiveFilter(t *testing.T) {
 	}
 }
 
-// countedScans is a store that counts the index builds (ScanChunks calls) made on it.
+// countedScans is a backend that counts the index builds (ScanChunks calls) made on it.
 type countedScans struct {
-	store.Store
-	collStore
+	store.Backend
+	store.CollectionBackend
 	scans atomic.Int64
 }
 
-type collStore = collection.Store
-
 func (c *countedScans) ScanChunks(ctx context.Context, tenant, collectionID string, fn func(collection.Chunk) error) error {
 	c.scans.Add(1)
-	return c.collStore.ScanChunks(ctx, tenant, collectionID, fn)
+	return c.CollectionBackend.ScanChunks(ctx, tenant, collectionID, fn)
 }
 
 // TestCollections_WarmIndexes: an engine told to warm collections of two tenants builds one index each,
 // retrieves without building again, and follows the changes made after.
 func TestCollections_WarmIndexes(t *testing.T) {
 	t.Parallel()
-	for _, b := range append([]backend{{name: "memory", openPair: func(testing.TB) (store.Store, store.Store) {
-		m := memory.New(store.Options{})
+	for _, b := range append([]backend{{name: "memory", openPair: func(testing.TB) (*store.Store, *store.Store) {
+		m := newMemory()
 		return m, m
 	}}}, backends...) {
 		t.Run(b.name, func(t *testing.T) {
@@ -421,8 +419,8 @@ func TestCollections_WarmIndexes(t *testing.T) {
 			if _, err := a.IngestText(other, "notes", "n.md", "n.md", "", "The zeppelin leaves at noon.", nil); err != nil {
 				t.Fatal(err)
 			}
-			counted := &countedScans{Store: st2, collStore: st2.(collection.Store)}
-			bEng, err := testEngine(counted)
+			counted := &countedScans{Backend: st2.Backend(), CollectionBackend: st2.Backend().(store.CollectionBackend)}
+			bEng, err := testEngine(over(counted))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -465,9 +463,9 @@ func TestCollections_WarmIndexes(t *testing.T) {
 	}
 }
 
-// pausedFeed is a store whose change feed reads wait until released: an engine on it falls behind.
+// pausedFeed is a backend whose change feed reads wait until released: an engine on it falls behind.
 type pausedFeed struct {
-	*memory.Store
+	*memory.Backend
 	release chan struct{}
 }
 
@@ -477,7 +475,7 @@ func (p *pausedFeed) Changes(ctx context.Context, after string, limit int, wait 
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	return p.Store.Changes(ctx, after, limit, wait)
+	return p.Backend.Changes(ctx, after, limit, wait)
 }
 
 // TestCollections_FollowerFallsBehind: an engine whose follower falls further behind than the feed keeps
@@ -485,10 +483,13 @@ func (p *pausedFeed) Changes(ctx context.Context, after string, limit int, wait 
 // was away are gone and present when it catches up, and it follows on normally after.
 func TestCollections_FollowerFallsBehind(t *testing.T) {
 	t.Parallel()
-	mem := memory.New(store.Options{ChangesKept: 10})
+	mem, err := memory.Open(t.Context(), memory.Options{Options: store.Options{ChangesKept: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	a, _ := newCollectionsEngine(t, mem)
-	paused := &pausedFeed{Store: mem, release: make(chan struct{})}
-	b, err := testEngine(paused)
+	paused := &pausedFeed{Backend: memoryOf(mem), release: make(chan struct{})}
+	b, err := testEngine(over(paused))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -568,7 +569,7 @@ func TestRetrievalQuality(t *testing.T) {
 			t.Fatalf("the answer %q is not in the extracted text", q.A)
 		}
 	}
-	eng, err := testEngine(memory.New(store.Options{}))
+	eng, err := testEngine(newMemory())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -612,7 +613,7 @@ func TestRetrievalQuality(t *testing.T) {
 // retrievals and WarmIndexes fail with ErrClosed.
 func TestCollections_AfterClose(t *testing.T) {
 	t.Parallel()
-	eng, c := newCollectionsEngine(t, memory.New(store.Options{}))
+	eng, c := newCollectionsEngine(t, newMemory())
 	eng.Close()
 	ctx := loom.WithTenant(t.Context(), "acme")
 	if _, err := eng.Retrieve(ctx, "password", engine.WithCollection(c.ID)); !errors.Is(err, engine.ErrClosed) {
@@ -644,7 +645,7 @@ func (c limitChunker) Chunk(_ context.Context, text string, opts *chunker.Option
 func TestCollections_ChunkerStopsAtTheLimit(t *testing.T) {
 	t.Parallel()
 	var got int
-	eng, err := testEngine(memory.New(store.Options{}), engine.WithMaxDocumentChunks(7), engine.WithChunker(limitChunker{&got}))
+	eng, err := testEngine(newMemory(), engine.WithMaxDocumentChunks(7), engine.WithChunker(limitChunker{&got}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -667,7 +668,7 @@ func TestCollections_ChunkerStopsAtTheLimit(t *testing.T) {
 // source's extension or its first bytes, and its source keeps its name.
 func TestIngestText_TheTypeGivenIsKept(t *testing.T) {
 	t.Parallel()
-	eng, err := testEngine(memory.New(store.Options{}))
+	eng, err := testEngine(newMemory())
 	if err != nil {
 		t.Fatal(err)
 	}

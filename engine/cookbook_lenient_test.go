@@ -12,8 +12,7 @@ import (
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/internal/valkeytest"
 	"github.com/context-loom/loom/store"
-	"github.com/context-loom/loom/store/memory"
-	"github.com/context-loom/loom/store/valkey"
+	"github.com/context-loom/loom/store/valkey/cookbook"
 )
 
 // seedAssembleContext is seed 003's assemble_context, verbatim.
@@ -203,7 +202,7 @@ var oddWant = []assembler.ChatMessage{
 	{Role: "user", Content: "How much does premium cost?"},
 }
 
-func assembleCookbook(t *testing.T, s store.Store, req engine.Request) *engine.Result {
+func assembleCookbook(t *testing.T, s *store.Store, req engine.Request) *engine.Result {
 	t.Helper()
 	eng, err := testEngine(s)
 	if err != nil {
@@ -231,7 +230,7 @@ func TestCookbookPreset_OddEntriesAsTheSeed(t *testing.T) {
 	if seed, ok := runSeed(t, dumpServer(t, addr), "user_42", "sess_42", "demo_agent", "How much does premium cost?"); ok {
 		sameMessages(t, "the seed's own code (checking the test's expectation)", seed, oddWant)
 	}
-	s, err := valkey.Open(t.Context(), valkey.Options{Layout: valkey.LayoutCookbook, Client: valkeygo.ClientOption{InitAddress: []string{addr}}})
+	s, err := cookbook.Open(t.Context(), cookbook.Options{Client: valkeygo.ClientOption{InitAddress: []string{addr}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,11 +285,11 @@ func TestCookbookPreset_TitlesAndResultsOfLoomsItems(t *testing.T) {
 	for _, o := range outs {
 		inline = append(inline, assembler.ToolOutput{Tool: o.Tool, Result: o.Result})
 	}
-	res := assembleCookbook(t, memory.New(store.Options{}), engine.Request{Request: assembler.Request{Message: "Hi", Knowledge: kb, ToolOutputs: inline}})
+	res := assembleCookbook(t, newMemory(), engine.Request{Request: assembler.Request{Message: "Hi", Knowledge: kb, ToolOutputs: inline}})
 	sameMessages(t, "inline", res.Messages, cookbookDifference(t, want))
 
 	// Stored in another backend.
-	mem := memory.New(store.Options{})
+	mem := newMemory()
 	ctx := t.Context()
 	if err := mem.SetKnowledge(ctx, "default", "s", kb); err != nil {
 		t.Fatal(err)
@@ -305,7 +304,7 @@ func TestCookbookPreset_TitlesAndResultsOfLoomsItems(t *testing.T) {
 
 	// Written by the cookbook layout: what the seed's own code makes of the keys, and what Loom reads back.
 	addr := valkeytest.Start(t)
-	s, err := valkey.Open(ctx, valkey.Options{Layout: valkey.LayoutCookbook, Client: valkeygo.ClientOption{InitAddress: []string{addr}}})
+	s, err := cookbook.Open(ctx, cookbook.Options{Client: valkeygo.ClientOption{InitAddress: []string{addr}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -241,9 +241,9 @@ func TestValkeyRestart_PersistedKept(t *testing.T) {
 	}
 }
 
-// heldFeed is a store whose change feed reads wait until the test ends: an engine on it never hears of
+// heldFeed is a backend whose change feed reads wait until the test ends: an engine on it never hears of
 // other engines' writes.
-type heldFeed struct{ *memory.Store }
+type heldFeed struct{ *memory.Backend }
 
 func (heldFeed) Changes(ctx context.Context, _ string, _ int, _ time.Duration) ([]collection.Change, error) {
 	<-ctx.Done()
@@ -255,8 +255,8 @@ func (heldFeed) Changes(ctx context.Context, _ string, _ int, _ time.Duration) (
 // does not serve the old collection's chunks.
 func TestCreateCollection_DropsAStaleIndex(t *testing.T) {
 	t.Parallel()
-	mem := memory.New(store.Options{})
-	a, err := testEngine(heldFeed{mem})
+	mem := newMemory()
+	a, err := testEngine(over(heldFeed{memoryOf(mem)}))
 	if err != nil {
 		t.Fatal(err)
 	}

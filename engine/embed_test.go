@@ -14,8 +14,6 @@ import (
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/embed"
 	"github.com/context-loom/loom/engine"
-	"github.com/context-loom/loom/store"
-	"github.com/context-loom/loom/store/memory"
 )
 
 // embeddingsServer speaks the OpenAI embeddings API and records how many texts each request held.
@@ -57,7 +55,7 @@ func TestIngest_EmbedderOwnsItsBatching(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := testEngine(memory.New(store.Options{}), engine.WithEmbedder(emb))
+	eng, err := testEngine(newMemory(), engine.WithEmbedder(emb))
 	if err != nil {
 		t.Fatal(err)
 	}

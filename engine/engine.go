@@ -46,8 +46,8 @@ var (
 
 // Engine assembles contexts from stored state. It is safe for concurrent use.
 type Engine struct {
-	store         store.Store
-	colls         collection.Store // the store's collections; nil if it keeps none
+	store         *store.Store
+	colls         collection.Store // the store's collections (Store.Collections); nil if it keeps none
 	sourceTimeout time.Duration
 	now           func() time.Time
 
@@ -77,14 +77,14 @@ func WithSourceTimeout(d time.Duration) Option {
 	}
 }
 
-// New returns an engine over s. If s also keeps collections (collection.Store), the engine ingests and
+// New returns an engine over s. If s also keeps collections (Store.Collections), the engine ingests and
 // retrieves; Close stops the background work that retrieval starts.
-func New(s store.Store, opts ...Option) (*Engine, error) {
+func New(s *store.Store, opts ...Option) (*Engine, error) {
 	if s == nil {
 		return nil, fmt.Errorf("%w: nil store", ErrInvalidRequest)
 	}
 	e := &Engine{store: s, sourceTimeout: DefaultSourceTimeout, now: time.Now, embedders: map[string]embed.Embedder{}}
-	e.colls, _ = s.(collection.Store)
+	e.colls, _ = s.Collections()
 	for _, o := range opts {
 		if err := o(e); err != nil {
 			return nil, err
@@ -107,7 +107,7 @@ func New(s store.Store, opts ...Option) (*Engine, error) {
 }
 
 // Store returns the engine's store.
-func (e *Engine) Store() store.Store { return e.store }
+func (e *Engine) Store() *store.Store { return e.store }
 
 // Request asks for an assembly. The ids name stored state to pull; the embedded assembler.Request carries
 // inline parts, which are merged with the stored ones: instructions after the agent's, tools beside the

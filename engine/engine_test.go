@@ -17,7 +17,7 @@ import (
 )
 
 // seedScenario writes seed 003's "Putting It Together" state into s, through the store's API.
-func seedScenario(t *testing.T, s store.Store, tenant string) {
+func seedScenario(t *testing.T, s *store.Store, tenant string) {
 	t.Helper()
 	ctx := t.Context()
 	if err := s.PutAgent(ctx, tenant, store.Agent{ID: "demo_agent", Instructions: "You are a helpful AI assistant.",
@@ -65,7 +65,7 @@ func openAICount(msgs []assembler.ChatMessage) int {
 // RunScenario runs seed 003's scenario end to end on s: the cookbook preset reproduces the seed's messages,
 // Loom's own rendering carries the same state, a tight budget trims history oldest first, and a recorded
 // turn is seen by the next assembly.
-func RunScenario(t *testing.T, s store.Store) {
+func RunScenario(t *testing.T, s *store.Store) {
 	ctx := t.Context()
 	seedScenario(t, s, "acme")
 	eng, err := testEngine(s)
@@ -171,7 +171,7 @@ func findRegion(r *assembler.Result, name string) assembler.RegionReport {
 
 func TestScenario_Memory(t *testing.T) {
 	t.Parallel()
-	s := memory.New(store.Options{})
+	s := newMemory()
 	defer s.Close()
 	RunScenario(t, s)
 }
@@ -179,7 +179,7 @@ func TestScenario_Memory(t *testing.T) {
 func TestAssemble_MergesInlineParts(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s := memory.New(store.Options{})
+	s := newMemory()
 	seedScenario(t, s, loom.DefaultTenant)
 	if err := s.PutAgent(ctx, loom.DefaultTenant, store.Agent{ID: "tooled", Instructions: "Agent text.", Model: "gpt-4",
 		Tools: []assembler.Tool{{Type: "function", Function: assembler.ToolFunction{Name: "lookup", Description: "stored"}},
@@ -220,7 +220,7 @@ func TestAssemble_MergesInlineParts(t *testing.T) {
 
 func TestAssemble_UnknownAgent(t *testing.T) {
 	t.Parallel()
-	eng, _ := testEngine(memory.New(store.Options{}))
+	eng, _ := testEngine(newMemory())
 	_, err := eng.Assemble(t.Context(), engine.Request{Agent: "ghost", Request: assembler.Request{Message: "hi"}})
 	if !errors.Is(err, engine.ErrAgentNotFound) || !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("got %v, want ErrAgentNotFound", err)
@@ -235,9 +235,9 @@ func TestAssemble_UnknownAgent(t *testing.T) {
 	}
 }
 
-// faultyStore fails or stalls its Load, or fails one source.
+// faultyStore is a backend that fails or stalls its Load, or fails one source.
 type faultyStore struct {
-	store.Store
+	*memory.Backend
 	fail   error
 	stall  bool
 	source store.Source
@@ -251,7 +251,7 @@ func (f *faultyStore) Load(ctx context.Context, tenant string, q store.LoadQuery
 	if f.fail != nil && f.source == "" {
 		return nil, f.fail
 	}
-	snap, err := f.Store.Load(ctx, tenant, q)
+	snap, err := f.Backend.Load(ctx, tenant, q)
 	if err == nil && f.source != "" {
 		snap.Errors[f.source] = f.fail
 		if f.source == store.SourceHistory {
@@ -265,7 +265,7 @@ func (f *faultyStore) Load(ctx context.Context, tenant string, q store.LoadQuery
 // calls is widened back to the user message that started the run.
 func TestAssemble_WindowWidenedToTheUserTurn(t *testing.T) {
 	t.Parallel()
-	mem := memory.New(store.Options{})
+	mem := newMemory()
 	ctx := t.Context()
 	msgs := []store.Message{{Role: "user", Content: "Find the cheapest flight to Oslo."}}
 	for i := range 6 {
@@ -290,12 +290,12 @@ func TestAssemble_WindowWidenedToTheUserTurn(t *testing.T) {
 	}
 }
 
-// oddHistory is a store whose sessions also hold messages Loom's stores would refuse, as seed 003's keys
+// oddHistory is a backend whose sessions also hold messages Loom's stores would refuse, as seed 003's keys
 // written by other code can.
-type oddHistory struct{ store.Store }
+type oddHistory struct{ *memory.Backend }
 
 func (o oddHistory) Load(ctx context.Context, tenant string, q store.LoadQuery) (*store.Snapshot, error) {
-	snap, err := o.Store.Load(ctx, tenant, q)
+	snap, err := o.Backend.Load(ctx, tenant, q)
 	if err == nil {
 		snap.Messages = append([]store.Message{{Seq: 1, Role: "function", Content: "odd"}, {Seq: 2, Role: "tool", Content: "no call id"}},
 			snap.Messages...)
@@ -307,9 +307,9 @@ func (o oddHistory) Load(ctx context.Context, tenant string, q store.LoadQuery) 
 // out, and the result says so, rather than failing the whole assembly.
 func TestAssemble_SkipsUnusableStoredMessages(t *testing.T) {
 	t.Parallel()
-	mem := memory.New(store.Options{})
+	mem := newMemory()
 	seedScenario(t, mem, loom.DefaultTenant)
-	eng, err := testEngine(oddHistory{mem})
+	eng, err := testEngine(over(oddHistory{memoryOf(mem)}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,10 +342,10 @@ func TestAssemble_DegradesOrFailsStrictly(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			mem := memory.New(store.Options{})
+			mem := newMemory()
 			seedScenario(t, mem, loom.DefaultTenant)
-			tc.store.Store = mem
-			eng, err := testEngine(tc.store, engine.WithSourceTimeout(100*time.Millisecond))
+			tc.store.Backend = memoryOf(mem)
+			eng, err := testEngine(over(tc.store), engine.WithSourceTimeout(100*time.Millisecond))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -392,7 +392,7 @@ func TestAssemble_DegradesOrFailsStrictly(t *testing.T) {
 func TestRecord(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s := memory.New(store.Options{})
+	s := newMemory()
 	eng, _ := testEngine(s)
 	stored, err := eng.Record(ctx, engine.Turn{Session: "s", Message: "What is the weather?", Reply: []store.Message{
 		{Role: "assistant", ToolCalls: []assembler.ToolCall{{ID: "c1", Function: assembler.ToolCallFunction{Name: "weather", Arguments: `{"city":"Oslo"}`}}}},
@@ -436,7 +436,7 @@ func TestRecord(t *testing.T) {
 
 func TestAssemble_TenantFromContext(t *testing.T) {
 	t.Parallel()
-	s := memory.New(store.Options{})
+	s := newMemory()
 	seedScenario(t, s, "acme")
 	eng, _ := testEngine(s)
 	ctx := loom.WithTenant(t.Context(), "acme")

@@ -68,7 +68,10 @@ func ExampleEngine_Assemble() {
 // Seed 000's full RAG pattern: retrieve from a collection for the tenant, assemble the chunks into a
 // 3000-token budget, and put the context in the prompt.
 func ExampleEngine_Retrieve() {
-	st := memory.New(store.Options{})
+	st, err := memory.Open(context.Background(), memory.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
 	eng, err := engine.New(st)
 	if err != nil {
 		log.Fatal(err)

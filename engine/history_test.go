@@ -18,14 +18,15 @@ import (
 	"github.com/context-loom/loom/tokenizer"
 )
 
-// readCounter counts the messages its store hands out, by Load and by Messages.
+// readCounter is a backend that counts the messages it hands out, by Load, SelectMessages (what a Store's
+// Messages calls) and ReadMessages.
 type readCounter struct {
-	store.Store
+	*memory.Backend
 	read, calls atomic.Int64
 }
 
 func (r *readCounter) Load(ctx context.Context, tenant string, q store.LoadQuery) (*store.Snapshot, error) {
-	snap, err := r.Store.Load(ctx, tenant, q)
+	snap, err := r.Backend.Load(ctx, tenant, q)
 	if err == nil {
 		r.read.Add(int64(len(snap.Messages)))
 		r.calls.Add(1)
@@ -33,11 +34,18 @@ func (r *readCounter) Load(ctx context.Context, tenant string, q store.LoadQuery
 	return snap, err
 }
 
-func (r *readCounter) Messages(ctx context.Context, tenant, session string, q store.MessageQuery) ([]store.Message, error) {
-	msgs, err := r.Store.Messages(ctx, tenant, session, q)
+func (r *readCounter) SelectMessages(ctx context.Context, tenant, session string, q store.MessageQuery) ([]store.Message, int64, error) {
+	msgs, next, err := r.Backend.SelectMessages(ctx, tenant, session, q)
 	r.read.Add(int64(len(msgs)))
 	r.calls.Add(1)
-	return msgs, err
+	return msgs, next, err
+}
+
+func (r *readCounter) ReadMessages(ctx context.Context, tenant, session string, before int64, n int) ([]store.Message, int64, error) {
+	msgs, next, err := r.Backend.ReadMessages(ctx, tenant, session, before, n)
+	r.read.Add(int64(len(msgs)))
+	r.calls.Add(1)
+	return msgs, next, err
 }
 
 // take returns the messages read and the reads made since the last take.
@@ -50,7 +58,7 @@ func (r *readCounter) take() (read, calls int64) { return r.read.Swap(0), r.call
 func TestAssemble_ReadsWhatTheBudgetCanUse(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	mem := memory.New(store.Options{})
+	mem := newMemory()
 	var msgs []store.Message
 	for i := range 3000 {
 		msgs = append(msgs, store.Message{Role: []string{"user", "assistant"}[i%2], Content: fmt.Sprintf("message %d: %s", i, strings.Repeat("and so on ", i%9))})
@@ -67,8 +75,8 @@ func TestAssemble_ReadsWhatTheBudgetCanUse(t *testing.T) {
 	fits := func(tokens int) int64 {
 		return int64(len(store.SelectMessages(all, store.MessageQuery{MaxTokens: tokens, Encoding: tokenizer.O200KBase, CountToolCalls: true})))
 	}
-	counter := &readCounter{Store: mem}
-	eng, err := testEngine(counter)
+	counter := &readCounter{Backend: memoryOf(mem)}
+	eng, err := testEngine(over(counter))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +153,7 @@ func TestAssemble_WindowChangesNothing(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	ctx := t.Context()
 	for round := range 150 {
-		mem := memory.New(store.Options{})
+		mem := newMemory()
 		session := randomHistory(r, 20+r.IntN(1300))
 		for i := 0; i < len(session); i += store.DefaultMaxBatch {
 			if _, err := mem.AppendMessages(ctx, "acme", "s", session[i:min(i+store.DefaultMaxBatch, len(session))]...); err != nil {
@@ -228,7 +236,7 @@ func TestAssemble_WindowChangesNothing(t *testing.T) {
 func TestAssemble_NoUserTurnWithinTheBudget(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	mem := memory.New(store.Options{})
+	mem := newMemory()
 	msgs := []store.Message{{Role: "user", Content: "Old question."}, {Role: "assistant", Content: "Old answer."},
 		{Role: "user", Content: "Find the cheapest flight to Oslo."}}
 	for i := range 40 {
@@ -240,8 +248,8 @@ func TestAssemble_NoUserTurnWithinTheBudget(t *testing.T) {
 	if _, err := mem.AppendMessages(ctx, "acme", "run", msgs...); err != nil {
 		t.Fatal(err)
 	}
-	counter := &readCounter{Store: mem}
-	eng, err := testEngine(counter)
+	counter := &readCounter{Backend: memoryOf(mem)}
+	eng, err := testEngine(over(counter))
 	if err != nil {
 		t.Fatal(err)
 	}

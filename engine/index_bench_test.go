@@ -20,7 +20,7 @@ import (
 // storeCorpus stores in st the tenant bench's collection "kb" of n chunks of about 100 tokens of English
 // prose (windows of the tokenizer's corpus, cut at spaces), 20 to a document, with the default embedder's
 // vectors, as ingestion stores them. It returns the chunks' mean token count (cl100k_base).
-func storeCorpus(b *testing.B, st store.Store, n int) float64 {
+func storeCorpus(b *testing.B, st *store.Store, n int) float64 {
 	b.Helper()
 	ctx := loom.WithTenant(b.Context(), "bench")
 	data, err := os.ReadFile(filepath.Join("..", "tokenizer", "testdata", "corpus", "english.txt"))
@@ -37,7 +37,7 @@ func storeCorpus(b *testing.B, st store.Store, n int) float64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cs := st.(collection.Store)
+	cs, _ := st.Collections()
 	const perDoc = 20
 	tokens := 0
 	for d := 0; d*perDoc < n; d++ {

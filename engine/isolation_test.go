@@ -17,12 +17,11 @@ import (
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/retriever"
 	"github.com/context-loom/loom/store"
-	"github.com/context-loom/loom/store/memory"
 )
 
 // allBackends are the memory store and the persistent backends.
 func allBackends() []backend {
-	return append([]backend{{name: "memory", open: func(testing.TB) store.Store { return memory.New(store.Options{}) }}}, backends...)
+	return append([]backend{{name: "memory", open: func(testing.TB) *store.Store { return newMemory() }}}, backends...)
 }
 
 // scoreLines are the results of a retrieval, one a line, every float as its bits: equal lines are

@@ -10,8 +10,6 @@ import (
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/ingest"
-	"github.com/context-loom/loom/store"
-	"github.com/context-loom/loom/store/memory"
 )
 
 // TestPruneDocuments_RemovesOnlyGoneFilesUnderTheRoots: after files are deleted, pruning with the roots
@@ -37,7 +35,7 @@ func TestPruneDocuments_RemovesOnlyGoneFilesUnderTheRoots(t *testing.T) {
 	excluded := write("docs/notes.txt", "Left out by a pattern next time.\n")
 	otherGone := write("docs-other/gone.md", "# Other\n\nAnother root's file.\n")
 	single := write("single.md", "# Single\n\nA root that is a file.\n")
-	eng, err := testEngine(memory.New(store.Options{}))
+	eng, err := testEngine(newMemory())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,14 +13,13 @@ import (
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/embed"
 	"github.com/context-loom/loom/retriever"
-	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/store/memory"
 )
 
 // storeWith returns a memory store holding the tenant acme's collections names, one document each.
-func storeWith(t *testing.T, names ...string) *memory.Store {
+func storeWith(t *testing.T, names ...string) collection.Store {
 	t.Helper()
-	st := memory.New(store.Options{})
+	st := memCollections(t)
 	for _, name := range names {
 		if _, err := st.CreateCollection(t.Context(), "acme", collection.Collection{ID: name, Name: name}); err != nil {
 			t.Fatal(err)
@@ -91,7 +90,7 @@ func TestRegistry_InUseNotEvicted(t *testing.T) {
 // heldStore is a store whose scans, once begun, wait for the registry's end and then for the test, and
 // whose change feed waits for the registry's end: Close must wait for both.
 type heldStore struct {
-	*memory.Store
+	collection.Store
 	entered, following   chan struct{}
 	release              chan struct{}
 	scanEnded, feedEnded atomic.Bool
@@ -153,7 +152,7 @@ func TestRegistry_CloseWaits(t *testing.T) {
 // loaded has its memory counted again once the graph is there.
 func TestRegistry_GraphCounted(t *testing.T) {
 	t.Parallel()
-	st := memory.New(store.Options{})
+	st := memCollections(t)
 	ctx := t.Context()
 	if _, err := st.CreateCollection(ctx, "acme", collection.Collection{ID: "big", Name: "big"}); err != nil {
 		t.Fatal(err)
@@ -201,7 +200,7 @@ func TestRegistry_GraphCounted(t *testing.T) {
 
 // probedReads is a store that calls probe in each DocumentChunks, before it reads.
 type probedReads struct {
-	*memory.Store
+	collection.Store
 	probe func()
 }
 
@@ -236,4 +235,18 @@ func TestRegistry_ReloadHoldsTheWriteLock(t *testing.T) {
 	if !held.Load() {
 		t.Error("a reload reads the store without the index's write lock")
 	}
+}
+
+// memCollections is the collections of a new memory store, through the store's front.
+func memCollections(t *testing.T) collection.Store {
+	t.Helper()
+	st, err := memory.Open(t.Context(), memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, ok := st.Collections()
+	if !ok {
+		t.Fatal("the memory store keeps no collections")
+	}
+	return cs
 }

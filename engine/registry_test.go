@@ -14,14 +14,13 @@ import (
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/retriever"
-	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/store/memory"
 )
 
 // gatedScans is a store whose scans (index builds) are counted, can be held until the test releases
 // them, and can be made to fail.
 type gatedScans struct {
-	*memory.Store
+	*memory.Backend
 	scans   atomic.Int64
 	entered chan struct{} // when not nil, told of each scan that begins
 	gate    chan struct{} // when not nil, scans wait for it to be closed
@@ -45,7 +44,7 @@ func (g *gatedScans) ScanChunks(ctx context.Context, tenant, collectionID string
 	if g.fail.Add(-1) >= 0 {
 		return errScan
 	}
-	return g.Store.ScanChunks(ctx, tenant, collectionID, fn)
+	return g.Backend.ScanChunks(ctx, tenant, collectionID, fn)
 }
 
 // TestIndexes_BuiltOnFirstUse: an engine builds no index when it starts, nor when documents are
@@ -53,10 +52,11 @@ func (g *gatedScans) ScanChunks(ctx context.Context, tenant, collectionID string
 // arrive while it is built wait for that one build.
 func TestIndexes_BuiltOnFirstUse(t *testing.T) {
 	t.Parallel()
-	st := &gatedScans{Store: memory.New(store.Options{})}
-	writer, _ := newCollectionsEngine(t, st.Store) // acme's "manual", through another engine
+	mem := newMemory()
+	st := &gatedScans{Backend: memoryOf(mem)}
+	writer, _ := newCollectionsEngine(t, mem) // acme's "manual", through another engine
 	ctx := loom.WithTenant(t.Context(), "acme")
-	eng, err := testEngine(st)
+	eng, err := testEngine(over(st))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,9 +119,10 @@ func TestIndexes_BuiltOnFirstUse(t *testing.T) {
 // next retrieval builds again instead of getting the old error.
 func TestIndexes_FailedBuildForgotten(t *testing.T) {
 	t.Parallel()
-	st := &gatedScans{Store: memory.New(store.Options{})}
-	newCollectionsEngine(t, st.Store)
-	eng, err := testEngine(st)
+	mem := newMemory()
+	st := &gatedScans{Backend: memoryOf(mem)}
+	newCollectionsEngine(t, mem)
+	eng, err := testEngine(over(st))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +257,7 @@ func sum(xs []int64) int64 {
 // used last, and is evicted when another is used.
 func TestIndexes_LargerThanTheCap(t *testing.T) {
 	t.Parallel()
-	eng, _ := newCollectionsEngine(t, memory.New(store.Options{}), engine.WithIndexMemory(1))
+	eng, _ := newCollectionsEngine(t, newMemory(), engine.WithIndexMemory(1))
 	ctx := loom.WithTenant(t.Context(), "acme")
 	if _, err := eng.CreateCollection(ctx, collection.Collection{Name: "notes"}); err != nil {
 		t.Fatal(err)

@@ -11,13 +11,12 @@ import (
 	"github.com/context-loom/loom/assembler"
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/store"
-	"github.com/context-loom/loom/store/memory"
 )
 
 // fillLongSession appends n messages of real text (50 to 400 bytes, user and assistant in turn) to the
 // session "long" of tenant "bench", in appends of store.DefaultMaxBatch, and stores the agent "small"
 // (gpt-4o, a 500-token budget).
-func fillLongSession(b *testing.B, s store.Store, n int) {
+func fillLongSession(b *testing.B, s *store.Store, n int) {
 	b.Helper()
 	ctx := b.Context()
 	data, err := os.ReadFile(filepath.Join("..", "tokenizer", "testdata", "corpus", "english.txt"))
@@ -49,7 +48,7 @@ func fillLongSession(b *testing.B, s store.Store, n int) {
 // store has answered). Time and bytes per assembly should not depend on the session's length: compare the
 // two sizes' ns/op and B/op within one run.
 func BenchmarkAssembleLongSession(b *testing.B) {
-	run := func(b *testing.B, open func(testing.TB) store.Store) {
+	run := func(b *testing.B, open func(testing.TB) *store.Store) {
 		for _, n := range []int{200, 100_000} {
 			b.Run(fmt.Sprint(n), func(b *testing.B) {
 				s := open(b)
@@ -83,7 +82,7 @@ func BenchmarkAssembleLongSession(b *testing.B) {
 		}
 	}
 	b.Run("memory", func(b *testing.B) {
-		run(b, func(testing.TB) store.Store { return memory.New(store.Options{}) })
+		run(b, func(testing.TB) *store.Store { return newMemory() })
 	})
 	for _, backend := range backends {
 		b.Run(backend.name, func(b *testing.B) { run(b, backend.open) })

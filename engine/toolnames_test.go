@@ -15,20 +15,20 @@ import (
 	"github.com/context-loom/loom/internal/valkeytest"
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/store/memory"
-	"github.com/context-loom/loom/store/valkey"
+	"github.com/context-loom/loom/store/valkey/cookbook"
 )
 
-// badNames is a store whose snapshots also hold tool names that Loom's stores refuse today, as data written
+// badNames is a backend whose snapshots also hold tool names that Loom's stores refuse today, as data written
 // by other programs, or before the names were checked, can: an agent's tool, a stored tool call (with its
 // result) and a stored tool output.
 // The agent's tools of the last snapshot are kept in given, to see that the assembly does not change them.
 type badNames struct {
-	store.Store
+	*memory.Backend
 	given *[]assembler.Tool
 }
 
 func (b badNames) Load(ctx context.Context, tenant string, q store.LoadQuery) (*store.Snapshot, error) {
-	snap, err := b.Store.Load(ctx, tenant, q)
+	snap, err := b.Backend.Load(ctx, tenant, q)
 	if err != nil {
 		return snap, err
 	}
@@ -50,7 +50,7 @@ func (b badNames) Load(ctx context.Context, tenant string, q store.LoadQuery) (*
 // orphan), the tool outputs are shown under usable names, and each is reported as a degradation.
 func TestAssemble_StoredBadToolNamesDoNotBreakIt(t *testing.T) {
 	t.Parallel()
-	mem := memory.New(store.Options{})
+	mem := newMemory()
 	seedScenario(t, mem, loom.DefaultTenant)
 	ctx := t.Context()
 	if err := mem.PutAgent(ctx, loom.DefaultTenant, store.Agent{ID: "tooled", Instructions: "Use tools.",
@@ -58,7 +58,7 @@ func TestAssemble_StoredBadToolNamesDoNotBreakIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	var given []assembler.Tool
-	eng, err := testEngine(badNames{mem, &given})
+	eng, err := testEngine(over(badNames{memoryOf(mem), &given}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestAssemble_CookbookKeysWithBadToolNames(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s, err := valkey.Open(t.Context(), valkey.Options{Layout: valkey.LayoutCookbook, Client: valkeygo.ClientOption{InitAddress: []string{addr}}})
+	s, err := cookbook.Open(t.Context(), cookbook.Options{Client: valkeygo.ClientOption{InitAddress: []string{addr}}})
 	if err != nil {
 		t.Fatal(err)
 	}

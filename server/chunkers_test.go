@@ -7,8 +7,6 @@ import (
 	"github.com/context-loom/loom/chunker"
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/server"
-	"github.com/context-loom/loom/store"
-	"github.com/context-loom/loom/store/memory"
 )
 
 // markingChunker stands for a parsing code chunker: one chunk, marked.
@@ -22,7 +20,7 @@ func (markingChunker) Chunk(_ context.Context, text string, _ *chunker.Options) 
 // code chunker (a build without cgo) answers with plain-text chunks whose metadata says why.
 func TestChunk_CodeWithoutAParserSaysSo(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t, memory.New(store.Options{}), server.Limits{})
+	ts := newTestServer(t, newMemory(), server.Limits{})
 	out := ts.must("POST", "/v1/chunk", keyAcme, map[string]any{"text": "package p\n\nfunc F() {}\n", "strategy": "code", "language": "go"}, 200)
 	chunks := out["chunks"].([]any)
 	if len(chunks) == 0 {
@@ -43,7 +41,7 @@ func TestChunk_UsesTheEnginesChunkers(t *testing.T) {
 	if err := reg.Register(chunker.Code, markingChunker{}); err != nil {
 		t.Fatal(err)
 	}
-	eng, err := testEngine(memory.New(store.Options{}), engine.WithChunkers(reg))
+	eng, err := testEngine(newMemory(), engine.WithChunkers(reg))
 	if err != nil {
 		t.Fatal(err)
 	}

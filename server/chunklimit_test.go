@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/context-loom/loom/server"
-	"github.com/context-loom/loom/store"
-	"github.com/context-loom/loom/store/memory"
 )
 
 // TestChunk_StopsAtTheItemLimit: a text that would make far more chunks than one answer may hold is refused
@@ -15,7 +13,7 @@ import (
 // allocated by the process during the call (not in time): cutting 1 MiB into 16-token chunks to the end
 // allocates about three times what stopping after a dozen chunks does.
 func TestChunk_StopsAtTheItemLimit(t *testing.T) {
-	ts := newTestServer(t, memory.New(store.Options{}), server.Limits{MaxItems: 10})
+	ts := newTestServer(t, newMemory(), server.Limits{MaxItems: 10})
 	text := strings.Repeat("a ", (1<<20)/2-8)
 	body := map[string]any{"text": text, "chunk_size": 16, "strategy": "fixed", "chunk_overlap": 0}
 	ts.must("POST", "/v1/chunk", keyAcme, map[string]any{"text": "warm up", "chunk_size": 16}, 200)

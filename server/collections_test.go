@@ -9,11 +9,10 @@ import (
 
 	"github.com/context-loom/loom/server"
 	"github.com/context-loom/loom/store"
-	"github.com/context-loom/loom/store/memory"
 )
 
 // RunCollectionsAPI checks the collection routes on a store that keeps collections.
-func RunCollectionsAPI(t *testing.T, st store.Store) {
+func RunCollectionsAPI(t *testing.T, st *store.Store) {
 	ts := newTestServer(t, st, server.Limits{})
 	c := ts.must("POST", "/v1/collections", keyAcme, map[string]any{"name": "manual", "chunk_size": 64}, 201)
 	id, _ := c["id"].(string)
@@ -87,14 +86,14 @@ func RunCollectionsAPI(t *testing.T, st store.Store) {
 
 func TestCollectionsAPI_Memory(t *testing.T) {
 	t.Parallel()
-	RunCollectionsAPI(t, memory.New(store.Options{}))
+	RunCollectionsAPI(t, newMemory())
 }
 
 // TestAPI_IndexMetrics: /metrics shows the search indexes: none loaded before a retrieval, one after,
 // with its memory and its build.
 func TestAPI_IndexMetrics(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t, memory.New(store.Options{}), server.Limits{})
+	ts := newTestServer(t, newMemory(), server.Limits{})
 	ts.must("POST", "/v1/collections", keyAcme, map[string]any{"name": "manual"}, 201)
 	ts.must("POST", "/v1/collections/manual/documents", keyAcme, map[string]any{"id": "a", "text": "A reset link expires after thirty minutes."}, 201)
 	metrics := func() string {

@@ -19,13 +19,12 @@ import (
 	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/server"
 	"github.com/context-loom/loom/store"
-	"github.com/context-loom/loom/store/memory"
 )
 
 // newPlainServer is a server over an empty memory store with cfg (its Engine set here).
 func newPlainServer(t *testing.T, cfg server.Config) *httptest.Server {
 	t.Helper()
-	eng, err := testEngine(memory.New(store.Options{}))
+	eng, err := testEngine(newMemory())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +65,7 @@ func TestOpenAPI_VersionIsLoomVersion(t *testing.T) {
 }
 
 // readyzLogLevel asks /readyz once and returns its status and the level of the request's log line.
-func readyzLogLevel(t *testing.T, st store.Store, ready func() error) (int, string) {
+func readyzLogLevel(t *testing.T, st *store.Store, ready func() error) (int, string) {
 	t.Helper()
 	eng, err := testEngine(st)
 	if err != nil {
@@ -102,19 +101,19 @@ func readyzLogLevel(t *testing.T, st store.Store, ready func() error) (int, stri
 func TestAPI_ReadyzLogLevels(t *testing.T) {
 	t.Parallel()
 	loading := func() error { return errors.New("the search indexes are loading") }
-	if code, level := readyzLogLevel(t, memory.New(store.Options{}), loading); code != 503 || level != "INFO" {
+	if code, level := readyzLogLevel(t, newMemory(), loading); code != 503 || level != "INFO" {
 		t.Errorf("not ready: status %d logged at %s, want 503 at INFO", code, level)
 	}
-	if code, level := readyzLogLevel(t, downStore{memory.New(store.Options{})}, nil); code != 503 || level != "ERROR" {
+	if code, level := readyzLogLevel(t, over(downStore{newMemory().Backend()}), nil); code != 503 || level != "ERROR" {
 		t.Errorf("store down: status %d logged at %s, want 503 at ERROR", code, level)
 	}
-	if code, level := readyzLogLevel(t, memory.New(store.Options{}), nil); code != 200 || level != "INFO" {
+	if code, level := readyzLogLevel(t, newMemory(), nil); code != 200 || level != "INFO" {
 		t.Errorf("ready: status %d logged at %s, want 200 at INFO", code, level)
 	}
 }
 
 // newHandler is the handler of a server over st with keys (none: keyless).
-func newHandler(t *testing.T, st store.Store, keys map[string]string) http.Handler {
+func newHandler(t *testing.T, st *store.Store, keys map[string]string) http.Handler {
 	t.Helper()
 	eng, err := testEngine(st)
 	if err != nil {
@@ -143,7 +142,7 @@ func serve(h http.Handler, req *http.Request) *httptest.ResponseRecorder {
 func TestAPI_ContentTypeMustBeJSON(t *testing.T) {
 	t.Parallel()
 	for _, keyed := range []bool{false, true} {
-		st := memory.New(store.Options{})
+		st := newMemory()
 		var keys map[string]string
 		auth := ""
 		if keyed {
@@ -225,8 +224,8 @@ func TestAPI_ContentTypeMustBeJSON(t *testing.T) {
 // keys any Host is answered.
 func TestAPI_KeylessAnswersOnlyLoopbackHosts(t *testing.T) {
 	t.Parallel()
-	keyless := newHandler(t, memory.New(store.Options{}), nil)
-	keyed := newHandler(t, memory.New(store.Options{}), map[string]string{keyAcme: "acme"})
+	keyless := newHandler(t, newMemory(), nil)
+	keyed := newHandler(t, newMemory(), map[string]string{keyAcme: "acme"})
 	good := []string{"localhost", "localhost:7070", "LocalHost:1", "localhost.", "127.0.0.1", "127.0.0.1:7070", "127.9.8.7:80",
 		"[::1]", "[::1]:7070", "[::ffff:127.0.0.1]:7070"}
 	bad := []string{"", "evil.example", "evil.example:7070", "127.0.0.1.evil.example", "localhost.evil.example:7070", "0.0.0.0:7070",
@@ -269,8 +268,8 @@ func TestAPI_KeylessAnswersOnlyLoopbackHosts(t *testing.T) {
 func TestAPI_NoCORSHeaders(t *testing.T) {
 	t.Parallel()
 	for _, keys := range []map[string]string{nil, {keyAcme: "acme"}} {
-		h := newHandler(t, memory.New(store.Options{}), keys)
-		eng, _ := testEngine(memory.New(store.Options{}))
+		h := newHandler(t, newMemory(), keys)
+		eng, _ := testEngine(newMemory())
 		srv, _ := server.New(server.Config{Engine: eng})
 		for _, rt := range srv.Routes() {
 			method, path, _ := strings.Cut(rt, " ")
@@ -356,7 +355,7 @@ func TestAPI_EveryTextIsLimited(t *testing.T) {
 	t.Parallel()
 	const limit = 64
 	big := strings.Repeat("x", limit+1)
-	ts := newTestServer(t, memory.New(store.Options{}), server.Limits{MaxMessageBytes: limit})
+	ts := newTestServer(t, newMemory(), server.Limits{MaxMessageBytes: limit})
 	decode := func(body string) any {
 		var v any
 		if err := json.Unmarshal([]byte(body), &v); err != nil {
@@ -431,7 +430,7 @@ func readAssembleFields(t *testing.T, path string) []assembleField {
 // collection kb) is stored first.
 func TestAPI_AssembleUsesEveryField(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t, memory.New(store.Options{}), server.Limits{})
+	ts := newTestServer(t, newMemory(), server.Limits{})
 	ts.must("PUT", "/v1/agents/a", keyAcme, map[string]any{"instructions": "You are Agent A."}, 200)
 	ts.must("PUT", "/v1/users/u/memory/plan", keyAcme, map[string]any{"value": "basic"}, 200)
 	ts.must("POST", "/v1/sessions/s/messages", keyAcme, map[string]any{"messages": []map[string]any{

@@ -10,8 +10,6 @@ import (
 	"github.com/context-loom/loom/embed"
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/server"
-	"github.com/context-loom/loom/store"
-	"github.com/context-loom/loom/store/memory"
 )
 
 // TestIngest_EmbedderDownIs503: an embedding server that fails (an error status after the retries, or no
@@ -32,7 +30,7 @@ func TestIngest_EmbedderDownIs503(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			eng, err := testEngine(memory.New(store.Options{}), engine.WithEmbedder(emb))
+			eng, err := testEngine(newMemory(), engine.WithEmbedder(emb))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/context-loom/loom/server"
 	"github.com/context-loom/loom/store"
-	"github.com/context-loom/loom/store/memory"
 )
 
 // TestListMessages_Pages: a listing returns DefaultMessagePage messages by default, the newest, oldest
@@ -15,7 +14,7 @@ import (
 // order, and the last page has none. A limit over MaxMessagePage is refused, not cut.
 func TestListMessages_Pages(t *testing.T) {
 	t.Parallel()
-	st := memory.New(store.Options{})
+	st := newMemory()
 	ts := newTestServer(t, st, server.Limits{})
 	const n = 2*server.DefaultMessagePage + 37
 	var msgs []store.Message

@@ -102,7 +102,7 @@ type Config struct {
 // Server is the HTTP API. It is safe for concurrent use.
 type Server struct {
 	eng        *engine.Engine
-	st         store.Store
+	st         *store.Store
 	keys       map[[sha256.Size]byte]string // hashes of API keys -> tenant
 	limits     Limits
 	log        *slog.Logger

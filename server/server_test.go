@@ -21,7 +21,6 @@ import (
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/server"
 	"github.com/context-loom/loom/store"
-	"github.com/context-loom/loom/store/memory"
 )
 
 const (
@@ -54,7 +53,7 @@ type testServer struct {
 	t    *testing.T
 }
 
-func newTestServer(t *testing.T, st store.Store, limits server.Limits) *testServer {
+func newTestServer(t *testing.T, st *store.Store, limits server.Limits) *testServer {
 	t.Helper()
 	eng, err := testEngine(st)
 	if err != nil {
@@ -144,7 +143,7 @@ func errorCode(out map[string]any) string {
 
 // RunAPI runs the API's behaviour against a server over st: seed 003's scenario through HTTP, tenancy,
 // and the error statuses.
-func RunAPI(t *testing.T, st store.Store) {
+func RunAPI(t *testing.T, st *store.Store) {
 	ts := newTestServer(t, st, server.Limits{})
 	ts.must("PUT", "/v1/agents/demo_agent", keyAcme, map[string]any{"instructions": "You are a helpful AI assistant.",
 		"constraints": "Be concise and accurate.", "output_format": "Plain text."}, 200)
@@ -275,14 +274,14 @@ func RunAPI(t *testing.T, st store.Store) {
 
 func TestAPI_Memory(t *testing.T) {
 	t.Parallel()
-	st := memory.New(store.Options{})
+	st := newMemory()
 	defer st.Close()
 	RunAPI(t, st)
 }
 
 func TestOpenAPI_MatchesRoutes(t *testing.T) {
 	t.Parallel()
-	eng, _ := testEngine(memory.New(store.Options{}))
+	eng, _ := testEngine(newMemory())
 	srv, err := server.New(server.Config{Engine: eng})
 	if err != nil {
 		t.Fatal(err)
@@ -327,7 +326,7 @@ func TestOpenAPI_MatchesRoutes(t *testing.T) {
 // client that understates them would get a prompt over its budget); the assembler counts.
 func TestAPI_ClientTokenCountsIgnored(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t, memory.New(store.Options{}), server.Limits{})
+	ts := newTestServer(t, newMemory(), server.Limits{})
 	lie := map[string]int{"o200k_base": 1, "cl100k_base": 1}
 	var history []map[string]any
 	for i := range 6 {
@@ -351,7 +350,7 @@ func TestAPI_ClientTokenCountsIgnored(t *testing.T) {
 // after.
 func TestAPI_ReadyHook(t *testing.T) {
 	t.Parallel()
-	eng, _ := testEngine(memory.New(store.Options{}))
+	eng, _ := testEngine(newMemory())
 	var loading atomic.Bool
 	loading.Store(true)
 	srv, err := server.New(server.Config{Engine: eng, Ready: func() error {
@@ -385,7 +384,7 @@ func TestAPI_ReadyHook(t *testing.T) {
 
 func TestAPI_NoKeysMeansDefaultTenant(t *testing.T) {
 	t.Parallel()
-	st := memory.New(store.Options{})
+	st := newMemory()
 	eng, _ := testEngine(st)
 	srv, _ := server.New(server.Config{Engine: eng})
 	if srv.AuthEnabled() {
@@ -408,7 +407,7 @@ func TestAPI_NoKeysMeansDefaultTenant(t *testing.T) {
 
 func TestAPI_MetricsAndRequestIDs(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t, memory.New(store.Options{}), server.Limits{})
+	ts := newTestServer(t, newMemory(), server.Limits{})
 	ts.must("POST", "/v1/assemble", keyAcme, map[string]any{"message": "hi", "max_tokens": 100,
 		"knowledge": []map[string]any{{"id": "a", "content": "same"}, {"id": "b", "content": "same"}}}, 200)
 	req, _ := http.NewRequest("GET", ts.URL+"/healthz", nil)
@@ -444,12 +443,12 @@ func TestAPI_MetricsAndRequestIDs(t *testing.T) {
 	}
 }
 
-// downStore is a store whose server is unreachable.
-type downStore struct{ store.Store }
+// downStore is a backend whose server is unreachable.
+type downStore struct{ store.Backend }
 
 var errDown = fmt.Errorf("%w: dial tcp 127.0.0.1:1: connection refused", store.ErrUnavailable)
 
-func (downStore) AppendMessages(context.Context, string, string, ...store.Message) ([]store.Message, error) {
+func (downStore) AppendMessages(context.Context, string, string, []store.Message) ([]store.Message, error) {
 	return nil, errDown
 }
 func (downStore) Load(context.Context, string, store.LoadQuery) (*store.Snapshot, error) {
@@ -459,7 +458,7 @@ func (downStore) Ping(context.Context) error { return errDown }
 
 func TestAPI_StoreDown(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t, downStore{memory.New(store.Options{})}, server.Limits{})
+	ts := newTestServer(t, over(downStore{newMemory().Backend()}), server.Limits{})
 	code, out, resp := ts.call("POST", "/v1/sessions/s/messages", keyAcme, map[string]any{"role": "user", "content": "hi"})
 	if code != 503 || errorCode(out) != "unavailable" || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("append while the store is down: %d %v Retry-After %q", code, out, resp.Header.Get("Retry-After"))
@@ -489,7 +488,7 @@ func TestAPI_StoreDown(t *testing.T) {
 // loom_store_errors_total, as the session routes' do; a client's mistakes do not.
 func TestAPI_CollectionStoreErrorsCounted(t *testing.T) {
 	t.Parallel()
-	st := memory.New(store.Options{})
+	st := newMemory()
 	ts := newTestServer(t, st, server.Limits{})
 	ts.must("GET", "/v1/collections/nope", keyAcme, nil, 404)
 	st.Close()
@@ -513,7 +512,7 @@ func TestAPI_CollectionStoreErrorsCounted(t *testing.T) {
 
 // FuzzHandlers sends arbitrary bodies to every route: the answer is JSON with a status below 500.
 func FuzzHandlers(f *testing.F) {
-	st := memory.New(store.Options{})
+	st := newMemory()
 	eng, _ := testEngine(st)
 	srv, err := server.New(server.Config{Engine: eng, Keys: map[string]string{keyAcme: "acme"}, Limits: server.Limits{MaxBodyBytes: 1 << 16}})
 	if err != nil {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -12,12 +13,12 @@ import (
 	"github.com/context-loom/loom/collection"
 )
 
-// The rules every collection store (collection.Store) applies to what it is given, here so that the
-// backends apply them alike.
+// The rules the Store's collection store (Store.Collections) applies to what it is given, for every
+// backend.
 
-// PrepareCollection validates c and returns it with an ID (a new one if empty) and CreatedAt (now, if
+// prepareCollection validates c and returns it with an ID (a new one if empty) and CreatedAt (now, if
 // zero, in UTC) set.
-func PrepareCollection(l Limits, now time.Time, c collection.Collection) (collection.Collection, error) {
+func prepareCollection(l Limits, now time.Time, c collection.Collection) (collection.Collection, error) {
 	if c.Name == "" {
 		return collection.Collection{}, fmt.Errorf("%w: a collection needs a name", ErrInvalid)
 	}
@@ -58,18 +59,18 @@ func NewID(now time.Time) string {
 	return hex.EncodeToString(b[:])
 }
 
-// PrepareDocument validates doc and its chunks and returns the length of their vectors (0 if none has
+// prepareDocument validates doc and its chunks and returns the length of their vectors (0 if none has
 // one). The document's metadata and each chunk's own metadata (collection.OwnMetadata: what the chunk holds beyond
 // the document's) may hold at most l.MaxMetadataKeys keys and l.MaxMetadataBytes bytes of keys and
 // values (errors wrapping ErrTooLarge). A chunk's DocumentMetadata must be nil or doc.Metadata's
 // entries, as the chunks a store reads carry it (ErrInvalid otherwise).
-func PrepareDocument(l Limits, doc collection.Document, chunks []collection.Chunk) (int, error) {
+func prepareDocument(l Limits, doc collection.Document, chunks []collection.Chunk) (int, error) {
 	l = l.WithDefaults()
 	// The metadata first: the cheapest check of what is most likely too large.
 	if err := ValidateMetadata(l, fmt.Sprintf("document %q", doc.ID), doc.Metadata); err != nil {
 		return 0, err
 	}
-	if err := ValidateIDs(l, "collection", doc.CollectionID, "document", doc.ID, "document hash", doc.Hash); err != nil {
+	if err := validateIDs(l, "collection", doc.CollectionID, "document", doc.ID, "document hash", doc.Hash); err != nil {
 		return 0, err
 	}
 	if doc.Bytes < 0 {
@@ -144,4 +145,168 @@ func ValidateMetadata(l Limits, what string, m map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// Dimensions is the length of the vectors of chunks that the Store's collection store hands a backend's
+// PutDocument: of the first chunk that has one (they all have that length, or none), 0 if none has one.
+func Dimensions(chunks []collection.Chunk) int {
+	for _, ch := range chunks {
+		if len(ch.Vector) > 0 {
+			return len(ch.Vector)
+		}
+	}
+	return 0
+}
+
+// collections is the collection.Store of Store.Collections: the rules above, then the backend.
+type collections struct {
+	s *Store
+	b CollectionBackend
+}
+
+// epochCollections are the collections of a backend that is a collection.Epocher.
+type epochCollections struct {
+	collections
+	collection.Epocher
+}
+
+var (
+	_ collection.Store   = collections{}
+	_ collection.Epocher = epochCollections{}
+)
+
+func newCollections(s *Store, b CollectionBackend) collection.Store {
+	c := collections{s, b}
+	if e, ok := b.(collection.Epocher); ok {
+		return epochCollections{c, epocher{s, e}}
+	}
+	return c
+}
+
+// epocher is a backend's Epoch behind the Store's check.
+type epocher struct {
+	s *Store
+	e collection.Epocher
+}
+
+func (e epocher) Epoch(ctx context.Context) (string, error) {
+	if err := e.s.check(ctx); err != nil {
+		return "", err
+	}
+	return e.e.Epoch(ctx)
+}
+
+// CreateCollection implements collection.Store: it assigns a new ID (NewID) when c.ID is empty and sets
+// CreatedAt when it is zero. It returns an error wrapping ErrInvalid for a collection without a name or
+// with a bad id, and collection.ErrExists when its name or id is taken (see collection.Store).
+func (c collections) CreateCollection(ctx context.Context, tenant string, coll collection.Collection) (collection.Collection, error) {
+	if err := c.s.check(ctx, "tenant", tenant); err != nil {
+		return collection.Collection{}, err
+	}
+	coll, err := prepareCollection(c.s.limits, c.s.now(), coll)
+	if err != nil {
+		return collection.Collection{}, err
+	}
+	return c.b.CreateCollection(ctx, tenant, coll)
+}
+
+// GetCollection implements collection.Store.
+func (c collections) GetCollection(ctx context.Context, tenant, idOrName string) (collection.Collection, error) {
+	if err := c.s.check(ctx, "tenant", tenant, "collection", idOrName); err != nil {
+		return collection.Collection{}, err
+	}
+	return c.b.GetCollection(ctx, tenant, idOrName)
+}
+
+// ListCollections implements collection.Store.
+func (c collections) ListCollections(ctx context.Context, tenant string) ([]collection.Collection, error) {
+	if err := c.s.check(ctx, "tenant", tenant); err != nil {
+		return nil, err
+	}
+	return c.b.ListCollections(ctx, tenant)
+}
+
+// DeleteCollection implements collection.Store.
+func (c collections) DeleteCollection(ctx context.Context, tenant, id string) error {
+	if err := c.s.check(ctx, "tenant", tenant, "collection", id); err != nil {
+		return err
+	}
+	return c.b.DeleteCollection(ctx, tenant, id)
+}
+
+// AllCollections implements collection.Store.
+func (c collections) AllCollections(ctx context.Context) ([]collection.Ref, error) {
+	if err := c.s.check(ctx); err != nil {
+		return nil, err
+	}
+	return c.b.AllCollections(ctx)
+}
+
+// PutDocument implements collection.Store: doc and chunks are checked (see prepareDocument: errors
+// wrapping ErrInvalid or ErrTooLarge) and doc.UpdatedAt set to now before the backend stores them.
+func (c collections) PutDocument(ctx context.Context, tenant string, doc collection.Document, chunks []collection.Chunk) (bool, error) {
+	if err := c.s.check(ctx, "tenant", tenant); err != nil {
+		return false, err
+	}
+	if _, err := prepareDocument(c.s.limits, doc, chunks); err != nil {
+		return false, err
+	}
+	doc.UpdatedAt = c.s.now().UTC()
+	return c.b.PutDocument(ctx, tenant, doc, chunks)
+}
+
+// GetDocument implements collection.Store.
+func (c collections) GetDocument(ctx context.Context, tenant, collectionID, documentID string) (collection.Document, error) {
+	if err := c.s.check(ctx, "tenant", tenant, "collection", collectionID, "document", documentID); err != nil {
+		return collection.Document{}, err
+	}
+	return c.b.GetDocument(ctx, tenant, collectionID, documentID)
+}
+
+// ListDocuments implements collection.Store.
+func (c collections) ListDocuments(ctx context.Context, tenant, collectionID string) ([]collection.Document, error) {
+	if err := c.s.check(ctx, "tenant", tenant, "collection", collectionID); err != nil {
+		return nil, err
+	}
+	return c.b.ListDocuments(ctx, tenant, collectionID)
+}
+
+// DeleteDocument implements collection.Store.
+func (c collections) DeleteDocument(ctx context.Context, tenant, collectionID, documentID string) error {
+	if err := c.s.check(ctx, "tenant", tenant, "collection", collectionID, "document", documentID); err != nil {
+		return err
+	}
+	return c.b.DeleteDocument(ctx, tenant, collectionID, documentID)
+}
+
+// DocumentChunks implements collection.Store.
+func (c collections) DocumentChunks(ctx context.Context, tenant, collectionID, documentID string) ([]collection.Chunk, error) {
+	if err := c.s.check(ctx, "tenant", tenant, "collection", collectionID, "document", documentID); err != nil {
+		return nil, err
+	}
+	return c.b.DocumentChunks(ctx, tenant, collectionID, documentID)
+}
+
+// ScanChunks implements collection.Store.
+func (c collections) ScanChunks(ctx context.Context, tenant, collectionID string, fn func(collection.Chunk) error) error {
+	if err := c.s.check(ctx, "tenant", tenant, "collection", collectionID); err != nil {
+		return err
+	}
+	return c.b.ScanChunks(ctx, tenant, collectionID, fn)
+}
+
+// Changes implements collection.Store.
+func (c collections) Changes(ctx context.Context, after string, limit int, wait time.Duration) ([]collection.Change, error) {
+	if err := c.s.check(ctx); err != nil {
+		return nil, err
+	}
+	return c.b.Changes(ctx, after, limit, wait)
+}
+
+// LastChange implements collection.Store.
+func (c collections) LastChange(ctx context.Context) (string, error) {
+	if err := c.s.check(ctx); err != nil {
+		return "", err
+	}
+	return c.b.LastChange(ctx)
 }

@@ -2,14 +2,18 @@
 // conversation, the tool outputs and pre-retrieved knowledge. Everything is scoped by tenant: a tenant can
 // name any id and never reach another tenant's data.
 //
-// The interfaces are here; the backends are subpackages: [github.com/context-loom/loom/store/memory] (in
-// process), [github.com/context-loom/loom/store/sqlite] (the embedded default: one file) and
-// [github.com/context-loom/loom/store/valkey] (a Valkey or Redis server, standalone, sentinel or cluster).
-// Every backend passes the same conformance suite, [github.com/context-loom/loom/store/storetest].
+// A [Store] is the front every caller uses: it applies the rules (valid ids, limits, timestamps, token
+// counts, the selection of messages, the order of facts, ErrClosed after Close) once, for every backend,
+// over a [Backend] that only keeps and reads. The backends are subpackages, each opened with
+// Open(ctx, Options), which returns the Store over it: [github.com/context-loom/loom/store/memory] (in
+// process), [github.com/context-loom/loom/store/sqlite] (the embedded default: one file),
+// [github.com/context-loom/loom/store/valkey] (Loom's own key layout on a Valkey or Redis server,
+// standalone, sentinel or cluster) and [github.com/context-loom/loom/store/valkey/cookbook] (the Valkey
+// cookbook's key layout). A backend of one's own is put behind the front with [New]. Every Store passes the same conformance suite, [github.com/context-loom/loom/store/storetest],
+// and every backend its narrower one (storetest.RunBackend).
 package store
 
 import (
-	"context"
 	"time"
 
 	"github.com/context-loom/loom"
@@ -24,8 +28,8 @@ var (
 	ErrTooLarge    = loom.NewError(loom.ErrTooLarge, "store: value too large")
 	ErrClosed      = loom.NewError(loom.ErrClosed, "store: closed")
 	ErrUnavailable = loom.NewError(loom.ErrUnavailable, "store: unavailable")
-	// ErrUnsupported is returned by a backend layout that cannot do what is asked (the read-mostly cookbook
-	// layout of the Valkey store cannot hold more than one tenant, for one).
+	// ErrUnsupported is returned by a backend that cannot do what is asked (the Valkey cookbook's key
+	// layout holds one tenant, for one).
 	ErrUnsupported = loom.NewError(loom.ErrUnsupported, "store: not supported by this backend")
 )
 
@@ -131,70 +135,9 @@ type Snapshot struct {
 	Errors      map[Source]error
 }
 
-// AgentStore keeps agent configurations.
-type AgentStore interface {
-	// PutAgent creates or replaces the agent a.ID. It returns ErrInvalid for a bad id or tools.
-	PutAgent(ctx context.Context, tenant string, a Agent) error
-	// GetAgent returns ErrNotFound when there is no such agent.
-	GetAgent(ctx context.Context, tenant, id string) (Agent, error)
-	// DeleteAgent returns ErrNotFound when there is no such agent.
-	DeleteAgent(ctx context.Context, tenant, id string) error
-}
-
-// MemoryStore keeps facts about users.
-type MemoryStore interface {
-	// SetFact creates or replaces the fact f.Key of user; a zero UpdatedAt becomes now.
-	SetFact(ctx context.Context, tenant, user string, f Fact) error
-	// Facts returns the user's facts ordered by key; none (and no error) for an unknown user.
-	Facts(ctx context.Context, tenant, user string) ([]Fact, error)
-	// DeleteFact returns ErrNotFound when the user has no such fact.
-	DeleteFact(ctx context.Context, tenant, user, key string) error
-}
-
-// SessionStore keeps sessions: messages, tool outputs and pre-retrieved knowledge. A session expires the
-// store's SessionTTL after its last write (if the TTL is set); reading it is not writing it.
-type SessionStore interface {
-	// AppendMessages appends msgs to the session atomically, in order, after validating them and counting
-	// their tokens (see PrepareMessages); it returns them as stored, with Seq, Time and TokenCounts set.
-	// Concurrent appends to one session lose nothing and never interleave within one call.
-	AppendMessages(ctx context.Context, tenant, session string, msgs ...Message) ([]Message, error)
-	// Messages returns the session's newest messages that q selects (see SelectMessages), oldest first;
-	// none for an unknown session. It returns an error wrapping ErrInvalid for a bad query.
-	Messages(ctx context.Context, tenant, session string, q MessageQuery) ([]Message, error)
-	// AppendToolOutput appends one tool step and returns it with Seq and Time set.
-	AppendToolOutput(ctx context.Context, tenant, session string, o ToolOutput) (ToolOutput, error)
-	// ToolOutputs returns the session's tool steps in order.
-	ToolOutputs(ctx context.Context, tenant, session string) ([]ToolOutput, error)
-	// SetKnowledge replaces the session's pre-retrieved knowledge (nil clears it).
-	SetKnowledge(ctx context.Context, tenant, session string, items []Knowledge) error
-	// Knowledge returns the session's pre-retrieved knowledge in the order it was set.
-	Knowledge(ctx context.Context, tenant, session string) ([]Knowledge, error)
-	// DeleteSession deletes the session's messages, tool outputs and knowledge. It returns ErrNotFound when
-	// the session has none of them.
-	DeleteSession(ctx context.Context, tenant, session string) error
-}
-
-// Loader reads everything one assembly needs at once: one round trip per server for a network store, one
-// read transaction for SQLite.
-type Loader interface {
-	// Load reads the sources q names. Errors of single sources are in the Snapshot; the error it returns
-	// is for the whole read (the store is unreachable, ctx expired, a bad id).
-	Load(ctx context.Context, tenant string, q LoadQuery) (*Snapshot, error)
-}
-
-// Store is a complete backend.
-type Store interface {
-	AgentStore
-	MemoryStore
-	SessionStore
-	Loader
-	// Ping checks that the store is reachable; it returns an error wrapping ErrUnavailable if not.
-	Ping(ctx context.Context) error
-	// Close releases the store. Calls after Close return ErrClosed.
-	Close() error
-}
-
-// Options are the settings every backend shares. The zero value means the documented defaults.
+// Options are the settings of a Store and of every backend under one: the Store applies Limits and
+// CountKnowledge, the backend SessionTTL and ChangesKept. Each backend's Open takes them in its own
+// options. The zero value means the documented defaults.
 type Options struct {
 	// SessionTTL expires a session this long after its last write. 0 means never.
 	SessionTTL time.Duration

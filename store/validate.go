@@ -15,7 +15,7 @@ import (
 	"github.com/context-loom/loom/tokenizer"
 )
 
-// The helpers below hold the rules every backend applies, so that they apply them alike.
+// The rules the Store applies for every backend, before the backend sees a call.
 
 // ValidateID checks an id of the given kind ("tenant", "session", ...): not empty, valid UTF-8, no control
 // characters, at most l.MaxIDBytes bytes. It returns an error wrapping ErrInvalid or ErrTooLarge.
@@ -37,8 +37,8 @@ func ValidateID(l Limits, kind, id string) error {
 	return nil
 }
 
-// ValidateIDs checks pairs of kind and id, in order.
-func ValidateIDs(l Limits, kindsAndIDs ...string) error {
+// validateIDs checks pairs of kind and id, in order.
+func validateIDs(l Limits, kindsAndIDs ...string) error {
 	for i := 0; i+1 < len(kindsAndIDs); i += 2 {
 		if err := ValidateID(l, kindsAndIDs[i], kindsAndIDs[i+1]); err != nil {
 			return err
@@ -57,7 +57,7 @@ func validateText(l Limits, what, s string) error {
 	return nil
 }
 
-// CountedEncodings are the encodings whose counts PrepareMessages caches on each message.
+// CountedEncodings are the encodings whose counts prepareMessages caches on each message.
 var CountedEncodings = []string{tokenizer.O200KBase, tokenizer.CL100KBase}
 
 // CheckRole returns an error wrapping ErrInvalid unless m's role is one an assembly can use
@@ -77,13 +77,13 @@ func invalid(err error) error {
 	return fmt.Errorf("%w: %w", ErrInvalid, err)
 }
 
-// PrepareMessages validates msgs for appending and returns copies with Time (now, if zero) and
+// prepareMessages validates msgs for appending and returns copies with Time (now, if zero) and
 // TokenCounts set: counted for CountedEncodings, whatever counts were given (they are not trusted). Roles
 // are user, assistant, tool and system; a tool message needs its tool_call_id; a name is at most
 // Limits.MaxIDBytes; content may be blank only in a tool message and in an assistant message with tool
 // calls; tool calls need an id, a name that providers accept (CheckToolName) and JSON arguments, and their
 // type is "function" (set if empty). Errors wrap ErrInvalid or ErrTooLarge.
-func PrepareMessages(l Limits, now time.Time, msgs []Message) ([]Message, error) {
+func prepareMessages(l Limits, now time.Time, msgs []Message) ([]Message, error) {
 	l = l.WithDefaults()
 	if len(msgs) == 0 {
 		return nil, fmt.Errorf("%w: no messages to append", ErrInvalid)
@@ -162,8 +162,8 @@ func PrepareMessages(l Limits, now time.Time, msgs []Message) ([]Message, error)
 	return out, nil
 }
 
-// PrepareFact validates f and returns it with UpdatedAt set (now, if zero).
-func PrepareFact(l Limits, now time.Time, f Fact) (Fact, error) {
+// prepareFact validates f and returns it with UpdatedAt set (now, if zero).
+func prepareFact(l Limits, now time.Time, f Fact) (Fact, error) {
 	l = l.WithDefaults()
 	if err := ValidateID(l, "fact key", f.Key); err != nil {
 		return Fact{}, err
@@ -181,9 +181,9 @@ func PrepareFact(l Limits, now time.Time, f Fact) (Fact, error) {
 	return f, nil
 }
 
-// PrepareToolOutput validates o (its tool's name by CheckToolName) and returns it with Time set (now, if
+// prepareToolOutput validates o (its tool's name by CheckToolName) and returns it with Time set (now, if
 // zero) and Seq cleared.
-func PrepareToolOutput(l Limits, now time.Time, o ToolOutput) (ToolOutput, error) {
+func prepareToolOutput(l Limits, now time.Time, o ToolOutput) (ToolOutput, error) {
 	l = l.WithDefaults()
 	if err := CheckToolName(o.Tool); err != nil {
 		return ToolOutput{}, fmt.Errorf("tool output: %w", err)
@@ -201,9 +201,9 @@ func PrepareToolOutput(l Limits, now time.Time, o ToolOutput) (ToolOutput, error
 	return o, nil
 }
 
-// PrepareKnowledge validates a session's knowledge items and returns copies whose token counts are
+// prepareKnowledge validates a session's knowledge items and returns copies whose token counts are
 // count's of each item's content (Options.CountKnowledge), whatever counts were given: none if count is nil.
-func PrepareKnowledge(l Limits, count func(content string) map[string]int, items []Knowledge) ([]Knowledge, error) {
+func prepareKnowledge(l Limits, count func(content string) map[string]int, items []Knowledge) ([]Knowledge, error) {
 	l = l.WithDefaults()
 	if len(items) > l.MaxBatch {
 		return nil, fmt.Errorf("%w: %d knowledge items, the limit is %d", ErrTooLarge, len(items), l.MaxBatch)
@@ -228,9 +228,9 @@ func PrepareKnowledge(l Limits, count func(content string) map[string]int, items
 	return out, nil
 }
 
-// PrepareAgent validates a (its tools' names by CheckToolName) and returns it with UpdatedAt set (now, if
+// prepareAgent validates a (its tools' names by CheckToolName) and returns it with UpdatedAt set (now, if
 // zero).
-func PrepareAgent(l Limits, now time.Time, a Agent) (Agent, error) {
+func prepareAgent(l Limits, now time.Time, a Agent) (Agent, error) {
 	l = l.WithDefaults()
 	if err := ValidateID(l, "agent", a.ID); err != nil {
 		return Agent{}, err

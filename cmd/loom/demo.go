@@ -82,7 +82,7 @@ func runDemo(ctx context.Context, args []string, s streams) error {
 }
 
 // storeDemo writes the Valkey cookbook's scenario, replacing the demo session if it exists.
-func storeDemo(ctx context.Context, st store.Store) error {
+func storeDemo(ctx context.Context, st *store.Store) error {
 	const tenant = loom.DefaultTenant
 	if err := st.PutAgent(ctx, tenant, store.Agent{ID: "demo_agent", Instructions: "You are a helpful AI assistant.",
 		Constraints: "Be concise and accurate.", OutputFormat: "Plain text."}); err != nil {

@@ -17,7 +17,7 @@ import (
 func TestSessionShow_Pages(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "loom.db")
-	st, err := sqlite.Open(t.Context(), path, store.Options{})
+	st, err := sqlite.Open(t.Context(), sqlite.Options{Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}

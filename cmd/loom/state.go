@@ -46,7 +46,7 @@ func addStoreFlags(fs *flag.FlagSet) storeFlags {
 }
 
 // open opens the store the flags name.
-func (f storeFlags) open(ctx context.Context) (store.Store, error) {
+func (f storeFlags) open(ctx context.Context) (*store.Store, error) {
 	s, err := storeurl.Open(ctx, *f.url, storeurl.Options{Layout: *f.layout})
 	if errors.Is(err, storeurl.ErrBadURL) {
 		return nil, usageError(err)
@@ -79,7 +79,7 @@ func storeError(what string, err error) error {
 }
 
 // with opens the store the flags name, runs fn on it and closes it; fn's error is the verb's (storeError).
-func (sf storeFlags) with(ctx context.Context, verb string, fn func(store.Store) error) error {
+func (sf storeFlags) with(ctx context.Context, verb string, fn func(*store.Store) error) error {
 	st, err := sf.open(ctx)
 	if err != nil {
 		return err
@@ -214,7 +214,7 @@ func sessionAppend(ctx context.Context, name string, args []string, s streams) e
 			return usageError(fmt.Errorf("%s: message %d: %w", name, i+1, err))
 		}
 	}
-	return sf.with(ctx, name, func(st store.Store) error {
+	return sf.with(ctx, name, func(st *store.Store) error {
 		stored, err := st.AppendMessages(ctx, *sf.tenant, *session, msgs...)
 		if err != nil {
 			return err
@@ -277,7 +277,7 @@ func sessionShow(ctx context.Context, name string, args []string, s streams) err
 	if *limit < 0 || *before < 0 {
 		return usageError(fmt.Errorf("%s: --limit and --before must not be negative", name))
 	}
-	return sf.with(ctx, name, func(st store.Store) error {
+	return sf.with(ctx, name, func(st *store.Store) error {
 		emit := func(msgs []store.Message) error {
 			for _, m := range msgs {
 				if err := writeJSON(s.stdout, m); err != nil {
@@ -340,7 +340,7 @@ func sessionToolOutput(ctx context.Context, name string, args []string, s stream
 	if err := required(fs, "session", "tool"); err != nil {
 		return err
 	}
-	return sf.with(ctx, name, func(st store.Store) error {
+	return sf.with(ctx, name, func(st *store.Store) error {
 		o, err := st.AppendToolOutput(ctx, *sf.tenant, *session, store.ToolOutput{Tool: *tool, CallID: *callID, Args: *toolArgs, Result: *result})
 		if err != nil {
 			return err
@@ -368,7 +368,7 @@ func sessionKnowledge(ctx context.Context, name string, args []string, s streams
 	if err := decodeStrict(data, &items); err != nil {
 		return usageError(fmt.Errorf("%s: %s: %w", name, *file, err))
 	}
-	return sf.with(ctx, name, func(st store.Store) error { return st.SetKnowledge(ctx, *sf.tenant, *session, items) })
+	return sf.with(ctx, name, func(st *store.Store) error { return st.SetKnowledge(ctx, *sf.tenant, *session, items) })
 }
 
 func sessionDelete(ctx context.Context, name string, args []string, s streams) error {
@@ -381,7 +381,7 @@ func sessionDelete(ctx context.Context, name string, args []string, s streams) e
 	if err := required(fs, "session"); err != nil {
 		return err
 	}
-	return sf.with(ctx, name, func(st store.Store) error { return st.DeleteSession(ctx, *sf.tenant, *session) })
+	return sf.with(ctx, name, func(st *store.Store) error { return st.DeleteSession(ctx, *sf.tenant, *session) })
 }
 
 const memoryUsage = `Usage:
@@ -415,7 +415,7 @@ func memorySet(ctx context.Context, name string, args []string, s streams) error
 	if err := required(fs, "user", "key"); err != nil {
 		return err
 	}
-	return sf.with(ctx, name, func(st store.Store) error {
+	return sf.with(ctx, name, func(st *store.Store) error {
 		return st.SetFact(ctx, *sf.tenant, *user, store.Fact{Key: *key, Value: *value, Pinned: *pinned, Source: *source})
 	})
 }
@@ -431,7 +431,7 @@ func memoryGet(ctx context.Context, name string, args []string, s streams) error
 	if err := required(fs, "user"); err != nil {
 		return err
 	}
-	return sf.with(ctx, name, func(st store.Store) error {
+	return sf.with(ctx, name, func(st *store.Store) error {
 		facts, err := st.Facts(ctx, *sf.tenant, *user)
 		if err != nil {
 			return err
@@ -464,7 +464,7 @@ func memoryDelete(ctx context.Context, name string, args []string, s streams) er
 	if err := required(fs, "user", "key"); err != nil {
 		return err
 	}
-	return sf.with(ctx, name, func(st store.Store) error { return st.DeleteFact(ctx, *sf.tenant, *user, *key) })
+	return sf.with(ctx, name, func(st *store.Store) error { return st.DeleteFact(ctx, *sf.tenant, *user, *key) })
 }
 
 const agentUsage = `Usage:
@@ -525,7 +525,7 @@ func agentPut(ctx context.Context, name string, args []string, s streams) error 
 			}
 		}
 	}
-	return sf.with(ctx, name, func(st store.Store) error { return st.PutAgent(ctx, *sf.tenant, a) })
+	return sf.with(ctx, name, func(st *store.Store) error { return st.PutAgent(ctx, *sf.tenant, a) })
 }
 
 func agentGet(ctx context.Context, name string, args []string, s streams) error {
@@ -538,7 +538,7 @@ func agentGet(ctx context.Context, name string, args []string, s streams) error 
 	if err := required(fs, "agent"); err != nil {
 		return err
 	}
-	return sf.with(ctx, name, func(st store.Store) error {
+	return sf.with(ctx, name, func(st *store.Store) error {
 		a, err := st.GetAgent(ctx, *sf.tenant, *id)
 		if err != nil {
 			return err

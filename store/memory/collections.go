@@ -15,15 +15,13 @@ import (
 	"github.com/context-loom/loom/store"
 )
 
-var _ collection.Store = (*Store)(nil)
-
 // The change feed.
 const (
 	// trimEvery is how many changes past store.Options.ChangesKept the feed grows before it is trimmed.
 	trimEvery = 1024
 )
 
-// collections hold a Store's collections, behind their own lock. The zero value is empty and ready.
+// collections hold a Backend's collections, behind their own lock. The zero value is empty and ready.
 type collections struct {
 	mu     sync.RWMutex
 	byID   map[key]*coll  // by tenant and collection id
@@ -66,27 +64,9 @@ type change struct {
 	c   collection.Change
 }
 
-// checkOpen returns store.ErrClosed after Close, or ctx's error once it is done.
-func (s *Store) checkOpen(ctx context.Context) error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.check(ctx)
-}
-
-// CreateCollection implements collection.Store. It assigns an ID when c.ID is empty and sets CreatedAt
-// when zero. It returns an error wrapping collection.ErrExists if c's name or ID is the name or ID of one
-// of the tenant's collections, store.ErrInvalid or store.ErrTooLarge for a bad collection.
-func (s *Store) CreateCollection(ctx context.Context, tenant string, c collection.Collection) (collection.Collection, error) {
-	if err := store.ValidateID(s.opts.Limits, "tenant", tenant); err != nil {
-		return collection.Collection{}, err
-	}
-	c, err := store.PrepareCollection(s.opts.Limits, s.now(), c)
-	if err != nil {
-		return collection.Collection{}, err
-	}
-	if err := s.checkOpen(ctx); err != nil {
-		return collection.Collection{}, err
-	}
+// CreateCollection implements store.CollectionBackend. It returns an error wrapping collection.ErrExists
+// if c's name or ID is the name or ID of one of the tenant's collections.
+func (s *Backend) CreateCollection(ctx context.Context, tenant string, c collection.Collection) (collection.Collection, error) {
 	cs := &s.colls
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
@@ -119,15 +99,9 @@ func (cs *collections) clash(tenant string, c collection.Collection) error {
 	return nil
 }
 
-// GetCollection implements collection.Store. It returns an error wrapping collection.ErrNotFound if the
+// GetCollection implements store.CollectionBackend. It returns an error wrapping collection.ErrNotFound if the
 // tenant has no collection with the id or name idOrName.
-func (s *Store) GetCollection(ctx context.Context, tenant, idOrName string) (collection.Collection, error) {
-	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "collection", idOrName); err != nil {
-		return collection.Collection{}, err
-	}
-	if err := s.checkOpen(ctx); err != nil {
-		return collection.Collection{}, err
-	}
+func (s *Backend) GetCollection(ctx context.Context, tenant, idOrName string) (collection.Collection, error) {
 	cs := &s.colls
 	cs.mu.RLock()
 	defer cs.mu.RUnlock()
@@ -141,14 +115,8 @@ func (s *Store) GetCollection(ctx context.Context, tenant, idOrName string) (col
 	return c.c, nil
 }
 
-// ListCollections implements collection.Store.
-func (s *Store) ListCollections(ctx context.Context, tenant string) ([]collection.Collection, error) {
-	if err := store.ValidateID(s.opts.Limits, "tenant", tenant); err != nil {
-		return nil, err
-	}
-	if err := s.checkOpen(ctx); err != nil {
-		return nil, err
-	}
+// ListCollections implements store.CollectionBackend.
+func (s *Backend) ListCollections(ctx context.Context, tenant string) ([]collection.Collection, error) {
 	cs := &s.colls
 	cs.mu.RLock()
 	defer cs.mu.RUnlock()
@@ -162,11 +130,8 @@ func (s *Store) ListCollections(ctx context.Context, tenant string) ([]collectio
 	return out, nil
 }
 
-// AllCollections implements collection.Store.
-func (s *Store) AllCollections(ctx context.Context) ([]collection.Ref, error) {
-	if err := s.checkOpen(ctx); err != nil {
-		return nil, err
-	}
+// AllCollections implements store.CollectionBackend.
+func (s *Backend) AllCollections(ctx context.Context) ([]collection.Ref, error) {
 	cs := &s.colls
 	cs.mu.RLock()
 	out := make([]collection.Ref, 0, len(cs.byID))
@@ -178,16 +143,10 @@ func (s *Store) AllCollections(ctx context.Context) ([]collection.Ref, error) {
 	return out, nil
 }
 
-// DeleteCollection implements collection.Store: it deletes the collection, its documents and chunks, and
+// DeleteCollection implements store.CollectionBackend: it deletes the collection, its documents and chunks, and
 // records an OpDeleteCollection change. It returns an error wrapping collection.ErrNotFound if the tenant
 // has no collection with the id.
-func (s *Store) DeleteCollection(ctx context.Context, tenant, id string) error {
-	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "collection", id); err != nil {
-		return err
-	}
-	if err := s.checkOpen(ctx); err != nil {
-		return err
-	}
+func (s *Backend) DeleteCollection(ctx context.Context, tenant, id string) error {
 	cs := &s.colls
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
@@ -201,26 +160,16 @@ func (s *Store) DeleteCollection(ctx context.Context, tenant, id string) error {
 	return nil
 }
 
-// PutDocument implements collection.Store. It replaces the document doc.ID and all of its chunks with doc
+// PutDocument implements store.CollectionBackend. It replaces the document doc.ID and all of its chunks with doc
 // and chunks, sets the collection's Dimensions from the first vectors, and records an OpPut change; if the
-// stored document has doc's Hash, it does nothing and returns false. doc.Chunks is set to len(chunks) and
-// doc.UpdatedAt to now. A chunk without a vector is stored without one.
+// stored document has doc's Hash, it does nothing and returns false. doc.Chunks is set to len(chunks). A
+// chunk without a vector is stored without one.
 //
 // It returns an error wrapping collection.ErrNotFound if the collection does not exist, store.ErrInvalid
-// for a bad document or chunk (a chunk of another document, a chunk ID used twice or by another document
-// of the collection, vectors of a length other than the collection's), store.ErrTooLarge for a chunk's
-// content over the MaxValueBytes limit.
-func (s *Store) PutDocument(ctx context.Context, tenant string, doc collection.Document, chunks []collection.Chunk) (bool, error) {
-	if err := store.ValidateID(s.opts.Limits, "tenant", tenant); err != nil {
-		return false, err
-	}
-	dims, err := store.PrepareDocument(s.opts.Limits, doc, chunks)
-	if err != nil {
-		return false, err
-	}
-	if err := s.checkOpen(ctx); err != nil {
-		return false, err
-	}
+// for a chunk ID another document of the collection has, or vectors of a length other than the
+// collection's.
+func (s *Backend) PutDocument(ctx context.Context, tenant string, doc collection.Document, chunks []collection.Chunk) (bool, error) {
+	dims := store.Dimensions(chunks)
 	cs := &s.colls
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
@@ -252,7 +201,6 @@ func (s *Store) PutDocument(ctx context.Context, tenant string, doc collection.D
 	nd := &storedDoc{d: doc, chunks: make([]collection.Chunk, len(chunks))}
 	nd.d.Metadata = maps.Clone(doc.Metadata)
 	nd.d.Chunks = len(chunks)
-	nd.d.UpdatedAt = s.now().UTC()
 	for i, ch := range chunks {
 		ch.Metadata = maps.Clone(collection.OwnMetadata(doc.Metadata, ch.Metadata))
 		ch.DocumentMetadata = nil
@@ -271,9 +219,9 @@ func (s *Store) PutDocument(ctx context.Context, tenant string, doc collection.D
 	return true, nil
 }
 
-// GetDocument implements collection.Store. It returns an error wrapping collection.ErrNotFound if the
+// GetDocument implements store.CollectionBackend. It returns an error wrapping collection.ErrNotFound if the
 // collection or the document does not exist.
-func (s *Store) GetDocument(ctx context.Context, tenant, collectionID, documentID string) (collection.Document, error) {
+func (s *Backend) GetDocument(ctx context.Context, tenant, collectionID, documentID string) (collection.Document, error) {
 	d, err := s.document(ctx, tenant, collectionID, documentID)
 	if err != nil {
 		return collection.Document{}, err
@@ -284,13 +232,7 @@ func (s *Store) GetDocument(ctx context.Context, tenant, collectionID, documentI
 }
 
 // document returns the stored document; the caller must not change it.
-func (s *Store) document(ctx context.Context, tenant, collectionID, documentID string) (*storedDoc, error) {
-	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "collection", collectionID, "document", documentID); err != nil {
-		return nil, err
-	}
-	if err := s.checkOpen(ctx); err != nil {
-		return nil, err
-	}
+func (s *Backend) document(ctx context.Context, tenant, collectionID, documentID string) (*storedDoc, error) {
 	cs := &s.colls
 	cs.mu.RLock()
 	defer cs.mu.RUnlock()
@@ -302,15 +244,9 @@ func (s *Store) document(ctx context.Context, tenant, collectionID, documentID s
 	return nil, fmt.Errorf("document %q of collection %q: %w", documentID, collectionID, collection.ErrNotFound)
 }
 
-// ListDocuments implements collection.Store. It returns an error wrapping collection.ErrNotFound if the
+// ListDocuments implements store.CollectionBackend. It returns an error wrapping collection.ErrNotFound if the
 // collection does not exist.
-func (s *Store) ListDocuments(ctx context.Context, tenant, collectionID string) ([]collection.Document, error) {
-	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "collection", collectionID); err != nil {
-		return nil, err
-	}
-	if err := s.checkOpen(ctx); err != nil {
-		return nil, err
-	}
+func (s *Backend) ListDocuments(ctx context.Context, tenant, collectionID string) ([]collection.Document, error) {
 	cs := &s.colls
 	cs.mu.RLock()
 	defer cs.mu.RUnlock()
@@ -328,15 +264,9 @@ func (s *Store) ListDocuments(ctx context.Context, tenant, collectionID string) 
 	return out, nil
 }
 
-// DeleteDocument implements collection.Store: it deletes the document and its chunks and records an
+// DeleteDocument implements store.CollectionBackend: it deletes the document and its chunks and records an
 // OpDelete change. It returns an error wrapping collection.ErrNotFound if there is no such document.
-func (s *Store) DeleteDocument(ctx context.Context, tenant, collectionID, documentID string) error {
-	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "collection", collectionID, "document", documentID); err != nil {
-		return err
-	}
-	if err := s.checkOpen(ctx); err != nil {
-		return err
-	}
+func (s *Backend) DeleteDocument(ctx context.Context, tenant, collectionID, documentID string) error {
 	cs := &s.colls
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
@@ -356,9 +286,9 @@ func (s *Store) DeleteDocument(ctx context.Context, tenant, collectionID, docume
 	return nil
 }
 
-// DocumentChunks implements collection.Store. It returns an error wrapping collection.ErrNotFound if the
+// DocumentChunks implements store.CollectionBackend. It returns an error wrapping collection.ErrNotFound if the
 // collection or the document does not exist.
-func (s *Store) DocumentChunks(ctx context.Context, tenant, collectionID, documentID string) ([]collection.Chunk, error) {
+func (s *Backend) DocumentChunks(ctx context.Context, tenant, collectionID, documentID string) ([]collection.Chunk, error) {
 	d, err := s.document(ctx, tenant, collectionID, documentID)
 	if err != nil {
 		return nil, err
@@ -371,16 +301,10 @@ func (s *Store) DocumentChunks(ctx context.Context, tenant, collectionID, docume
 	return out, nil
 }
 
-// ScanChunks implements collection.Store: it calls fn with a copy of each of the collection's chunks as
+// ScanChunks implements store.CollectionBackend: it calls fn with a copy of each of the collection's chunks as
 // they were when it was called, without holding the store's lock, so fn may call the store. It returns
 // fn's error as is, and an error wrapping collection.ErrNotFound if the collection does not exist.
-func (s *Store) ScanChunks(ctx context.Context, tenant, collectionID string, fn func(collection.Chunk) error) error {
-	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "collection", collectionID); err != nil {
-		return err
-	}
-	if err := s.checkOpen(ctx); err != nil {
-		return err
-	}
+func (s *Backend) ScanChunks(ctx context.Context, tenant, collectionID string, fn func(collection.Chunk) error) error {
 	cs := &s.colls
 	cs.mu.RLock()
 	c, ok := cs.byID[key{tenant, collectionID}]
@@ -406,12 +330,12 @@ func (s *Store) ScanChunks(ctx context.Context, tenant, collectionID string, fn 
 	return nil
 }
 
-// Changes implements collection.Store. Seqs are decimal numbers of 20 digits, increasing; after is one of
-// them, or "" for the start of the feed. limit <= 0 means collection.DefaultChangesLimit. While there is
-// no change after after, it waits for one until wait has passed. It returns an error wrapping store.ErrInvalid for a
+// Changes implements store.CollectionBackend. Seqs are decimal numbers of 20 digits, increasing; after is one of
+// them, or "" for the start of the feed. limit <= 0 means collection.DefaultChangesLimit. While there is no change
+// after after, it waits for one until wait has passed. It returns an error wrapping store.ErrInvalid for a
 // Seq that is not one, and collection.ErrFeedTrimmed when changes after after were dropped (the feed keeps
 // about store.Options.ChangesKept).
-func (s *Store) Changes(ctx context.Context, after string, limit int, wait time.Duration) ([]collection.Change, error) {
+func (s *Backend) Changes(ctx context.Context, after string, limit int, wait time.Duration) ([]collection.Change, error) {
 	var from uint64
 	if after != "" {
 		n, err := strconv.ParseUint(after, 10, 64)
@@ -426,9 +350,6 @@ func (s *Store) Changes(ctx context.Context, after string, limit int, wait time.
 	var deadline <-chan time.Time
 	cs := &s.colls
 	for {
-		if err := s.checkOpen(ctx); err != nil {
-			return nil, err
-		}
 		cs.mu.Lock()
 		if len(cs.feed) > 0 && from > 0 && from+1 < cs.feed[0].seq {
 			cs.mu.Unlock()
@@ -459,11 +380,8 @@ func (s *Store) Changes(ctx context.Context, after string, limit int, wait time.
 	}
 }
 
-// LastChange implements collection.Store: the Seq of the newest change, "" if there is none.
-func (s *Store) LastChange(ctx context.Context) (string, error) {
-	if err := s.checkOpen(ctx); err != nil {
-		return "", err
-	}
+// LastChange implements store.CollectionBackend: the Seq of the newest change, "" if there is none.
+func (s *Backend) LastChange(ctx context.Context) (string, error) {
 	cs := &s.colls
 	cs.mu.RLock()
 	defer cs.mu.RUnlock()

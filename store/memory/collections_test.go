@@ -11,20 +11,15 @@ import (
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/collection/collectiontest"
 	"github.com/context-loom/loom/store"
-	"github.com/context-loom/loom/store/memory"
 )
 
 func TestCollections_Conformance(t *testing.T) {
-	collectiontest.Run(t, func(t *testing.T, opts store.Options) collection.Store {
-		s := memory.New(opts)
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	})
+	collectiontest.Run(t, func(t *testing.T, opts store.Options) collection.Store { return colls(t, opts) })
 }
 
 func TestCollections_StoredValuesAreCopies(t *testing.T) {
 	t.Parallel()
-	s := memory.New(store.Options{})
+	s := colls(t, store.Options{})
 	ctx := t.Context()
 	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "docs"})
 	if err != nil {
@@ -53,7 +48,8 @@ func TestCollections_StoredValuesAreCopies(t *testing.T) {
 
 func TestChanges_SeqsSortAndCompare(t *testing.T) {
 	t.Parallel()
-	s := memory.New(store.Options{})
+	st := open(t, store.Options{})
+	s, _ := st.Collections()
 	ctx := t.Context()
 	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "docs"})
 	if err != nil {
@@ -80,7 +76,7 @@ func TestChanges_SeqsSortAndCompare(t *testing.T) {
 	if _, err := s.Changes(ctx, "nine", 100, 0); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("a seq that is no number: %v", err)
 	}
-	_ = s.Close()
+	_ = st.Close()
 	if _, err := s.Changes(ctx, all[11].Seq, 10, time.Second); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("Changes after Close: %v", err)
 	}
@@ -90,8 +86,7 @@ func TestChanges_SeqsSortAndCompare(t *testing.T) {
 // (not in parallel: the heap is the process's).
 func TestCollections_StoredSize(t *testing.T) {
 	collectiontest.RunStoredSize(t, func(t *testing.T, opts store.Options) (collection.Store, collectiontest.Sizer) {
-		s := memory.New(opts)
-		t.Cleanup(func() { _ = s.Close() })
+		s := colls(t, opts)
 		return s, func(*testing.T) int64 {
 			runtime.GC()
 			var ms runtime.MemStats

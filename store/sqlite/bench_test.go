@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/store/sqlite"
 )
 
 // words make up the benchmark's message texts.
@@ -32,7 +33,7 @@ func text(r *rand.Rand, n int) string {
 // each), with 10 facts, 5 tool outputs and 20 knowledge items, and reports the p50 and p99 latency of a
 // Load.
 func BenchmarkLoad(b *testing.B) {
-	s, _ := open(b, store.Options{SessionTTL: 24 * time.Hour})
+	s, _ := open(b, sqlite.Options{Options: store.Options{SessionTTL: 24 * time.Hour}})
 	ctx := b.Context()
 	r := rand.New(rand.NewPCG(1, 2))
 	if err := s.PutAgent(ctx, tenant, store.Agent{ID: "support", Instructions: text(r, 300), Model: "gpt-4o"}); err != nil {

@@ -16,8 +16,6 @@ import (
 	"github.com/context-loom/loom/store"
 )
 
-var _ collection.Store = (*Store)(nil)
-
 // The change feed.
 const (
 	// trimEvery is how often (in changes) the feed deletes those older than the newest
@@ -27,18 +25,10 @@ const (
 	changesPoll = 25 * time.Millisecond
 )
 
-// CreateCollection implements collection.Store. It assigns an ID when c.ID is empty and sets CreatedAt
-// when zero. It returns an error wrapping collection.ErrExists if c's name or ID is the name or ID of one
-// of the tenant's collections, store.ErrInvalid or store.ErrTooLarge for a bad collection.
-func (s *Store) CreateCollection(ctx context.Context, tenant string, c collection.Collection) (collection.Collection, error) {
-	if err := store.ValidateID(s.opts.Limits, "tenant", tenant); err != nil {
-		return collection.Collection{}, err
-	}
-	c, err := store.PrepareCollection(s.opts.Limits, s.now(), c)
-	if err != nil {
-		return collection.Collection{}, err
-	}
-	err = s.write(ctx, "create collection", func(t txn) error {
+// CreateCollection implements store.CollectionBackend. It returns an error wrapping collection.ErrExists
+// if c's name or ID is the name or ID of one of the tenant's collections.
+func (s *Backend) CreateCollection(ctx context.Context, tenant string, c collection.Collection) (collection.Collection, error) {
+	err := s.write(ctx, "create collection", func(t txn) error {
 		// In the write transaction: no other writer, of this process or another, comes between the check
 		// and the insert.
 		if err := clash(t, tenant, c); err != nil {
@@ -92,12 +82,9 @@ func clash(t txn, tenant string, c collection.Collection) error {
 	return nil
 }
 
-// GetCollection implements collection.Store. It returns an error wrapping collection.ErrNotFound if the
+// GetCollection implements store.CollectionBackend. It returns an error wrapping collection.ErrNotFound if the
 // tenant has no collection with the id or name idOrName.
-func (s *Store) GetCollection(ctx context.Context, tenant, idOrName string) (collection.Collection, error) {
-	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "collection", idOrName); err != nil {
-		return collection.Collection{}, err
-	}
+func (s *Backend) GetCollection(ctx context.Context, tenant, idOrName string) (collection.Collection, error) {
 	var c collection.Collection
 	err := s.read(ctx, "get collection", func(t txn) error {
 		var err error
@@ -113,11 +100,8 @@ func (s *Store) GetCollection(ctx context.Context, tenant, idOrName string) (col
 	return c, err
 }
 
-// ListCollections implements collection.Store.
-func (s *Store) ListCollections(ctx context.Context, tenant string) ([]collection.Collection, error) {
-	if err := store.ValidateID(s.opts.Limits, "tenant", tenant); err != nil {
-		return nil, err
-	}
+// ListCollections implements store.CollectionBackend.
+func (s *Backend) ListCollections(ctx context.Context, tenant string) ([]collection.Collection, error) {
 	var out []collection.Collection
 	err := s.read(ctx, "list collections", func(t txn) error {
 		rows, err := t.query(qCollections, tenant)
@@ -137,8 +121,8 @@ func (s *Store) ListCollections(ctx context.Context, tenant string) ([]collectio
 	return out, err
 }
 
-// AllCollections implements collection.Store.
-func (s *Store) AllCollections(ctx context.Context) ([]collection.Ref, error) {
+// AllCollections implements store.CollectionBackend.
+func (s *Backend) AllCollections(ctx context.Context) ([]collection.Ref, error) {
 	var out []collection.Ref
 	err := s.read(ctx, "list all collections", func(t txn) error {
 		rows, err := t.query(qAllCollections)
@@ -158,13 +142,10 @@ func (s *Store) AllCollections(ctx context.Context) ([]collection.Ref, error) {
 	return out, err
 }
 
-// DeleteCollection implements collection.Store: it deletes the collection, its documents and chunks, and
+// DeleteCollection implements store.CollectionBackend: it deletes the collection, its documents and chunks, and
 // records an OpDeleteCollection change, in one transaction. It returns an error
 // wrapping collection.ErrNotFound if the tenant has no collection with the id.
-func (s *Store) DeleteCollection(ctx context.Context, tenant, id string) error {
-	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "collection", id); err != nil {
-		return err
-	}
+func (s *Backend) DeleteCollection(ctx context.Context, tenant, id string) error {
 	err := s.write(ctx, "delete collection", func(t txn) error {
 		// Chunks first, then documents: the foreign keys would cascade, but explicitly is cheaper to follow.
 		if _, err := t.exec(qDeleteCollChunks, tenant, id); err != nil {
@@ -184,31 +165,22 @@ func (s *Store) DeleteCollection(ctx context.Context, tenant, id string) error {
 	return err
 }
 
-// PutDocument implements collection.Store. In one write transaction it replaces the document doc.ID and
+// PutDocument implements store.CollectionBackend. In one write transaction it replaces the document doc.ID and
 // all of its chunks with doc and chunks (the document's metadata once, in its row; of each chunk's, its
 // own entries alone: see collection.Chunk), sets the collection's Dimensions from
 // the first vectors, and records an OpPut change; if the stored document has doc's Hash, it does nothing
-// and returns false. doc.Chunks is set to len(chunks) and doc.UpdatedAt to now. A chunk without a vector
-// is stored without one.
+// and returns false. doc.Chunks is set to len(chunks). A chunk without a vector is stored without one.
 //
 // It returns an error wrapping collection.ErrNotFound if the collection does not exist, store.ErrInvalid
-// for a bad document or chunk (a chunk of another document, a chunk ID used twice or by another document
-// of the collection, vectors of a length other than the collection's), store.ErrTooLarge for a chunk's
-// content over the MaxValueBytes limit or metadata over the MaxMetadataBytes or MaxMetadataKeys limits.
-func (s *Store) PutDocument(ctx context.Context, tenant string, doc collection.Document, chunks []collection.Chunk) (bool, error) {
-	if err := store.ValidateID(s.opts.Limits, "tenant", tenant); err != nil {
-		return false, err
-	}
-	dims, err := store.PrepareDocument(s.opts.Limits, doc, chunks)
-	if err != nil {
-		return false, err
-	}
+// for a chunk ID another document of the collection has, or vectors of a length other than the
+// collection's.
+func (s *Backend) PutDocument(ctx context.Context, tenant string, doc collection.Document, chunks []collection.Chunk) (bool, error) {
+	dims := store.Dimensions(chunks)
 	meta, err := encodeMetadata(doc.Metadata)
 	if err != nil {
 		return false, err
 	}
 	doc.Chunks = len(chunks)
-	doc.UpdatedAt = s.now().UTC()
 	changed := false
 	err = s.write(ctx, "put document", func(t txn) error {
 		var key int64
@@ -289,12 +261,9 @@ func (s *Store) PutDocument(ctx context.Context, tenant string, doc collection.D
 	return changed, nil
 }
 
-// GetDocument implements collection.Store. It returns an error wrapping collection.ErrNotFound if the
+// GetDocument implements store.CollectionBackend. It returns an error wrapping collection.ErrNotFound if the
 // collection or the document does not exist.
-func (s *Store) GetDocument(ctx context.Context, tenant, collectionID, documentID string) (collection.Document, error) {
-	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "collection", collectionID, "document", documentID); err != nil {
-		return collection.Document{}, err
-	}
+func (s *Backend) GetDocument(ctx context.Context, tenant, collectionID, documentID string) (collection.Document, error) {
 	var d collection.Document
 	err := s.read(ctx, "get document", func(t txn) error {
 		var err error
@@ -310,12 +279,9 @@ func (s *Store) GetDocument(ctx context.Context, tenant, collectionID, documentI
 	return d, err
 }
 
-// ListDocuments implements collection.Store. It returns an error wrapping collection.ErrNotFound if the
+// ListDocuments implements store.CollectionBackend. It returns an error wrapping collection.ErrNotFound if the
 // collection does not exist.
-func (s *Store) ListDocuments(ctx context.Context, tenant, collectionID string) ([]collection.Document, error) {
-	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "collection", collectionID); err != nil {
-		return nil, err
-	}
+func (s *Backend) ListDocuments(ctx context.Context, tenant, collectionID string) ([]collection.Document, error) {
 	var out []collection.Document
 	err := s.read(ctx, "list documents", func(t txn) error {
 		if _, _, err := collectionKey(t, tenant, collectionID); err != nil {
@@ -339,13 +305,10 @@ func (s *Store) ListDocuments(ctx context.Context, tenant, collectionID string) 
 	return out, err
 }
 
-// DeleteDocument implements collection.Store: it deletes the document and its chunks and records an
+// DeleteDocument implements store.CollectionBackend: it deletes the document and its chunks and records an
 // OpDelete change, in one transaction. It returns an error wrapping collection.ErrNotFound
 // if there is no such document.
-func (s *Store) DeleteDocument(ctx context.Context, tenant, collectionID, documentID string) error {
-	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "collection", collectionID, "document", documentID); err != nil {
-		return err
-	}
+func (s *Backend) DeleteDocument(ctx context.Context, tenant, collectionID, documentID string) error {
 	err := s.write(ctx, "delete document", func(t txn) error {
 		if _, err := t.exec(qDeleteDocChunks, tenant, collectionID, documentID); err != nil {
 			return err
@@ -362,12 +325,9 @@ func (s *Store) DeleteDocument(ctx context.Context, tenant, collectionID, docume
 	return err
 }
 
-// DocumentChunks implements collection.Store. It returns an error wrapping collection.ErrNotFound if the
+// DocumentChunks implements store.CollectionBackend. It returns an error wrapping collection.ErrNotFound if the
 // collection or the document does not exist.
-func (s *Store) DocumentChunks(ctx context.Context, tenant, collectionID, documentID string) ([]collection.Chunk, error) {
-	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "collection", collectionID, "document", documentID); err != nil {
-		return nil, err
-	}
+func (s *Backend) DocumentChunks(ctx context.Context, tenant, collectionID, documentID string) ([]collection.Chunk, error) {
 	var out []collection.Chunk
 	err := s.read(ctx, "document chunks", func(t txn) error {
 		var r chunkRow
@@ -394,15 +354,12 @@ func (s *Store) DocumentChunks(ctx context.Context, tenant, collectionID, docume
 	return out, err
 }
 
-// ScanChunks implements collection.Store: it reads the collection's chunks in one read transaction (one
+// ScanChunks implements store.CollectionBackend: it reads the collection's chunks in one read transaction (one
 // consistent snapshot), a document after another, and calls fn with each as it is read, so no more than
 // one chunk (and its document's metadata) is held at a time.
 // It returns fn's error as is, and an error wrapping collection.ErrNotFound if the collection does not
 // exist.
-func (s *Store) ScanChunks(ctx context.Context, tenant, collectionID string, fn func(collection.Chunk) error) error {
-	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "collection", collectionID); err != nil {
-		return err
-	}
+func (s *Backend) ScanChunks(ctx context.Context, tenant, collectionID string, fn func(collection.Chunk) error) error {
 	var fnErr error
 	err := s.read(ctx, "scan chunks", func(t txn) error {
 		if _, _, err := collectionKey(t, tenant, collectionID); err != nil {
@@ -440,13 +397,13 @@ func (s *Store) ScanChunks(ctx context.Context, tenant, collectionID string, fn 
 	return err
 }
 
-// Changes implements collection.Store. Seqs are decimal numbers, increasing; after is one of them, or ""
-// for the start of the feed. limit <= 0 means collection.DefaultChangesLimit. While there is no change
-// after after, it looks again when this Store writes one and every 25 ms (for other processes' writes)
-// until wait has passed. It returns an error wrapping store.ErrInvalid for a Seq that is not one, and
+// Changes implements store.CollectionBackend. Seqs are decimal numbers, increasing; after is one of them, or ""
+// for the start of the feed. limit <= 0 means collection.DefaultChangesLimit. While there is no change after after,
+// it looks again when this Backend writes one and every 25 ms (for other processes' writes) until wait has
+// passed. It returns an error wrapping store.ErrInvalid for a Seq that is not one, and
 // collection.ErrFeedTrimmed when changes after after were deleted (the feed keeps about
 // store.Options.ChangesKept).
-func (s *Store) Changes(ctx context.Context, after string, limit int, wait time.Duration) ([]collection.Change, error) {
+func (s *Backend) Changes(ctx context.Context, after string, limit int, wait time.Duration) ([]collection.Change, error) {
 	from, err := parseSeq(after)
 	if err != nil {
 		return nil, err
@@ -503,8 +460,8 @@ func (s *Store) Changes(ctx context.Context, after string, limit int, wait time.
 	}
 }
 
-// LastChange implements collection.Store: the Seq of the newest change, "" if there is none.
-func (s *Store) LastChange(ctx context.Context) (string, error) {
+// LastChange implements store.CollectionBackend: the Seq of the newest change, "" if there is none.
+func (s *Backend) LastChange(ctx context.Context) (string, error) {
 	var seq int64
 	err := s.read(ctx, "last change", func(t txn) error { return t.scan(qLastChange, nil, &seq) })
 	if err != nil || seq == 0 {
@@ -515,7 +472,7 @@ func (s *Store) LastChange(ctx context.Context) (string, error) {
 
 // addChange records a change in t and, every trimEvery changes, deletes those older than the newest
 // store.Options.ChangesKept.
-func (s *Store) addChange(t txn, tenant, collectionID, documentID, op string) error {
+func (s *Backend) addChange(t txn, tenant, collectionID, documentID, op string) error {
 	res, err := t.exec(qInsertChange, tenant, collectionID, documentID, op, s.now().UnixNano())
 	if err != nil {
 		return err
@@ -532,7 +489,7 @@ func (s *Store) addChange(t txn, tenant, collectionID, documentID, op string) er
 }
 
 // notify wakes the Changes calls waiting for a change.
-func (s *Store) notify() {
+func (s *Backend) notify() {
 	s.feedMu.Lock()
 	close(s.feed)
 	s.feed = make(chan struct{})

@@ -8,7 +8,6 @@ import (
 
 	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/collection"
-	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/store/sqlite"
 )
 
@@ -40,7 +39,8 @@ func BenchmarkPutDocument(b *testing.B) {
 		mode sqlite.Synchronous
 	}{{"sync=full", sqlite.SynchronousFull}, {"sync=normal", sqlite.SynchronousNormal}} {
 		b.Run(sync.name, func(b *testing.B) {
-			s, _ := open(b, store.Options{}, sqlite.WithSynchronous(sync.mode))
+			st, _ := open(b, sqlite.Options{Synchronous: sync.mode})
+			s, _ := st.Collections()
 			ctx := b.Context()
 			c, err := s.CreateCollection(ctx, tenant, collection.Collection{Name: "docs"})
 			if err != nil {
@@ -81,7 +81,8 @@ func BenchmarkPutDocument(b *testing.B) {
 // 256-dimensional vectors and a few keys of document metadata), as an index build does, in MB/s of chunk
 // text.
 func BenchmarkScanChunks(b *testing.B) {
-	s, _ := open(b, store.Options{}, sqlite.WithSynchronous(sqlite.SynchronousNormal))
+	st, _ := open(b, sqlite.Options{Synchronous: sqlite.SynchronousNormal})
+	s, _ := st.Collections()
 	ctx := b.Context()
 	c, err := s.CreateCollection(ctx, tenant, collection.Collection{Name: "docs"})
 	if err != nil {

@@ -9,24 +9,24 @@ import (
 
 	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/collection"
-	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/store/sqlite"
 )
 
 // A document's metadata is stored once, with the document; a chunk keeps its own keys. Reads give each
 // chunk the whole.
-func ExampleStore_DocumentChunks() {
+func Example_documentChunks() {
 	dir, err := os.MkdirTemp("", "loom")
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, filepath.Join(dir, "loom.db"), store.Options{})
+	st, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(dir, "loom.db")})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer s.Close()
+	defer st.Close()
+	s, _ := st.Collections() // a SQLite store keeps collections
 
 	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "help"})
 	if err != nil {

@@ -16,9 +16,20 @@ import (
 	"github.com/context-loom/loom/store/sqlite"
 )
 
+// openColls opens a store in a fresh file, as open does, and returns its collections and the file's path.
+func openColls(t testing.TB, opts store.Options) (collection.Store, string) {
+	t.Helper()
+	s, path := open(t, sqlite.Options{Options: opts})
+	c, ok := s.Collections()
+	if !ok {
+		t.Fatal("a SQLite store keeps no collections")
+	}
+	return c, path
+}
+
 func TestCollections_Conformance(t *testing.T) {
 	collectiontest.Run(t, func(t *testing.T, opts store.Options) collection.Store {
-		s, _ := open(t, opts)
+		s, _ := openColls(t, opts)
 		return s
 	})
 }
@@ -49,7 +60,7 @@ func newCollection(t *testing.T, s collection.Store, tn, name string) collection
 // collection's.
 func TestDeleteCollection_LeavesNoRows(t *testing.T) {
 	t.Parallel()
-	s, path := open(t, store.Options{})
+	s, path := openColls(t, store.Options{})
 	ctx := t.Context()
 	c := newCollection(t, s, tenant, "docs")
 	keep := newCollection(t, s, tenant, "keep")
@@ -78,12 +89,13 @@ func TestDeleteCollection_LeavesNoRows(t *testing.T) {
 
 func TestChanges_SeenByAnotherStoreOnTheFile(t *testing.T) {
 	t.Parallel()
-	writer, path := open(t, store.Options{})
-	reader, err := sqlite.Open(t.Context(), path, store.Options{})
+	writer, path := openColls(t, store.Options{})
+	st, err := sqlite.Open(t.Context(), sqlite.Options{Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = reader.Close() })
+	t.Cleanup(func() { _ = st.Close() })
+	reader, _ := st.Collections()
 	ctx := t.Context()
 	c := newCollection(t, writer, tenant, "docs")
 	last, err := reader.LastChange(ctx)
@@ -132,7 +144,7 @@ func TestChanges_SeenByAnotherStoreOnTheFile(t *testing.T) {
 
 func TestChanges_EndsWithTheContext(t *testing.T) {
 	t.Parallel()
-	s, _ := open(t, store.Options{})
+	s, _ := openColls(t, store.Options{})
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -145,7 +157,7 @@ func TestChanges_EndsWithTheContext(t *testing.T) {
 
 func TestPutDocument_Limits(t *testing.T) {
 	t.Parallel()
-	s, _ := open(t, store.Options{Limits: store.Limits{MaxValueBytes: 16}})
+	s, _ := openColls(t, store.Options{Limits: store.Limits{MaxValueBytes: 16}})
 	ctx := t.Context()
 	c := newCollection(t, s, tenant, "docs")
 	d := collection.Document{ID: "d", CollectionID: c.ID, Hash: "h"}
@@ -188,9 +200,10 @@ func TestPutDocument_Limits(t *testing.T) {
 
 func TestCollections_ClosedStore(t *testing.T) {
 	t.Parallel()
-	s, _ := open(t, store.Options{})
+	st, _ := open(t, sqlite.Options{})
+	s, _ := st.Collections()
 	c := newCollection(t, s, tenant, "docs")
-	_ = s.Close()
+	_ = st.Close()
 	ctx := t.Context()
 	_, err := s.GetCollection(ctx, tenant, c.ID)
 	if !errors.Is(err, store.ErrClosed) {
@@ -203,7 +216,7 @@ func TestCollections_ClosedStore(t *testing.T) {
 
 func TestPutDocument_ManyChunksInBatches(t *testing.T) {
 	t.Parallel()
-	s, _ := open(t, store.Options{})
+	s, _ := openColls(t, store.Options{})
 	ctx := t.Context()
 	c := newCollection(t, s, tenant, "docs")
 	for _, n := range []int{100, 1, 64, 65, 0, 127} { // 64+32+4, 1, 64, 64+1, none, 64+32+16+8+4+2+1
@@ -229,7 +242,7 @@ func TestPutDocument_ManyChunksInBatches(t *testing.T) {
 func TestCollections_StoredSize(t *testing.T) {
 	t.Parallel()
 	collectiontest.RunStoredSize(t, func(t *testing.T, opts store.Options) (collection.Store, collectiontest.Sizer) {
-		s, path := open(t, opts)
+		s, path := openColls(t, opts)
 		return s, func(t *testing.T) int64 {
 			db, err := sql.Open("sqlite", path)
 			if err != nil {

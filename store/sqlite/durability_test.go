@@ -84,7 +84,7 @@ func TestDurability_Kill9(t *testing.T) {
 		t.Fatalf("the child was not killed mid-write (%d acks, wait: %v); stderr:\n%s", len(acks), err, stderr.String())
 	}
 
-	s, err := sqlite.Open(t.Context(), path, store.Options{})
+	s, err := sqlite.Open(t.Context(), sqlite.Options{Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestDurability_Kill9Child(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // the parent kills it long before
 	defer cancel()
-	s, err := sqlite.Open(ctx, path, store.Options{})
+	s, err := sqlite.Open(ctx, sqlite.Options{Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ func ExampleOpen() {
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
 
-	s, err := sqlite.Open(ctx, filepath.Join(dir, "loom.db"), store.Options{})
+	s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(dir, "loom.db")})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 
 func TestPing_UnavailableWhenTheFileCannotBeQueried(t *testing.T) {
 	t.Parallel()
-	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "loom.db"), store.Options{})
+	s, err := openBackend(t.Context(), Options{Path: filepath.Join(t.TempDir(), "loom.db")})
 	if err != nil {
 		t.Fatal(err)
 	}

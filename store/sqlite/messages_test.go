@@ -17,7 +17,7 @@ import (
 func TestMessages_ReadsOnlyWhatTheBoundKeeps(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "loom.db")
-	s, err := sqlite.Open(t.Context(), path, store.Options{})
+	s, err := sqlite.Open(t.Context(), sqlite.Options{Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestMessages_ReadsOnlyWhatTheBoundKeeps(t *testing.T) {
 func TestMessages_CountsWhatHasNoCount(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "loom.db")
-	s, err := sqlite.Open(t.Context(), path, store.Options{})
+	s, err := sqlite.Open(t.Context(), sqlite.Options{Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/context-loom/loom/collection"
-	"github.com/context-loom/loom/store"
 )
 
 // TestMigrate_FromVersion1 opens a file written before collections existed: its data stays, and
@@ -32,7 +31,7 @@ func TestMigrate_FromVersion1(t *testing.T) {
 		}
 	}
 	_ = db.Close()
-	s, err := Open(t.Context(), path, store.Options{})
+	s, err := openBackend(t.Context(), Options{Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +39,7 @@ func TestMigrate_FromVersion1(t *testing.T) {
 	if a, err := s.GetAgent(t.Context(), "acme", "support"); err != nil || a.Instructions != "Be kind." {
 		t.Fatalf("the version 1 agent after migrating: %+v %v", a, err)
 	}
-	if _, err := s.CreateCollection(t.Context(), "acme", collection.Collection{Name: "docs"}); err != nil {
+	if _, err := s.CreateCollection(t.Context(), "acme", collection.Collection{ID: "c1", Name: "docs"}); err != nil {
 		t.Fatal(err)
 	}
 	var v int
@@ -53,7 +52,7 @@ func TestMigrate_FromVersion1(t *testing.T) {
 // document's chunks use an index, the collection's in the index's order (a document after another).
 func TestQueryPlans_UseTheIndexes(t *testing.T) {
 	t.Parallel()
-	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "loom.db"), store.Options{})
+	s, err := openBackend(t.Context(), Options{Path: filepath.Join(t.TempDir(), "loom.db")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +135,7 @@ func TestMigrate_FromVersion2(t *testing.T) {
 	}
 	_ = db.Close()
 
-	s, err := Open(t.Context(), path, store.Options{})
+	s, err := openBackend(t.Context(), Options{Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}

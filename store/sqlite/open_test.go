@@ -19,11 +19,11 @@ import (
 	"github.com/context-loom/loom/store/sqlite"
 )
 
-// openFirst opens the store at path, appends one message to session and closes the store: what one
+// openFirst opens the store opts name, appends one message to session and closes the store: what one
 // `loom session append` does. All the calls of one test start at once, when start is closed.
-func openFirst(ctx context.Context, path, session string, start <-chan struct{}, options ...sqlite.Option) error {
+func openFirst(ctx context.Context, opts sqlite.Options, session string, start <-chan struct{}) error {
 	<-start
-	s, err := sqlite.Open(ctx, path, store.Options{}, options...)
+	s, err := sqlite.Open(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func openFirst(ctx context.Context, path, session string, start <-chan struct{},
 // checkSessions checks that each of the sessions holds its one message.
 func checkSessions(t *testing.T, path string, sessions []string) {
 	t.Helper()
-	s, err := sqlite.Open(t.Context(), path, store.Options{})
+	s, err := sqlite.Open(t.Context(), sqlite.Options{Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestOpen_ManyFirstOpensAtOnce(t *testing.T) {
 		for i := range opens {
 			session := fmt.Sprintf("r%d-s%d", r, i)
 			sessions = append(sessions, session)
-			wg.Go(func() { errs[i] = openFirst(t.Context(), path, session, start) })
+			wg.Go(func() { errs[i] = openFirst(t.Context(), sqlite.Options{Path: path}, session, start) })
 		}
 		close(start)
 		wg.Wait()
@@ -191,7 +191,7 @@ func TestOpen_ManyProcessesAtOnceChild(t *testing.T) {
 	for i := range openChildStores {
 		session := fmt.Sprintf("%s-s%d", os.Getenv("LOOM_SQLITE_OPEN_CHILD_ID"), i)
 		wg.Go(func() {
-			if err := openFirst(ctx, path, session, start, sqlite.WithBusyTimeout(openChildBusy)); err != nil {
+			if err := openFirst(ctx, sqlite.Options{Path: path, BusyTimeout: openChildBusy}, session, start); err != nil {
 				t.Errorf("store %d: %v", i, err)
 			}
 		})

@@ -10,21 +10,13 @@ import (
 	"slices"
 	"time"
 
-	"github.com/context-loom/loom/assembler"
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/tokenizer"
 )
 
-// PutAgent implements store.AgentStore. It returns an error wrapping store.ErrInvalid or store.ErrTooLarge
-// for a bad agent, store.ErrClosed after Close.
-func (s *Store) PutAgent(ctx context.Context, tenant string, a store.Agent) error {
-	if err := store.ValidateID(s.opts.Limits, "tenant", tenant); err != nil {
-		return err
-	}
-	a, err := store.PrepareAgent(s.opts.Limits, s.now(), a)
-	if err != nil {
-		return err
-	}
+// PutAgent implements store.Backend.
+func (s *Backend) PutAgent(ctx context.Context, tenant string, a store.Agent) error {
 	data, err := json.Marshal(a)
 	if err != nil {
 		return fmt.Errorf("%w: agent %q: %w", store.ErrInvalid, a.ID, err)
@@ -35,12 +27,9 @@ func (s *Store) PutAgent(ctx context.Context, tenant string, a store.Agent) erro
 	})
 }
 
-// GetAgent implements store.AgentStore. It returns an error wrapping store.ErrNotFound when there is no
+// GetAgent implements store.Backend. It returns an error wrapping store.ErrNotFound when there is no
 // such agent.
-func (s *Store) GetAgent(ctx context.Context, tenant, id string) (store.Agent, error) {
-	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "agent", id); err != nil {
-		return store.Agent{}, err
-	}
+func (s *Backend) GetAgent(ctx context.Context, tenant, id string) (store.Agent, error) {
 	var a store.Agent
 	err := s.read(ctx, "get agent", func(t txn) error {
 		var err error
@@ -65,12 +54,9 @@ func getAgent(t txn, tenant, id string) (store.Agent, error) {
 	return a, nil
 }
 
-// DeleteAgent implements store.AgentStore. It returns an error wrapping store.ErrNotFound when there is no
+// DeleteAgent implements store.Backend. It returns an error wrapping store.ErrNotFound when there is no
 // such agent.
-func (s *Store) DeleteAgent(ctx context.Context, tenant, id string) error {
-	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "agent", id); err != nil {
-		return err
-	}
+func (s *Backend) DeleteAgent(ctx context.Context, tenant, id string) error {
 	return s.write(ctx, "delete agent", func(t txn) error {
 		return deleted(t.exec(qDeleteAgent, tenant, id))(fmt.Errorf("agent %q: %w", id, store.ErrNotFound))
 	})
@@ -93,27 +79,16 @@ func deleted(res sql.Result, err error) func(notFound error) error {
 	}
 }
 
-// SetFact implements store.MemoryStore. It returns an error wrapping store.ErrInvalid or store.ErrTooLarge
-// for a bad fact.
-func (s *Store) SetFact(ctx context.Context, tenant, user string, f store.Fact) error {
-	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "user", user); err != nil {
-		return err
-	}
-	f, err := store.PrepareFact(s.opts.Limits, s.now(), f)
-	if err != nil {
-		return err
-	}
+// SetFact implements store.Backend.
+func (s *Backend) SetFact(ctx context.Context, tenant, user string, f store.Fact) error {
 	return s.write(ctx, "set fact", func(t txn) error {
 		_, err := t.exec(qSetFact, tenant, user, f.Key, f.Value, f.Pinned, f.UpdatedAt.Unix(), f.UpdatedAt.Nanosecond(), f.Source)
 		return err
 	})
 }
 
-// Facts implements store.MemoryStore.
-func (s *Store) Facts(ctx context.Context, tenant, user string) ([]store.Fact, error) {
-	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "user", user); err != nil {
-		return nil, err
-	}
+// Facts implements store.Backend: ordered by key.
+func (s *Backend) Facts(ctx context.Context, tenant, user string) ([]store.Fact, error) {
 	var facts []store.Fact
 	err := s.read(ctx, "facts", func(t txn) error {
 		var err error
@@ -144,16 +119,12 @@ func readFacts(t txn, tenant, user string) ([]store.Fact, error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	store.SortFacts(out) // already by key (SQLite's BINARY collation is Go's order); kept for the shared rule
-	return out, nil
+	return out, nil // by key (SQLite's BINARY collation is Go's order), as the Store orders them
 }
 
-// DeleteFact implements store.MemoryStore. It returns an error wrapping store.ErrNotFound when the user has
+// DeleteFact implements store.Backend. It returns an error wrapping store.ErrNotFound when the user has
 // no such fact.
-func (s *Store) DeleteFact(ctx context.Context, tenant, user, key string) error {
-	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "user", user, "fact key", key); err != nil {
-		return err
-	}
+func (s *Backend) DeleteFact(ctx context.Context, tenant, user, key string) error {
 	return s.write(ctx, "delete fact", func(t txn) error {
 		return deleted(t.exec(qDeleteFact, tenant, user, key))(fmt.Errorf("fact %q: %w", key, store.ErrNotFound))
 	})
@@ -174,7 +145,7 @@ type session struct {
 
 // touch reads the session for a write at now. An expired session is deleted (with its rows) and starts
 // again; the expiry is refreshed if the store has a TTL. The caller saves it with put.
-func (s *Store) touch(t txn, tenant, id string, now time.Time) (session, error) {
+func (s *Backend) touch(t txn, tenant, id string, now time.Time) (session, error) {
 	ss := session{exists: true}
 	switch err := t.scan(qSession, []any{tenant, id}, &ss.expires, &ss.nextMsg, &ss.nextTool); {
 	case errors.Is(err, sql.ErrNoRows):
@@ -215,18 +186,12 @@ func live(t txn, tenant, id string, now time.Time) (ok bool, messages int, err e
 	return expires == 0 || expires > now.UnixNano(), messages, nil
 }
 
-// AppendMessages implements store.SessionStore: the messages get the session's next seqs in one
+// AppendMessages implements store.Backend: the messages get the session's next seqs in one
 // transaction. It returns an error wrapping store.ErrInvalid or store.ErrTooLarge for bad messages (and
 // then stores none of them).
-func (s *Store) AppendMessages(ctx context.Context, tenant, sessionID string, msgs ...store.Message) ([]store.Message, error) {
-	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "session", sessionID); err != nil {
-		return nil, err
-	}
-	msgs, err := store.PrepareMessages(s.opts.Limits, s.now(), msgs)
-	if err != nil {
-		return nil, err
-	}
+func (s *Backend) AppendMessages(ctx context.Context, tenant, sessionID string, msgs []store.Message) ([]store.Message, error) {
 	rows := make([]messageRow, len(msgs))
+	var err error
 	for i := range msgs {
 		if rows[i], err = encodeMessage(msgs[i]); err != nil {
 			return nil, err
@@ -299,28 +264,28 @@ func encodeMessage(m store.Message) (messageRow, error) {
 	return r, nil
 }
 
-// Messages implements store.SessionStore. With q.MaxTokens it reads newest first and stops at the first
-// message that does not fit, which it counts but does not decode (see readMessages).
-func (s *Store) Messages(ctx context.Context, tenant, sessionID string, q store.MessageQuery) ([]store.Message, error) {
-	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "session", sessionID); err != nil {
-		return nil, err
-	}
-	if err := store.CheckMessageQuery(q); err != nil {
-		return nil, err
-	}
+// SelectMessages implements store.MessageSelector. With q.MaxTokens it reads newest first and stops at the
+// first message that does not fit, which it counts but does not decode (see readMessages).
+func (s *Backend) SelectMessages(ctx context.Context, tenant, sessionID string, q store.MessageQuery) ([]store.Message, int64, error) {
 	var msgs []store.Message
+	var next int64
 	err := s.read(ctx, "messages", func(t txn) error {
 		ok, n, err := live(t, tenant, sessionID, s.now())
 		if err != nil || !ok {
 			return err
 		}
-		msgs, _, err = readMessages(t, tenant, sessionID, q, n)
+		msgs, next, err = readMessages(t, tenant, sessionID, q, n)
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return msgs, nil
+	return msgs, next, nil
+}
+
+// ReadMessages implements store.Backend: the range of seqs the page holds, in one query.
+func (s *Backend) ReadMessages(ctx context.Context, tenant, sessionID string, before int64, n int) ([]store.Message, int64, error) {
+	return s.SelectMessages(ctx, tenant, sessionID, store.MessageQuery{Before: before, Limit: n})
 }
 
 // readMessages answers q (a checked query) for a session of n messages, whose seqs are 1 to n, and
@@ -453,7 +418,7 @@ func (r *messageScan) message() (store.Message, error) {
 	m := r.m // (decoded into variables of their own, which escape, so that m does not)
 	m.Time = time.Unix(r.sec, r.nsec).UTC()
 	if r.toolCalls != "" {
-		var calls []assembler.ToolCall
+		var calls []loom.ToolCall
 		if err := json.Unmarshal([]byte(r.toolCalls), &calls); err != nil {
 			return store.Message{}, &decodeError{fmt.Errorf("message %d: tool calls: %w", m.Seq, err)}
 		}
@@ -480,17 +445,9 @@ func (r *messageScan) message() (store.Message, error) {
 	return m, nil
 }
 
-// AppendToolOutput implements store.SessionStore. It returns an error wrapping store.ErrInvalid or
-// store.ErrTooLarge for a bad output.
-func (s *Store) AppendToolOutput(ctx context.Context, tenant, sessionID string, o store.ToolOutput) (store.ToolOutput, error) {
-	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "session", sessionID); err != nil {
-		return store.ToolOutput{}, err
-	}
-	o, err := store.PrepareToolOutput(s.opts.Limits, s.now(), o)
-	if err != nil {
-		return store.ToolOutput{}, err
-	}
-	err = s.write(ctx, "append tool output", func(t txn) error {
+// AppendToolOutput implements store.Backend.
+func (s *Backend) AppendToolOutput(ctx context.Context, tenant, sessionID string, o store.ToolOutput) (store.ToolOutput, error) {
+	err := s.write(ctx, "append tool output", func(t txn) error {
 		ss, err := s.touch(t, tenant, sessionID, s.now())
 		if err != nil {
 			return err
@@ -512,11 +469,8 @@ func (s *Store) AppendToolOutput(ctx context.Context, tenant, sessionID string, 
 	return o, nil
 }
 
-// ToolOutputs implements store.SessionStore.
-func (s *Store) ToolOutputs(ctx context.Context, tenant, sessionID string) ([]store.ToolOutput, error) {
-	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "session", sessionID); err != nil {
-		return nil, err
-	}
+// ToolOutputs implements store.Backend.
+func (s *Backend) ToolOutputs(ctx context.Context, tenant, sessionID string) ([]store.ToolOutput, error) {
 	var outs []store.ToolOutput
 	err := s.read(ctx, "tool outputs", func(t txn) error {
 		ok, _, err := live(t, tenant, sessionID, s.now())
@@ -550,16 +504,8 @@ func readToolOutputs(t txn, tenant, sessionID string) ([]store.ToolOutput, error
 	return out, rows.Err()
 }
 
-// SetKnowledge implements store.SessionStore. It returns an error wrapping store.ErrInvalid or
-// store.ErrTooLarge for bad items.
-func (s *Store) SetKnowledge(ctx context.Context, tenant, sessionID string, items []store.Knowledge) error {
-	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "session", sessionID); err != nil {
-		return err
-	}
-	items, err := store.PrepareKnowledge(s.opts.Limits, s.opts.CountKnowledge, items)
-	if err != nil {
-		return err
-	}
+// SetKnowledge implements store.Backend.
+func (s *Backend) SetKnowledge(ctx context.Context, tenant, sessionID string, items []store.Knowledge) error {
 	rows := make([][]any, len(items))
 	for i, k := range items {
 		metadata, err := jsonOrEmpty(k.Metadata)
@@ -593,11 +539,8 @@ func (s *Store) SetKnowledge(ctx context.Context, tenant, sessionID string, item
 	})
 }
 
-// Knowledge implements store.SessionStore.
-func (s *Store) Knowledge(ctx context.Context, tenant, sessionID string) ([]store.Knowledge, error) {
-	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "session", sessionID); err != nil {
-		return nil, err
-	}
+// Knowledge implements store.Backend.
+func (s *Backend) Knowledge(ctx context.Context, tenant, sessionID string) ([]store.Knowledge, error) {
 	var items []store.Knowledge
 	err := s.read(ctx, "knowledge", func(t txn) error {
 		ok, _, err := live(t, tenant, sessionID, s.now())
@@ -649,12 +592,9 @@ func jsonOrEmpty[M ~map[string]V, V any](m M) (string, error) {
 	return string(b), err
 }
 
-// DeleteSession implements store.SessionStore. It returns an error wrapping store.ErrNotFound when the
+// DeleteSession implements store.Backend. It returns an error wrapping store.ErrNotFound when the
 // session has no messages, tool outputs or knowledge (or has expired).
-func (s *Store) DeleteSession(ctx context.Context, tenant, sessionID string) error {
-	if err := store.ValidateIDs(s.opts.Limits, "tenant", tenant, "session", sessionID); err != nil {
-		return err
-	}
+func (s *Backend) DeleteSession(ctx context.Context, tenant, sessionID string) error {
 	notFound := fmt.Errorf("session %q: %w", sessionID, store.ErrNotFound)
 	return s.write(ctx, "delete session", func(t txn) error {
 		var ss session
@@ -683,21 +623,8 @@ func (s *Store) DeleteSession(ctx context.Context, tenant, sessionID string) err
 
 // Load implements store.Loader: it reads every source q names in one read transaction, so the snapshot is
 // consistent. A stored value that does not decode is reported in Snapshot.Errors for its source.
-func (s *Store) Load(ctx context.Context, tenant string, q store.LoadQuery) (*store.Snapshot, error) {
-	if err := store.ValidateID(s.opts.Limits, "tenant", tenant); err != nil {
-		return nil, err
-	}
-	for _, p := range [...][2]string{{"agent", q.Agent}, {"user", q.User}, {"session", q.Session}} {
-		if p[1] != "" {
-			if err := store.ValidateID(s.opts.Limits, p[0], p[1]); err != nil {
-				return nil, err
-			}
-		}
-	}
+func (s *Backend) Load(ctx context.Context, tenant string, q store.LoadQuery) (*store.Snapshot, error) {
 	history := q.History()
-	if err := store.CheckMessageQuery(history); err != nil {
-		return nil, err
-	}
 	snap := &store.Snapshot{Errors: map[store.Source]error{}}
 	// source records err for src if it is a source's own (a missing agent, a value that does not decode)
 	// and returns it otherwise, to fail the whole read.

@@ -11,11 +11,11 @@
 //
 // # Collections
 //
-// A Store is also a [collection.Store]: collections, their documents and chunks (vectors included, as
-// little-endian float32s) live in the same file, a document's metadata once, in its row, and each chunk's
-// own metadata in the chunk's. Keywords are ranked by the engine's in-memory index of each collection, not
-// here. Every write to a collection appends to a change feed in the same transaction; [Store.Changes]
-// follows it, and sees the writes of other processes on the file too.
+// A store opened here keeps collections too ([store.Store.Collections]): collections, their documents and
+// chunks (vectors included, as little-endian float32s) live in the same file, a document's metadata once,
+// in its row, and each chunk's own metadata in the chunk's. Keywords are ranked by the engine's in-memory
+// index of each collection, not here. Every write to a collection appends to a change feed in the same
+// transaction; Changes follows it, and sees the writes of other processes on the file too.
 //
 // # WAL and durability
 //
@@ -24,16 +24,16 @@
 // foreign_keys, synchronous) from the DSN, so every pooled connection has them. By default
 // synchronous=FULL: a write transaction's WAL frames are fsynced before the commit returns, so an
 // acknowledged write survives the process being killed and the machine losing power.
-// [WithSynchronous]([SynchronousNormal]) skips that fsync: an acknowledged write still survives the
+// Options.Synchronous = [SynchronousNormal] skips that fsync: an acknowledged write still survives the
 // process being killed (kill -9), since the frames are in the operating system's cache, but the last
 // commits may be lost if the machine loses power; writes are then faster.
 //
 // # Concurrency
 //
-// A Store is safe for concurrent use. All writes go through a single connection, one transaction at a
+// A store is safe for concurrent use. All writes go through a single connection, one transaction at a
 // time, begun IMMEDIATE: writers from many goroutines queue for it instead of failing with SQLITE_BUSY, and
 // a message batch gets its contiguous sequence numbers inside its own transaction, so concurrent appends
-// lose nothing and never interleave. Reads use a pool of read-only connections; [Store.Load] reads every
+// lose nothing and never interleave. Reads use a pool of read-only connections; a Load reads every
 // source in one read transaction, one consistent snapshot. Another process may open the same file: SQLite
 // locks it, and busy_timeout makes each side wait for the other. Many processes may open a new file at
 // once: the switch to WAL, whose lock busy_timeout does not always wait for, is retried on SQLITE_BUSY, and
@@ -43,8 +43,8 @@
 // # Expiry
 //
 // With [store.Options.SessionTTL] set, a session expires that long after its last write. Reads treat an
-// expired session as empty at once; a write to it starts it again from seq 1. A goroutine that [Store.Close]
-// stops deletes expired sessions' rows now and then (see [WithCleanupInterval] and [Store.DeleteExpired]).
+// expired session as empty at once; a write to it starts it again from seq 1. A goroutine that Close stops
+// deletes expired sessions' rows now and then (see Options.CleanupInterval and [Backend.DeleteExpired]).
 package sqlite
 
 import (
@@ -96,9 +96,30 @@ func (s Synchronous) pragma() (string, error) {
 	return "", fmt.Errorf("%w: unknown synchronous mode %d", store.ErrInvalid, int(s))
 }
 
-// Option sets what is particular to this backend; [store.Options] holds what every backend shares.
-type Option func(*config)
+// Options configure a SQLite store. The zero value of each field means its documented default, except
+// Path, which must name a file.
+type Options struct {
+	// Options are the settings every store takes (session TTL, limits, the change feed's length).
+	store.Options
+	// Path is the database file, created if need be. It must name a file: not ":memory:", not a "file:"
+	// URI.
+	Path string
+	// Synchronous is the durability of a commit; the default is [SynchronousFull].
+	Synchronous Synchronous
+	// BusyTimeout is how long a statement waits for a lock another process (or a checkpoint) holds before
+	// it fails, and how long Open retries the switch to WAL and the migration of a file that others are
+	// opening at the same time; 0 means DefaultBusyTimeout.
+	BusyTimeout time.Duration
+	// CleanupInterval is how often the store deletes the rows of expired sessions when a SessionTTL is
+	// set; 0 means every SessionTTL, at least once a second and at most once every
+	// DefaultCleanupInterval. A negative interval turns the goroutine off (call [Backend.DeleteExpired]
+	// yourself then).
+	CleanupInterval time.Duration
+	// ReadConns is the size of the read connection pool; 0 means GOMAXPROCS, at least 4.
+	ReadConns int
+}
 
+// config is what of Options the connections need.
 type config struct {
 	sync        Synchronous
 	busyTimeout time.Duration
@@ -115,23 +136,10 @@ const (
 	DefaultCleanupInterval = time.Minute
 )
 
-// WithSynchronous sets the durability of a commit; the default is [SynchronousFull].
-func WithSynchronous(s Synchronous) Option { return func(c *config) { c.sync = s } }
-
-// WithBusyTimeout sets how long a statement waits for a lock another process (or a checkpoint) holds
-// before it fails, and how long Open retries the switch to WAL and the migration of a file that others
-// are opening at the same time; the default is DefaultBusyTimeout.
-func WithBusyTimeout(d time.Duration) Option { return func(c *config) { c.busyTimeout = d } }
-
-// WithCleanupInterval sets how often the store deletes the rows of expired sessions when a SessionTTL is
-// set; a negative interval turns the goroutine off (call [Store.DeleteExpired] yourself then).
-func WithCleanupInterval(d time.Duration) Option { return func(c *config) { c.cleanup = d } }
-
-// WithReadConns sets the size of the read connection pool; the default is GOMAXPROCS, at least 4.
-func WithReadConns(n int) Option { return func(c *config) { c.readers = n } }
-
-// Store is a store.Store in one SQLite file. It is safe for concurrent use.
-type Store struct {
+// Backend is the store.Backend under a SQLite store: one file. It is also a store.MessageSelector (it
+// counts a row from its count columns before it decodes it), a store.Loader (one read transaction) and a
+// store.CollectionBackend. It is safe for concurrent use.
+type Backend struct {
 	opts store.Options
 	now  func() time.Time
 
@@ -140,7 +148,7 @@ type Store struct {
 	wstmts *statements
 	rstmts *statements
 
-	// feed is closed and replaced whenever this Store commits a change to a collection, waking the Changes
+	// feed is closed and replaced whenever this Backend commits a change to a collection, waking the Changes
 	// calls that wait; changes of other processes are polled for.
 	feedMu sync.Mutex
 	feed   chan struct{}
@@ -151,21 +159,44 @@ type Store struct {
 	done      chan struct{} // closed when the cleanup goroutine has returned
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Backend           = (*Backend)(nil)
+	_ store.MessageSelector   = (*Backend)(nil)
+	_ store.Loader            = (*Backend)(nil)
+	_ store.CollectionBackend = (*Backend)(nil)
+)
 
-// Open opens the store in the file at path, creating it if need be, and migrates its schema. It returns an
-// error wrapping store.ErrInvalid for a bad path or option, ErrNewerSchema for a file of a newer version,
-// and store.ErrUnavailable if the file cannot be opened or is not a database. Close the store when done.
-func Open(ctx context.Context, path string, opts store.Options, options ...Option) (*Store, error) {
+// Open opens the store in the file opts.Path, creating it if need be, and migrates its schema: a
+// store.Store over a [Backend]. It returns an error wrapping store.ErrInvalid for a bad path or option,
+// ErrNewerSchema for a file of a newer version, and store.ErrUnavailable if the file cannot be opened or
+// is not a database. Close the store when done.
+func Open(ctx context.Context, opts Options) (*store.Store, error) {
+	b, err := openBackend(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	s, err := store.New(b, opts.Options)
+	if err != nil {
+		_ = b.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func openBackend(ctx context.Context, opts Options) (*Backend, error) {
+	path := opts.Path
 	if path == "" || strings.HasPrefix(path, ":memory:") || strings.HasPrefix(path, "file:") {
 		return nil, fmt.Errorf("%w: sqlite: the path must name a file, got %q", store.ErrInvalid, path)
 	}
 	if opts.SessionTTL < 0 {
 		return nil, fmt.Errorf("%w: sqlite: negative session TTL", store.ErrInvalid)
 	}
-	cfg := config{busyTimeout: DefaultBusyTimeout, readers: max(4, runtime.GOMAXPROCS(0))}
-	for _, o := range options {
-		o(&cfg)
+	cfg := config{sync: opts.Synchronous, busyTimeout: opts.BusyTimeout, cleanup: opts.CleanupInterval, readers: opts.ReadConns}
+	if cfg.busyTimeout == 0 {
+		cfg.busyTimeout = DefaultBusyTimeout
+	}
+	if cfg.readers == 0 {
+		cfg.readers = max(4, runtime.GOMAXPROCS(0))
 	}
 	syncMode, err := cfg.sync.pragma()
 	if err != nil {
@@ -174,10 +205,9 @@ func Open(ctx context.Context, path string, opts store.Options, options ...Optio
 	if cfg.busyTimeout < 0 || cfg.readers < 1 {
 		return nil, fmt.Errorf("%w: sqlite: a negative busy timeout or fewer than one read connection", store.ErrInvalid)
 	}
-	opts.Limits = opts.Limits.WithDefaults()
-	s := &Store{opts: opts, now: time.Now, feed: make(chan struct{})}
+	s := &Backend{opts: opts.Options, now: time.Now, feed: make(chan struct{})}
 
-	fail := func(err error) (*Store, error) {
+	fail := func(err error) (*Backend, error) {
 		_ = s.closeDBs() // the error that made Open fail is the one to report
 		if errors.Is(err, ErrNewerSchema) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -346,7 +376,7 @@ func dsn(path string, cfg config, syncMode string, kind connKind) string {
 }
 
 // cleanup deletes expired sessions every interval until ctx is done. An error is retried at the next tick.
-func (s *Store) cleanup(ctx context.Context, every time.Duration) {
+func (s *Backend) cleanup(ctx context.Context, every time.Duration) {
 	defer close(s.done)
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -367,7 +397,7 @@ const expiredBatch = 256
 // DeleteExpired deletes the rows of the sessions that have expired and returns how many sessions it
 // deleted. Reads never see expired sessions anyway; this reclaims their space. The store calls it every
 // cleanup interval when a SessionTTL is set. It returns an error wrapping store.ErrClosed after Close.
-func (s *Store) DeleteExpired(ctx context.Context) (int, error) {
+func (s *Backend) DeleteExpired(ctx context.Context) (int, error) {
 	total := 0
 	for {
 		var n int64
@@ -386,18 +416,18 @@ func (s *Store) DeleteExpired(ctx context.Context) (int, error) {
 	}
 }
 
-// Ping implements store.Store: it queries the file through the read pool. It returns an error wrapping
+// Ping implements store.Backend: it queries the file through the read pool. It returns an error wrapping
 // store.ErrUnavailable if that fails, and store.ErrClosed after Close.
-func (s *Store) Ping(ctx context.Context) error {
+func (s *Backend) Ping(ctx context.Context) error {
 	return s.read(ctx, "ping", func(t txn) error {
 		var v int
 		return t.scan(qPing, nil, &v)
 	})
 }
 
-// Close stops the cleanup goroutine, waits for it and closes the file. Calls after Close return
-// store.ErrClosed; Close itself may be called again, and then returns nil.
-func (s *Store) Close() error {
+// Close implements store.Backend: it stops the cleanup goroutine, waits for it and closes the file. Calls
+// after Close return store.ErrClosed; Close itself may be called again, and then returns nil.
+func (s *Backend) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
@@ -408,7 +438,7 @@ func (s *Store) Close() error {
 	return err
 }
 
-func (s *Store) closeDBs() error {
+func (s *Backend) closeDBs() error {
 	var errs []error
 	for _, st := range []*statements{s.rstmts, s.wstmts} {
 		if st != nil {
@@ -428,7 +458,7 @@ func (s *Store) closeDBs() error {
 }
 
 // check returns an error if the store is closed or ctx is done.
-func (s *Store) check(ctx context.Context) error {
+func (s *Backend) check(ctx context.Context) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
@@ -437,7 +467,7 @@ func (s *Store) check(ctx context.Context) error {
 
 // wrap gives err its context and, unless it already matches one, a sentinel of the store package:
 // ErrClosed after Close, ctx's error once ctx is done, ErrUnavailable for a failing database.
-func (s *Store) wrap(ctx context.Context, op string, err error) error {
+func (s *Backend) wrap(ctx context.Context, op string, err error) error {
 	switch {
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrTooLarge),
 		errors.Is(err, store.ErrClosed), errors.Is(err, store.ErrUnavailable),
@@ -494,7 +524,7 @@ func (t txn) scan(query string, args []any, dest ...any) error {
 }
 
 // read runs fn in a read transaction of the read pool.
-func (s *Store) read(ctx context.Context, op string, fn func(t txn) error) error {
+func (s *Backend) read(ctx context.Context, op string, fn func(t txn) error) error {
 	if err := s.check(ctx); err != nil {
 		return s.wrap(ctx, op, err)
 	}
@@ -510,7 +540,7 @@ func (s *Store) read(ctx context.Context, op string, fn func(t txn) error) error
 }
 
 // write runs fn in a write transaction of the writer connection and commits it if fn returns nil.
-func (s *Store) write(ctx context.Context, op string, fn func(t txn) error) error {
+func (s *Backend) write(ctx context.Context, op string, fn func(t txn) error) error {
 	if err := s.check(ctx); err != nil {
 		return s.wrap(ctx, op, err)
 	}

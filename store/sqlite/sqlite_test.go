@@ -15,11 +15,12 @@ import (
 	"github.com/context-loom/loom/store/storetest"
 )
 
-// open opens a store in a fresh file under t.TempDir and closes it when the test ends.
-func open(t testing.TB, opts store.Options, options ...sqlite.Option) (*sqlite.Store, string) {
+// open opens a store in a fresh file under t.TempDir (opts.Path is set) and closes it when the test ends.
+func open(t testing.TB, opts sqlite.Options) (*store.Store, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "loom.db")
-	s, err := sqlite.Open(t.Context(), path, opts, options...)
+	opts.Path = path
+	s, err := sqlite.Open(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,16 +28,26 @@ func open(t testing.TB, opts store.Options, options ...sqlite.Option) (*sqlite.S
 	return s, path
 }
 
+// backend is the SQLite backend under s.
+func backend(s *store.Store) *sqlite.Backend { return s.Backend().(*sqlite.Backend) }
+
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, opts store.Options) store.Store {
-		s, _ := open(t, opts)
+	storetest.Run(t, func(t *testing.T, opts store.Options) *store.Store {
+		s, _ := open(t, sqlite.Options{Options: opts})
 		return s
 	})
 }
 
+func TestBackendConformance(t *testing.T) {
+	storetest.RunBackend(t, func(t *testing.T, opts store.Options) store.Backend {
+		s, _ := open(t, sqlite.Options{Options: opts})
+		return s.Backend()
+	}, storetest.BackendOptions{})
+}
+
 func TestConcurrentWriters_LoseNothing(t *testing.T) {
 	t.Parallel()
-	s, _ := open(t, store.Options{})
+	s, _ := open(t, sqlite.Options{})
 	ctx := t.Context()
 	const writers, appends = 16, 100
 	var wg sync.WaitGroup
@@ -102,7 +113,7 @@ func TestReopen_KeepsEverything(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s, err := sqlite.Open(ctx, path, store.Options{})
+	s, err := sqlite.Open(ctx, sqlite.Options{Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +137,7 @@ func TestReopen_KeepsEverything(t *testing.T) {
 		t.Fatalf("the file is not at its path: %v", err)
 	}
 
-	s, err = sqlite.Open(ctx, path, store.Options{})
+	s, err = sqlite.Open(ctx, sqlite.Options{Path: path})
 	must(err)
 	defer s.Close()
 	snap, err := s.Load(ctx, tenant, store.LoadQuery{Agent: "bot", User: "u", Session: "s"})
@@ -149,7 +160,7 @@ func TestReopen_KeepsEverything(t *testing.T) {
 
 func TestOpen_RefusesANewerSchema(t *testing.T) {
 	t.Parallel()
-	_, path := open(t, store.Options{})
+	_, path := open(t, sqlite.Options{})
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +169,7 @@ func TestOpen_RefusesANewerSchema(t *testing.T) {
 	if _, err := db.Exec(`UPDATE schema_version SET version = ?`, sqlite.SchemaVersion+1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sqlite.Open(t.Context(), path, store.Options{}); !errors.Is(err, sqlite.ErrNewerSchema) {
+	if _, err := sqlite.Open(t.Context(), sqlite.Options{Path: path}); !errors.Is(err, sqlite.ErrNewerSchema) {
 		t.Fatalf("Open of a newer file: %v, want ErrNewerSchema", err)
 	}
 }
@@ -167,21 +178,20 @@ func TestOpen_BadInput(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	for name, tc := range map[string]struct {
-		path    string
-		opts    store.Options
-		options []sqlite.Option
-		want    error
+		opts sqlite.Options
+		want error
 	}{
-		"empty path":        {"", store.Options{}, nil, store.ErrInvalid},
-		"memory":            {":memory:", store.Options{}, nil, store.ErrInvalid},
-		"negative TTL":      {filepath.Join(dir, "a.db"), store.Options{SessionTTL: -time.Second}, nil, store.ErrInvalid},
-		"bad synchronous":   {filepath.Join(dir, "b.db"), store.Options{}, []sqlite.Option{sqlite.WithSynchronous(7)}, store.ErrInvalid},
-		"no read conns":     {filepath.Join(dir, "c.db"), store.Options{}, []sqlite.Option{sqlite.WithReadConns(0)}, store.ErrInvalid},
-		"missing directory": {filepath.Join(dir, "none", "d.db"), store.Options{}, nil, store.ErrUnavailable},
-		"not a database":    {writeFile(t, filepath.Join(dir, "e.db"), "this is not a database, just text; long enough to be read as a header."), store.Options{}, nil, store.ErrUnavailable},
+		"empty path":          {sqlite.Options{}, store.ErrInvalid},
+		"memory":              {sqlite.Options{Path: ":memory:"}, store.ErrInvalid},
+		"negative TTL":        {sqlite.Options{Path: filepath.Join(dir, "a.db"), Options: store.Options{SessionTTL: -time.Second}}, store.ErrInvalid},
+		"bad synchronous":     {sqlite.Options{Path: filepath.Join(dir, "b.db"), Synchronous: 7}, store.ErrInvalid},
+		"negative read conns": {sqlite.Options{Path: filepath.Join(dir, "c.db"), ReadConns: -1}, store.ErrInvalid},
+		"negative busy":       {sqlite.Options{Path: filepath.Join(dir, "c.db"), BusyTimeout: -time.Second}, store.ErrInvalid},
+		"missing directory":   {sqlite.Options{Path: filepath.Join(dir, "none", "d.db")}, store.ErrUnavailable},
+		"not a database":      {sqlite.Options{Path: writeFile(t, filepath.Join(dir, "e.db"), "this is not a database, just text; long enough to be read as a header.")}, store.ErrUnavailable},
 	} {
 		t.Run(name, func(t *testing.T) {
-			s, err := sqlite.Open(t.Context(), tc.path, tc.opts, tc.options...)
+			s, err := sqlite.Open(t.Context(), tc.opts)
 			if err == nil {
 				s.Close()
 			}
@@ -202,7 +212,7 @@ func writeFile(t *testing.T, path, content string) string {
 
 func TestClose_EveryCallReturnsErrClosed(t *testing.T) {
 	t.Parallel()
-	s, _ := open(t, store.Options{SessionTTL: time.Hour})
+	s, _ := open(t, sqlite.Options{Options: store.Options{SessionTTL: time.Hour}})
 	ctx := t.Context()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -227,7 +237,7 @@ func TestClose_EveryCallReturnsErrClosed(t *testing.T) {
 		"DeleteSession":    func() error { return s.DeleteSession(ctx, tenant, "s") },
 		"Load":             func() error { _, err := s.Load(ctx, tenant, store.LoadQuery{Session: "s"}); return err },
 		"Ping":             func() error { return s.Ping(ctx) },
-		"DeleteExpired":    func() error { _, err := s.DeleteExpired(ctx); return err },
+		"DeleteExpired":    func() error { _, err := backend(s).DeleteExpired(ctx); return err },
 	} {
 		if err := call(); !errors.Is(err, store.ErrClosed) {
 			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
@@ -240,7 +250,7 @@ func TestTTL_CleanupDeletesExpiredRows(t *testing.T) {
 	// Long enough for the nine writes below under -race on a loaded machine: a session that expires before
 	// the test deletes it fails the test.
 	const ttl = 1500 * time.Millisecond
-	s, path := open(t, store.Options{SessionTTL: ttl}, sqlite.WithCleanupInterval(50*time.Millisecond))
+	s, path := open(t, sqlite.Options{Options: store.Options{SessionTTL: ttl}, CleanupInterval: 50 * time.Millisecond})
 	ctx := t.Context()
 	for i := range 3 {
 		session := fmt.Sprintf("s%d", i)
@@ -280,7 +290,7 @@ func TestTTL_CleanupDeletesExpiredRows(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if n, err := s.DeleteExpired(ctx); err != nil || n != 0 {
+	if n, err := backend(s).DeleteExpired(ctx); err != nil || n != 0 {
 		t.Errorf("DeleteExpired with nothing expired: %d, %v", n, err)
 	}
 }
@@ -288,7 +298,7 @@ func TestTTL_CleanupDeletesExpiredRows(t *testing.T) {
 func TestTTL_ExpiredSessionIsNotFound(t *testing.T) {
 	t.Parallel()
 	const ttl = 150 * time.Millisecond
-	s, _ := open(t, store.Options{SessionTTL: ttl}, sqlite.WithCleanupInterval(-1)) // no cleanup: reads filter
+	s, _ := open(t, sqlite.Options{Options: store.Options{SessionTTL: ttl}, CleanupInterval: -1}) // no cleanup: reads filter
 	ctx := t.Context()
 	if _, err := s.AppendMessages(ctx, tenant, "s", store.Message{Role: "user", Content: "x"}); err != nil {
 		t.Fatal(err)
@@ -300,14 +310,14 @@ func TestTTL_ExpiredSessionIsNotFound(t *testing.T) {
 	if snap, err := s.Load(ctx, tenant, store.LoadQuery{Session: "s"}); err != nil || len(snap.Messages) != 0 {
 		t.Fatalf("Load of an expired session: %v, %v", snap, err)
 	}
-	if n, err := s.DeleteExpired(ctx); err != nil || n != 1 {
+	if n, err := backend(s).DeleteExpired(ctx); err != nil || n != 1 {
 		t.Fatalf("DeleteExpired: %d, %v; want 1 session", n, err)
 	}
 }
 
 func TestLoad_SeesWholeBatchesWhileWritersWrite(t *testing.T) {
 	t.Parallel()
-	s, _ := open(t, store.Options{})
+	s, _ := open(t, sqlite.Options{})
 	ctx := t.Context()
 	const writers, batches, readers = 4, 30, 4
 	var wg sync.WaitGroup

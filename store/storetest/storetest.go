@@ -1,4 +1,6 @@
-// Package storetest is the conformance suite every store backend passes: `storetest.Run(t, newStore)`.
+// Package storetest holds the conformance suites of package store: [Run] checks a store.Store, the front,
+// over a backend (`storetest.Run(t, newStore)`, once for each backend), and [RunBackend] checks a
+// store.Backend against the narrower contract the front relies on.
 package storetest
 
 import (
@@ -17,11 +19,11 @@ import (
 	"github.com/context-loom/loom/tokenizer"
 )
 
-// NewStore opens a fresh, empty store with opts for one test. The suite closes it (Close may be called
+// NewStore opens a fresh, empty store (a backend behind its front) with opts for one test. The suite closes it (Close may be called
 // twice; the second call's error is ignored).
-type NewStore func(t *testing.T, opts store.Options) store.Store
+type NewStore func(t *testing.T, opts store.Options) *store.Store
 
-// Run runs the conformance suite against the backend newStore opens.
+// Run runs the conformance suite against the stores newStore opens.
 func Run(t *testing.T, newStore NewStore) {
 	tests := []struct {
 		name string
@@ -60,7 +62,7 @@ func Run(t *testing.T, newStore NewStore) {
 	}
 }
 
-func open(t *testing.T, newStore NewStore, opts store.Options) store.Store {
+func open(t *testing.T, newStore NewStore, opts store.Options) *store.Store {
 	t.Helper()
 	s := newStore(t, opts)
 	t.Cleanup(func() { _ = s.Close() })
@@ -302,11 +304,11 @@ func pagingSession() []store.Message {
 }
 
 // MessagePages checks on s, an empty store (or one without the session "pages" of tenant), that
-// SessionStore.Messages and Loader.Load select exactly as store.SelectMessages does for every mix of a
+// Store.Messages and Store.Load select exactly as store.SelectMessages does for every mix of a
 // MessageQuery's fields, and that reading a session page by page with Before returns each message once.
-// Run calls it; a backend that holds one tenant only (the Valkey cookbook layout) calls it with that
+// Run calls it; a backend that holds one tenant only (the Valkey cookbook's key layout) calls it with that
 // tenant.
-func MessagePages(t *testing.T, s store.Store, tenant string) {
+func MessagePages(t *testing.T, s *store.Store, tenant string) {
 	ctx := t.Context()
 	const sess = "pages"
 	in := pagingSession()

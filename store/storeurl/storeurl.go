@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 
 	"github.com/context-loom/loom"
@@ -15,12 +16,13 @@ import (
 	"github.com/context-loom/loom/store/memory"
 	"github.com/context-loom/loom/store/sqlite"
 	"github.com/context-loom/loom/store/valkey"
+	"github.com/context-loom/loom/store/valkey/cookbook"
 )
 
 // Layouts of a Valkey store.
 const (
-	LayoutNative   = "native"   // Loom's own keys (see package valkey)
-	LayoutCookbook = "cookbook" // seed 003's keys
+	LayoutNative   = "native"   // Loom's own keys (package valkey)
+	LayoutCookbook = "cookbook" // the Valkey cookbook's keys (package valkey/cookbook)
 )
 
 // ErrBadURL is returned for a URL that names no store Open knows, or a layout the store cannot have.
@@ -44,7 +46,7 @@ type Options struct {
 
 // Open opens the store rawURL names. It returns an error wrapping ErrBadURL for a URL it cannot use, and the
 // backend's error (wrapping store.ErrUnavailable when a server cannot be reached) otherwise.
-func Open(ctx context.Context, rawURL string, opts Options) (store.Store, error) {
+func Open(ctx context.Context, rawURL string, opts Options) (*store.Store, error) {
 	if opts.Store.CountKnowledge == nil {
 		opts.Store.CountKnowledge = assembler.KnowledgeCounts
 	}
@@ -61,7 +63,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (store.Store, error)
 		if layout != LayoutNative {
 			return nil, fmt.Errorf("%w: the %s layout is for Valkey stores", ErrBadURL, layout)
 		}
-		return memory.New(opts.Store), nil
+		return memory.Open(ctx, memory.Options{Options: opts.Store})
 	case "sqlite":
 		if layout != LayoutNative {
 			return nil, fmt.Errorf("%w: the %s layout is for Valkey stores", ErrBadURL, layout)
@@ -70,20 +72,30 @@ func Open(ctx context.Context, rawURL string, opts Options) (store.Store, error)
 		if path == "" {
 			return nil, fmt.Errorf("%w: %q names no file (want sqlite:PATH)", ErrBadURL, rawURL)
 		}
-		return sqlite.Open(ctx, path, opts.Store)
+		return sqlite.Open(ctx, sqlite.Options{Options: opts.Store, Path: path})
 	case "valkey", "valkeys", "redis", "rediss":
+		// The URL's settings (ttl=, layout=) hold unless opts sets them too: opts' non-zero fields win,
+		// and a layout given both ways must agree.
+		inURL := urlLayout(rawURL)
+		if opts.Layout != "" && inURL != "" && inURL != opts.Layout {
+			return nil, fmt.Errorf("%w: the URL says layout=%s and the options say %s", ErrBadURL, inURL, opts.Layout)
+		}
+		if cmp.Or(opts.Layout, inURL) == LayoutCookbook {
+			co, err := cookbook.ParseURL(rawURL)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrBadURL, err)
+			}
+			ttl := co.SessionTTL
+			co.Options = opts.Store
+			if co.SessionTTL == 0 {
+				co.SessionTTL = ttl
+			}
+			co.Logger = opts.Logger
+			return cookbook.Open(ctx, co)
+		}
 		vo, err := valkey.ParseURL(rawURL)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrBadURL, err)
-		}
-		// The URL's settings (ttl=, layout=) hold unless opts sets them too: opts' non-zero fields win,
-		// and a layout given both ways must agree.
-		switch {
-		case opts.Layout == "":
-		case vo.Layout == "":
-			vo.Layout = valkey.Layout(layout)
-		case string(vo.Layout) != opts.Layout:
-			return nil, fmt.Errorf("%w: the URL says layout=%s and the options say %s", ErrBadURL, vo.Layout, opts.Layout)
 		}
 		ttl := vo.SessionTTL
 		vo.Options = opts.Store
@@ -94,6 +106,16 @@ func Open(ctx context.Context, rawURL string, opts Options) (store.Store, error)
 		return valkey.Open(ctx, vo)
 	}
 	return nil, fmt.Errorf("%w: %q (want sqlite:PATH, memory: or valkey://host:port)", ErrBadURL, redact(rawURL))
+}
+
+// urlLayout is the layout= of a Valkey URL, "" if it has none (or does not parse: ParseURL then says
+// why).
+func urlLayout(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return ""
+	}
+	return u.Query().Get("layout")
 }
 
 // redact hides a password in a URL, for error messages.

@@ -7,13 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/internal/valkeytest"
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/store/memory"
 	"github.com/context-loom/loom/store/sqlite"
 	"github.com/context-loom/loom/store/storeurl"
 	"github.com/context-loom/loom/store/valkey"
+	"github.com/context-loom/loom/store/valkey/cookbook"
 )
 
 func TestOpen(t *testing.T) {
@@ -22,13 +22,15 @@ func TestOpen(t *testing.T) {
 	for _, tc := range []struct {
 		url    string
 		layout string
-		check  func(store.Store) bool
+		check  func(*store.Store) bool
 	}{
-		{"memory:", "", func(s store.Store) bool { _, ok := s.(*memory.Store); return ok }},
-		{"sqlite:" + filepath.Join(t.TempDir(), "a.db"), "", func(s store.Store) bool { _, ok := s.(*sqlite.Store); return ok }},
-		{"sqlite://" + filepath.Join(t.TempDir(), "b.db"), storeurl.LayoutNative, func(s store.Store) bool { _, ok := s.(*sqlite.Store); return ok }},
-		{"valkey://" + valkeytest.Start(t), "", func(s store.Store) bool { _, ok := s.(*valkey.Store); return ok }},
-		{"redis://" + valkeytest.Start(t) + "/0", storeurl.LayoutCookbook, func(s store.Store) bool { _, ok := s.(*valkey.Store); return ok }},
+		{"memory:", "", func(s *store.Store) bool { _, ok := s.Backend().(*memory.Backend); return ok }},
+		{"sqlite:" + filepath.Join(t.TempDir(), "a.db"), "", func(s *store.Store) bool { _, ok := s.Backend().(*sqlite.Backend); return ok }},
+		{"sqlite://" + filepath.Join(t.TempDir(), "b.db"), storeurl.LayoutNative, func(s *store.Store) bool { _, ok := s.Backend().(*sqlite.Backend); return ok }},
+		{"valkey://" + valkeytest.Start(t), "", func(s *store.Store) bool { _, ok := s.Backend().(*valkey.Backend); return ok }},
+		{"redis://" + valkeytest.Start(t) + "/0", storeurl.LayoutCookbook, func(s *store.Store) bool { _, ok := s.Backend().(*cookbook.Backend); return ok }},
+		{"valkey://" + valkeytest.Start(t) + "?layout=cookbook", "", func(s *store.Store) bool { _, ok := s.Backend().(*cookbook.Backend); return ok }},
+		{"valkey://" + valkeytest.Start(t) + "?layout=native", storeurl.LayoutNative, func(s *store.Store) bool { _, ok := s.Backend().(*valkey.Backend); return ok }},
 	} {
 		s, err := storeurl.Open(ctx, tc.url, storeurl.Options{Layout: tc.layout})
 		if err != nil {
@@ -57,6 +59,9 @@ func TestOpen_Errors(t *testing.T) {
 		{"nothing", ""},
 		{"memory:x", ""},
 		{"valkey://127.0.0.1:1?layout=cookbook", "native"},
+		{"valkey://127.0.0.1:1?layout=native", "cookbook"},
+		{"valkey://127.0.0.1:1?layout=cookbook&prefix=x", ""},
+		{"valkey://127.0.0.1:1?layout=flat", ""},
 	} {
 		_, err := storeurl.Open(t.Context(), tc.url, storeurl.Options{Layout: tc.layout})
 		if !errors.Is(err, storeurl.ErrBadURL) {
@@ -82,7 +87,7 @@ func TestOpen_URLSettingsHold(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.AppendMessages(t.Context(), loom.DefaultTenant, "s1", store.Message{Role: "user", Content: "hi"}); err != nil {
+	if _, err := s.AppendMessages(t.Context(), cookbook.DefaultTenant, "s1", store.Message{Role: "user", Content: "hi"}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := valkeytest.Do(addr, "PTTL", "chat:s1") // the cookbook's key, with the URL's TTL

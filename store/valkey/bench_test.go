@@ -87,7 +87,7 @@ func BenchmarkLoad(b *testing.B) {
 // one script; each iteration is a new version of one of 100 documents, so every put replaces one. The
 // bytes are the chunks' text and vectors.
 func BenchmarkPutDocument(b *testing.B) {
-	s := open(b, valkey.Options{Prefix: "benchput"}, valkeytest.Start(b))
+	s := openColls(b, valkey.Options{Prefix: "benchput"}, valkeytest.Start(b))
 	ctx := context.Background()
 	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "docs"})
 	if err != nil {
@@ -117,7 +117,7 @@ func BenchmarkPutDocument(b *testing.B) {
 // BenchmarkScanChunks reads a collection of 10,000 chunks (500 documents of 20 chunks, about 500 bytes of
 // text and 256 float32 each), as a server does to build its index at start.
 func BenchmarkScanChunks(b *testing.B) {
-	s := open(b, valkey.Options{Prefix: "benchscan"}, valkeytest.Start(b))
+	s := openColls(b, valkey.Options{Prefix: "benchscan"}, valkeytest.Start(b))
 	ctx := context.Background()
 	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "docs"})
 	if err != nil {

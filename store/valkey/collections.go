@@ -3,7 +3,6 @@ package valkey
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/store/valkey/internal/conn"
 )
 
 // Collections in the native layout
@@ -46,17 +46,16 @@ import (
 //
 // The change feed. Every put and delete of a document and every deleted collection adds an entry to the
 // stream (XADD MAXLEN ~ store.Options.ChangesKept) whose id is the change's Seq. On a standalone server (or
-// behind Sentinel) the entry is added by the same script that writes the collection, so the feed has
-// exactly one entry per change, in the order of the writes, and no reader sees one without the other. On
-// a cluster the stream lives in a slot of its own, which a script on the collection's slot cannot touch:
-// the entry is added right after the write succeeds. Then entries of concurrent writes may come in
-// another order than the writes, a reader may see a write before its entry, and a crash (or a lost
-// connection) between the write and the XADD loses the entry: the write is stored, the call returns an
-// error that says so (wrapping store.ErrUnavailable when the server could not be reached), a retried put of the same document is a no-op that
-// adds no entry either, and other servers' indexes miss the change until the next change of that
-// document or until they rebuild (at start). A reader must therefore treat an entry as "this document
-// may have changed" and reload the document's current state; a late or duplicated entry is then
-// harmless.
+// behind Sentinel) the entry is added by the same script that writes the collection, so the feed has exactly
+// one entry per change, in the order of the writes, and no reader sees one without the other. On a cluster
+// the stream lives in a slot of its own, which a script on the collection's slot cannot touch: the entry is
+// added right after the write succeeds. Then entries of concurrent writes may come in another order than the
+// writes, a reader may see a write before its entry, and a crash (or a lost connection) between the write and
+// the XADD loses the entry: the write is stored, the call returns an error that says so (wrapping
+// store.ErrUnavailable when the server could not be reached), a retried put of the same document is a no-op
+// that adds no entry either, and other servers' indexes miss the change until the next change of that
+// document or until they rebuild (at start). A reader must therefore treat an entry as "this document may
+// have changed" and reload the document's current state; a late or duplicated entry is then harmless.
 //
 // The stream keeps about store.Options.ChangesKept entries (XADD MAXLEN ~, store.DefaultChangesKept by
 // default); a reader that falls further behind gets collection.ErrFeedTrimmed, told by the stream's
@@ -66,185 +65,34 @@ import (
 // holds.
 const scanBatch = 64
 
-var _ collection.Store = (*Store)(nil)
-
-// collections returns the layout's collections: the native layout only.
-func (s *Store) collections() (*native, error) {
-	n, ok := s.l.(*native)
-	if !ok {
-		return nil, fmt.Errorf("%w: the cookbook layout keeps no collections", store.ErrUnsupported)
-	}
-	return n, nil
-}
-
-// CreateCollection implements collection.Store. It assigns a random ID when c.ID is empty and sets
-// CreatedAt when it is zero. It returns collection.ErrExists if c's name or id is the name or id of one of
-// the tenant's collections, store.ErrInvalid for a collection without a name, and store.ErrUnsupported in the cookbook
-// layout.
-func (s *Store) CreateCollection(ctx context.Context, tenant string, c collection.Collection) (collection.Collection, error) {
-	n, err := s.collections()
-	if err != nil {
-		return collection.Collection{}, err
-	}
-	return n.createCollection(ctx, tenant, c)
-}
-
-// GetCollection implements collection.Store: collection.ErrNotFound if the tenant has no collection of
-// that id or name.
-func (s *Store) GetCollection(ctx context.Context, tenant, idOrName string) (collection.Collection, error) {
-	n, err := s.collections()
-	if err != nil {
-		return collection.Collection{}, err
-	}
-	return n.getCollection(ctx, tenant, idOrName)
-}
-
-// ListCollections implements collection.Store.
-func (s *Store) ListCollections(ctx context.Context, tenant string) ([]collection.Collection, error) {
-	n, err := s.collections()
-	if err != nil {
-		return nil, err
-	}
-	return n.listCollections(ctx, tenant)
-}
-
-// AllCollections implements collection.Store: a SCAN of every node for the tenants' index hashes (MATCH
-// <prefix>:{t:*}:colls, so once through the keyspace), then their ids, in pipelines.
-func (s *Store) AllCollections(ctx context.Context) ([]collection.Ref, error) {
-	if _, cookbook := s.l.(*cookbook); cookbook {
-		return nil, nil // the cookbook layout keeps no collections
-	}
-	n, err := s.collections()
-	if err != nil {
-		return nil, err
-	}
-	return n.allCollections(ctx)
-}
-
-// DeleteCollection implements collection.Store: collection.ErrNotFound if there is none.
-func (s *Store) DeleteCollection(ctx context.Context, tenant, id string) error {
-	n, err := s.collections()
-	if err != nil {
-		return err
-	}
-	return n.deleteCollection(ctx, tenant, id)
-}
-
-// PutDocument implements collection.Store with one script on the collection's slot. The document's
-// metadata is stored once, in its JSON; of each chunk's, its own entries alone. It returns
-// collection.ErrNotFound if the collection does not exist, store.ErrInvalid for chunks of another
-// document, repeated chunk ids or vectors of differing lengths, and store.ErrTooLarge for a chunk larger
-// than Options.Limits.MaxValueBytes or metadata over its MaxMetadataBytes or MaxMetadataKeys. On a
-// cluster, an error with changed true means the document was stored but its change could not be added
-// to the feed (see the notes on the change feed in collections.go); DeleteDocument and DeleteCollection
-// say so in their errors alike.
-func (s *Store) PutDocument(ctx context.Context, tenant string, doc collection.Document, chunks []collection.Chunk) (bool, error) {
-	n, err := s.collections()
-	if err != nil {
-		return false, err
-	}
-	return n.putDocument(ctx, tenant, doc, chunks)
-}
-
-// GetDocument implements collection.Store: collection.ErrNotFound if the collection or document does not
-// exist.
-func (s *Store) GetDocument(ctx context.Context, tenant, collectionID, documentID string) (collection.Document, error) {
-	n, err := s.collections()
-	if err != nil {
-		return collection.Document{}, err
-	}
-	return n.getDocument(ctx, tenant, collectionID, documentID)
-}
-
-// ListDocuments implements collection.Store: collection.ErrNotFound if the collection does not exist.
-func (s *Store) ListDocuments(ctx context.Context, tenant, collectionID string) ([]collection.Document, error) {
-	n, err := s.collections()
-	if err != nil {
-		return nil, err
-	}
-	return n.listDocuments(ctx, tenant, collectionID)
-}
-
-// DeleteDocument implements collection.Store: collection.ErrNotFound if there is none.
-func (s *Store) DeleteDocument(ctx context.Context, tenant, collectionID, documentID string) error {
-	n, err := s.collections()
-	if err != nil {
-		return err
-	}
-	return n.deleteDocument(ctx, tenant, collectionID, documentID)
-}
-
-// DocumentChunks implements collection.Store with one script that reads the document and its chunks:
-// collection.ErrNotFound if the collection or document does not exist.
-func (s *Store) DocumentChunks(ctx context.Context, tenant, collectionID, documentID string) ([]collection.Chunk, error) {
-	n, err := s.collections()
-	if err != nil {
-		return nil, err
-	}
-	return n.documentChunks(ctx, tenant, collectionID, documentID)
-}
-
-// ScanChunks implements collection.Store: HSCANs of the collection's chunks, about 64 documents a reply
-// (a script that reads their documents' metadata with them), each document's chunks passed to fn exactly
-// once. It is not a snapshot: a document written during the scan may be seen in its old or new version
-// (follow the change feed from before the scan). It returns collection.ErrNotFound if the collection does
-// not exist, and fn's error as it is.
-func (s *Store) ScanChunks(ctx context.Context, tenant, collectionID string, fn func(collection.Chunk) error) error {
-	n, err := s.collections()
-	if err != nil {
-		return err
-	}
-	return n.scanChunks(ctx, tenant, collectionID, fn)
-}
-
-// Changes implements collection.Store with XREAD on the change stream (XREAD BLOCK when wait is positive,
-// on one of the client's dedicated connections). Seqs are the stream's entry ids; limit <= 0 means
-// collection.DefaultChangesLimit. It returns store.ErrInvalid for an after that is not an entry id.
-func (s *Store) Changes(ctx context.Context, after string, limit int, wait time.Duration) ([]collection.Change, error) {
-	n, err := s.collections()
-	if err != nil {
-		return nil, err
-	}
-	return n.changes(ctx, after, limit, wait)
-}
-
-// LastChange implements collection.Store: the id of the stream's newest entry.
-func (s *Store) LastChange(ctx context.Context) (string, error) {
-	n, err := s.collections()
-	if err != nil {
-		return "", err
-	}
-	return n.lastChange(ctx)
-}
-
 // collKeys are the keys of one collection; they share a hash tag.
 type collKeys struct{ meta, docs, chunks string }
 
-func (n *native) coll(tenant, id string) collKeys {
+func (n *Backend) coll(tenant, id string) collKeys {
 	base := n.prefix + ":{t:" + escape(tenant) + ":c:" + escape(id) + "}:"
 	return collKeys{base + "meta", base + "docs", base + "chunks"}
 }
 
-func (n *native) collIndex(tenant string) string {
+func (n *Backend) collIndex(tenant string) string {
 	return n.prefix + ":{t:" + escape(tenant) + "}:colls"
 }
 
-func (n *native) changesKey() string { return n.prefix + ":changes" }
+func (n *Backend) changesKey() string { return n.prefix + ":changes" }
 
 // feedInScript reports whether write scripts add their change to the stream themselves: everywhere but on
 // a cluster, where the stream's slot is not the collection's.
-func (n *native) feedInScript() bool { return n.client.Mode() != valkeygo.ClientModeCluster }
+func (n *Backend) feedInScript() bool { return n.conn.Client.Mode() != valkeygo.ClientModeCluster }
 
 // eval runs a script and returns its reply; a server error is returned (mapped) as the error.
-func (n *native) eval(ctx context.Context, s *valkeygo.Lua, keys, args []string) (valkeygo.ValkeyMessage, error) {
-	cctx, cancel, err := n.call(ctx)
+func (n *Backend) eval(ctx context.Context, s *valkeygo.Lua, keys, args []string) (valkeygo.ValkeyMessage, error) {
+	cctx, cancel, err := n.conn.Call(ctx)
 	if err != nil {
-		return valkeygo.ValkeyMessage{}, n.fail(ctx, err)
+		return valkeygo.ValkeyMessage{}, n.conn.Fail(ctx, err)
 	}
 	defer cancel()
-	m, err := s.Exec(cctx, n.client, keys, args).ToMessage()
+	m, err := s.Exec(cctx, n.conn.Client, keys, args).ToMessage()
 	if err != nil {
-		return m, n.fail(ctx, err)
+		return m, n.conn.Fail(ctx, err)
 	}
 	return m, nil
 }
@@ -375,11 +223,11 @@ return out
 `)
 
 // publish adds a change to the stream (on a cluster, after the write).
-func (n *native) publish(ctx context.Context, tenant, coll, doc, op string) error {
-	r, err := n.do(ctx, n.client.B().Xadd().Key(n.changesKey()).Maxlen().Almost().Threshold(n.maxLen).Id("*").
+func (n *Backend) publish(ctx context.Context, tenant, coll, doc, op string) error {
+	r, err := n.conn.Do(ctx, n.conn.Client.B().Xadd().Key(n.changesKey()).Maxlen().Almost().Threshold(n.maxLen).Id("*").
 		FieldValue().FieldValue("tenant", tenant).FieldValue("coll", coll).FieldValue("doc", doc).FieldValue("op", op).Build())
 	if err == nil {
-		err = n.fail(ctx, r.Error())
+		err = n.conn.Fail(ctx, r.Error())
 	}
 	if err != nil {
 		return fmt.Errorf("the %s of %s/%s is stored but its change was not published: %w", op, coll, doc, err)
@@ -387,20 +235,9 @@ func (n *native) publish(ctx context.Context, tenant, coll, doc, op string) erro
 	return nil
 }
 
-// newCollectionID returns a random id: 26 characters of base32, 130 bits.
-func newCollectionID() string { return rand.Text() }
-
-func (n *native) createCollection(ctx context.Context, tenant string, c collection.Collection) (collection.Collection, error) {
-	if err := store.ValidateID(n.limits, "tenant", tenant); err != nil {
-		return collection.Collection{}, err
-	}
-	if c.ID == "" { // the store's own kind of id, random
-		c.ID = newCollectionID()
-	}
-	c, err := store.PrepareCollection(n.limits, n.now(), c)
-	if err != nil {
-		return collection.Collection{}, err
-	}
+// CreateCollection implements store.CollectionBackend. It returns collection.ErrExists if c's name or id
+// is the name or id of one of the tenant's collections.
+func (n *Backend) CreateCollection(ctx context.Context, tenant string, c collection.Collection) (collection.Collection, error) {
 	stored := c
 	stored.Dimensions = 0
 	b, err := json.Marshal(stored)
@@ -416,7 +253,7 @@ func (n *native) createCollection(ctx context.Context, tenant string, c collecti
 		have := collection.Collection{ID: c.ID}
 		js, err := m.ToString()
 		if err != nil {
-			return collection.Collection{}, n.fail(ctx, err)
+			return collection.Collection{}, n.conn.Fail(ctx, err)
 		}
 		_ = json.Unmarshal([]byte(js), &have) // the name is for the message only
 		have.ID = c.ID
@@ -432,7 +269,7 @@ func (n *native) createCollection(ctx context.Context, tenant string, c collecti
 	}
 	clash, err := m.AsStrSlice()
 	if err != nil || len(clash) != 2 {
-		return collection.Collection{}, n.fail(ctx, fmt.Errorf("reserveName returned %v: %w", m, err))
+		return collection.Collection{}, n.conn.Fail(ctx, fmt.Errorf("reserveName returned %v: %w", m, err))
 	}
 	var have collection.Collection
 	switch clash[0] {
@@ -453,22 +290,22 @@ func (n *native) createCollection(ctx context.Context, tenant string, c collecti
 }
 
 // metaCmd reads a collection's meta.
-func (n *native) metaCmd(k collKeys) valkeygo.Completed {
-	return n.client.B().Hmget().Key(k.meta).Field("c", "dims").Build()
+func (n *Backend) metaCmd(k collKeys) valkeygo.Completed {
+	return n.conn.Client.B().Hmget().Key(k.meta).Field("c", "dims").Build()
 }
 
 // decodeMeta decodes an HMGET of a collection's meta; ok is false if there is none.
-func (n *native) decodeMeta(ctx context.Context, r valkeygo.ValkeyResult) (c collection.Collection, ok bool, err error) {
+func (n *Backend) decodeMeta(ctx context.Context, r valkeygo.ValkeyResult) (c collection.Collection, ok bool, err error) {
 	vals, err := r.ToArray()
 	if err != nil {
-		return c, false, n.fail(ctx, err)
+		return c, false, n.conn.Fail(ctx, err)
 	}
 	if len(vals) != 2 || vals[0].IsNil() {
 		return c, false, nil
 	}
 	js, err := vals[0].ToString()
 	if err != nil {
-		return c, false, n.fail(ctx, err)
+		return c, false, n.conn.Fail(ctx, err)
 	}
 	if err := json.Unmarshal([]byte(js), &c); err != nil {
 		return c, false, fmt.Errorf("valkey: decode collection: %w", err)
@@ -476,7 +313,7 @@ func (n *native) decodeMeta(ctx context.Context, r valkeygo.ValkeyResult) (c col
 	if !vals[1].IsNil() {
 		d, err := vals[1].ToString()
 		if err != nil {
-			return c, false, n.fail(ctx, err)
+			return c, false, n.conn.Fail(ctx, err)
 		}
 		if c.Dimensions, err = strconv.Atoi(d); err != nil {
 			return c, false, fmt.Errorf("valkey: decode dimensions of collection %q: %w", c.ID, err)
@@ -485,19 +322,18 @@ func (n *native) decodeMeta(ctx context.Context, r valkeygo.ValkeyResult) (c col
 	return c, true, nil
 }
 
-func (n *native) getCollection(ctx context.Context, tenant, idOrName string) (collection.Collection, error) {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "collection", idOrName); err != nil {
-		return collection.Collection{}, err
-	}
+// GetCollection implements store.CollectionBackend: collection.ErrNotFound if the tenant has no collection of
+// that id or name.
+func (n *Backend) GetCollection(ctx context.Context, tenant, idOrName string) (collection.Collection, error) {
 	index := n.collIndex(tenant)
-	b := n.client.B()
-	rs, err := n.doMulti(ctx, b.Hexists().Key(index).Field("i:"+idOrName).Build(), b.Hget().Key(index).Field("n:"+idOrName).Build(),
+	b := n.conn.Client.B()
+	rs, err := n.conn.DoMulti(ctx, b.Hexists().Key(index).Field("i:"+idOrName).Build(), b.Hget().Key(index).Field("n:"+idOrName).Build(),
 		n.metaCmd(n.coll(tenant, idOrName)))
 	if err != nil {
 		return collection.Collection{}, err
 	}
 	if indexed, err := rs[0].AsBool(); err != nil {
-		return collection.Collection{}, n.fail(ctx, err)
+		return collection.Collection{}, n.conn.Fail(ctx, err)
 	} else if indexed {
 		c, ok, err := n.decodeMeta(ctx, rs[2])
 		if err != nil || ok {
@@ -509,9 +345,9 @@ func (n *native) getCollection(ctx context.Context, tenant, idOrName string) (co
 		return collection.Collection{}, fmt.Errorf("collection %q: %w", idOrName, collection.ErrNotFound)
 	}
 	if err != nil {
-		return collection.Collection{}, n.fail(ctx, err)
+		return collection.Collection{}, n.conn.Fail(ctx, err)
 	}
-	r, err := n.do(ctx, n.metaCmd(n.coll(tenant, id)))
+	r, err := n.conn.Do(ctx, n.metaCmd(n.coll(tenant, id)))
 	if err != nil {
 		return collection.Collection{}, err
 	}
@@ -522,21 +358,23 @@ func (n *native) getCollection(ctx context.Context, tenant, idOrName string) (co
 	return c, err
 }
 
-func (n *native) allCollections(ctx context.Context) ([]collection.Ref, error) {
+// AllCollections implements store.CollectionBackend: a SCAN of every node for the tenants' index hashes
+// (MATCH <prefix>:{t:*}:colls, so once through the keyspace), then their ids, in pipelines.
+func (n *Backend) AllCollections(ctx context.Context) ([]collection.Ref, error) {
 	head, tail := n.prefix+":{t:", "}:colls"
-	pattern := globEscape(head) + "*" + globEscape(tail)
+	pattern := conn.GlobEscape(head) + "*" + conn.GlobEscape(tail)
 	tenants := map[string]string{} // index key -> tenant
-	for _, node := range n.client.Nodes() {
+	for _, node := range n.conn.Client.Nodes() {
 		for cursor := uint64(0); ; {
 			// Each page is a call of its own, under its own timeout: the whole keyspace may take long.
-			cctx, cancel, err := n.call(ctx)
+			cctx, cancel, err := n.conn.Call(ctx)
 			if err != nil {
-				return nil, n.fail(ctx, err)
+				return nil, n.conn.Fail(ctx, err)
 			}
 			e, err := node.Do(cctx, node.B().Scan().Cursor(cursor).Match(pattern).Count(1000).Type("hash").Build()).AsScanEntry()
 			cancel()
 			if err != nil {
-				return nil, n.fail(ctx, err)
+				return nil, n.conn.Fail(ctx, err)
 			}
 			for _, k := range e.Elements {
 				escaped := strings.TrimSuffix(strings.TrimPrefix(k, head), tail)
@@ -555,16 +393,16 @@ func (n *native) allCollections(ctx context.Context) ([]collection.Ref, error) {
 	for batch := range slices.Chunk(keys, 256) {
 		cmds := make([]valkeygo.Completed, len(batch))
 		for i, k := range batch {
-			cmds[i] = n.client.B().Hkeys().Key(k).Build()
+			cmds[i] = n.conn.Client.B().Hkeys().Key(k).Build()
 		}
-		rs, err := n.doMulti(ctx, cmds...)
+		rs, err := n.conn.DoMulti(ctx, cmds...)
 		if err != nil {
 			return nil, err
 		}
 		for i, r := range rs {
 			fields, err := r.AsStrSlice()
 			if err != nil {
-				return nil, n.fail(ctx, err)
+				return nil, n.conn.Fail(ctx, err)
 			}
 			for _, f := range fields {
 				if id, ok := strings.CutPrefix(f, "i:"); ok {
@@ -577,17 +415,15 @@ func (n *native) allCollections(ctx context.Context) ([]collection.Ref, error) {
 	return out, nil
 }
 
-func (n *native) listCollections(ctx context.Context, tenant string) ([]collection.Collection, error) {
-	if err := store.ValidateID(n.limits, "tenant", tenant); err != nil {
-		return nil, err
-	}
-	r, err := n.do(ctx, n.client.B().Hgetall().Key(n.collIndex(tenant)).Build())
+// ListCollections implements store.CollectionBackend.
+func (n *Backend) ListCollections(ctx context.Context, tenant string) ([]collection.Collection, error) {
+	r, err := n.conn.Do(ctx, n.conn.Client.B().Hgetall().Key(n.collIndex(tenant)).Build())
 	if err != nil {
 		return nil, err
 	}
 	index, err := r.AsStrMap()
 	if err != nil {
-		return nil, n.fail(ctx, err)
+		return nil, n.conn.Fail(ctx, err)
 	}
 	var cmds []valkeygo.Completed
 	for f := range index {
@@ -598,7 +434,7 @@ func (n *native) listCollections(ctx context.Context, tenant string) ([]collecti
 	if len(cmds) == 0 {
 		return nil, nil
 	}
-	rs, err := n.doMulti(ctx, cmds...)
+	rs, err := n.conn.DoMulti(ctx, cmds...)
 	if err != nil {
 		return nil, err
 	}
@@ -616,17 +452,15 @@ func (n *native) listCollections(ctx context.Context, tenant string) ([]collecti
 	return out, nil
 }
 
-func (n *native) deleteCollection(ctx context.Context, tenant, id string) error {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "collection", id); err != nil {
-		return err
-	}
+// DeleteCollection implements store.CollectionBackend: collection.ErrNotFound if there is none.
+func (n *Backend) DeleteCollection(ctx context.Context, tenant, id string) error {
 	m, err := n.eval(ctx, unreserveName, []string{n.collIndex(tenant)}, []string{id})
 	if err != nil {
 		return err
 	}
 	indexed, err := m.AsInt64()
 	if err != nil {
-		return n.fail(ctx, err)
+		return n.conn.Fail(ctx, err)
 	}
 	k := n.coll(tenant, id)
 	keys := []string{k.meta, k.docs, k.chunks}
@@ -642,7 +476,7 @@ func (n *native) deleteCollection(ctx context.Context, tenant, id string) error 
 	}
 	done, err := m.AsInt64()
 	if err != nil {
-		return n.fail(ctx, err)
+		return n.conn.Fail(ctx, err)
 	}
 	if done == 0 {
 		return fmt.Errorf("collection %q: %w", id, collection.ErrNotFound)
@@ -650,33 +484,31 @@ func (n *native) deleteCollection(ctx context.Context, tenant, id string) error 
 	return n.publish(ctx, tenant, id, "", collection.OpDeleteCollection)
 }
 
-// prepareDocument validates a document and its chunks and returns the document as stored, its JSON, the
-// encoded chunks and their vectors' length.
-func (n *native) prepareDocument(tenant string, doc collection.Document, chunks []collection.Chunk) (collection.Document, string, []byte, int, error) {
+// encodeDocument returns the document as stored, its JSON, the encoded chunks and their vectors' length.
+func encodeDocument(doc collection.Document, chunks []collection.Chunk) (collection.Document, string, []byte, int, error) {
 	fail := func(err error) (collection.Document, string, []byte, int, error) { return doc, "", nil, 0, err }
-	if err := store.ValidateID(n.limits, "tenant", tenant); err != nil {
-		return fail(err)
-	}
-	dims, err := store.PrepareDocument(n.limits, doc, chunks)
-	if err != nil {
-		return fail(err)
-	}
 	sorted := slices.Clone(chunks)
 	slices.SortStableFunc(sorted, func(a, b collection.Chunk) int { return cmp.Compare(a.Index, b.Index) })
 	for i := range sorted {
 		sorted[i].Metadata = collection.OwnMetadata(doc.Metadata, sorted[i].Metadata) // the document's is in its JSON
 	}
 	doc.Chunks = len(chunks)
-	doc.UpdatedAt = n.now().UTC()
 	b, err := json.Marshal(doc)
 	if err != nil {
 		return fail(fmt.Errorf("valkey: encode document %q: %w", doc.ID, err))
 	}
-	return doc, string(b), encodeChunks(sorted), dims, nil
+	return doc, string(b), encodeChunks(sorted), store.Dimensions(chunks), nil
 }
 
-func (n *native) putDocument(ctx context.Context, tenant string, doc collection.Document, chunks []collection.Chunk) (bool, error) {
-	doc, js, enc, dims, err := n.prepareDocument(tenant, doc, chunks)
+// PutDocument implements store.CollectionBackend with one script on the collection's slot. The document's
+// metadata is stored once, in its JSON; of each chunk's, its own entries alone. It returns
+// collection.ErrNotFound if the collection does not exist, store.ErrInvalid for a chunk id another
+// document of the collection has or vectors of a length other than the collection's. On a
+// cluster, an error with changed true means the document was stored but its change could not be added
+// to the feed (see the notes on the change feed in collections.go); DeleteDocument and DeleteCollection
+// say so in their errors alike.
+func (n *Backend) PutDocument(ctx context.Context, tenant string, doc collection.Document, chunks []collection.Chunk) (bool, error) {
+	doc, js, enc, dims, err := encodeDocument(doc, chunks)
 	if err != nil {
 		return false, err
 	}
@@ -692,11 +524,11 @@ func (n *native) putDocument(ctx context.Context, tenant string, doc collection.
 	}
 	reply, err := m.ToArray()
 	if err != nil || len(reply) == 0 {
-		return false, n.fail(ctx, fmt.Errorf("putDocument returned %v: %w", m, err))
+		return false, n.conn.Fail(ctx, fmt.Errorf("putDocument returned %v: %w", m, err))
 	}
 	code, err := reply[0].AsInt64()
 	if err != nil {
-		return false, n.fail(ctx, err)
+		return false, n.conn.Fail(ctx, err)
 	}
 	switch code {
 	case -1:
@@ -716,11 +548,10 @@ func (n *native) putDocument(ctx context.Context, tenant string, doc collection.
 	return true, n.publish(ctx, tenant, doc.CollectionID, doc.ID, collection.OpPut)
 }
 
-func (n *native) getDocument(ctx context.Context, tenant, collectionID, documentID string) (collection.Document, error) {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "collection", collectionID, "document", documentID); err != nil {
-		return collection.Document{}, err
-	}
-	r, err := n.do(ctx, n.client.B().Hget().Key(n.coll(tenant, collectionID).docs).Field(documentID).Build())
+// GetDocument implements store.CollectionBackend: collection.ErrNotFound if the collection or document does
+// not exist.
+func (n *Backend) GetDocument(ctx context.Context, tenant, collectionID, documentID string) (collection.Document, error) {
+	r, err := n.conn.Do(ctx, n.conn.Client.B().Hget().Key(n.coll(tenant, collectionID).docs).Field(documentID).Build())
 	if err != nil {
 		return collection.Document{}, err
 	}
@@ -729,7 +560,7 @@ func (n *native) getDocument(ctx context.Context, tenant, collectionID, document
 		return collection.Document{}, fmt.Errorf("document %q of collection %q: %w", documentID, collectionID, collection.ErrNotFound)
 	}
 	if err != nil {
-		return collection.Document{}, n.fail(ctx, err)
+		return collection.Document{}, n.conn.Fail(ctx, err)
 	}
 	var d collection.Document
 	if err := json.Unmarshal([]byte(js), &d); err != nil {
@@ -740,14 +571,14 @@ func (n *native) getDocument(ctx context.Context, tenant, collectionID, document
 
 // scan HSCANs a collection's hash (docs or chunks) and calls fn once for each field, after checking that
 // the collection exists.
-func (n *native) scan(ctx context.Context, k collKeys, key, collectionID string, fn func(field, value string) error) error {
-	b := n.client.B()
-	rs, err := n.doMulti(ctx, b.Exists().Key(k.meta).Build(), b.Hscan().Key(key).Cursor(0).Count(scanBatch).Build())
+func (n *Backend) scan(ctx context.Context, k collKeys, key, collectionID string, fn func(field, value string) error) error {
+	b := n.conn.Client.B()
+	rs, err := n.conn.DoMulti(ctx, b.Exists().Key(k.meta).Build(), b.Hscan().Key(key).Cursor(0).Count(scanBatch).Build())
 	if err != nil {
 		return err
 	}
 	if ok, err := rs[0].AsBool(); err != nil {
-		return n.fail(ctx, err)
+		return n.conn.Fail(ctx, err)
 	} else if !ok {
 		return fmt.Errorf("collection %q: %w", collectionID, collection.ErrNotFound)
 	}
@@ -756,7 +587,7 @@ func (n *native) scan(ctx context.Context, k collKeys, key, collectionID string,
 	for {
 		e, err := r.AsScanEntry()
 		if err != nil {
-			return n.fail(ctx, err)
+			return n.conn.Fail(ctx, err)
 		}
 		for i := 0; i+1 < len(e.Elements); i += 2 {
 			if _, dup := seen[e.Elements[i]]; dup { // HSCAN may return a field twice
@@ -770,16 +601,14 @@ func (n *native) scan(ctx context.Context, k collKeys, key, collectionID string,
 		if e.Cursor == 0 {
 			return nil
 		}
-		if r, err = n.do(ctx, b.Hscan().Key(key).Cursor(e.Cursor).Count(scanBatch).Build()); err != nil {
+		if r, err = n.conn.Do(ctx, b.Hscan().Key(key).Cursor(e.Cursor).Count(scanBatch).Build()); err != nil {
 			return err
 		}
 	}
 }
 
-func (n *native) listDocuments(ctx context.Context, tenant, collectionID string) ([]collection.Document, error) {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "collection", collectionID); err != nil {
-		return nil, err
-	}
+// ListDocuments implements store.CollectionBackend: collection.ErrNotFound if the collection does not exist.
+func (n *Backend) ListDocuments(ctx context.Context, tenant, collectionID string) ([]collection.Document, error) {
 	k := n.coll(tenant, collectionID)
 	var out []collection.Document
 	err := n.scan(ctx, k, k.docs, collectionID, func(id, js string) error {
@@ -797,10 +626,8 @@ func (n *native) listDocuments(ctx context.Context, tenant, collectionID string)
 	return out, nil
 }
 
-func (n *native) deleteDocument(ctx context.Context, tenant, collectionID, documentID string) error {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "collection", collectionID, "document", documentID); err != nil {
-		return err
-	}
+// DeleteDocument implements store.CollectionBackend: collection.ErrNotFound if there is none.
+func (n *Backend) DeleteDocument(ctx context.Context, tenant, collectionID, documentID string) error {
 	k := n.coll(tenant, collectionID)
 	keys := []string{k.docs, k.chunks}
 	if n.feedInScript() {
@@ -815,7 +642,7 @@ func (n *native) deleteDocument(ctx context.Context, tenant, collectionID, docum
 	}
 	done, err := m.AsInt64()
 	if err != nil {
-		return n.fail(ctx, err)
+		return n.conn.Fail(ctx, err)
 	}
 	if done == 0 {
 		return fmt.Errorf("document %q of collection %q: %w", documentID, collectionID, collection.ErrNotFound)
@@ -823,10 +650,9 @@ func (n *native) deleteDocument(ctx context.Context, tenant, collectionID, docum
 	return n.publish(ctx, tenant, collectionID, documentID, collection.OpDelete)
 }
 
-func (n *native) documentChunks(ctx context.Context, tenant, collectionID, documentID string) ([]collection.Chunk, error) {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "collection", collectionID, "document", documentID); err != nil {
-		return nil, err
-	}
+// DocumentChunks implements store.CollectionBackend with one script that reads the document and its chunks:
+// collection.ErrNotFound if the collection or document does not exist.
+func (n *Backend) DocumentChunks(ctx context.Context, tenant, collectionID, documentID string) ([]collection.Chunk, error) {
 	k := n.coll(tenant, collectionID)
 	m, err := n.eval(ctx, readChunks, []string{k.docs, k.chunks}, []string{documentID})
 	if err != nil {
@@ -834,14 +660,14 @@ func (n *native) documentChunks(ctx context.Context, tenant, collectionID, docum
 	}
 	vals, err := m.ToArray()
 	if err != nil || len(vals) != 2 {
-		return nil, n.fail(ctx, fmt.Errorf("readChunks returned %v: %w", m, err))
+		return nil, n.conn.Fail(ctx, fmt.Errorf("readChunks returned %v: %w", m, err))
 	}
 	if vals[1].IsNil() {
 		return nil, fmt.Errorf("document %q of collection %q: %w", documentID, collectionID, collection.ErrNotFound)
 	}
 	v, err := vals[1].ToString()
 	if err != nil {
-		return nil, n.fail(ctx, err)
+		return nil, n.conn.Fail(ctx, err)
 	}
 	meta, err := n.documentMetadata(ctx, documentID, vals[0])
 	if err != nil {
@@ -855,13 +681,13 @@ func (n *native) documentChunks(ctx context.Context, tenant, collectionID, docum
 }
 
 // documentMetadata decodes the metadata of a document's JSON (nil for none).
-func (n *native) documentMetadata(ctx context.Context, id string, js valkeygo.ValkeyMessage) (map[string]string, error) {
+func (n *Backend) documentMetadata(ctx context.Context, id string, js valkeygo.ValkeyMessage) (map[string]string, error) {
 	if js.IsNil() {
 		return nil, nil // written with its chunks and deleted with them: not seen without them
 	}
 	s, err := js.ToString()
 	if err != nil {
-		return nil, n.fail(ctx, err)
+		return nil, n.conn.Fail(ctx, err)
 	}
 	var d struct {
 		Metadata map[string]string `json:"metadata"`
@@ -878,10 +704,12 @@ func withDocument(c collection.Chunk, meta map[string]string) collection.Chunk {
 	return c
 }
 
-func (n *native) scanChunks(ctx context.Context, tenant, collectionID string, fn func(collection.Chunk) error) error {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "collection", collectionID); err != nil {
-		return err
-	}
+// ScanChunks implements store.CollectionBackend: HSCANs of the collection's chunks, about 64 documents a
+// reply (a script that reads their documents' metadata with them), each document's chunks passed to fn
+// exactly once. It is not a snapshot: a document written during the scan may be seen in its old or new
+// version (follow the change feed from before the scan). It returns collection.ErrNotFound if the collection
+// does not exist, and fn's error as it is.
+func (n *Backend) ScanChunks(ctx context.Context, tenant, collectionID string, fn func(collection.Chunk) error) error {
 	k := n.coll(tenant, collectionID)
 	seen := map[string]struct{}{}
 	for cursor := "0"; ; {
@@ -892,19 +720,19 @@ func (n *native) scanChunks(ctx context.Context, tenant, collectionID string, fn
 		}
 		vals, err := m.ToArray()
 		if err != nil || len(vals) == 0 || len(vals)%3 != 1 {
-			return n.fail(ctx, fmt.Errorf("scanChunks returned %v: %w", m, err))
+			return n.conn.Fail(ctx, fmt.Errorf("scanChunks returned %v: %w", m, err))
 		}
 		if vals[0].IsInt64() {
 			return fmt.Errorf("collection %q: %w", collectionID, collection.ErrNotFound)
 		}
 		if cursor, err = vals[0].ToString(); err != nil {
-			return n.fail(ctx, err)
+			return n.conn.Fail(ctx, err)
 		}
 		for i := 1; i+2 < len(vals); i += 3 {
 			doc, err1 := vals[i].ToString()
 			v, err2 := vals[i+1].ToString()
 			if err1 != nil || err2 != nil {
-				return n.fail(ctx, cmp.Or(err1, err2))
+				return n.conn.Fail(ctx, cmp.Or(err1, err2))
 			}
 			if _, dup := seen[doc]; dup { // HSCAN may return a field twice
 				continue
@@ -949,7 +777,10 @@ func validSeq(s string) bool {
 	return digits(ms) && (!dash || digits(seq))
 }
 
-func (n *native) changes(ctx context.Context, after string, limit int, wait time.Duration) ([]collection.Change, error) {
+// Changes implements store.CollectionBackend with XREAD on the change stream (XREAD BLOCK when wait is
+// positive, on one of the client's dedicated connections). Seqs are the stream's entry ids; limit <= 0 means
+// collection.DefaultChangesLimit. It returns store.ErrInvalid for an after that is not an entry id.
+func (n *Backend) Changes(ctx context.Context, after string, limit int, wait time.Duration) ([]collection.Change, error) {
 	if limit <= 0 {
 		limit = collection.DefaultChangesLimit
 	}
@@ -961,13 +792,13 @@ func (n *native) changes(ctx context.Context, after string, limit int, wait time
 	} else if !validSeq(after) {
 		return nil, fmt.Errorf("%w: %q is not a change's seq", store.ErrInvalid, after)
 	}
-	if err := n.alive(ctx); err != nil {
-		return nil, n.fail(ctx, err)
+	if err := n.conn.Alive(ctx); err != nil {
+		return nil, n.conn.Fail(ctx, err)
 	}
 	key := n.changesKey()
-	xread := n.client.B().Xread().Count(int64(limit))
+	xread := n.conn.Client.B().Xread().Count(int64(limit))
 	var cmd valkeygo.Completed
-	timeout := n.timeout
+	timeout := n.conn.Timeout
 	if wait > 0 {
 		ms := max(wait.Milliseconds(), 1)
 		cmd = xread.Block(ms).Streams().Key(key).Id(after).Build()
@@ -979,13 +810,13 @@ func (n *native) changes(ctx context.Context, after string, limit int, wait time
 	defer cancel()
 	// A command built with Block goes to a dedicated connection of valkey-go's blocking pool, so waiting
 	// holds up no other call.
-	r := n.client.Do(cctx, cmd)
+	r := n.conn.Client.Do(cctx, cmd)
 	streams, err := r.AsXRead()
 	if valkeygo.IsValkeyNil(err) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, n.fail(ctx, err)
+		return nil, n.conn.Fail(ctx, err)
 	}
 	entries := streams[key]
 	if len(entries) == 0 {
@@ -1009,14 +840,14 @@ func (n *native) changes(ctx context.Context, after string, limit int, wait time
 // the stream holds (XINFO STREAM) is newer than after, after is gone and so may be entries that followed
 // it; entries deleted one by one (XDEL, which Loom never sends) show in max-deleted-entry-id. When the
 // stream has lost just after itself, this errs on the safe side: the reader rebuilds.
-func (n *native) checkTrimmed(ctx context.Context, after string) error {
-	r, err := n.do(ctx, n.client.B().XinfoStream().Key(n.changesKey()).Build())
+func (n *Backend) checkTrimmed(ctx context.Context, after string) error {
+	r, err := n.conn.Do(ctx, n.conn.Client.B().XinfoStream().Key(n.changesKey()).Build())
 	if err != nil {
 		return err
 	}
 	info, err := r.AsMap()
 	if err != nil {
-		return n.fail(ctx, err)
+		return n.conn.Fail(ctx, err)
 	}
 	gone := func(id string) bool { return validSeq(id) && compareSeq(id, after) > 0 }
 	if m, ok := info["first-entry"]; ok {
@@ -1043,14 +874,15 @@ func compareSeq(a, b string) int {
 	return cmp.Compare(num(aseq), num(bseq))
 }
 
-func (n *native) lastChange(ctx context.Context) (string, error) {
-	r, err := n.do(ctx, n.client.B().Xrevrange().Key(n.changesKey()).End("+").Start("-").Count(1).Build())
+// LastChange implements store.CollectionBackend: the id of the stream's newest entry.
+func (n *Backend) LastChange(ctx context.Context) (string, error) {
+	r, err := n.conn.Do(ctx, n.conn.Client.B().Xrevrange().Key(n.changesKey()).End("+").Start("-").Count(1).Build())
 	if err != nil {
 		return "", err
 	}
 	entries, err := r.AsXRange()
 	if err != nil {
-		return "", n.fail(ctx, err)
+		return "", n.conn.Fail(ctx, err)
 	}
 	if len(entries) == 0 {
 		return "", nil

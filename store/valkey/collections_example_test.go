@@ -10,22 +10,23 @@ import (
 	"github.com/context-loom/loom/store/valkey"
 )
 
-// ExampleStore_Changes builds an in-memory view of a collection and keeps it current from the change
+// Example_changes builds an in-memory view of a collection and keeps it current from the change
 // feed, as every Loom server sharing one Valkey does: note the feed's position, scan, then follow; on each
 // change reload the document's current state (a late or repeated change is then harmless).
-func ExampleStore_Changes() {
+func Example_changes() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	opts, err := valkey.ParseURL("valkey://127.0.0.1:6379?prefix=loom")
 	if err != nil {
 		panic(err)
 	}
-	s, err := valkey.Open(ctx, opts)
+	st, err := valkey.Open(ctx, opts)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer s.Close()
+	defer st.Close()
+	s, _ := st.Collections() // the native layout keeps collections
 	c, err := s.GetCollection(ctx, "acme", "manuals")
 	if err != nil {
 		fmt.Println(err)

@@ -23,7 +23,7 @@ func TestCollections_Conformance(t *testing.T) {
 	t.Parallel()
 	addr := valkeytest.Start(t)
 	collectiontest.Run(t, func(t *testing.T, opts store.Options) collection.Store {
-		return open(t, valkey.Options{Options: opts}, addr)
+		return openColls(t, valkey.Options{Options: opts}, addr)
 	})
 }
 
@@ -33,20 +33,8 @@ func TestCollections_ConformanceCluster(t *testing.T) {
 	t.Parallel()
 	c := valkeytest.StartCluster(t, 3)
 	collectiontest.Run(t, func(t *testing.T, opts store.Options) collection.Store {
-		return open(t, valkey.Options{Options: opts}, c.Addrs()...)
+		return openColls(t, valkey.Options{Options: opts}, c.Addrs()...)
 	})
-}
-
-func TestCollections_CookbookUnsupported(t *testing.T) {
-	t.Parallel()
-	s := open(t, valkey.Options{Layout: valkey.LayoutCookbook}, valkeytest.Start(t))
-	_, err := s.CreateCollection(t.Context(), loom.DefaultTenant, collection.Collection{Name: "docs"})
-	if !errors.Is(err, store.ErrUnsupported) {
-		t.Fatalf("CreateCollection in the cookbook layout: %v, want ErrUnsupported", err)
-	}
-	if _, err := s.Changes(t.Context(), "", 10, 0); !errors.Is(err, store.ErrUnsupported) {
-		t.Fatalf("Changes in the cookbook layout: %v, want ErrUnsupported", err)
-	}
 }
 
 func testDoc(collID, id, version string, n, dims int) (collection.Document, []collection.Chunk) {
@@ -66,9 +54,9 @@ func testDoc(collID, id, version string, n, dims int) (collection.Document, []co
 }
 
 // followers returns two stores sharing one server (or cluster) and prefix, as two Loom servers would.
-func followers(t *testing.T, addrs []string) (a, b *valkey.Store) {
+func followers(t *testing.T, addrs []string) (a, b collection.Store) {
 	prefix := fmt.Sprintf("shared%d", prefixes.Add(1))
-	return open(t, valkey.Options{Prefix: prefix}, addrs...), open(t, valkey.Options{Prefix: prefix}, addrs...)
+	return openColls(t, valkey.Options{Prefix: prefix}, addrs...), openColls(t, valkey.Options{Prefix: prefix}, addrs...)
 }
 
 // TestChanges_TwoServers: a document put through one store is seen through the other's change feed, by a
@@ -133,7 +121,7 @@ func TestChanges_TwoServers(t *testing.T) {
 func TestCollections_CraftedIDs(t *testing.T) {
 	t.Parallel()
 	addr := valkeytest.Start(t)
-	s := open(t, valkey.Options{Prefix: "loom"}, addr)
+	s := openColls(t, valkey.Options{Prefix: "loom"}, addr)
 	ctx := t.Context()
 	// "a" with collection "b:c:x" would make the key {t:a:c:b:c:x} without escaping, as would tenant
 	// "a:c:b" with collection "x"; "a}" would close the hash tag.
@@ -180,7 +168,7 @@ func TestCollections_CraftedIDs(t *testing.T) {
 func TestDeleteCollection_RemovesEveryKey(t *testing.T) {
 	t.Parallel()
 	addr := valkeytest.Start(t)
-	s := open(t, valkey.Options{Prefix: "del"}, addr)
+	s := openColls(t, valkey.Options{Prefix: "del"}, addr)
 	ctx := t.Context()
 	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "docs"})
 	if err != nil {
@@ -210,7 +198,7 @@ func TestCollections_Unavailable(t *testing.T) {
 	t.Parallel()
 	srv := valkeytest.StartServer(t)
 	const timeout = 300 * time.Millisecond
-	s := open(t, valkey.Options{Timeout: timeout}, srv.Addr)
+	s := openColls(t, valkey.Options{Timeout: timeout}, srv.Addr)
 	ctx := t.Context()
 	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "docs"})
 	if err != nil {
@@ -251,7 +239,7 @@ func TestCollections_Unavailable(t *testing.T) {
 
 func TestChanges_BadInput(t *testing.T) {
 	t.Parallel()
-	s := open(t, valkey.Options{}, valkeytest.Start(t))
+	s := openColls(t, valkey.Options{}, valkeytest.Start(t))
 	for _, tc := range []struct {
 		after string
 		limit int
@@ -269,7 +257,7 @@ func TestChanges_BadInput(t *testing.T) {
 // TestPutDocument_Rejects: bad chunks are refused before anything is written.
 func TestPutDocument_Rejects(t *testing.T) {
 	t.Parallel()
-	s := open(t, valkey.Options{Options: store.Options{Limits: store.Limits{MaxValueBytes: 1000}}}, valkeytest.Start(t))
+	s := openColls(t, valkey.Options{Options: store.Options{Limits: store.Limits{MaxValueBytes: 1000}}}, valkeytest.Start(t))
 	ctx := t.Context()
 	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "docs"})
 	if err != nil {
@@ -303,7 +291,7 @@ func TestPutDocument_Rejects(t *testing.T) {
 // TestScanChunks_ManyDocuments scans more documents than one HSCAN reply holds, each chunk exactly once.
 func TestScanChunks_ManyDocuments(t *testing.T) {
 	t.Parallel()
-	s := open(t, valkey.Options{}, valkeytest.Start(t))
+	s := openColls(t, valkey.Options{}, valkeytest.Start(t))
 	ctx := t.Context()
 	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "docs"})
 	if err != nil {
@@ -341,7 +329,8 @@ func TestScanChunks_ManyDocuments(t *testing.T) {
 // caller's context ends it sooner.
 func TestChanges_WaitIsBounded(t *testing.T) {
 	t.Parallel()
-	s := open(t, valkey.Options{Timeout: 200 * time.Millisecond}, valkeytest.Start(t))
+	st := open(t, valkey.Options{Timeout: 200 * time.Millisecond}, valkeytest.Start(t))
+	s, _ := st.Collections()
 	start := time.Now()
 	ch, err := s.Changes(t.Context(), "", 10, 600*time.Millisecond) // longer than the timeout
 	if err != nil || len(ch) != 0 {
@@ -359,7 +348,7 @@ func TestChanges_WaitIsBounded(t *testing.T) {
 	if d := time.Since(start); d > 20*time.Second { // well before the minute's wait
 		t.Errorf("the caller's deadline ended the wait after %v", d)
 	}
-	if err := s.Ping(t.Context()); err != nil { // the store still works
+	if err := st.Ping(t.Context()); err != nil { // the store still works
 		t.Fatal(err)
 	}
 }
@@ -382,7 +371,7 @@ func TestPutDocument_FeedFailure(t *testing.T) {
 				addrs = []string{valkeytest.Start(t)}
 			}
 			prefix := fmt.Sprintf("feed%d", prefixes.Add(1))
-			s := open(t, valkey.Options{Prefix: prefix}, addrs...)
+			s := openColls(t, valkey.Options{Prefix: prefix}, addrs...)
 			ctx := t.Context()
 			c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "docs"})
 			if err != nil {
@@ -422,7 +411,7 @@ func TestCollections_StoredSize(t *testing.T) {
 	t.Parallel()
 	collectiontest.RunStoredSize(t, func(t *testing.T, opts store.Options) (collection.Store, collectiontest.Sizer) {
 		addr := valkeytest.Start(t)
-		return open(t, valkey.Options{Options: opts}, addr), func(t *testing.T) int64 {
+		return openColls(t, valkey.Options{Options: opts}, addr), func(t *testing.T) int64 {
 			var total int64
 			for cursor := "0"; ; {
 				reply, err := valkeytest.Do(addr, "SCAN", cursor, "COUNT", "1000")
@@ -454,7 +443,7 @@ func TestCollections_StoredSize(t *testing.T) {
 func TestCollections_ReadsFormat1(t *testing.T) {
 	t.Parallel()
 	addr := valkeytest.Start(t)
-	s := open(t, valkey.Options{Prefix: "old"}, addr)
+	s := openColls(t, valkey.Options{Prefix: "old"}, addr)
 	ctx := t.Context()
 	if _, err := s.CreateCollection(ctx, "acme", collection.Collection{ID: "c1", Name: "docs"}); err != nil {
 		t.Fatal(err)
@@ -515,7 +504,8 @@ func TestCollections_ReadsFormat1(t *testing.T) {
 func TestReads_RideOutARestart(t *testing.T) {
 	t.Parallel()
 	srv := valkeytest.StartServer(t, "--appendonly", "yes", "--appendfsync", "always")
-	s := open(t, valkey.Options{Timeout: 30 * time.Second}, srv.Addr)
+	st := open(t, valkey.Options{Timeout: 30 * time.Second}, srv.Addr)
+	s, _ := st.Collections()
 	ctx := t.Context()
 	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "kb"})
 	if err != nil {
@@ -525,7 +515,7 @@ func TestReads_RideOutARestart(t *testing.T) {
 	if _, err := s.PutDocument(ctx, "acme", d, chunks); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AppendMessages(ctx, "acme", "s", store.Message{Role: "user", Content: "kept"}); err != nil {
+	if _, err := st.AppendMessages(ctx, "acme", "s", store.Message{Role: "user", Content: "kept"}); err != nil {
 		t.Fatal(err)
 	}
 	reads := map[string]func() error{
@@ -545,7 +535,7 @@ func TestReads_RideOutARestart(t *testing.T) {
 			return err
 		},
 		"Messages within a budget": func() error {
-			got, err := s.Messages(ctx, "acme", "s", store.MessageQuery{MaxTokens: 100, Encoding: "o200k_base"})
+			got, err := st.Messages(ctx, "acme", "s", store.MessageQuery{MaxTokens: 100, Encoding: "o200k_base"})
 			if err == nil && len(got) != 1 {
 				err = fmt.Errorf("%d messages", len(got))
 			}

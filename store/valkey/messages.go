@@ -12,14 +12,15 @@ import (
 	valkeygo "github.com/valkey-io/valkey-go"
 
 	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/store/valkey/internal/conn"
 	"github.com/context-loom/loom/tokenizer"
 )
 
-// How the layouts answer a store.MessageQuery. A session's messages are a list whose value at index i has
-// seq i+1 (values are only ever appended; the list goes as a whole). A query without MaxTokens is one
-// LRANGE. With MaxTokens, the native layout counts on the server (countBack): its values carry their
-// counts, so only the messages kept come back. In the estimate, and in the cookbook layout, whose values
-// have no counts, the values are read a page at a time (store.ReadNewest).
+// How a store.MessageQuery is answered. A session's messages are a list whose value at index i has seq i+1
+// (values are only ever appended; the list goes as a whole). A query without MaxTokens is one LRANGE. With
+// MaxTokens, the server counts (countBack): the values carry their counts, so only the messages kept come
+// back. In the estimate, which the values have no counts for, they are read a page at a time
+// (store.ReadNewest), as package cookbook reads its chat lists, whose values have no counts at all.
 
 // countBackSrc walks a native message list newest first, from the message before seq ARGV[1] (0: from the
 // newest), and keeps values while at most ARGV[2] of them (0: no limit) cost at most ARGV[3] tokens as
@@ -104,37 +105,17 @@ func countBackArgs(q store.MessageQuery, before int64, limit, tokens int) []stri
 		strconv.Itoa(store.MessageOverhead), strconv.Itoa(perToken)}
 }
 
-// lrange is the LRANGE of up to n values (math.MaxInt: all) before seq before (0: the newest), and the
-// seq of the first value it returns when before is known (0 when it is not: the values say).
-func lrange(b valkeygo.Builder, key string, before int64, n int) (valkeygo.Completed, int64) {
-	if before <= 0 {
-		start := int64(0)
-		if n < math.MaxInt {
-			start = -int64(n)
-		}
-		return b.Lrange().Key(key).Start(start).Stop(-1).Build(), 0
-	}
-	if before == 1 { // nothing before the first: a range that is empty
-		return b.Lrange().Key(key).Start(1).Stop(0).Build(), 1
-	}
-	start := int64(0)
-	if n < math.MaxInt {
-		start = max(before-1-int64(n), 0)
-	}
-	return b.Lrange().Key(key).Start(start).Stop(before - 2).Build(), start + 1
-}
-
 // firstCmd is the command that begins to answer q on the native list key: countBack's EVALSHA, or an
 // LRANGE of what q reads (without MaxTokens) or of store.ReadNewest's first page (in the estimate).
-func (n *native) firstCmd(key string, q store.MessageQuery) valkeygo.Completed {
-	b := n.client.B()
+func (n *Backend) firstCmd(key string, q store.MessageQuery) valkeygo.Completed {
+	b := n.conn.Client.B()
 	switch {
 	case q.MaxTokens == 0:
-		return cmdOf(lrange(b, key, q.Before, limitOrAll(q.Limit)))
+		return cmdOf(conn.LRange(b, key, q.Before, limitOrAll(q.Limit)))
 	case countsCached(q):
 		return b.EvalshaRo().Sha1(countBackSHA).Numkeys(1).Key(key).Arg(countBackArgs(q, q.Before, q.Limit, q.MaxTokens)...).Build()
 	}
-	return cmdOf(lrange(b, key, q.Before, store.FirstPageSize(q)))
+	return cmdOf(conn.LRange(b, key, q.Before, store.FirstPageSize(q)))
 }
 
 func cmdOf(c valkeygo.Completed, _ int64) valkeygo.Completed { return c }
@@ -149,10 +130,10 @@ func limitOrAll(limit int) int {
 // readMessages answers q (a checked query) on the native list key, first from the reply r of
 // firstCmd(key, q) when it was sent already (nil: send it), and returns the before of the messages it left
 // out.
-func (n *native) readMessages(ctx context.Context, key string, q store.MessageQuery, r *valkeygo.ValkeyResult) ([]store.Message, int64, error) {
+func (n *Backend) readMessages(ctx context.Context, key string, q store.MessageQuery, r *valkeygo.ValkeyResult) ([]store.Message, int64, error) {
 	if q.MaxTokens > 0 && countsCached(q) {
 		if r == nil {
-			res, err := n.do(ctx, n.firstCmd(key, q))
+			res, err := n.conn.Do(ctx, n.firstCmd(key, q))
 			if err != nil {
 				return nil, 0, err
 			}
@@ -166,7 +147,7 @@ func (n *native) readMessages(ctx context.Context, key string, q store.MessageQu
 		if r != nil { // the page firstCmd read
 			vals, err = r.AsStrSlice()
 			if err != nil {
-				return nil, 0, n.fail(ctx, err)
+				return nil, 0, n.conn.Fail(ctx, err)
 			}
 			r = nil
 		} else if vals, err = n.values(ctx, key, before, size); err != nil {
@@ -176,7 +157,7 @@ func (n *native) readMessages(ctx context.Context, key string, q store.MessageQu
 		if err != nil || len(msgs) == 0 {
 			return nil, 0, err
 		}
-		return msgs, nextBefore(msgs[0].Seq), nil
+		return msgs, conn.NextBefore(msgs[0].Seq), nil
 	}
 	if q.MaxTokens == 0 {
 		msgs, next, err := page(q.Before, limitOrAll(q.Limit))
@@ -187,52 +168,26 @@ func (n *native) readMessages(ctx context.Context, key string, q store.MessageQu
 
 // values is the LRANGE of up to n values before seq before (0: the newest); a before past the newest
 // reads from the newest.
-func (n *native) values(ctx context.Context, key string, before int64, size int) ([]string, error) {
-	cmd, _ := lrange(n.client.B(), key, before, size)
-	r, err := n.do(ctx, cmd)
+func (n *Backend) values(ctx context.Context, key string, before int64, size int) ([]string, error) {
+	cmd, first := conn.LRange(n.conn.Client.B(), key, before, size)
+	r, err := n.conn.Do(ctx, cmd)
 	if err != nil {
 		return nil, err
 	}
 	vals, err := r.AsStrSlice()
 	if err != nil {
-		return nil, n.fail(ctx, err)
+		return nil, n.conn.Fail(ctx, err)
 	}
-	if len(vals) == 0 && before > 1 {
-		if past, err := n.pastEnd(ctx, key, before); err != nil || past {
-			if err != nil {
-				return nil, err
-			}
-			return n.values(ctx, key, 0, size)
-		}
+	if conn.PastEnd(first, size, len(vals)) {
+		return n.values(ctx, key, 0, size)
 	}
 	return vals, nil
-}
-
-// pastEnd reports whether before is past the newest value of the list key (and the list is not empty).
-func (c *conn) pastEnd(ctx context.Context, key string, before int64) (bool, error) {
-	r, err := c.do(ctx, c.client.B().Llen().Key(key).Build())
-	if err != nil {
-		return false, err
-	}
-	n, err := r.AsInt64()
-	if err != nil {
-		return false, c.fail(ctx, err)
-	}
-	return n > 0 && n < before-1, nil
-}
-
-// nextBefore is the before of the messages older than seq first: 0 when it is the first.
-func nextBefore(first int64) int64 {
-	if first <= 1 {
-		return 0
-	}
-	return first
 }
 
 // countBack runs countBackSrc until q is answered, r being the reply of its first run (an EVALSHA, which
 // it runs again with the script when the server does not have it): a message without the count it reads
 // and counts here, and goes on.
-func (n *native) countBack(ctx context.Context, key string, q store.MessageQuery, r valkeygo.ValkeyResult) ([]store.Message, int64, error) {
+func (n *Backend) countBack(ctx context.Context, key string, q store.MessageQuery, r valkeygo.ValkeyResult) ([]store.Message, int64, error) {
 	var pages [][]store.Message // newest first
 	before, limit, tokens, kept := q.Before, q.Limit, q.MaxTokens, 0
 	var next int64
@@ -244,19 +199,19 @@ func (n *native) countBack(ctx context.Context, key string, q store.MessageQuery
 		}
 		arr, err := r.ToArray()
 		if err != nil || len(arr) < 3 {
-			return nil, 0, n.fail(ctx, fmt.Errorf("valkey: count messages: %w", err))
+			return nil, 0, n.conn.Fail(ctx, fmt.Errorf("valkey: count messages: %w", err))
 		}
 		var reply [3]int64
 		for i := range reply {
 			if reply[i], err = arr[i].AsInt64(); err != nil {
-				return nil, 0, n.fail(ctx, err)
+				return nil, 0, n.conn.Fail(ctx, err)
 			}
 		}
 		stop, uncounted, sum := reply[0], reply[1], int(reply[2])
 		vals := make([]string, len(arr)-3)
 		for i := range vals { // newest first: reversed
 			if vals[len(vals)-1-i], err = arr[3+i].ToString(); err != nil {
-				return nil, 0, n.fail(ctx, err)
+				return nil, 0, n.conn.Fail(ctx, err)
 			}
 		}
 		msgs, err := decodeMessages(vals)
@@ -266,7 +221,7 @@ func (n *native) countBack(ctx context.Context, key string, q store.MessageQuery
 		pages = append(pages, msgs)
 		kept += len(msgs)
 		tokens -= sum
-		next = nextBefore(stop + 1)
+		next = conn.NextBefore(stop + 1)
 		if stop == 0 {
 			next = 0
 		}
@@ -292,7 +247,7 @@ func (n *native) countBack(ctx context.Context, key string, q store.MessageQuery
 		pages = append(pages, m)
 		kept++
 		tokens -= c
-		if next = nextBefore(stop); next == 0 || (q.Limit > 0 && kept >= q.Limit) {
+		if next = conn.NextBefore(stop); next == 0 || (q.Limit > 0 && kept >= q.Limit) {
 			break
 		}
 		before = stop
@@ -314,77 +269,15 @@ func (n *native) countBack(ctx context.Context, key string, q store.MessageQuery
 }
 
 // runCountBack runs countBackSrc (loading it on the server if it lacks it).
-func (n *native) runCountBack(ctx context.Context, key string, args []string) (valkeygo.ValkeyResult, error) {
-	cctx, cancel, err := n.call(ctx)
+func (n *Backend) runCountBack(ctx context.Context, key string, args []string) (valkeygo.ValkeyResult, error) {
+	cctx, cancel, err := n.conn.Call(ctx)
 	if err != nil {
-		return valkeygo.ValkeyResult{}, n.fail(ctx, err)
+		return valkeygo.ValkeyResult{}, n.conn.Fail(ctx, err)
 	}
 	defer cancel()
-	r := countBack.Exec(cctx, n.client, []string{key}, args)
+	r := countBack.Exec(cctx, n.conn.Client, []string{key}, args)
 	if err := r.NonValkeyError(); err != nil {
-		return r, n.fail(ctx, err)
+		return r, n.conn.Fail(ctx, err)
 	}
 	return r, nil
-}
-
-// chatPage reads up to size entries of the cookbook's chat list key before seq before (0: the newest),
-// from the replies r of that read when it was sent already (nil: send it), and returns the messages and
-// the before of the older entries. Entries decodeChat cannot read are left out.
-func (c *cookbook) chatPage(ctx context.Context, key string, before int64, size int, r []valkeygo.ValkeyResult) ([]store.Message, int64, error) {
-	cmds, first := c.chatPageCmds(key, before, size)
-	if r == nil {
-		var err error
-		if r, err = c.doMulti(ctx, cmds...); err != nil {
-			return nil, 0, err
-		}
-	}
-	var vals []string
-	if before <= 0 { // MULTI, LLEN, LRANGE, EXEC: the length numbers the values
-		arr, err := c.execReplies(ctx, r[0], r[3], 2)
-		if err != nil {
-			return nil, 0, err
-		}
-		total, err := arr[0].AsInt64()
-		if err != nil {
-			return nil, 0, c.fail(ctx, err)
-		}
-		if vals, err = arr[1].AsStrSlice(); err != nil {
-			return nil, 0, c.fail(ctx, err)
-		}
-		first = total - int64(len(vals)) + 1
-	} else {
-		var err error
-		if vals, err = r[0].AsStrSlice(); err != nil {
-			return nil, 0, c.fail(ctx, err)
-		}
-		if len(vals) == 0 && before > 1 { // past the newest entry: read from the newest
-			if past, err := c.pastEnd(ctx, key, before); err != nil || past {
-				if err != nil {
-					return nil, 0, err
-				}
-				return c.chatPage(ctx, key, 0, size, nil)
-			}
-		}
-	}
-	return decodeChat(vals, first), nextBefore(first), nil
-}
-
-// chatPageCmds are the commands of chatPage, and the seq of the first value when before says it.
-func (c *cookbook) chatPageCmds(key string, before int64, size int) ([]valkeygo.Completed, int64) {
-	b := c.client.B()
-	cmd, first := lrange(b, key, before, size)
-	if before > 0 {
-		return []valkeygo.Completed{cmd}, first
-	}
-	return []valkeygo.Completed{b.Multi().Build(), b.Llen().Key(key).Build(), cmd, b.Exec().Build()}, 0
-}
-
-// readChat answers q (a checked query) on the cookbook's chat list key, by pages, the first from its
-// replies r when they were sent already (nil: send them); it returns the before of the entries it left out.
-func (c *cookbook) readChat(ctx context.Context, key string, q store.MessageQuery, r []valkeygo.ValkeyResult) ([]store.Message, int64, error) {
-	return store.ReadNewest(q, func(before int64, size int) ([]store.Message, int64, error) {
-		pre := r
-		r = nil
-		return c.chatPage(ctx, key, before, size, pre)
-	})
 }

@@ -11,57 +11,10 @@ import (
 
 	valkeygo "github.com/valkey-io/valkey-go"
 
-	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/internal/valkeytest"
 	"github.com/context-loom/loom/store"
-	"github.com/context-loom/loom/store/storetest"
 	"github.com/context-loom/loom/store/valkey"
 )
-
-// TestCookbook_MessagePages runs the paged queries of the conformance suite on the cookbook layout.
-func TestCookbook_MessagePages(t *testing.T) {
-	t.Parallel()
-	storetest.MessagePages(t, openCookbook(t, valkeytest.Start(t), valkey.Options{}), loom.DefaultTenant)
-}
-
-// TestCookbook_PagesSkipWhatTheSeedCannotRead: entries the cookbook layout cannot read (another program's)
-// leave gaps in the seqs; a page that holds some reads on, so a query still selects as SelectMessages does
-// from the entries that can be read.
-func TestCookbook_PagesSkipWhatTheSeedCannotRead(t *testing.T) {
-	t.Parallel()
-	addr := valkeytest.Start(t)
-	for i := range 80 {
-		v := fmt.Sprintf(`{"role": "user", "content": "entry %d %s"}`, i, strings.Repeat("la ", i%9))
-		if i%3 == 1 || (i >= 40 && i < 70) {
-			v = "not an entry"
-		}
-		do(t, addr, "RPUSH", "chat:s", v)
-	}
-	s := openCookbook(t, addr, valkey.Options{})
-	ctx := t.Context()
-	all, err := s.Messages(ctx, loom.DefaultTenant, "s", store.MessageQuery{})
-	if err != nil || len(all) != 26+7 {
-		t.Fatalf("%d entries read (%v), want 33", len(all), err)
-	}
-	for _, q := range []store.MessageQuery{{Limit: 5}, {Limit: 12}, {MaxTokens: 60}, {MaxTokens: 200, Limit: 9}, {Before: 71, Limit: 3}, {Before: 75, MaxTokens: 100}} {
-		got, err := s.Messages(ctx, loom.DefaultTenant, "s", q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := store.SelectMessages(all, q)
-		if fmt.Sprint(seqsOf(got)) != fmt.Sprint(seqsOf(want)) {
-			t.Errorf("%+v: seqs %v, want %v", q, seqsOf(got), seqsOf(want))
-		}
-	}
-}
-
-func seqsOf(msgs []store.Message) []int64 {
-	out := make([]int64, len(msgs))
-	for i, m := range msgs {
-		out[i] = m.Seq
-	}
-	return out
-}
 
 // TestNative_ReadsOnlyWhatTheBoundKeeps: with MaxTokens, the native layout counts on the server and sends
 // back only the messages it keeps. The message just past the bound, whose value the client could not
@@ -118,61 +71,50 @@ func (c *readCounted) Read(p []byte) (int, error) {
 }
 
 // TestLoad_ReadsWhatTheBudgetCanUse: a Load bounded by 500 tokens of a session of 2,000 messages of about
-// 1 KB reads tens of kilobytes, not the megabyte of its 1,000 newest messages, on both layouts; and on the
-// native layout it stays one round trip once the server has the script.
+// 1 KB reads tens of kilobytes, not the megabyte of its 1,000 newest messages, and stays one round trip
+// once the server has the script (package cookbook checks its layout alike).
 func TestLoad_ReadsWhatTheBudgetCanUse(t *testing.T) {
 	t.Parallel()
 	text := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 22) // ~1 KB, ~220 tokens
-	for _, layout := range []valkey.Layout{valkey.LayoutNative, valkey.LayoutCookbook} {
-		t.Run(string(layout), func(t *testing.T) {
-			t.Parallel()
-			addr := valkeytest.Start(t)
-			prefix := fmt.Sprintf("budget%d", prefixes.Add(1))
-			if layout == valkey.LayoutCookbook {
-				prefix = "" // the seed's keys
-			}
-			bytes := &byteCounter{}
-			writes := &writeCounter{match: []byte(":")}
-			dial := func(ctx context.Context, dst string, d *net.Dialer, c *tls.Config) (net.Conn, error) {
-				conn, err := bytes.dial(ctx, dst, d, c)
-				if err != nil {
-					return nil, err
-				}
-				return &countedConn{Conn: conn, w: writes, dst: dst}, nil
-			}
-			s := open(t, valkey.Options{Prefix: prefix, Layout: layout, Client: valkeygo.ClientOption{DialCtxFn: dial}}, addr)
-			tenant := "acme"
-			if layout == valkey.LayoutCookbook {
-				tenant = loom.DefaultTenant
-			}
-			ctx := t.Context()
-			batch := make([]store.Message, 500)
-			for i := range batch {
-				batch[i] = store.Message{Role: []string{"user", "assistant"}[i%2], Content: text}
-			}
-			for range 4 {
-				if _, err := s.AppendMessages(ctx, tenant, "long", batch...); err != nil {
-					t.Fatal(err)
-				}
-			}
-			q := store.LoadQuery{Session: "long", MaxTokens: 500, CountToolCalls: true}
-			if _, err := s.Load(ctx, tenant, q); err != nil { // the server learns the script
-				t.Fatal(err)
-			}
-			bytes.n.Store(0)
-			writes.take()
-			snap, err := s.Load(ctx, tenant, q)
-			read, w := bytes.n.Load(), total(writes.take())
-			if err != nil || len(snap.Messages) != 2 || snap.NextBefore != 1999 {
-				t.Fatalf("Load: %d messages, next before %d (%v), want 2 and 1999", len(snap.Messages), snap.NextBefore, err)
-			}
-			if limit := int64(16 * 1100); read > limit { // the cookbook reads its first page of 16
-				t.Errorf("Load read %d bytes, more than %d", read, limit)
-			}
-			if layout == valkey.LayoutNative && w != 1 {
-				t.Errorf("Load made %d writes, want one round trip", w)
-			}
-		})
+	addr := valkeytest.Start(t)
+	prefix := fmt.Sprintf("budget%d", prefixes.Add(1))
+	bytes := &byteCounter{}
+	writes := &writeCounter{match: []byte(":")}
+	dial := func(ctx context.Context, dst string, d *net.Dialer, c *tls.Config) (net.Conn, error) {
+		conn, err := bytes.dial(ctx, dst, d, c)
+		if err != nil {
+			return nil, err
+		}
+		return &countedConn{Conn: conn, w: writes, dst: dst}, nil
+	}
+	s := open(t, valkey.Options{Prefix: prefix, Client: valkeygo.ClientOption{DialCtxFn: dial}}, addr)
+	tenant := "acme"
+	ctx := t.Context()
+	batch := make([]store.Message, 500)
+	for i := range batch {
+		batch[i] = store.Message{Role: []string{"user", "assistant"}[i%2], Content: text}
+	}
+	for range 4 {
+		if _, err := s.AppendMessages(ctx, tenant, "long", batch...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := store.LoadQuery{Session: "long", MaxTokens: 500, CountToolCalls: true}
+	if _, err := s.Load(ctx, tenant, q); err != nil { // the server learns the script
+		t.Fatal(err)
+	}
+	bytes.n.Store(0)
+	writes.take()
+	snap, err := s.Load(ctx, tenant, q)
+	read, w := bytes.n.Load(), total(writes.take())
+	if err != nil || len(snap.Messages) != 2 || snap.NextBefore != 1999 {
+		t.Fatalf("Load: %d messages, next before %d (%v), want 2 and 1999", len(snap.Messages), snap.NextBefore, err)
+	}
+	if limit := int64(16 * 1100); read > limit {
+		t.Errorf("Load read %d bytes, more than %d", read, limit)
+	}
+	if w != 1 {
+		t.Errorf("Load made %d writes, want one round trip", w)
 	}
 }
 
@@ -200,4 +142,12 @@ func BenchmarkMessages(b *testing.B) {
 			}
 		})
 	}
+}
+
+func seqsOf(msgs []store.Message) []int64 {
+	out := make([]int64, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Seq
+	}
+	return out
 }

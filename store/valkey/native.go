@@ -12,11 +12,14 @@ import (
 	valkeygo "github.com/valkey-io/valkey-go"
 
 	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/store/valkey/internal/conn"
 )
 
-// native is LayoutNative.
-type native struct {
-	*conn
+// Backend is the store.Backend of LayoutNative: Loom's own keys. It is also a store.MessageSelector (it
+// counts on the server and returns only the messages kept), a store.Loader (one DoMulti), a
+// store.CollectionBackend and a collection.Epocher. It is safe for concurrent use.
+type Backend struct {
+	conn   *conn.Conn
 	prefix string
 	maxLen string // the change stream's MAXLEN ~, from store.Options.ChangesKept
 }
@@ -78,63 +81,53 @@ func mustEscape(c byte) bool {
 // sessionKeys are the keys of one session; they share a hash tag.
 type sessionKeys struct{ msgs, tools, kb string }
 
-func (n *native) session(tenant, session string) sessionKeys {
+func (n *Backend) session(tenant, session string) sessionKeys {
 	base := n.prefix + ":{t:" + escape(tenant) + ":s:" + escape(session) + "}:"
 	return sessionKeys{base + "msgs", base + "tools", base + "kb"}
 }
 
-func (n *native) memKey(tenant, user string) string {
+func (n *Backend) memKey(tenant, user string) string {
 	return n.prefix + ":{t:" + escape(tenant) + ":u:" + escape(user) + "}:mem"
 }
 
-func (n *native) agentKey(tenant, id string) string {
+func (n *Backend) agentKey(tenant, id string) string {
 	return n.prefix + ":{t:" + escape(tenant) + "}:agent:" + escape(id)
 }
 
-// PutAgent implements store.AgentStore: the agent's hash (see agentFields), replaced in one MULTI.
-func (n *native) PutAgent(ctx context.Context, tenant string, a store.Agent) error {
-	if err := store.ValidateID(n.limits, "tenant", tenant); err != nil {
-		return err
-	}
-	a, err := store.PrepareAgent(n.limits, n.now(), a)
-	if err != nil {
-		return err
-	}
-	fields, err := agentFields(a, "instructions")
+// PutAgent implements store.Backend: the agent's hash (see agentFields), replaced in one MULTI.
+func (n *Backend) PutAgent(ctx context.Context, tenant string, a store.Agent) error {
+	fields, err := conn.AgentFields(a, "instructions")
 	if err != nil {
 		return err
 	}
 	key := n.agentKey(tenant, a.ID)
-	h := n.client.B().Hset().Key(key).FieldValue()
+	h := n.conn.Client.B().Hset().Key(key).FieldValue()
 	for i := 0; i < len(fields); i += 2 {
 		h = h.FieldValue(fields[i], fields[i+1])
 	}
-	_, err = n.tx(ctx, n.client.B().Del().Key(key).Build(), h.Build())
+	_, err = n.conn.Tx(ctx, n.conn.Client.B().Del().Key(key).Build(), h.Build())
 	return err
 }
 
 // getAgent reads an agent's hash: from the client-side cache when it is on.
-func (n *native) getAgent(ctx context.Context, tenant, id string) (valkeygo.ValkeyResult, error) {
-	if n.cacheTTL <= 0 {
-		return n.do(ctx, n.client.B().Hgetall().Key(n.agentKey(tenant, id)).Build())
+func (n *Backend) getAgent(ctx context.Context, tenant, id string) (valkeygo.ValkeyResult, error) {
+	if n.conn.CacheTTL <= 0 {
+		return n.conn.Do(ctx, n.conn.Client.B().Hgetall().Key(n.agentKey(tenant, id)).Build())
 	}
-	cctx, cancel, err := n.call(ctx)
+	cctx, cancel, err := n.conn.Call(ctx)
 	if err != nil {
-		return valkeygo.ValkeyResult{}, n.fail(ctx, err)
+		return valkeygo.ValkeyResult{}, n.conn.Fail(ctx, err)
 	}
 	defer cancel()
-	r := n.client.DoCache(cctx, n.client.B().Hgetall().Key(n.agentKey(tenant, id)).Cache(), n.cacheTTL)
+	r := n.conn.Client.DoCache(cctx, n.conn.Client.B().Hgetall().Key(n.agentKey(tenant, id)).Cache(), n.conn.CacheTTL)
 	if err := r.NonValkeyError(); err != nil {
-		return r, n.fail(ctx, err)
+		return r, n.conn.Fail(ctx, err)
 	}
 	return r, nil
 }
 
-// GetAgent implements store.AgentStore.
-func (n *native) GetAgent(ctx context.Context, tenant, id string) (store.Agent, error) {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "agent", id); err != nil {
-		return store.Agent{}, err
-	}
+// GetAgent implements store.Backend.
+func (n *Backend) GetAgent(ctx context.Context, tenant, id string) (store.Agent, error) {
 	r, err := n.getAgent(ctx, tenant, id)
 	if err != nil {
 		return store.Agent{}, err
@@ -142,21 +135,21 @@ func (n *native) GetAgent(ctx context.Context, tenant, id string) (store.Agent, 
 	return n.decodeAgent(ctx, tenant, id, r)
 }
 
-func (n *native) decodeAgent(ctx context.Context, tenant, id string, r valkeygo.ValkeyResult) (store.Agent, error) {
+func (n *Backend) decodeAgent(ctx context.Context, tenant, id string, r valkeygo.ValkeyResult) (store.Agent, error) {
 	h, err := r.AsStrMap()
 	if err != nil {
 		if isWrongType(err) {
 			return n.legacyAgent(ctx, tenant, id)
 		}
-		return store.Agent{}, n.fail(ctx, err)
+		return store.Agent{}, n.conn.Fail(ctx, err)
 	}
-	return decodeAgentHash(id, h, "instructions")
+	return conn.DecodeAgentHash(id, h, "instructions")
 }
 
 // legacyAgent reads an agent that an earlier Loom stored as one JSON string (before agents were hashes);
 // the next PutAgent of it writes the hash.
-func (n *native) legacyAgent(ctx context.Context, tenant, id string) (store.Agent, error) {
-	r, err := n.do(ctx, n.client.B().Get().Key(n.agentKey(tenant, id)).Build())
+func (n *Backend) legacyAgent(ctx context.Context, tenant, id string) (store.Agent, error) {
+	r, err := n.conn.Do(ctx, n.conn.Client.B().Get().Key(n.agentKey(tenant, id)).Build())
 	if err != nil {
 		return store.Agent{}, err
 	}
@@ -165,7 +158,7 @@ func (n *native) legacyAgent(ctx context.Context, tenant, id string) (store.Agen
 		return store.Agent{}, fmt.Errorf("agent %q: %w", id, store.ErrNotFound)
 	}
 	if err != nil {
-		return store.Agent{}, n.fail(ctx, err)
+		return store.Agent{}, n.conn.Fail(ctx, err)
 	}
 	var a store.Agent
 	if err := json.Unmarshal(b, &a); err != nil {
@@ -181,59 +174,31 @@ func isWrongType(err error) bool {
 	return errors.As(err, &ve) && strings.HasPrefix(ve.Error(), "WRONGTYPE")
 }
 
-// DeleteAgent implements store.AgentStore.
-func (n *native) DeleteAgent(ctx context.Context, tenant, id string) error {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "agent", id); err != nil {
-		return err
-	}
-	r, err := n.do(ctx, n.client.B().Del().Key(n.agentKey(tenant, id)).Build())
-	return n.deleted(ctx, r, err, "agent", id)
+// DeleteAgent implements store.Backend.
+func (n *Backend) DeleteAgent(ctx context.Context, tenant, id string) error {
+	r, err := n.conn.Do(ctx, n.conn.Client.B().Del().Key(n.agentKey(tenant, id)).Build())
+	return n.conn.Deleted(ctx, r, err, "agent", id)
 }
 
-// deleted turns the count a DEL or HDEL returned into ErrNotFound when it is 0.
-func (c *conn) deleted(ctx context.Context, r valkeygo.ValkeyResult, err error, kind, id string) error {
-	if err != nil {
-		return err
-	}
-	k, err := r.AsInt64()
-	if err != nil {
-		return c.fail(ctx, err)
-	}
-	if k == 0 {
-		return fmt.Errorf("%s %q: %w", kind, id, store.ErrNotFound)
-	}
-	return nil
-}
-
-// SetFact implements store.MemoryStore.
-func (n *native) SetFact(ctx context.Context, tenant, user string, f store.Fact) error {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "user", user); err != nil {
-		return err
-	}
-	f, err := store.PrepareFact(n.limits, n.now(), f)
-	if err != nil {
-		return err
-	}
+// SetFact implements store.Backend.
+func (n *Backend) SetFact(ctx context.Context, tenant, user string, f store.Fact) error {
 	b, err := json.Marshal(f)
 	if err != nil {
 		return fmt.Errorf("valkey: encode fact %q: %w", f.Key, err)
 	}
-	_, err = n.do(ctx, n.client.B().Hset().Key(n.memKey(tenant, user)).FieldValue().FieldValue(f.Key, string(b)).Build())
+	_, err = n.conn.Do(ctx, n.conn.Client.B().Hset().Key(n.memKey(tenant, user)).FieldValue().FieldValue(f.Key, string(b)).Build())
 	return err
 }
 
-// Facts implements store.MemoryStore.
-func (n *native) Facts(ctx context.Context, tenant, user string) ([]store.Fact, error) {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "user", user); err != nil {
-		return nil, err
-	}
-	r, err := n.do(ctx, n.client.B().Hgetall().Key(n.memKey(tenant, user)).Build())
+// Facts implements store.Backend.
+func (n *Backend) Facts(ctx context.Context, tenant, user string) ([]store.Fact, error) {
+	r, err := n.conn.Do(ctx, n.conn.Client.B().Hgetall().Key(n.memKey(tenant, user)).Build())
 	if err != nil {
 		return nil, err
 	}
 	m, err := r.AsStrMap()
 	if err != nil {
-		return nil, n.fail(ctx, err)
+		return nil, n.conn.Fail(ctx, err)
 	}
 	return decodeFacts(m)
 }
@@ -251,29 +216,25 @@ func decodeFacts(m map[string]string) ([]store.Fact, error) {
 		f.Key = k
 		out = append(out, f)
 	}
-	store.SortFacts(out)
 	return out, nil
 }
 
-// DeleteFact implements store.MemoryStore.
-func (n *native) DeleteFact(ctx context.Context, tenant, user, key string) error {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "user", user, "fact key", key); err != nil {
-		return err
-	}
-	r, err := n.do(ctx, n.client.B().Hdel().Key(n.memKey(tenant, user)).Field(key).Build())
-	return n.deleted(ctx, r, err, "fact", key)
+// DeleteFact implements store.Backend.
+func (n *Backend) DeleteFact(ctx context.Context, tenant, user, key string) error {
+	r, err := n.conn.Do(ctx, n.conn.Client.B().Hdel().Key(n.memKey(tenant, user)).Field(key).Build())
+	return n.conn.Deleted(ctx, r, err, "fact", key)
 }
 
 // write runs cmds on a session's keys in one transaction that ends by refreshing the TTL of all of them,
 // and returns the commands' replies.
-func (n *native) write(ctx context.Context, k sessionKeys, cmds ...valkeygo.Completed) ([]valkeygo.ValkeyMessage, error) {
-	if n.ttl > 0 {
-		ms := n.ttl.Milliseconds()
+func (n *Backend) write(ctx context.Context, k sessionKeys, cmds ...valkeygo.Completed) ([]valkeygo.ValkeyMessage, error) {
+	if n.conn.TTL > 0 {
+		ms := n.conn.TTL.Milliseconds()
 		for _, key := range []string{k.msgs, k.tools, k.kb} {
-			cmds = append(cmds, n.client.B().Pexpire().Key(key).Milliseconds(ms).Build())
+			cmds = append(cmds, n.conn.Client.B().Pexpire().Key(key).Milliseconds(ms).Build())
 		}
 	}
-	return n.tx(ctx, cmds...)
+	return n.conn.Tx(ctx, cmds...)
 }
 
 // appendMessages appends a batch of messages to a session's list atomically, numbering them from the
@@ -299,17 +260,10 @@ end
 return n + #ARGV - 1
 `)
 
-// AppendMessages implements store.SessionStore with one script (appendMessages): atomic, seqs contiguous.
-func (n *native) AppendMessages(ctx context.Context, tenant, session string, msgs ...store.Message) ([]store.Message, error) {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "session", session); err != nil {
-		return nil, err
-	}
-	msgs, err := store.PrepareMessages(n.limits, n.now(), msgs)
-	if err != nil {
-		return nil, err
-	}
+// AppendMessages implements store.Backend with one script (appendMessages): atomic, seqs contiguous.
+func (n *Backend) AppendMessages(ctx context.Context, tenant, session string, msgs []store.Message) ([]store.Message, error) {
 	args := make([]string, 1, len(msgs)+1)
-	args[0] = strconv.FormatInt(max(n.ttl.Milliseconds(), 0), 10)
+	args[0] = strconv.FormatInt(max(n.conn.TTL.Milliseconds(), 0), 10)
 	for i, m := range msgs {
 		b, err := json.Marshal(m) // Seq is 0: omitted, so b starts with {"role":
 		if err != nil {
@@ -318,14 +272,14 @@ func (n *native) AppendMessages(ctx context.Context, tenant, session string, msg
 		args = append(args, string(b))
 	}
 	k := n.session(tenant, session)
-	cctx, cancel, err := n.call(ctx)
+	cctx, cancel, err := n.conn.Call(ctx)
 	if err != nil {
-		return nil, n.fail(ctx, err)
+		return nil, n.conn.Fail(ctx, err)
 	}
 	defer cancel()
-	length, err := appendMessages.Exec(cctx, n.client, []string{k.msgs, k.tools, k.kb}, args).AsInt64()
+	length, err := appendMessages.Exec(cctx, n.conn.Client, []string{k.msgs, k.tools, k.kb}, args).AsInt64()
 	if err != nil {
-		return nil, n.fail(ctx, err)
+		return nil, n.conn.Fail(ctx, err)
 	}
 	for i := range msgs {
 		msgs[i].Seq = length - int64(len(msgs)) + int64(i) + 1
@@ -333,17 +287,15 @@ func (n *native) AppendMessages(ctx context.Context, tenant, session string, msg
 	return msgs, nil
 }
 
-// Messages implements store.SessionStore: one LRANGE, or with q.MaxTokens a script that counts on the
-// server and returns only the messages kept (see readMessages).
-func (n *native) Messages(ctx context.Context, tenant, session string, q store.MessageQuery) ([]store.Message, error) {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "session", session); err != nil {
-		return nil, err
-	}
-	if err := store.CheckMessageQuery(q); err != nil {
-		return nil, err
-	}
-	msgs, _, err := n.readMessages(ctx, n.session(tenant, session).msgs, q, nil)
-	return msgs, err
+// SelectMessages implements store.MessageSelector: one LRANGE, or with q.MaxTokens a script that counts on
+// the server and returns only the messages kept (see readMessages).
+func (n *Backend) SelectMessages(ctx context.Context, tenant, session string, q store.MessageQuery) ([]store.Message, int64, error) {
+	return n.readMessages(ctx, n.session(tenant, session).msgs, q, nil)
+}
+
+// ReadMessages implements store.Backend: one LRANGE.
+func (n *Backend) ReadMessages(ctx context.Context, tenant, session string, before int64, size int) ([]store.Message, int64, error) {
+	return n.readMessages(ctx, n.session(tenant, session).msgs, store.MessageQuery{Before: before, Limit: size}, nil)
 }
 
 // decodeMessages decodes a message list's values; each has its seq.
@@ -360,42 +312,32 @@ func decodeMessages(vals []string) ([]store.Message, error) {
 	return out, nil
 }
 
-// AppendToolOutput implements store.SessionStore.
-func (n *native) AppendToolOutput(ctx context.Context, tenant, session string, o store.ToolOutput) (store.ToolOutput, error) {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "session", session); err != nil {
-		return store.ToolOutput{}, err
-	}
-	o, err := store.PrepareToolOutput(n.limits, n.now(), o)
-	if err != nil {
-		return store.ToolOutput{}, err
-	}
+// AppendToolOutput implements store.Backend.
+func (n *Backend) AppendToolOutput(ctx context.Context, tenant, session string, o store.ToolOutput) (store.ToolOutput, error) {
 	b, err := json.Marshal(o)
 	if err != nil {
 		return store.ToolOutput{}, fmt.Errorf("valkey: encode tool output: %w", err)
 	}
 	k := n.session(tenant, session)
-	rs, err := n.write(ctx, k, n.client.B().Rpush().Key(k.tools).Element(string(b)).Build())
+	rs, err := n.write(ctx, k, n.conn.Client.B().Rpush().Key(k.tools).Element(string(b)).Build())
 	if err != nil {
 		return store.ToolOutput{}, err
 	}
 	if o.Seq, err = rs[0].AsInt64(); err != nil {
-		return store.ToolOutput{}, n.fail(ctx, err)
+		return store.ToolOutput{}, n.conn.Fail(ctx, err)
 	}
 	return o, nil
 }
 
-// ToolOutputs implements store.SessionStore.
-func (n *native) ToolOutputs(ctx context.Context, tenant, session string) ([]store.ToolOutput, error) {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "session", session); err != nil {
-		return nil, err
-	}
-	r, err := n.do(ctx, n.client.B().Lrange().Key(n.session(tenant, session).tools).Start(0).Stop(-1).Build())
+// ToolOutputs implements store.Backend.
+func (n *Backend) ToolOutputs(ctx context.Context, tenant, session string) ([]store.ToolOutput, error) {
+	r, err := n.conn.Do(ctx, n.conn.Client.B().Lrange().Key(n.session(tenant, session).tools).Start(0).Stop(-1).Build())
 	if err != nil {
 		return nil, err
 	}
 	vals, err := r.AsStrSlice()
 	if err != nil {
-		return nil, n.fail(ctx, err)
+		return nil, n.conn.Fail(ctx, err)
 	}
 	return decodeToolOutputs(vals)
 }
@@ -414,17 +356,10 @@ func decodeToolOutputs(vals []string) ([]store.ToolOutput, error) {
 	return out, nil
 }
 
-// SetKnowledge implements store.SessionStore.
-func (n *native) SetKnowledge(ctx context.Context, tenant, session string, items []store.Knowledge) error {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "session", session); err != nil {
-		return err
-	}
-	items, err := store.PrepareKnowledge(n.limits, n.countKnowledge, items)
-	if err != nil {
-		return err
-	}
+// SetKnowledge implements store.Backend.
+func (n *Backend) SetKnowledge(ctx context.Context, tenant, session string, items []store.Knowledge) error {
 	k := n.session(tenant, session)
-	cmds := []valkeygo.Completed{n.client.B().Del().Key(k.kb).Build()}
+	cmds := []valkeygo.Completed{n.conn.Client.B().Del().Key(k.kb).Build()}
 	if len(items) > 0 {
 		vals := make([]string, len(items))
 		for i, it := range items {
@@ -434,24 +369,21 @@ func (n *native) SetKnowledge(ctx context.Context, tenant, session string, items
 			}
 			vals[i] = string(b)
 		}
-		cmds = append(cmds, n.client.B().Rpush().Key(k.kb).Element(vals...).Build())
+		cmds = append(cmds, n.conn.Client.B().Rpush().Key(k.kb).Element(vals...).Build())
 	}
-	_, err = n.write(ctx, k, cmds...)
+	_, err := n.write(ctx, k, cmds...)
 	return err
 }
 
-// Knowledge implements store.SessionStore.
-func (n *native) Knowledge(ctx context.Context, tenant, session string) ([]store.Knowledge, error) {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "session", session); err != nil {
-		return nil, err
-	}
-	r, err := n.do(ctx, n.client.B().Lrange().Key(n.session(tenant, session).kb).Start(0).Stop(-1).Build())
+// Knowledge implements store.Backend.
+func (n *Backend) Knowledge(ctx context.Context, tenant, session string) ([]store.Knowledge, error) {
+	r, err := n.conn.Do(ctx, n.conn.Client.B().Lrange().Key(n.session(tenant, session).kb).Start(0).Stop(-1).Build())
 	if err != nil {
 		return nil, err
 	}
 	vals, err := r.AsStrSlice()
 	if err != nil {
-		return nil, n.fail(ctx, err)
+		return nil, n.conn.Fail(ctx, err)
 	}
 	return decodeKnowledge(vals)
 }
@@ -469,32 +401,23 @@ func decodeKnowledge(vals []string) ([]store.Knowledge, error) {
 	return out, nil
 }
 
-// DeleteSession implements store.SessionStore: one DEL of the session's keys (one slot).
-func (n *native) DeleteSession(ctx context.Context, tenant, session string) error {
-	if err := store.ValidateIDs(n.limits, "tenant", tenant, "session", session); err != nil {
-		return err
-	}
+// DeleteSession implements store.Backend: one DEL of the session's keys (one slot).
+func (n *Backend) DeleteSession(ctx context.Context, tenant, session string) error {
 	k := n.session(tenant, session)
-	r, err := n.do(ctx, n.client.B().Del().Key(k.msgs, k.tools, k.kb).Build())
-	return n.deleted(ctx, r, err, "session", session)
+	r, err := n.conn.Do(ctx, n.conn.Client.B().Del().Key(k.msgs, k.tools, k.kb).Build())
+	return n.conn.Deleted(ctx, r, err, "session", session)
 }
 
 // Load implements store.Loader with one DoMulti: HGETALL of the agent and of the user's memory, the
 // messages' first command (see readMessages: an LRANGE, or the script that counts them), and LRANGE of the
 // tool outputs and the knowledge. With the agent cache on, the agent comes from the cache, or on a miss
 // from an HGETALL sent concurrently.
-func (n *native) Load(ctx context.Context, tenant string, q store.LoadQuery) (*store.Snapshot, error) {
-	if err := validateLoad(n.limits, tenant, q); err != nil {
-		return nil, err
-	}
+func (n *Backend) Load(ctx context.Context, tenant string, q store.LoadQuery) (*store.Snapshot, error) {
 	history := q.History()
-	if err := store.CheckMessageQuery(history); err != nil {
-		return nil, err
-	}
-	b := n.client.B()
+	b := n.conn.Client.B()
 	cmds := make([]valkeygo.Completed, 0, 5)
 	agentAt, memAt, sessAt := -1, -1, -1
-	cachedAgent := q.Agent != "" && n.cacheTTL > 0
+	cachedAgent := q.Agent != "" && n.conn.CacheTTL > 0
 	if q.Agent != "" && !cachedAgent {
 		agentAt = len(cmds)
 		cmds = append(cmds, b.Hgetall().Key(n.agentKey(tenant, q.Agent)).Build())
@@ -522,9 +445,9 @@ func (n *native) Load(ctx context.Context, tenant string, q store.LoadQuery) (*s
 	var rs []valkeygo.ValkeyResult
 	var err error
 	if len(cmds) > 0 {
-		rs, err = n.doMulti(ctx, cmds...)
-	} else if err = n.alive(ctx); err != nil {
-		err = n.fail(ctx, err)
+		rs, err = n.conn.DoMulti(ctx, cmds...)
+	} else if err = n.conn.Alive(ctx); err != nil {
+		err = n.conn.Fail(ctx, err)
 	}
 	wg.Wait()
 	if err != nil {
@@ -550,7 +473,7 @@ func (n *native) Load(ctx context.Context, tenant string, q store.LoadQuery) (*s
 		if err == nil {
 			snap.Facts, err = decodeFacts(m)
 		} else {
-			err = n.fail(ctx, err)
+			err = n.conn.Fail(ctx, err)
 		}
 		if err != nil {
 			snap.Errors[store.SourceMemory] = err
@@ -558,7 +481,7 @@ func (n *native) Load(ctx context.Context, tenant string, q store.LoadQuery) (*s
 	}
 	if sessAt >= 0 {
 		if msgs, next, err := n.readMessages(ctx, n.session(tenant, q.Session).msgs, history, &rs[sessAt]); err != nil {
-			if whole(err) {
+			if conn.Whole(err) {
 				return nil, err
 			}
 			snap.Errors[store.SourceHistory] = err
@@ -566,12 +489,12 @@ func (n *native) Load(ctx context.Context, tenant string, q store.LoadQuery) (*s
 			snap.Messages, snap.NextBefore = msgs, next
 		}
 		if vals, err := rs[sessAt+1].AsStrSlice(); err != nil {
-			snap.Errors[store.SourceToolOutputs] = n.fail(ctx, err)
+			snap.Errors[store.SourceToolOutputs] = n.conn.Fail(ctx, err)
 		} else if snap.ToolOutputs, err = decodeToolOutputs(vals); err != nil {
 			snap.Errors[store.SourceToolOutputs] = err
 		}
 		if vals, err := rs[sessAt+2].AsStrSlice(); err != nil {
-			snap.Errors[store.SourceKnowledge] = n.fail(ctx, err)
+			snap.Errors[store.SourceKnowledge] = n.conn.Fail(ctx, err)
 		} else if snap.Knowledge, err = decodeKnowledge(vals); err != nil {
 			snap.Errors[store.SourceKnowledge] = err
 		}

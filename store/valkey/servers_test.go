@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/internal/valkeytest"
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/store/valkey"
@@ -103,7 +104,7 @@ func TestOpen_LogsPersistence(t *testing.T) {
 }
 
 // epochAfter polls s.Epoch until it answers (the server may be coming back) and returns it.
-func epochAfter(t *testing.T, s *valkey.Store) string {
+func epochAfter(t *testing.T, s collection.Epocher) string {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -124,7 +125,9 @@ func TestEpoch_ChangesWhenTheServerRestarts(t *testing.T) {
 	t.Parallel()
 	srv := valkeytest.StartServer(t)
 	log := &logRecords{}
-	s := open(t, valkey.Options{Logger: slog.New(log)}, srv.Addr)
+	st := open(t, valkey.Options{Logger: slog.New(log)}, srv.Addr)
+	colls, _ := st.Collections()
+	s := colls.(collection.Epocher) // as the engine asks
 	e0 := epochAfter(t, s)
 	if e := epochAfter(t, s); e != e0 {
 		t.Fatalf("the epoch moved from %s to %s with the server running", e0, e)
@@ -151,7 +154,7 @@ func TestEpoch_ChangesWhenTheServerRestarts(t *testing.T) {
 	// Ping reads the run_ids too: a second restart is found by it, and Epoch tells.
 	srv.Stop()
 	srv.Restart()
-	for deadline := time.Now().Add(20 * time.Second); s.Ping(t.Context()) != nil; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); st.Ping(t.Context()) != nil; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("Ping does not come back")
 		}
@@ -170,7 +173,7 @@ func TestEpoch_Cluster(t *testing.T) {
 	t.Parallel()
 	c := valkeytest.StartCluster(t, 3)
 	log := &logRecords{}
-	s := open(t, valkey.Options{Logger: slog.New(log)}, c.Addrs()...)
+	s := openColls(t, valkey.Options{Logger: slog.New(log)}, c.Addrs()...).(collection.Epocher)
 	if n := len(log.find(slog.LevelWarn, "persists nothing")); n != 3 {
 		t.Fatalf("%d warnings that a node persists nothing, want one for each of 3; the log:\n%s", n, log)
 	}

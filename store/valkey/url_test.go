@@ -39,7 +39,7 @@ func TestParseURL(t *testing.T) {
 			return o.Timeout == 500*time.Millisecond && o.Prefix == "app" && o.SessionTTL == 30*time.Minute &&
 				o.CacheAgents == time.Minute && o.Client.AlwaysRESP2 && o.Client.ClientName == "loom"
 		}},
-		{"valkey://h?layout=cookbook", func(o valkey.Options) bool { return o.Layout == valkey.LayoutCookbook }},
+		{"valkey://h?layout=native", func(o valkey.Options) bool { return o.Prefix == "" }},
 	} {
 		o, err := valkey.ParseURL(tc.url)
 		if err != nil {
@@ -72,6 +72,7 @@ func TestParseURL_BadURLs(t *testing.T) {
 		"valkey://h?timeout=soon",
 		"valkey://h?timeout=-1s",
 		"valkey://h?layout=flat",
+		"valkey://h?layout=cookbook", // package cookbook's
 		"valkey://h?cluster=maybe",
 		"valkey://h?sentinel=",
 		"valkey://h?cluster=1&sentinel=m",

@@ -1,11 +1,12 @@
-// Package valkey is a store.Store on a Valkey server, or any server that speaks the Redis protocol
-// (Redis 6+ for RESP3; Redis 7+ for everything this package tests), standalone, behind Sentinel or as a
-// cluster, through github.com/valkey-io/valkey-go.
+// Package valkey is a store on a Valkey server, or any server that speaks the Redis protocol (Redis 6+ for
+// RESP3; Redis 7+ for everything this package tests), standalone, behind Sentinel or as a cluster, through
+// github.com/valkey-io/valkey-go, in Loom's own key layout. (The Valkey cookbook's key layout is package
+// [github.com/context-loom/loom/store/valkey/cookbook].)
 //
-// # Native layout
+// # Key layout
 //
-// The default layout ([LayoutNative]) keeps everything under a prefix (default "loom"), tenant-scoped, with
-// every id escaped (see below):
+// The layout keeps everything under a prefix (default "loom"), tenant-scoped, with every id escaped (see
+// below):
 //
 //	loom:{t:<tenant>:s:<session>}:msgs   list: a session's messages as JSON (with "seq" and "token_counts"),
 //	                                     oldest first
@@ -39,33 +40,6 @@
 // Ids are escaped before they go into a key: '%', ':', '{', '}', space and control bytes become %XX (upper
 // case hex), so no id can close a hash tag or pose as another tenant's or session's key.
 //
-// # Cookbook layout
-//
-// [LayoutCookbook] reads and writes the keys of the Valkey cookbook's context assembly pipeline (seed 003) as
-// that Python code does, so its users can point Loom at their server unchanged:
-//
-//	agent:config:<agent>       hash: role (Agent.Instructions), constraints, output_format; Loom adds model,
-//	                           max_tokens, tools, policy and updated_at when it writes one
-//	memory:<user>              hash: fact key -> value; Facts come in the server's order (insertion order
-//	                           for small hashes), not sorted, so the cookbook's output is reproduced
-//	chat:<session>             list of JSON {"role", "content", "ts"}; seq = position + 1; token counts are
-//	                           counted on read (other programs write these keys, so none are trusted)
-//	kb:results:<session>       list of JSON {"title", "content", ...}; the title is Metadata["title"], and
-//	                           Source unless a "source" is given; an untitled entry's "source" is
-//	                           Metadata["source"] (and it renders as the seed's "Doc")
-//	tool:<session>:step_<n>    hash: tool, result, timestamp (and call_id, args when Loom writes them); found
-//	                           with SCAN MATCH, never KEYS, and ordered by n as a number, so step_2 comes
-//	                           before step_10 (the cookbook sorts them as strings, which puts step_10 first)
-//
-// Entries written by other tools are read leniently, one at a time, as the seed's Python reads them: numbers
-// may be numeric strings, metadata values of any JSON type are kept (as JSON text), and an entry that is not
-// an object, or a chat entry without role and content, is skipped rather than failing its whole source (see
-// cookbook.go).
-//
-// The cookbook's keys carry no tenant, so this layout holds the single tenant "default" ([loom.DefaultTenant]);
-// any other tenant gets an error wrapping store.ErrUnsupported. Its Load takes more than one round trip:
-// the tool steps must be found with SCAN before they can be read (concurrently with the other sources).
-//
 // # Durability
 //
 // An acknowledged write is as durable as the server makes it: with appendonly yes and appendfsync always
@@ -73,9 +47,8 @@
 // writes since the last snapshot; without persistence, a restart loses everything. Open logs how each
 // primary persists (Options.Logger), with a warning when it persists nothing or cannot tell (CONFIG
 // disabled, as on some managed services). The store watches each primary's run_id (Open, Ping,
-// [Store.Epoch]): a restart, or a new primary after a failover, is logged as a warning and starts a new
-// epoch, on which the engine rebuilds its search indexes from what the server holds (servers.go has the
-// details).
+// [Backend.Epoch]): a restart, or a new primary after a failover, is logged as a warning and starts a new
+// epoch, on which the engine rebuilds its search indexes from what the server holds.
 //
 // # Errors
 //
@@ -86,52 +59,35 @@ package valkey
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"math/rand/v2"
-	"net"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	valkeygo "github.com/valkey-io/valkey-go"
 
-	"github.com/context-loom/loom"
+	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/store/valkey/internal/conn"
 )
 
-// Layout names a key layout.
-type Layout string
+// DefaultPrefix starts every key unless Options.Prefix says otherwise.
+const DefaultPrefix = "loom"
 
-// Layouts.
-const (
-	// LayoutNative is Loom's own tenant-scoped, cluster-ready layout (the default).
-	LayoutNative Layout = "native"
-	// LayoutCookbook reads and writes seed 003's keys; it holds the single tenant loom.DefaultTenant.
-	LayoutCookbook Layout = "cookbook"
-)
-
-// Defaults of Options.
-const (
-	DefaultPrefix  = "loom"
-	DefaultTimeout = 2 * time.Second
-)
+// DefaultTimeout bounds every call to the server unless Options.Timeout says otherwise.
+const DefaultTimeout = conn.DefaultTimeout
 
 // Errors of Open.
 var (
 	// ErrNoClientCache is returned by Open when Options.CacheAgents is set but the server cannot do
 	// client-side caching (it needs RESP3 and CLIENT TRACKING: Redis 6 or later, or Valkey).
-	ErrNoClientCache = loom.NewError(loom.ErrUnsupported, "valkey: CacheAgents needs a server with RESP3 and CLIENT TRACKING (Redis 6+ or Valkey); set CacheAgents to 0")
+	ErrNoClientCache = conn.ErrNoClientCache
 	// ErrBadOptions is wrapped by Open's and ParseURL's errors about options that cannot work.
-	ErrBadOptions = loom.NewError(loom.ErrInvalid, "valkey: bad options")
+	ErrBadOptions = conn.ErrBadOptions
 )
 
-// Options configure a Store. The zero value of each field means its documented default, except
+// Options configure a Valkey store. The zero value of each field means its documented default, except
 // Client.InitAddress, which must name at least one server.
 type Options struct {
 	// Options are the settings every store backend shares (session TTL, limits).
@@ -143,11 +99,9 @@ type Options struct {
 	// Timeout bounds every call that reaches the server unless the caller's context ends sooner; 0 means
 	// DefaultTimeout. A call that times out returns an error wrapping store.ErrUnavailable.
 	Timeout time.Duration
-	// Prefix starts every key of LayoutNative; "" means DefaultPrefix. It may not contain '{' or '}' (they
-	// would move the hash tag). LayoutCookbook uses the seed's keys as they are and takes no prefix.
+	// Prefix starts every key; "" means DefaultPrefix. It may not contain '{' or '}' (they would move the
+	// hash tag).
 	Prefix string
-	// Layout is the key layout; "" means LayoutNative.
-	Layout Layout
 	// CacheAgents, when positive, keeps agent configurations in a client-side cache (valkey-go's DoCache)
 	// for up to this long. The server invalidates cached entries when an agent changes, so a change is seen
 	// as soon as the invalidation arrives, and at the latest after CacheAgents. It needs RESP3 and CLIENT
@@ -155,391 +109,44 @@ type Options struct {
 	CacheAgents time.Duration
 	// Logger receives what the store learns of the servers: how each primary persists (a warning when it
 	// persists nothing, or cannot tell), and a warning when one restarted or a new one appeared (see
-	// Store.Epoch). nil means slog.Default().
+	// Backend.Epoch). nil means slog.Default().
 	Logger *slog.Logger
 }
 
-// Store is a store.Store on a Valkey server. It is safe for concurrent use.
-type Store struct {
-	c *conn
-	l layout
-}
+var (
+	_ store.Backend           = (*Backend)(nil)
+	_ store.MessageSelector   = (*Backend)(nil)
+	_ store.Loader            = (*Backend)(nil)
+	_ store.CollectionBackend = (*Backend)(nil)
+	_ collection.Epocher      = (*Backend)(nil)
+)
 
-var _ store.Store = (*Store)(nil)
-
-// dialRetries is how often a call retries a dial that failed before it gives up.
-const dialRetries = 3
-
-// retryDelay is the store's valkey-go RetryDelay. The client retries read-only commands after network
-// errors until the call's deadline, backing off up to 1 s; a server that refuses connections (stopped,
-// restarting) then holds every call for the whole timeout. A failed dial is retried dialRetries times
-// (after 1, 2 and 4 ms, which rides out a blip) and then the call fails: an outage is a quick
-// ErrUnavailable, a 503 with Retry-After from the server, rather than a queue of stalled calls. Other
-// network errors back off as valkey-go's default does: 2^attempts µs with as much jitter, at most 1 s.
-// valkey-go numbers attempts from 1.
-func retryDelay(attempts int, _ valkeygo.Completed, err error) time.Duration {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		if attempts > dialRetries {
-			return -1
-		}
-		return time.Duration(1<<(max(attempts, 1)-1)) * time.Millisecond
+// Open connects to the server opts.Client names and returns a store.Store over a [Backend]. It returns an
+// error wrapping ErrBadOptions for options that cannot work, ErrNoClientCache (see Options.CacheAgents),
+// or an error wrapping store.ErrUnavailable when the server cannot be reached.
+func Open(ctx context.Context, opts Options) (*store.Store, error) {
+	if opts.Prefix == "" {
+		opts.Prefix = DefaultPrefix
 	}
-	base := int64(1) << min(max(attempts, 0), 20)
-	return min(time.Second, time.Duration(base+rand.Int64N(base))*time.Microsecond)
-}
-
-// layout is what a key layout implements: store.Store without Ping and Close.
-type layout interface {
-	store.AgentStore
-	store.MemoryStore
-	store.SessionStore
-	store.Loader
-}
-
-// conn is the connection and the settings a layout shares.
-type conn struct {
-	client         valkeygo.Client
-	limits         store.Limits
-	countKnowledge func(string) map[string]int
-	ttl            time.Duration // session TTL; 0: none
-	timeout        time.Duration
-	cacheTTL       time.Duration // agents' client-side cache; 0: none
-	closed         atomic.Bool
-	now            func() time.Time
-	servers        *serverWatch // the primaries' lives (servers.go)
-}
-
-// Open connects to the server opts.Client names and returns a Store. It returns an error wrapping
-// ErrBadOptions for options that cannot work, ErrNoClientCache (see Options.CacheAgents), or an error
-// wrapping store.ErrUnavailable when the server cannot be reached.
-func Open(ctx context.Context, opts Options) (*Store, error) {
-	if opts.Timeout < 0 || opts.CacheAgents < 0 || opts.SessionTTL < 0 {
-		return nil, fmt.Errorf("%w: negative Timeout, CacheAgents or SessionTTL", ErrBadOptions)
+	if strings.ContainsAny(opts.Prefix, "{}") || strings.ContainsFunc(opts.Prefix, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return nil, fmt.Errorf("%w: prefix %q has a brace or a control character", ErrBadOptions, opts.Prefix)
 	}
-	if opts.Timeout == 0 {
-		opts.Timeout = DefaultTimeout
-	}
-	if len(opts.Client.InitAddress) == 0 {
-		return nil, fmt.Errorf("%w: no server address (Client.InitAddress)", ErrBadOptions)
-	}
-	switch opts.Layout {
-	case "", LayoutNative:
-		if opts.Prefix == "" {
-			opts.Prefix = DefaultPrefix
-		}
-		if strings.ContainsAny(opts.Prefix, "{}") || strings.ContainsFunc(opts.Prefix, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-			return nil, fmt.Errorf("%w: prefix %q has a brace or a control character", ErrBadOptions, opts.Prefix)
-		}
-	case LayoutCookbook:
-		if opts.Prefix != "" {
-			return nil, fmt.Errorf("%w: the cookbook layout uses the seed's keys and takes no prefix", ErrBadOptions)
-		}
-	default:
-		return nil, fmt.Errorf("%w: unknown layout %q (known: native, cookbook)", ErrBadOptions, opts.Layout)
-	}
-	copt := opts.Client
-	copt.DisableCache = opts.CacheAgents == 0
-	if copt.Dialer.Timeout == 0 || copt.Dialer.Timeout > opts.Timeout {
-		copt.Dialer.Timeout = opts.Timeout
-	}
-	if copt.Sentinel.MasterSet != "" && (copt.Sentinel.Dialer.Timeout == 0 || copt.Sentinel.Dialer.Timeout > opts.Timeout) {
-		copt.Sentinel.Dialer.Timeout = opts.Timeout // asking the Sentinels is bounded like every call
-	}
-	if copt.RetryDelay == nil {
-		copt.RetryDelay = retryDelay
-	}
-	if err := ctx.Err(); err != nil {
+	c, err := conn.Dial(ctx, conn.Settings{Client: opts.Client, Timeout: opts.Timeout, SessionTTL: opts.SessionTTL,
+		CacheAgents: opts.CacheAgents, Logger: opts.Logger})
+	if err != nil {
 		return nil, err
 	}
-	client, err := valkeygo.NewClient(copt)
+	s, err := store.New(&Backend{conn: c, prefix: opts.Prefix, maxLen: strconv.Itoa(opts.ChangesKeptOrDefault())}, opts.Options)
 	if err != nil {
-		if errors.Is(err, valkeygo.ErrNoCache) {
-			return nil, ErrNoClientCache
-		}
-		return nil, fmt.Errorf("valkey: connect: %w", classify(err))
-	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	c := &conn{client: client, limits: opts.Limits.WithDefaults(), countKnowledge: opts.CountKnowledge, ttl: opts.SessionTTL, timeout: opts.Timeout,
-		cacheTTL: opts.CacheAgents, now: time.Now, servers: &serverWatch{log: log, runs: map[string]string{}}}
-	s := &Store{c: c}
-	if opts.Layout == LayoutCookbook {
-		s.l = &cookbook{conn: c}
-	} else {
-		s.l = &native{conn: c, prefix: opts.Prefix, maxLen: strconv.Itoa(opts.ChangesKeptOrDefault())}
-	}
-	if err := s.Ping(ctx); err != nil {
-		client.Close()
+		_ = c.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-// call returns a context for one call to the server, bounded by the store's timeout, or an error if the
-// store is closed or ctx is done.
-func (c *conn) call(ctx context.Context) (context.Context, context.CancelFunc, error) {
-	if err := c.alive(ctx); err != nil {
-		return nil, nil, err
-	}
-	if d, ok := ctx.Deadline(); ok && time.Until(d) <= c.timeout {
-		ctx, cancel := context.WithCancel(ctx)
-		return ctx, cancel, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	return ctx, cancel, nil
-}
+// Ping implements store.Backend: PING, and the run_id of every primary (see Epoch).
+func (n *Backend) Ping(ctx context.Context) error { return n.conn.Ping(ctx) }
 
-// alive returns store.ErrClosed after Close, else ctx's error.
-func (c *conn) alive(ctx context.Context) error {
-	if c.closed.Load() {
-		return store.ErrClosed
-	}
-	return ctx.Err()
-}
-
-// fail maps an error of a call made with a context from call(parent) to the store's errors: ErrClosed after
-// Close, the parent's own error when it ended, ErrUnavailable for the network, timeouts and a server that
-// cannot serve.
-func (c *conn) fail(parent context.Context, err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case c.closed.Load():
-		return store.ErrClosed
-	case parent.Err() != nil:
-		return fmt.Errorf("valkey: %w", parent.Err())
-	}
-	return fmt.Errorf("valkey: %w", classify(err))
-}
-
-// classify wraps err in store.ErrUnavailable when it means the server cannot be reached or cannot serve now.
-func classify(err error) error {
-	var ne net.Error
-	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) || errors.Is(err, io.EOF) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE) || errors.Is(err, valkeygo.ErrClosing) || errors.Is(err, net.ErrClosed) {
-		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
-	}
-	if ve, ok := valkeygo.IsValkeyErr(err); ok {
-		for _, p := range []string{"LOADING", "CLUSTERDOWN", "MASTERDOWN", "TRYAGAIN", "BUSY", "NOREPLICAS", "READONLY"} {
-			if strings.HasPrefix(ve.Error(), p) {
-				return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
-			}
-		}
-	}
-	return err
-}
-
-// do sends one command.
-func (c *conn) do(ctx context.Context, cmd valkeygo.Completed) (valkeygo.ValkeyResult, error) {
-	cctx, cancel, err := c.call(ctx)
-	if err != nil {
-		return valkeygo.ValkeyResult{}, c.fail(ctx, err)
-	}
-	defer cancel()
-	r := c.client.Do(cctx, cmd)
-	if err := r.NonValkeyError(); err != nil {
-		return r, c.fail(ctx, err)
-	}
-	return r, nil
-}
-
-// doMulti sends cmds in one pipeline. It fails if any reply is a network error; replies that are server
-// errors are left to the caller.
-func (c *conn) doMulti(ctx context.Context, cmds ...valkeygo.Completed) ([]valkeygo.ValkeyResult, error) {
-	cctx, cancel, err := c.call(ctx)
-	if err != nil {
-		return nil, c.fail(ctx, err)
-	}
-	defer cancel()
-	rs := c.client.DoMulti(cctx, cmds...)
-	for _, r := range rs {
-		if err := r.NonValkeyError(); err != nil {
-			return nil, c.fail(ctx, err)
-		}
-	}
-	return rs, nil
-}
-
-// doGroups sends groups of commands, each of which stays in one slot (a MULTI/EXEC transaction may be one):
-// as one DoMulti, except on a cluster, where a DoMulti cannot mix a transaction with other slots' commands;
-// there each group is a DoMulti of its own, all sent concurrently.
-func (c *conn) doGroups(ctx context.Context, groups ...[]valkeygo.Completed) ([][]valkeygo.ValkeyResult, error) {
-	out := make([][]valkeygo.ValkeyResult, len(groups))
-	if c.client.Mode() != valkeygo.ClientModeCluster {
-		var all []valkeygo.Completed
-		for _, g := range groups {
-			all = append(all, g...)
-		}
-		rs, err := c.doMulti(ctx, all...)
-		if err != nil {
-			return nil, err
-		}
-		for i, g := range groups {
-			out[i], rs = rs[:len(g)], rs[len(g):]
-		}
-		return out, nil
-	}
-	errs := make([]error, len(groups))
-	var wg sync.WaitGroup
-	for i, g := range groups {
-		wg.Go(func() { out[i], errs[i] = c.doMulti(ctx, g...) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// tx runs cmds in one MULTI/EXEC transaction and returns their replies. A server error of any command is
-// returned (mapped) as the error.
-func (c *conn) tx(ctx context.Context, cmds ...valkeygo.Completed) ([]valkeygo.ValkeyMessage, error) {
-	all := make([]valkeygo.Completed, 0, len(cmds)+2)
-	all = append(all, c.client.B().Multi().Build())
-	all = append(all, cmds...)
-	all = append(all, c.client.B().Exec().Build())
-	rs, err := c.doMulti(ctx, all...)
-	if err != nil {
-		return nil, err
-	}
-	return c.execReplies(ctx, rs[0], rs[len(rs)-1], len(cmds))
-}
-
-// execReplies checks a MULTI and its EXEC's replies and returns the n replies of the transaction.
-func (c *conn) execReplies(ctx context.Context, multi, exec valkeygo.ValkeyResult, n int) ([]valkeygo.ValkeyMessage, error) {
-	if err := multi.Error(); err != nil {
-		return nil, c.fail(ctx, err)
-	}
-	arr, err := exec.ToArray()
-	if err != nil {
-		return nil, c.fail(ctx, err)
-	}
-	if len(arr) != n {
-		return nil, fmt.Errorf("valkey: a transaction of %d commands returned %d replies", n, len(arr))
-	}
-	for _, m := range arr {
-		if err := m.Error(); err != nil {
-			return nil, c.fail(ctx, err)
-		}
-	}
-	return arr, nil
-}
-
-// whole reports whether a mapped error ends a whole read rather than one source of it.
-func whole(err error) bool {
-	return errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrClosed) ||
-		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
-}
-
-// validateLoad checks the ids of a Load.
-func validateLoad(l store.Limits, tenant string, q store.LoadQuery) error {
-	if err := store.ValidateID(l, "tenant", tenant); err != nil {
-		return err
-	}
-	for _, p := range [][2]string{{"agent", q.Agent}, {"user", q.User}, {"session", q.Session}} {
-		if p[1] != "" {
-			if err := store.ValidateID(l, p[0], p[1]); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// PutAgent implements store.AgentStore.
-func (s *Store) PutAgent(ctx context.Context, tenant string, a store.Agent) error {
-	return s.l.PutAgent(ctx, tenant, a)
-}
-
-// GetAgent implements store.AgentStore. With Options.CacheAgents it may answer from the client-side cache.
-func (s *Store) GetAgent(ctx context.Context, tenant, id string) (store.Agent, error) {
-	return s.l.GetAgent(ctx, tenant, id)
-}
-
-// DeleteAgent implements store.AgentStore.
-func (s *Store) DeleteAgent(ctx context.Context, tenant, id string) error {
-	return s.l.DeleteAgent(ctx, tenant, id)
-}
-
-// SetFact implements store.MemoryStore. The cookbook layout keeps only the fact's value.
-func (s *Store) SetFact(ctx context.Context, tenant, user string, f store.Fact) error {
-	return s.l.SetFact(ctx, tenant, user, f)
-}
-
-// Facts implements store.MemoryStore: ordered by key in the native layout, in the server's order in the
-// cookbook layout.
-func (s *Store) Facts(ctx context.Context, tenant, user string) ([]store.Fact, error) {
-	return s.l.Facts(ctx, tenant, user)
-}
-
-// DeleteFact implements store.MemoryStore.
-func (s *Store) DeleteFact(ctx context.Context, tenant, user, key string) error {
-	return s.l.DeleteFact(ctx, tenant, user, key)
-}
-
-// AppendMessages implements store.SessionStore: one atomic transaction that also refreshes the session's
-// TTL.
-func (s *Store) AppendMessages(ctx context.Context, tenant, session string, msgs ...store.Message) ([]store.Message, error) {
-	return s.l.AppendMessages(ctx, tenant, session, msgs...)
-}
-
-// Messages implements store.SessionStore.
-func (s *Store) Messages(ctx context.Context, tenant, session string, q store.MessageQuery) ([]store.Message, error) {
-	return s.l.Messages(ctx, tenant, session, q)
-}
-
-// AppendToolOutput implements store.SessionStore.
-func (s *Store) AppendToolOutput(ctx context.Context, tenant, session string, o store.ToolOutput) (store.ToolOutput, error) {
-	return s.l.AppendToolOutput(ctx, tenant, session, o)
-}
-
-// ToolOutputs implements store.SessionStore.
-func (s *Store) ToolOutputs(ctx context.Context, tenant, session string) ([]store.ToolOutput, error) {
-	return s.l.ToolOutputs(ctx, tenant, session)
-}
-
-// SetKnowledge implements store.SessionStore.
-func (s *Store) SetKnowledge(ctx context.Context, tenant, session string, items []store.Knowledge) error {
-	return s.l.SetKnowledge(ctx, tenant, session, items)
-}
-
-// Knowledge implements store.SessionStore.
-func (s *Store) Knowledge(ctx context.Context, tenant, session string) ([]store.Knowledge, error) {
-	return s.l.Knowledge(ctx, tenant, session)
-}
-
-// DeleteSession implements store.SessionStore.
-func (s *Store) DeleteSession(ctx context.Context, tenant, session string) error {
-	return s.l.DeleteSession(ctx, tenant, session)
-}
-
-// Load implements store.Loader. In the native layout it is one DoMulti: one round trip to each server
-// that holds a key it reads.
-func (s *Store) Load(ctx context.Context, tenant string, q store.LoadQuery) (*store.Snapshot, error) {
-	return s.l.Load(ctx, tenant, q)
-}
-
-// Ping implements store.Store: it sends PING, then reads the run_id of every primary as Epoch does (logging
-// a restart it finds), and returns an error wrapping store.ErrUnavailable if no reply comes within the
-// timeout, or store.ErrClosed after Close.
-func (s *Store) Ping(ctx context.Context) error {
-	if _, err := s.c.do(ctx, s.c.client.B().Ping().Build()); err != nil {
-		return err
-	}
-	_, err := s.c.check(ctx)
-	return err
-}
-
-// Close implements store.Store: it closes the connections, waiting for calls in flight. Calls after Close
-// return store.ErrClosed; closing twice does nothing.
-func (s *Store) Close() error {
-	if s.c.closed.Swap(true) {
-		return nil
-	}
-	s.c.client.Close()
-	return nil
-}
+// Close implements store.Backend: it closes the connections, waiting for calls in flight. Calls after Close
+// return store.ErrClosed.
+func (n *Backend) Close() error { return n.conn.Close() }

@@ -15,6 +15,7 @@ import (
 
 	valkeygo "github.com/valkey-io/valkey-go"
 
+	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/internal/valkeytest"
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/store/storetest"
@@ -24,10 +25,10 @@ import (
 var prefixes atomic.Int64
 
 // open opens a store on addrs with a prefix of its own, closed when the test ends.
-func open(t testing.TB, opts valkey.Options, addrs ...string) *valkey.Store {
+func open(t testing.TB, opts valkey.Options, addrs ...string) *store.Store {
 	t.Helper()
 	opts.Client.InitAddress = addrs
-	if opts.Prefix == "" && opts.Layout != valkey.LayoutCookbook {
+	if opts.Prefix == "" {
 		opts.Prefix = fmt.Sprintf("test%d", prefixes.Add(1))
 	}
 	s, err := valkey.Open(context.Background(), opts)
@@ -38,12 +39,30 @@ func open(t testing.TB, opts valkey.Options, addrs ...string) *valkey.Store {
 	return s
 }
 
+// openColls opens a store as open does and returns its collections (a collection.Epocher too).
+func openColls(t testing.TB, opts valkey.Options, addrs ...string) collection.Store {
+	t.Helper()
+	c, ok := open(t, opts, addrs...).Collections()
+	if !ok {
+		t.Fatal("the store keeps no collections")
+	}
+	return c
+}
+
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	addr := valkeytest.Start(t)
-	storetest.Run(t, func(t *testing.T, opts store.Options) store.Store {
+	storetest.Run(t, func(t *testing.T, opts store.Options) *store.Store {
 		return open(t, valkey.Options{Options: opts}, addr)
 	})
+}
+
+func TestBackendConformance(t *testing.T) {
+	t.Parallel()
+	addr := valkeytest.Start(t)
+	storetest.RunBackend(t, func(t *testing.T, opts store.Options) store.Backend {
+		return open(t, valkey.Options{Options: opts}, addr).Backend()
+	}, storetest.BackendOptions{})
 }
 
 // TestConformance_Cluster runs the suite on a three-node cluster: a command that touched keys of two
@@ -51,7 +70,7 @@ func TestConformance(t *testing.T) {
 func TestConformance_Cluster(t *testing.T) {
 	t.Parallel()
 	c := valkeytest.StartCluster(t, 3)
-	storetest.Run(t, func(t *testing.T, opts store.Options) store.Store {
+	storetest.Run(t, func(t *testing.T, opts store.Options) *store.Store {
 		s := open(t, valkey.Options{Options: opts}, c.Addrs()...)
 		return s
 	})
@@ -103,7 +122,7 @@ func (c *countedConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-func seedLoad(t testing.TB, s store.Store, tenant string) {
+func seedLoad(t testing.TB, s *store.Store, tenant string) {
 	t.Helper()
 	ctx := context.Background()
 	if err := s.PutAgent(ctx, tenant, store.Agent{ID: "demo_agent", Instructions: "You are a helpful AI assistant."}); err != nil {
@@ -296,8 +315,6 @@ func TestOpen_Errors(t *testing.T) {
 	for name, opts := range map[string]valkey.Options{
 		"no address":         {},
 		"brace in prefix":    {Prefix: "a{b}", Client: valkeygo.ClientOption{InitAddress: []string{free}}},
-		"unknown layout":     {Layout: "flat", Client: valkeygo.ClientOption{InitAddress: []string{free}}},
-		"cookbook prefix":    {Layout: valkey.LayoutCookbook, Prefix: "x", Client: valkeygo.ClientOption{InitAddress: []string{free}}},
 		"negative timeout":   {Timeout: -1, Client: valkeygo.ClientOption{InitAddress: []string{free}}},
 		"negative cache ttl": {CacheAgents: -1, Client: valkeygo.ClientOption{InitAddress: []string{free}}},
 	} {
@@ -469,4 +486,14 @@ func TestAgents_StoredAsJSONByAnEarlierLoom(t *testing.T) {
 	if a, err := s.GetAgent(ctx, "acme", "bot"); err != nil || a.Instructions != "Be briefer." {
 		t.Errorf("after PutAgent: %+v, %v", a, err)
 	}
+}
+
+// do sends one command to the server at addr and fails the test on an error.
+func do(t testing.TB, addr string, args ...string) []string {
+	t.Helper()
+	r, err := valkeytest.Do(addr, args...)
+	if err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return r
 }

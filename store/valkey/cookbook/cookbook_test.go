@@ -1,19 +1,27 @@
-package valkey_test
+package cookbook_test
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	valkeygo "github.com/valkey-io/valkey-go"
+
 	"github.com/context-loom/loom/internal/valkeytest"
 	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/store/storetest"
 	"github.com/context-loom/loom/store/valkey"
+	"github.com/context-loom/loom/store/valkey/cookbook"
 	"github.com/context-loom/loom/tokenizer"
 )
 
@@ -45,17 +53,40 @@ func putTogether(t testing.TB, addr string) {
 	do(t, addr, "EXPIRE", "tool:sess_42:step_1", "3600")
 }
 
-func openCookbook(t testing.TB, addr string, opts valkey.Options) *valkey.Store {
+// open opens a store on addrs, closed when the test ends.
+func open(t testing.TB, opts cookbook.Options, addrs ...string) *store.Store {
 	t.Helper()
-	opts.Layout = valkey.LayoutCookbook
+	opts.Client.InitAddress = addrs
+	s, err := cookbook.Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// openCookbook opens a store on the server at addr.
+func openCookbook(t testing.TB, addr string, opts cookbook.Options) *store.Store {
+	t.Helper()
 	return open(t, opts, addr)
+}
+
+// TestCookbook_BackendConformance runs the backend suite on the cookbook layout, which holds the one tenant
+// "default": each backend on a database of its own of one server (its keys have no prefix).
+func TestCookbook_BackendConformance(t *testing.T) {
+	t.Parallel()
+	addr := valkeytest.Start(t)
+	var db atomic.Int32
+	storetest.RunBackend(t, func(t *testing.T, opts store.Options) store.Backend {
+		return openCookbook(t, addr, cookbook.Options{Options: opts, Client: valkeygo.ClientOption{SelectDB: int(db.Add(1))}}).Backend()
+	}, storetest.BackendOptions{Tenant: cookbook.DefaultTenant})
 }
 
 func TestCookbook_ReadsTheSeedsData(t *testing.T) {
 	t.Parallel()
 	addr := valkeytest.Start(t)
 	putTogether(t, addr)
-	s := openCookbook(t, addr, valkey.Options{})
+	s := openCookbook(t, addr, cookbook.Options{})
 	ctx := context.Background()
 
 	a, err := s.GetAgent(ctx, "default", "demo_agent")
@@ -120,7 +151,7 @@ func TestCookbook_ReadsTheSeedsData(t *testing.T) {
 func TestCookbook_OrderOfFactsAndSteps(t *testing.T) {
 	t.Parallel()
 	addr := valkeytest.Start(t)
-	s := openCookbook(t, addr, valkey.Options{})
+	s := openCookbook(t, addr, cookbook.Options{})
 	ctx := context.Background()
 	// The hash's own order, not sorted: what the seed's hgetall shows.
 	do(t, addr, "HSET", "memory:u", "zeta", "1", "alpha", "2", "mid", "3")
@@ -163,7 +194,7 @@ func TestCookbook_OrderOfFactsAndSteps(t *testing.T) {
 func TestCookbook_WritesTheSeedsShapes(t *testing.T) {
 	t.Parallel()
 	addr := valkeytest.Start(t)
-	s := openCookbook(t, addr, valkey.Options{Options: store.Options{SessionTTL: 30 * time.Minute}})
+	s := openCookbook(t, addr, cookbook.Options{Options: store.Options{SessionTTL: 30 * time.Minute}})
 	ctx := context.Background()
 	if err := s.PutAgent(ctx, "default", store.Agent{ID: "demo_agent", Instructions: "You are a helpful AI assistant.",
 		Constraints: "Be concise and accurate.", OutputFormat: "Plain text.", Model: "gpt-4o", MaxTokens: 4000}); err != nil {
@@ -245,7 +276,7 @@ func TestCookbook_WritesTheSeedsShapes(t *testing.T) {
 func TestCookbook_Knowledge(t *testing.T) {
 	t.Parallel()
 	addr := valkeytest.Start(t)
-	s := openCookbook(t, addr, valkey.Options{})
+	s := openCookbook(t, addr, cookbook.Options{})
 	ctx := context.Background()
 	do(t, addr, "RPUSH", "kb:results:s", `{"title": "Pricing", "content": "Premium costs $20/month.", "url": "https://example.com"}`,
 		`{"content": "No title."}`)
@@ -271,7 +302,7 @@ func TestCookbook_Knowledge(t *testing.T) {
 func TestCookbook_SingleTenant(t *testing.T) {
 	t.Parallel()
 	addr := valkeytest.Start(t)
-	s := openCookbook(t, addr, valkey.Options{})
+	s := openCookbook(t, addr, cookbook.Options{})
 	ctx := context.Background()
 	if _, err := s.GetAgent(ctx, "acme", "a"); !errors.Is(err, store.ErrUnsupported) {
 		t.Errorf("GetAgent of tenant acme: %v, want ErrUnsupported", err)
@@ -291,7 +322,7 @@ func TestCookbook_SingleTenant(t *testing.T) {
 func TestCookbook_ConcurrentSteps(t *testing.T) {
 	t.Parallel()
 	addr := valkeytest.Start(t)
-	s := openCookbook(t, addr, valkey.Options{})
+	s := openCookbook(t, addr, cookbook.Options{})
 	ctx := context.Background()
 	const writers, each = 6, 5
 	var wg sync.WaitGroup
@@ -327,8 +358,7 @@ func TestCookbook_ConcurrentSteps(t *testing.T) {
 func TestCookbook_Cluster(t *testing.T) {
 	t.Parallel()
 	c := valkeytest.StartCluster(t, 3)
-	opts := valkey.Options{Layout: valkey.LayoutCookbook}
-	s := open(t, opts, c.Addrs()...)
+	s := open(t, cookbook.Options{}, c.Addrs()...)
 	ctx := context.Background()
 	if err := s.PutAgent(ctx, "default", store.Agent{ID: "demo_agent", Instructions: "You are a helpful AI assistant."}); err != nil {
 		t.Fatal(err)
@@ -370,7 +400,7 @@ func TestCookbook_Cluster(t *testing.T) {
 func TestCookbook_LenientKnowledge(t *testing.T) {
 	t.Parallel()
 	addr := valkeytest.Start(t)
-	s := openCookbook(t, addr, valkey.Options{})
+	s := openCookbook(t, addr, cookbook.Options{})
 	ctx := context.Background()
 	do(t, addr, "RPUSH", "kb:results:s",
 		`{"title": "Pricing", "content": "Premium costs $20/month.", "score": "0.9"}`,
@@ -439,7 +469,7 @@ func TestCookbook_LenientKnowledge(t *testing.T) {
 func TestCookbook_KnowledgeTitles(t *testing.T) {
 	t.Parallel()
 	addr := valkeytest.Start(t)
-	s := openCookbook(t, addr, valkey.Options{})
+	s := openCookbook(t, addr, cookbook.Options{})
 	ctx := context.Background()
 	in := []store.Knowledge{
 		{Source: "manual.md", Content: "a", Metadata: map[string]string{"title": "Intro"}},
@@ -486,7 +516,7 @@ func ptr(s string) *string { return &s }
 func TestCookbook_ForeignTitles(t *testing.T) {
 	t.Parallel()
 	addr := valkeytest.Start(t)
-	s := openCookbook(t, addr, valkey.Options{})
+	s := openCookbook(t, addr, cookbook.Options{})
 	ctx := context.Background()
 	do(t, addr, "RPUSH", "kb:results:s",
 		`{"content": "Untitled.", "source": "a.md"}`,
@@ -523,7 +553,7 @@ func TestCookbook_ForeignTitles(t *testing.T) {
 func TestCookbook_LenientChat(t *testing.T) {
 	t.Parallel()
 	addr := valkeytest.Start(t)
-	s := openCookbook(t, addr, valkey.Options{})
+	s := openCookbook(t, addr, cookbook.Options{})
 	ctx := context.Background()
 	do(t, addr, "RPUSH", "chat:s",
 		`{"role": "user", "content": "Hi", "ts": "1764529200.1"}`,
@@ -576,7 +606,7 @@ func TestCookbook_LenientChat(t *testing.T) {
 func TestCookbook_LenientSteps(t *testing.T) {
 	t.Parallel()
 	addr := valkeytest.Start(t)
-	s := openCookbook(t, addr, valkey.Options{})
+	s := openCookbook(t, addr, cookbook.Options{})
 	ctx := context.Background()
 	do(t, addr, "HSET", "tool:s:step_1", "tool", "a", "result", "x", "timestamp", "soon")
 	do(t, addr, "HSET", "tool:s:step_2", "tool", "b", "result", "y", "timestamp", "1718000001.5")
@@ -608,7 +638,7 @@ func TestCookbook_LenientSteps(t *testing.T) {
 func TestCookbook_StepsAsTheSeedReadsThem(t *testing.T) {
 	t.Parallel()
 	addr := valkeytest.Start(t)
-	s := openCookbook(t, addr, valkey.Options{})
+	s := openCookbook(t, addr, cookbook.Options{})
 	ctx := context.Background()
 	do(t, addr, "HSET", "tool:s:step_1", "tool", "a", "result", "", "timestamp", "soon")
 	do(t, addr, "HSET", "tool:s:step_2", "args", "{}")
@@ -638,12 +668,206 @@ func TestCookbook_StepsAsTheSeedReadsThem(t *testing.T) {
 	check("Load", snap.ToolOutputs)
 }
 
-// TestCookbook_AllCollections: the cookbook layout keeps no collections, so a server starting on it loads
-// no indexes and has nothing to warn about.
-func TestCookbook_AllCollections(t *testing.T) {
+// TestCookbook_MessagePages runs the paged queries of the conformance suite on the cookbook's keys.
+func TestCookbook_MessagePages(t *testing.T) {
 	t.Parallel()
-	s := openCookbook(t, valkeytest.Start(t), valkey.Options{})
-	if refs, err := s.AllCollections(context.Background()); err != nil || len(refs) != 0 {
-		t.Errorf("AllCollections = %v, %v; want none and no error", refs, err)
+	storetest.MessagePages(t, openCookbook(t, valkeytest.Start(t), cookbook.Options{}), cookbook.DefaultTenant)
+}
+
+// TestCookbook_PagesSkipWhatTheCookbookCannotRead: entries the cookbook layout cannot read (another program's)
+// leave gaps in the seqs; a page that holds some reads on, so a query still selects as SelectMessages does
+// from the entries that can be read.
+func TestCookbook_PagesSkipWhatTheCookbookCannotRead(t *testing.T) {
+	t.Parallel()
+	addr := valkeytest.Start(t)
+	for i := range 80 {
+		v := fmt.Sprintf(`{"role": "user", "content": "entry %d %s"}`, i, strings.Repeat("la ", i%9))
+		if i%3 == 1 || (i >= 40 && i < 70) {
+			v = "not an entry"
+		}
+		do(t, addr, "RPUSH", "chat:s", v)
+	}
+	s := openCookbook(t, addr, cookbook.Options{})
+	ctx := t.Context()
+	all, err := s.Messages(ctx, cookbook.DefaultTenant, "s", store.MessageQuery{})
+	if err != nil || len(all) != 26+7 {
+		t.Fatalf("%d entries read (%v), want 33", len(all), err)
+	}
+	for _, q := range []store.MessageQuery{{Limit: 5}, {Limit: 12}, {MaxTokens: 60}, {MaxTokens: 200, Limit: 9}, {Before: 71, Limit: 3}, {Before: 75, MaxTokens: 100}} {
+		got, err := s.Messages(ctx, cookbook.DefaultTenant, "s", q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := store.SelectMessages(all, q)
+		if fmt.Sprint(seqsOf(got)) != fmt.Sprint(seqsOf(want)) {
+			t.Errorf("%+v: seqs %v, want %v", q, seqsOf(got), seqsOf(want))
+		}
+	}
+}
+
+func seqsOf(msgs []store.Message) []int64 {
+	out := make([]int64, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Seq
+	}
+	return out
+}
+
+// TestCookbook_LoadReadsWhatTheBudgetCanUse: a Load bounded by 500 tokens of a session of 2,000 messages
+// of about 1 KB reads its first page of 16 entries, not the megabyte of its 1,000 newest.
+func TestCookbook_LoadReadsWhatTheBudgetCanUse(t *testing.T) {
+	t.Parallel()
+	text := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 22) // ~1 KB, ~220 tokens
+	addr := valkeytest.Start(t)
+	bytes := &byteCounter{}
+	s := open(t, cookbook.Options{Client: valkeygo.ClientOption{DialCtxFn: bytes.dial}}, addr)
+	ctx := t.Context()
+	batch := make([]store.Message, 500)
+	for i := range batch {
+		batch[i] = store.Message{Role: []string{"user", "assistant"}[i%2], Content: text}
+	}
+	for range 4 {
+		if _, err := s.AppendMessages(ctx, cookbook.DefaultTenant, "long", batch...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := store.LoadQuery{Session: "long", MaxTokens: 500, CountToolCalls: true}
+	bytes.n.Store(0)
+	snap, err := s.Load(ctx, cookbook.DefaultTenant, q)
+	read := bytes.n.Load()
+	if err != nil || len(snap.Messages) != 2 || snap.NextBefore != 1999 {
+		t.Fatalf("Load: %d messages, next before %d (%v), want 2 and 1999", len(snap.Messages), snap.NextBefore, err)
+	}
+	if limit := int64(16 * 1100); read > limit { // the first page of 16
+		t.Errorf("Load read %d bytes, more than %d", read, limit)
+	}
+}
+
+// byteCounter counts the bytes read from the connections it dials.
+type byteCounter struct{ n atomic.Int64 }
+
+func (b *byteCounter) dial(ctx context.Context, dst string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+	c, err := d.DialContext(ctx, "tcp", dst)
+	if err != nil {
+		return nil, err
+	}
+	return &readCounted{Conn: c, n: &b.n}, nil
+}
+
+type readCounted struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c *readCounted) Read(p []byte) (int, error) {
+	k, err := c.Conn.Read(p)
+	c.n.Add(int64(k))
+	return k, err
+}
+
+// TestCookbook_ClaimsNoCollections: the cookbook's keys hold no collections, and its store says so, so a
+// server starting on it loads no indexes and an ingest is refused before it reaches the store.
+func TestCookbook_ClaimsNoCollections(t *testing.T) {
+	t.Parallel()
+	s := openCookbook(t, valkeytest.Start(t), cookbook.Options{})
+	if c, ok := s.Collections(); ok || c != nil {
+		t.Fatalf("the cookbook's store claims collections: %v", c)
+	}
+	if _, ok := s.Backend().(store.CollectionBackend); ok {
+		t.Fatal("the cookbook's backend is a store.CollectionBackend")
+	}
+}
+
+// TestParseURL: a cookbook URL is a Valkey URL with layout=cookbook (or none), without a prefix.
+func TestParseURL(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{"valkey://h:7000?layout=cookbook&ttl=30m&timeout=1s", "redis://h:7000?ttl=30m&timeout=1s"} {
+		o, err := cookbook.ParseURL(raw)
+		if err != nil || o.Client.InitAddress[0] != "h:7000" || o.SessionTTL != 30*time.Minute || o.Timeout != time.Second {
+			t.Errorf("ParseURL(%q) = %+v, %v", raw, o, err)
+		}
+	}
+	for _, raw := range []string{"valkey://h?layout=native", "valkey://h?layout=cookbook&prefix=x", "valkey://h?layout=flat", "valkey://u:s3cret@h?bogus=1"} {
+		_, err := cookbook.ParseURL(raw)
+		if !errors.Is(err, cookbook.ErrBadOptions) || !errors.Is(err, valkey.ErrBadOptions) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("ParseURL(%q): %v, want ErrBadOptions without the password", raw, err)
+		}
+	}
+}
+
+// sentinelOptions are the client options that reach a master through Sentinel: the sentinels' addresses
+// (open sets them) and the master set's name.
+var sentinelOptions = valkeygo.ClientOption{Sentinel: valkeygo.SentinelOption{MasterSet: valkeytest.SentinelMaster}}
+
+// TestSentinel_WritesReachTheMaster: through a Sentinel the store reads and writes the master it names, and
+// finds the tool steps on it with SCAN.
+func TestSentinel_WritesReachTheMaster(t *testing.T) {
+	t.Parallel()
+	master := valkeytest.Start(t)
+	sentinel := valkeytest.StartSentinel(t, master)
+	ctx := t.Context()
+	cb := open(t, cookbook.Options{Client: sentinelOptions}, sentinel.Addr)
+	if err := cb.SetFact(ctx, cookbook.DefaultTenant, "user_42", store.Fact{Key: "name", Value: "Bob"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := do(t, master, "HGET", "memory:user_42", "name"); r[0] != "Bob" {
+		t.Fatalf("HGET memory:user_42 name on the master = %q", r)
+	}
+	// Steps are found with SCAN on every node the client knows: through Sentinel, the master.
+	do(t, master, "HSET", "tool:sess_42:step_1", "tool", "check_account", "result", "{}")
+	if outs, err := cb.ToolOutputs(ctx, cookbook.DefaultTenant, "sess_42"); err != nil || len(outs) != 1 || outs[0].Tool != "check_account" {
+		t.Fatalf("ToolOutputs = %+v, %v", outs, err)
+	}
+	if _, err := cb.AppendMessages(ctx, cookbook.DefaultTenant, "s", store.Message{Role: "user", Content: "Hi"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := do(t, master, "DBSIZE"); n[0] != "3" {
+		t.Errorf("DBSIZE of the master = %s, want 3 (the memory hash, the step, the messages)", n[0])
+	}
+	if _, err := valkeytest.Do(sentinel.Addr, "DBSIZE"); err == nil {
+		t.Error("the sentinel answers DBSIZE: the test's sentinel is a plain server")
+	}
+}
+
+// TestSentinel_URL: a store URL with sentinel=<master set> names the sentinels (the host and any addr=) and
+// opens a store on the master; its credentials are the master's, not the sentinels'.
+func TestSentinel_URL(t *testing.T) {
+	t.Parallel()
+	const password = "s3cret/+:@"
+	master := valkeytest.StartServer(t, "--requirepass", password).Addr
+	sentinel := valkeytest.StartSentinel(t, master, "sentinel auth-pass "+valkeytest.SentinelMaster+" "+password)
+	// A second sentinel address that refuses connections: the client moves on to the next one.
+	dead := valkeytest.StartServer(t)
+	dead.Stop()
+	raw := "valkey://:" + url.QueryEscape(password) + "@" + dead.Addr + "?addr=" + sentinel.Addr +
+		"&sentinel=" + valkeytest.SentinelMaster + "&layout=cookbook&timeout=2s"
+	opts, err := cookbook.ParseURL(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.Client.Sentinel.MasterSet != valkeytest.SentinelMaster || len(opts.Client.InitAddress) != 2 ||
+		opts.Client.Password != password || opts.Client.Sentinel.Password != "" {
+		t.Fatalf("ParseURL: master set %q, addresses %q, master password set %v, sentinel password set %v",
+			opts.Client.Sentinel.MasterSet, opts.Client.InitAddress, opts.Client.Password != "", opts.Client.Sentinel.Password != "")
+	}
+	s, err := cookbook.Open(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	if _, err := s.AppendMessages(ctx, cookbook.DefaultTenant, "sess_42", store.Message{Role: "user", Content: "Hi"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := valkeytest.Do(master, "LLEN", "chat:sess_42"); err == nil {
+		t.Fatal("the master answers without AUTH")
+	}
+	direct := open(t, cookbook.Options{Client: valkeygo.ClientOption{Password: password}}, master)
+	if msgs, err := direct.Messages(ctx, cookbook.DefaultTenant, "sess_42", store.MessageQuery{}); err != nil || len(msgs) != 1 {
+		t.Fatalf("Messages on the master itself = %+v, %v", msgs, err)
+	}
+	snap, err := s.Load(ctx, cookbook.DefaultTenant, store.LoadQuery{Session: "sess_42"})
+	if err != nil || len(snap.Errors) != 0 || len(snap.Messages) != 1 || snap.Messages[0].Content != "Hi" {
+		t.Fatalf("Load = %+v, %v", snap, err)
 	}
 }

@@ -1,4 +1,34 @@
-package valkey
+// Package cookbook is a store on a Valkey (or Redis) server in the key layout of the Valkey cookbook's
+// context assembly pipeline: it reads and writes those keys as that Python code does, so its users can
+// point Loom at their server unchanged:
+//
+//	agent:config:<agent>       hash: role (Agent.Instructions), constraints, output_format; Loom adds model,
+//	                           max_tokens, tools, policy and updated_at when it writes one
+//	memory:<user>              hash: fact key -> value; Facts come in the server's order (insertion order
+//	                           for small hashes), not sorted, so the cookbook's output is reproduced
+//	chat:<session>             list of JSON {"role", "content", "ts"}; seq = position + 1; token counts are
+//	                           counted on read (other programs write these keys, so none are trusted)
+//	kb:results:<session>       list of JSON {"title", "content", ...}; the title is Metadata["title"], and
+//	                           Source unless a "source" is given; an untitled entry's "source" is
+//	                           Metadata["source"] (and it renders as the cookbook's "Doc")
+//	tool:<session>:step_<n>    hash: tool, result, timestamp (and call_id, args when Loom writes them); found
+//	                           with SCAN MATCH, never KEYS, and ordered by n as a number, so step_2 comes
+//	                           before step_10 (the cookbook sorts them as strings, which puts step_10 first)
+//
+// Entries written by other tools are read leniently, one at a time, as the cookbook's Python reads them:
+// numbers may be numeric strings, metadata values of any JSON type are kept (as JSON text), and an entry
+// that is not an object, or a chat entry without role and content, is skipped rather than failing its
+// whole source (see [Backend]).
+//
+// The cookbook's keys carry no tenant, so this layout holds the single tenant "default" ([DefaultTenant]);
+// any other tenant gets an error wrapping store.ErrUnsupported. It keeps no collections (its store's
+// Collections says so). Its Load takes more than one round trip: the tool steps must be found with SCAN
+// before they can be read (concurrently with the other sources).
+//
+// The connection (addresses, Sentinel, cluster, TLS, timeouts, the client-side cache of agents) and what
+// an acknowledged write survives are as in package [github.com/context-loom/loom/store/valkey], which
+// keeps Loom's own, tenant-scoped key layout.
+package cookbook
 
 import (
 	"bytes"
@@ -6,6 +36,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"strconv"
@@ -16,28 +47,98 @@ import (
 	valkeygo "github.com/valkey-io/valkey-go"
 
 	"github.com/context-loom/loom"
-	"github.com/context-loom/loom/assembler"
 	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/store/valkey/internal/conn"
 	"github.com/context-loom/loom/tokenizer"
 )
 
-// cookbook is LayoutCookbook: seed 003's keys, one tenant.
+// DefaultTenant is the only tenant the cookbook's keys hold.
+const DefaultTenant = loom.DefaultTenant
+
+// Errors of Open.
+var (
+	// ErrNoClientCache is returned by Open when Options.CacheAgents is set but the server cannot do
+	// client-side caching (it needs RESP3 and CLIENT TRACKING: Redis 6 or later, or Valkey). It is
+	// valkey.ErrNoClientCache.
+	ErrNoClientCache = conn.ErrNoClientCache
+	// ErrBadOptions is wrapped by Open's and ParseURL's errors about options that cannot work. It is
+	// valkey.ErrBadOptions.
+	ErrBadOptions = conn.ErrBadOptions
+)
+
+// Options configure a cookbook store. The zero value of each field means its documented default, except
+// Client.InitAddress, which must name at least one server. Its keys are the cookbook's, as they are: there
+// is no prefix.
+type Options struct {
+	// Options are the settings every store takes. ChangesKept is not used: the layout keeps no
+	// collections.
+	store.Options
+	// Client configures the connection: addresses (Client.InitAddress), credentials, TLS, Sentinel
+	// (Client.Sentinel.MasterSet) or cluster (found by itself when the server is one).
+	Client valkeygo.ClientOption
+	// Timeout bounds every call that reaches the server unless the caller's context ends sooner; 0 means
+	// valkey.DefaultTimeout. A call that times out returns an error wrapping store.ErrUnavailable.
+	Timeout time.Duration
+	// CacheAgents, when positive, keeps agent configurations in a client-side cache for up to this long,
+	// as valkey.Options.CacheAgents does.
+	CacheAgents time.Duration
+	// Logger receives what the store learns of the servers (how each primary persists, restarts); nil
+	// means slog.Default().
+	Logger *slog.Logger
+}
+
+// Open connects to the server opts.Client names and returns a store.Store over a [Backend]. It returns an
+// error wrapping ErrBadOptions for options that cannot work, ErrNoClientCache (see Options.CacheAgents),
+// or an error wrapping store.ErrUnavailable when the server cannot be reached.
+func Open(ctx context.Context, opts Options) (*store.Store, error) {
+	c, err := conn.Dial(ctx, conn.Settings{Client: opts.Client, Timeout: opts.Timeout, SessionTTL: opts.SessionTTL,
+		CacheAgents: opts.CacheAgents, Logger: opts.Logger})
+	if err != nil {
+		return nil, err
+	}
+	s, err := store.New(&Backend{conn: c}, opts.Options)
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// ParseURL parses a store URL into Options, as valkey.ParseURL does: the same syntax and options, but
+// layout=cookbook (or no layout=) and no prefix=, which the cookbook's keys do not have.
+func ParseURL(raw string) (Options, error) {
+	u, err := conn.ParseURL(raw)
+	if err != nil {
+		return Options{}, err
+	}
+	switch {
+	case u.Layout == conn.LayoutNative:
+		return Options{}, fmt.Errorf("%w: store URL: layout=native is Loom's own key layout, which package valkey opens", ErrBadOptions)
+	case u.Prefix != "":
+		return Options{}, fmt.Errorf("%w: store URL: the cookbook's keys take no prefix", ErrBadOptions)
+	}
+	return Options{Options: store.Options{SessionTTL: u.SessionTTL}, Client: u.Client, Timeout: u.Timeout, CacheAgents: u.CacheAgents}, nil
+}
+
+// Backend is the store.Backend of the cookbook's keys: one tenant, no collections. It is also a
+// store.Loader (one DoMulti and, beside it, the SCAN of the tool steps) and a store.OrderedFacts. It is
+// safe for concurrent use.
 //
 // # Lenient reading
 //
-// The cookbook's lists are written by other programs too: the seed's Python, search pipelines that keep
-// FT.SEARCH's scores as strings, tools that put numbers in metadata. The seed reads only title and content
-// of a knowledge entry and role and content of a chat entry, so one odd entry must not cost the session
-// its other entries, nor Loom a source the seed would show. Each entry is decoded on its own: a field of an
-// unexpected JSON type is converted where the conversion is plain (a numeric string for a number, the JSON
-// text of a metadata value that is not a string) and ignored where it is not (a ts that is not a time), and
-// an entry that cannot be read at all (not a JSON object; a chat entry without a string role or without
-// content) is skipped while the others are kept. Skipped entries are not reported: store.Snapshot.Errors
-// marks a source as unread and absent (the engine reports it degraded, and a strict assembly fails), which
-// a source with some good entries is not; nor does a Load's snapshot have a place for a partial one. A chat
-// entry skipped leaves a gap in the seqs, which stay position + 1.
-type cookbook struct {
-	*conn
+// The cookbook's lists are written by other programs too: the cookbook's Python, search pipelines that keep
+// FT.SEARCH's scores as strings, tools that put numbers in metadata. The cookbook reads only title and
+// content of a knowledge entry and role and content of a chat entry, so one odd entry must not cost the
+// session its other entries, nor Loom a source the cookbook would show. Each entry is decoded on its own: a
+// field of an unexpected JSON type is converted where the conversion is plain (a numeric string for a number,
+// the JSON text of a metadata value that is not a string) and ignored where it is not (a ts that is not a
+// time), and an entry that cannot be read at all (not a JSON object; a chat entry without a string role or
+// without content) is skipped while the others are kept. Skipped entries are not reported:
+// store.Snapshot.Errors marks a source as unread and absent (the engine reports it degraded, and a strict
+// assembly fails), which a source with some good entries is not; nor does a Load's snapshot have a place for
+// a partial one. A chat entry skipped leaves a gap in the seqs, which stay position + 1.
+type Backend struct {
+	conn *conn.Conn
 }
 
 // maxStepClaims bounds how many step numbers AppendToolOutput tries when other writers take them first.
@@ -54,21 +155,19 @@ if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
 return 1
 `)
 
-func (c *cookbook) checkTenant(tenant string) error {
-	if err := store.ValidateID(c.limits, "tenant", tenant); err != nil {
-		return err
-	}
-	if tenant != loom.DefaultTenant {
-		return fmt.Errorf("%w: the cookbook layout holds only tenant %q, not %q", store.ErrUnsupported, loom.DefaultTenant, tenant)
+var (
+	_ store.Backend      = (*Backend)(nil)
+	_ store.Loader       = (*Backend)(nil)
+	_ store.OrderedFacts = (*Backend)(nil)
+)
+
+// checkTenant returns an error wrapping store.ErrUnsupported for any tenant but DefaultTenant: the
+// cookbook's keys carry none.
+func (c *Backend) checkTenant(tenant string) error {
+	if tenant != DefaultTenant {
+		return fmt.Errorf("%w: the cookbook layout holds only tenant %q, not %q", store.ErrUnsupported, DefaultTenant, tenant)
 	}
 	return nil
-}
-
-func (c *cookbook) ids(tenant string, kindsAndIDs ...string) error {
-	if err := c.checkTenant(tenant); err != nil {
-		return err
-	}
-	return store.ValidateIDs(c.limits, kindsAndIDs...)
 }
 
 func agentConfigKey(id string) string  { return "agent:config:" + id }
@@ -77,68 +176,52 @@ func chatKey(session string) string    { return "chat:" + session }
 func kbKey(session string) string      { return "kb:results:" + session }
 func stepPrefix(session string) string { return "tool:" + session + ":step_" }
 
-// globEscape escapes the characters SCAN MATCH treats as a pattern.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
 // pexpire returns the command that refreshes key's TTL, if the store has one.
-func (c *cookbook) pexpire(key string) []valkeygo.Completed {
-	if c.ttl <= 0 {
+func (c *Backend) pexpire(key string) []valkeygo.Completed {
+	if c.conn.TTL <= 0 {
 		return nil
 	}
-	return []valkeygo.Completed{c.client.B().Pexpire().Key(key).Milliseconds(c.ttl.Milliseconds()).Build()}
+	return []valkeygo.Completed{c.conn.Client.B().Pexpire().Key(key).Milliseconds(c.conn.TTL.Milliseconds()).Build()}
 }
 
-// PutAgent implements store.AgentStore: the hash the seed reads (role, constraints, output_format) plus
+// PutAgent implements store.Backend: the hash the cookbook reads (role, constraints, output_format) plus
 // Loom's fields, replacing what was there.
-func (c *cookbook) PutAgent(ctx context.Context, tenant string, a store.Agent) error {
+func (c *Backend) PutAgent(ctx context.Context, tenant string, a store.Agent) error {
 	if err := c.checkTenant(tenant); err != nil {
 		return err
 	}
-	a, err := store.PrepareAgent(c.limits, c.now(), a)
-	if err != nil {
-		return err
-	}
 	key := agentConfigKey(a.ID)
-	fields, err := agentFields(a, "role")
+	fields, err := conn.AgentFields(a, "role")
 	if err != nil {
 		return err
 	}
-	h := c.client.B().Hset().Key(key).FieldValue()
+	h := c.conn.Client.B().Hset().Key(key).FieldValue()
 	for i := 0; i < len(fields); i += 2 {
 		h = h.FieldValue(fields[i], fields[i+1])
 	}
-	_, err = c.tx(ctx, c.client.B().Del().Key(key).Build(), h.Build())
+	_, err = c.conn.Tx(ctx, c.conn.Client.B().Del().Key(key).Build(), h.Build())
 	return err
 }
 
-func (c *cookbook) getAgent(ctx context.Context, id string) (valkeygo.ValkeyResult, error) {
-	if c.cacheTTL <= 0 {
-		return c.do(ctx, c.client.B().Hgetall().Key(agentConfigKey(id)).Build())
+func (c *Backend) getAgent(ctx context.Context, id string) (valkeygo.ValkeyResult, error) {
+	if c.conn.CacheTTL <= 0 {
+		return c.conn.Do(ctx, c.conn.Client.B().Hgetall().Key(agentConfigKey(id)).Build())
 	}
-	cctx, cancel, err := c.call(ctx)
+	cctx, cancel, err := c.conn.Call(ctx)
 	if err != nil {
-		return valkeygo.ValkeyResult{}, c.fail(ctx, err)
+		return valkeygo.ValkeyResult{}, c.conn.Fail(ctx, err)
 	}
 	defer cancel()
-	r := c.client.DoCache(cctx, c.client.B().Hgetall().Key(agentConfigKey(id)).Cache(), c.cacheTTL)
+	r := c.conn.Client.DoCache(cctx, c.conn.Client.B().Hgetall().Key(agentConfigKey(id)).Cache(), c.conn.CacheTTL)
 	if err := r.NonValkeyError(); err != nil {
-		return r, c.fail(ctx, err)
+		return r, c.conn.Fail(ctx, err)
 	}
 	return r, nil
 }
 
-// GetAgent implements store.AgentStore.
-func (c *cookbook) GetAgent(ctx context.Context, tenant, id string) (store.Agent, error) {
-	if err := c.ids(tenant, "agent", id); err != nil {
+// GetAgent implements store.Backend.
+func (c *Backend) GetAgent(ctx context.Context, tenant, id string) (store.Agent, error) {
+	if err := c.checkTenant(tenant); err != nil {
 		return store.Agent{}, err
 	}
 	r, err := c.getAgent(ctx, id)
@@ -148,116 +231,51 @@ func (c *cookbook) GetAgent(ctx context.Context, tenant, id string) (store.Agent
 	return c.decodeAgent(ctx, id, r)
 }
 
-func (c *cookbook) decodeAgent(ctx context.Context, id string, r valkeygo.ValkeyResult) (store.Agent, error) {
+func (c *Backend) decodeAgent(ctx context.Context, id string, r valkeygo.ValkeyResult) (store.Agent, error) {
 	h, err := r.AsStrMap()
 	if err != nil {
-		return store.Agent{}, c.fail(ctx, err)
+		return store.Agent{}, c.conn.Fail(ctx, err)
 	}
-	return decodeAgentHash(id, h, "role")
+	return conn.DecodeAgentHash(id, h, "role")
 }
 
-// agentFields are the field-value pairs of an agent's hash, in both layouts: the instructions under
-// role ("role" in the cookbook's, "instructions" in the native one), constraints, output_format,
-// updated_at, and model, max_tokens, tools and policy (JSON) when set.
-func agentFields(a store.Agent, role string) ([]string, error) {
-	f := []string{role, a.Instructions, "updated_at", a.UpdatedAt.Format(time.RFC3339Nano)}
-	for _, kv := range [][2]string{{"constraints", a.Constraints}, {"output_format", a.OutputFormat}, {"model", a.Model}} {
-		if kv[1] != "" {
-			f = append(f, kv[0], kv[1])
-		}
-	}
-	if a.MaxTokens != 0 {
-		f = append(f, "max_tokens", strconv.Itoa(a.MaxTokens))
-	}
-	if len(a.Tools) > 0 {
-		b, err := json.Marshal(a.Tools)
-		if err != nil {
-			return nil, fmt.Errorf("valkey: encode agent tools: %w", err)
-		}
-		f = append(f, "tools", string(b))
-	}
-	if a.Policy != nil {
-		b, err := json.Marshal(a.Policy)
-		if err != nil {
-			return nil, fmt.Errorf("valkey: encode agent policy: %w", err)
-		}
-		f = append(f, "policy", string(b))
-	}
-	return f, nil
-}
-
-// decodeAgentHash is agentFields' inverse; an empty hash (a missing key) is store.ErrNotFound.
-func decodeAgentHash(id string, h map[string]string, role string) (store.Agent, error) {
-	if len(h) == 0 {
-		return store.Agent{}, fmt.Errorf("agent %q: %w", id, store.ErrNotFound)
-	}
-	a := store.Agent{ID: id, Instructions: h[role], Constraints: h["constraints"], OutputFormat: h["output_format"], Model: h["model"]}
-	var err error
-	if v := h["max_tokens"]; v != "" {
-		if a.MaxTokens, err = strconv.Atoi(v); err != nil {
-			return store.Agent{}, fmt.Errorf("valkey: agent %q: max_tokens %q is not a number", id, v)
-		}
-	}
-	if v := h["tools"]; v != "" {
-		if err := json.Unmarshal([]byte(v), &a.Tools); err != nil {
-			return store.Agent{}, fmt.Errorf("valkey: decode agent %q tools: %w", id, err)
-		}
-	}
-	if v := h["policy"]; v != "" {
-		a.Policy = new(assembler.Policy)
-		if err := json.Unmarshal([]byte(v), a.Policy); err != nil {
-			return store.Agent{}, fmt.Errorf("valkey: decode agent %q policy: %w", id, err)
-		}
-	}
-	if v := h["updated_at"]; v != "" {
-		if a.UpdatedAt, err = time.Parse(time.RFC3339Nano, v); err != nil {
-			return store.Agent{}, fmt.Errorf("valkey: agent %q: updated_at %q is not a time", id, v)
-		}
-	}
-	return a, nil
-}
-
-// DeleteAgent implements store.AgentStore.
-func (c *cookbook) DeleteAgent(ctx context.Context, tenant, id string) error {
-	if err := c.ids(tenant, "agent", id); err != nil {
+// DeleteAgent implements store.Backend.
+func (c *Backend) DeleteAgent(ctx context.Context, tenant, id string) error {
+	if err := c.checkTenant(tenant); err != nil {
 		return err
 	}
-	r, err := c.do(ctx, c.client.B().Del().Key(agentConfigKey(id)).Build())
-	return c.deleted(ctx, r, err, "agent", id)
+	r, err := c.conn.Do(ctx, c.conn.Client.B().Del().Key(agentConfigKey(id)).Build())
+	return c.conn.Deleted(ctx, r, err, "agent", id)
 }
 
-// SetFact implements store.MemoryStore: HSET memory:<user> key value. Pinned, Source and UpdatedAt have no
-// place in the seed's hash and are not kept.
-func (c *cookbook) SetFact(ctx context.Context, tenant, user string, f store.Fact) error {
-	if err := c.ids(tenant, "user", user); err != nil {
+// SetFact implements store.Backend: HSET memory:<user> key value. Pinned, Source and UpdatedAt have no
+// place in the cookbook's hash and are not kept.
+func (c *Backend) SetFact(ctx context.Context, tenant, user string, f store.Fact) error {
+	if err := c.checkTenant(tenant); err != nil {
 		return err
 	}
-	f, err := store.PrepareFact(c.limits, c.now(), f)
-	if err != nil {
-		return err
-	}
-	_, err = c.do(ctx, c.client.B().Hset().Key(memoryKey(user)).FieldValue().FieldValue(f.Key, f.Value).Build())
+	_, err := c.conn.Do(ctx, c.conn.Client.B().Hset().Key(memoryKey(user)).FieldValue().FieldValue(f.Key, f.Value).Build())
 	return err
 }
 
 // factCmds read a memory hash in the server's order: HKEYS and HVALS in one transaction walk the hash alike.
-func (c *cookbook) factCmds(user string) []valkeygo.Completed {
-	b := c.client.B()
+func (c *Backend) factCmds(user string) []valkeygo.Completed {
+	b := c.conn.Client.B()
 	return []valkeygo.Completed{b.Multi().Build(), b.Hkeys().Key(memoryKey(user)).Build(), b.Hvals().Key(memoryKey(user)).Build(), b.Exec().Build()}
 }
 
-func (c *cookbook) decodeFacts(ctx context.Context, rs []valkeygo.ValkeyResult) ([]store.Fact, error) {
-	arr, err := c.execReplies(ctx, rs[0], rs[3], 2)
+func (c *Backend) decodeFacts(ctx context.Context, rs []valkeygo.ValkeyResult) ([]store.Fact, error) {
+	arr, err := c.conn.ExecReplies(ctx, rs[0], rs[3], 2)
 	if err != nil {
 		return nil, err
 	}
 	keys, err := arr[0].AsStrSlice()
 	if err != nil {
-		return nil, c.fail(ctx, err)
+		return nil, c.conn.Fail(ctx, err)
 	}
 	vals, err := arr[1].AsStrSlice()
 	if err != nil {
-		return nil, c.fail(ctx, err)
+		return nil, c.conn.Fail(ctx, err)
 	}
 	if len(keys) != len(vals) {
 		return nil, fmt.Errorf("valkey: a memory hash read %d keys and %d values", len(keys), len(vals))
@@ -272,36 +290,36 @@ func (c *cookbook) decodeFacts(ctx context.Context, rs []valkeygo.ValkeyResult) 
 	return out, nil
 }
 
-// Facts implements store.MemoryStore, in the hash's order (the seed's order), not sorted.
-func (c *cookbook) Facts(ctx context.Context, tenant, user string) ([]store.Fact, error) {
-	if err := c.ids(tenant, "user", user); err != nil {
+// Facts implements store.Backend, in the hash's order (the cookbook's order), which FactsOrdered keeps.
+func (c *Backend) Facts(ctx context.Context, tenant, user string) ([]store.Fact, error) {
+	if err := c.checkTenant(tenant); err != nil {
 		return nil, err
 	}
-	rs, err := c.doMulti(ctx, c.factCmds(user)...)
+	rs, err := c.conn.DoMulti(ctx, c.factCmds(user)...)
 	if err != nil {
 		return nil, err
 	}
 	return c.decodeFacts(ctx, rs)
 }
 
-// DeleteFact implements store.MemoryStore.
-func (c *cookbook) DeleteFact(ctx context.Context, tenant, user, key string) error {
-	if err := c.ids(tenant, "user", user, "fact key", key); err != nil {
+// DeleteFact implements store.Backend.
+func (c *Backend) DeleteFact(ctx context.Context, tenant, user, key string) error {
+	if err := c.checkTenant(tenant); err != nil {
 		return err
 	}
-	r, err := c.do(ctx, c.client.B().Hdel().Key(memoryKey(user)).Field(key).Build())
-	return c.deleted(ctx, r, err, "fact", key)
+	r, err := c.conn.Do(ctx, c.conn.Client.B().Hdel().Key(memoryKey(user)).Field(key).Build())
+	return c.conn.Deleted(ctx, r, err, "fact", key)
 }
 
-// chatEntry is one element of chat:<session>: the seed writes role, content and ts (seconds since the
+// chatEntry is one element of chat:<session>: the cookbook writes role, content and ts (seconds since the
 // epoch, a float); Loom adds the rest of a message when it has them.
 type chatEntry struct {
-	Role       string               `json:"role"`
-	Content    string               `json:"content"`
-	TS         float64              `json:"ts,omitempty"`
-	Name       string               `json:"name,omitempty"`
-	ToolCalls  []assembler.ToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string               `json:"tool_call_id,omitempty"`
+	Role       string          `json:"role"`
+	Content    string          `json:"content"`
+	TS         float64         `json:"ts,omitempty"`
+	Name       string          `json:"name,omitempty"`
+	ToolCalls  []loom.ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
 }
 
 // fromSeconds converts a Python time.time() value, to the microsecond. A value that is not a time JSON can
@@ -317,14 +335,10 @@ func fromSeconds(ts float64) time.Time {
 
 func toSeconds(t time.Time) float64 { return float64(t.UnixMicro()) / 1e6 }
 
-// AppendMessages implements store.SessionStore: RPUSH chat:<session> of the seed's JSON (with ts), and
+// AppendMessages implements store.Backend: RPUSH chat:<session> of the cookbook's JSON (with ts), and
 // PEXPIRE of the list when the store has a TTL, in one transaction.
-func (c *cookbook) AppendMessages(ctx context.Context, tenant, session string, msgs ...store.Message) ([]store.Message, error) {
-	if err := c.ids(tenant, "session", session); err != nil {
-		return nil, err
-	}
-	msgs, err := store.PrepareMessages(c.limits, c.now(), msgs)
-	if err != nil {
+func (c *Backend) AppendMessages(ctx context.Context, tenant, session string, msgs []store.Message) ([]store.Message, error) {
+	if err := c.checkTenant(tenant); err != nil {
 		return nil, err
 	}
 	vals := make([]string, len(msgs))
@@ -339,13 +353,13 @@ func (c *cookbook) AppendMessages(ctx context.Context, tenant, session string, m
 		vals[i] = string(b)
 	}
 	key := chatKey(session)
-	rs, err := c.tx(ctx, append([]valkeygo.Completed{c.client.B().Rpush().Key(key).Element(vals...).Build()}, c.pexpire(key)...)...)
+	rs, err := c.conn.Tx(ctx, append([]valkeygo.Completed{c.conn.Client.B().Rpush().Key(key).Element(vals...).Build()}, c.pexpire(key)...)...)
 	if err != nil {
 		return nil, err
 	}
 	length, err := rs[0].AsInt64()
 	if err != nil {
-		return nil, c.fail(ctx, err)
+		return nil, c.conn.Fail(ctx, err)
 	}
 	for i := range msgs {
 		msgs[i].Seq = length - int64(len(msgs)) + int64(i) + 1
@@ -364,7 +378,7 @@ type chatRaw struct {
 }
 
 // decodeChatEntry decodes one chat entry leniently (see "Lenient reading" in the cookbook type's comment).
-// ok is false for an entry the seed could not read either: not a JSON object, or without a string role or
+// ok is false for an entry the cookbook could not read either: not a JSON object, or without a string role or
 // without content. A null content is "" (an assistant message that only calls tools); content that is not
 // a string is its JSON text. A ts that is neither a number nor a numeric string, or that is no time, is
 // ignored; so are a name, tool_calls or tool_call_id of the wrong type. A token_counts field is never read:
@@ -389,7 +403,7 @@ func decodeChatEntry(v string) (e chatEntry, ok bool) {
 	return e, true
 }
 
-// decodeChat decodes chat list values, the first with seq first, counting the tokens the seed's JSON has
+// decodeChat decodes chat list values, the first with seq first, counting the tokens the cookbook's JSON has
 // no counts for. Entries decodeChatEntry cannot read are skipped; the others keep their seqs (position + 1),
 // so a skipped entry leaves a gap.
 func decodeChat(vals []string, first int64) []store.Message {
@@ -418,17 +432,13 @@ func decodeChat(vals []string, first int64) []store.Message {
 	return out
 }
 
-// Messages implements store.SessionStore: the entries are read newest first, a page at a time, and only
-// as many as q selects (see readChat).
-func (c *cookbook) Messages(ctx context.Context, tenant, session string, q store.MessageQuery) ([]store.Message, error) {
-	if err := c.ids(tenant, "session", session); err != nil {
-		return nil, err
+// ReadMessages implements store.Backend: a page of the chat list's entries (see chatPage). The Store reads
+// the newest first, a page at a time, and only as many as a query selects.
+func (c *Backend) ReadMessages(ctx context.Context, tenant, session string, before int64, n int) ([]store.Message, int64, error) {
+	if err := c.checkTenant(tenant); err != nil {
+		return nil, 0, err
 	}
-	if err := store.CheckMessageQuery(q); err != nil {
-		return nil, err
-	}
-	msgs, _, err := c.readChat(ctx, chatKey(session), q, nil)
-	return msgs, err
+	return c.chatPage(ctx, chatKey(session), before, n, nil)
 }
 
 // step is one tool:<session>:step_<n> key.
@@ -439,21 +449,21 @@ type step struct {
 
 // steps finds a session's step keys with SCAN MATCH on every node and returns them ordered by n. Keys whose
 // suffix is not a number are not steps Loom can order and are left out.
-func (c *cookbook) steps(ctx context.Context, session string) ([]step, error) {
-	cctx, cancel, err := c.call(ctx)
+func (c *Backend) steps(ctx context.Context, session string) ([]step, error) {
+	cctx, cancel, err := c.conn.Call(ctx)
 	if err != nil {
-		return nil, c.fail(ctx, err)
+		return nil, c.conn.Fail(ctx, err)
 	}
 	defer cancel()
 	prefix := stepPrefix(session)
-	pattern := globEscape(prefix) + "*"
+	pattern := conn.GlobEscape(prefix) + "*"
 	seen := map[string]bool{}
 	var out []step
-	for _, node := range c.client.Nodes() {
+	for _, node := range c.conn.Client.Nodes() {
 		for cursor := uint64(0); ; {
 			e, err := node.Do(cctx, node.B().Scan().Cursor(cursor).Match(pattern).Count(1000).Build()).AsScanEntry()
 			if err != nil {
-				return nil, c.fail(ctx, err)
+				return nil, c.conn.Fail(ctx, err)
 			}
 			for _, k := range e.Elements {
 				n, err := strconv.ParseInt(strings.TrimPrefix(k, prefix), 10, 64)
@@ -473,16 +483,16 @@ func (c *cookbook) steps(ctx context.Context, session string) ([]step, error) {
 }
 
 // toolOutputs reads a session's steps: a SCAN, then HGETALL of every step in one DoMulti.
-func (c *cookbook) toolOutputs(ctx context.Context, session string) ([]store.ToolOutput, error) {
+func (c *Backend) toolOutputs(ctx context.Context, session string) ([]store.ToolOutput, error) {
 	steps, err := c.steps(ctx, session)
 	if err != nil || len(steps) == 0 {
 		return nil, err
 	}
 	cmds := make([]valkeygo.Completed, len(steps))
 	for i, s := range steps {
-		cmds[i] = c.client.B().Hgetall().Key(s.key).Build()
+		cmds[i] = c.conn.Client.B().Hgetall().Key(s.key).Build()
 	}
-	rs, err := c.doMulti(ctx, cmds...)
+	rs, err := c.conn.DoMulti(ctx, cmds...)
 	if err != nil {
 		return nil, err
 	}
@@ -490,7 +500,7 @@ func (c *cookbook) toolOutputs(ctx context.Context, session string) ([]store.Too
 	for i, r := range rs {
 		h, err := r.AsStrMap()
 		if err != nil {
-			return nil, c.fail(ctx, err)
+			return nil, c.conn.Fail(ctx, err)
 		}
 		if len(h) == 0 { // deleted or expired since the SCAN
 			continue
@@ -500,10 +510,10 @@ func (c *cookbook) toolOutputs(ctx context.Context, session string) ([]store.Too
 	return out, nil
 }
 
-// decodeStep is the tool output of step n's hash h as the seed reads it: data.get('tool', 'unknown') and
+// decodeStep is the tool output of step n's hash h as the cookbook reads it: data.get('tool', 'unknown') and
 // data.get('result', '{}'), so a step without a tool field is tool "unknown" and one without a result field
 // has result "{}", while fields that are there, empty or not, are taken as they are. A timestamp that is not
-// a number is ignored (the seed does not read it).
+// a number is ignored (the cookbook does not read it).
 func decodeStep(n int64, h map[string]string) store.ToolOutput {
 	o := store.ToolOutput{Seq: n, Tool: h["tool"], CallID: h["call_id"], Args: h["args"], Result: h["result"]}
 	if _, ok := h["tool"]; !ok {
@@ -518,15 +528,11 @@ func decodeStep(n int64, h map[string]string) store.ToolOutput {
 	return o
 }
 
-// AppendToolOutput implements store.SessionStore: HSET tool:<session>:step_<n> tool, result, timestamp
+// AppendToolOutput implements store.Backend: HSET tool:<session>:step_<n> tool, result, timestamp
 // (and call_id, args when set) with n one more than the highest step, claimed atomically by a script so
-// concurrent writers never share a step; the key gets the store's TTL as the seed gives its steps one.
-func (c *cookbook) AppendToolOutput(ctx context.Context, tenant, session string, o store.ToolOutput) (store.ToolOutput, error) {
-	if err := c.ids(tenant, "session", session); err != nil {
-		return store.ToolOutput{}, err
-	}
-	o, err := store.PrepareToolOutput(c.limits, c.now(), o)
-	if err != nil {
+// concurrent writers never share a step; the key gets the store's TTL as the cookbook gives its steps one.
+func (c *Backend) AppendToolOutput(ctx context.Context, tenant, session string, o store.ToolOutput) (store.ToolOutput, error) {
+	if err := c.checkTenant(tenant); err != nil {
 		return store.ToolOutput{}, err
 	}
 	o.Time = o.Time.Truncate(time.Microsecond)
@@ -538,7 +544,7 @@ func (c *cookbook) AppendToolOutput(ctx context.Context, tenant, session string,
 	if len(steps) > 0 {
 		n = steps[len(steps)-1].n + 1
 	}
-	args := []string{strconv.FormatInt(max(c.ttl.Milliseconds(), 0), 10), "tool", o.Tool, "result", o.Result,
+	args := []string{strconv.FormatInt(max(c.conn.TTL.Milliseconds(), 0), 10), "tool", o.Tool, "result", o.Result,
 		"timestamp", strconv.FormatFloat(toSeconds(o.Time), 'f', 6, 64)}
 	if o.CallID != "" {
 		args = append(args, "call_id", o.CallID)
@@ -547,14 +553,14 @@ func (c *cookbook) AppendToolOutput(ctx context.Context, tenant, session string,
 		args = append(args, "args", o.Args)
 	}
 	for range maxStepClaims {
-		cctx, cancel, err := c.call(ctx)
+		cctx, cancel, err := c.conn.Call(ctx)
 		if err != nil {
-			return store.ToolOutput{}, c.fail(ctx, err)
+			return store.ToolOutput{}, c.conn.Fail(ctx, err)
 		}
-		claimed, err := claimStep.Exec(cctx, c.client, []string{stepPrefix(session) + strconv.FormatInt(n, 10)}, args).AsInt64()
+		claimed, err := claimStep.Exec(cctx, c.conn.Client, []string{stepPrefix(session) + strconv.FormatInt(n, 10)}, args).AsInt64()
 		cancel()
 		if err != nil {
-			return store.ToolOutput{}, c.fail(ctx, err)
+			return store.ToolOutput{}, c.conn.Fail(ctx, err)
 		}
 		if claimed == 1 {
 			o.Seq = n
@@ -565,15 +571,15 @@ func (c *cookbook) AppendToolOutput(ctx context.Context, tenant, session string,
 	return store.ToolOutput{}, fmt.Errorf("valkey: session %q: no free tool step after %d tries", session, maxStepClaims)
 }
 
-// ToolOutputs implements store.SessionStore.
-func (c *cookbook) ToolOutputs(ctx context.Context, tenant, session string) ([]store.ToolOutput, error) {
-	if err := c.ids(tenant, "session", session); err != nil {
+// ToolOutputs implements store.Backend.
+func (c *Backend) ToolOutputs(ctx context.Context, tenant, session string) ([]store.ToolOutput, error) {
+	if err := c.checkTenant(tenant); err != nil {
 		return nil, err
 	}
 	return c.toolOutputs(ctx, session)
 }
 
-// kbEntry is one element of kb:results:<session> as Loom writes it: the seed reads title and content.
+// kbEntry is one element of kb:results:<session> as Loom writes it: the cookbook reads title and content.
 type kbEntry struct {
 	Title       *string           `json:"title,omitempty"`
 	Content     string            `json:"content"`
@@ -588,8 +594,8 @@ type kbEntry struct {
 	Metadata    map[string]string `json:"metadata,omitempty"`
 }
 
-// kbTitle is the title an item is written with, the one the seed shows as [title]: Metadata["title"] when
-// the key is there (even empty), else Source when it is not empty, else none (the seed shows [Doc]). The
+// kbTitle is the title an item is written with, the one the cookbook shows as [title]: Metadata["title"] when
+// the key is there (even empty), else Source when it is not empty, else none (the cookbook shows [Doc]). The
 // cookbook preset of package engine renders an item's title by the same rule.
 func kbTitle(k store.Knowledge) (string, bool) {
 	if t, ok := k.Metadata["title"]; ok {
@@ -598,18 +604,14 @@ func kbTitle(k store.Knowledge) (string, bool) {
 	return k.Source, k.Source != ""
 }
 
-// SetKnowledge implements store.SessionStore: the list is replaced in one transaction. Each item is written
+// SetKnowledge implements store.Backend: the list is replaced in one transaction. Each item is written
 // with the title kbTitle gives it and, when its Source is not that title, with its Source under "source".
-func (c *cookbook) SetKnowledge(ctx context.Context, tenant, session string, items []store.Knowledge) error {
-	if err := c.ids(tenant, "session", session); err != nil {
-		return err
-	}
-	items, err := store.PrepareKnowledge(c.limits, c.countKnowledge, items)
-	if err != nil {
+func (c *Backend) SetKnowledge(ctx context.Context, tenant, session string, items []store.Knowledge) error {
+	if err := c.checkTenant(tenant); err != nil {
 		return err
 	}
 	key := kbKey(session)
-	cmds := []valkeygo.Completed{c.client.B().Del().Key(key).Build()}
+	cmds := []valkeygo.Completed{c.conn.Client.B().Del().Key(key).Build()}
 	if len(items) > 0 {
 		vals := make([]string, len(items))
 		for i, k := range items {
@@ -628,10 +630,10 @@ func (c *cookbook) SetKnowledge(ctx context.Context, tenant, session string, ite
 			}
 			vals[i] = string(b)
 		}
-		cmds = append(cmds, c.client.B().Rpush().Key(key).Element(vals...).Build())
+		cmds = append(cmds, c.conn.Client.B().Rpush().Key(key).Element(vals...).Build())
 		cmds = append(cmds, c.pexpire(key)...)
 	}
-	_, err = c.tx(ctx, cmds...)
+	_, err := c.conn.Tx(ctx, cmds...)
 	return err
 }
 
@@ -650,14 +652,14 @@ type kbRaw struct {
 	Metadata    json.RawMessage `json:"metadata"`
 }
 
-// decodeKBEntry decodes one knowledge entry leniently (see "Lenient reading" in the cookbook type's
-// comment). ok is false only for an entry that is not a JSON object. Like the seed's d.get("content", ""),
-// a missing content is "", and content that is not a string is its JSON text. Score, start and end are
-// numbers or numeric strings (FT.SEARCH returns strings), else 0; trusted is true only for JSON true;
-// metadata values of any type are kept, a non-string as its JSON text (3, true, {"a":1}), a null dropped;
-// a token_counts field is never read.
+// decodeKBEntry decodes one knowledge entry leniently (see "Lenient reading" in the cookbook type's comment).
+// ok is false only for an entry that is not a JSON object. Like the cookbook's d.get("content", ""), a
+// missing content is "", and content that is not a string is its JSON text. Score, start and end are numbers
+// or numeric strings (FT.SEARCH returns strings), else 0; trusted is true only for JSON true; metadata values
+// of any type are kept, a non-string as its JSON text (3, true, {"a":1}), a null dropped; a token_counts
+// field is never read.
 //
-// The title decides how the cookbook preset shows the item, so that it shows it as the seed does
+// The title decides how the cookbook preset shows the item, so that it shows it as the cookbook does
 // (d.get('title', 'Doc')): when the entry has a title (a null one counts as none) it is Metadata["title"],
 // replacing any title in the entry's metadata, and the item's Source is the entry's "source", else the
 // title. An entry without a title has no Metadata["title"] (one in its metadata is dropped) and no Source;
@@ -788,38 +790,38 @@ func jsonInt(raw json.RawMessage) (int, bool) {
 	return int(f), true
 }
 
-// Knowledge implements store.SessionStore.
-func (c *cookbook) Knowledge(ctx context.Context, tenant, session string) ([]store.Knowledge, error) {
-	if err := c.ids(tenant, "session", session); err != nil {
+// Knowledge implements store.Backend.
+func (c *Backend) Knowledge(ctx context.Context, tenant, session string) ([]store.Knowledge, error) {
+	if err := c.checkTenant(tenant); err != nil {
 		return nil, err
 	}
-	r, err := c.do(ctx, c.client.B().Lrange().Key(kbKey(session)).Start(0).Stop(-1).Build())
+	r, err := c.conn.Do(ctx, c.conn.Client.B().Lrange().Key(kbKey(session)).Start(0).Stop(-1).Build())
 	if err != nil {
 		return nil, err
 	}
 	vals, err := r.AsStrSlice()
 	if err != nil {
-		return nil, c.fail(ctx, err)
+		return nil, c.conn.Fail(ctx, err)
 	}
 	return decodeKB(vals), nil
 }
 
-// DeleteSession implements store.SessionStore: DEL of chat:<session>, kb:results:<session> and every step
+// DeleteSession implements store.Backend: DEL of chat:<session>, kb:results:<session> and every step
 // key, one command per key (they may live on different cluster nodes).
-func (c *cookbook) DeleteSession(ctx context.Context, tenant, session string) error {
-	if err := c.ids(tenant, "session", session); err != nil {
+func (c *Backend) DeleteSession(ctx context.Context, tenant, session string) error {
+	if err := c.checkTenant(tenant); err != nil {
 		return err
 	}
 	steps, err := c.steps(ctx, session)
 	if err != nil {
 		return err
 	}
-	b := c.client.B()
+	b := c.conn.Client.B()
 	cmds := []valkeygo.Completed{b.Del().Key(chatKey(session)).Build(), b.Del().Key(kbKey(session)).Build()}
 	for _, s := range steps {
 		cmds = append(cmds, b.Del().Key(s.key).Build())
 	}
-	rs, err := c.doMulti(ctx, cmds...)
+	rs, err := c.conn.DoMulti(ctx, cmds...)
 	if err != nil {
 		return err
 	}
@@ -827,7 +829,7 @@ func (c *cookbook) DeleteSession(ctx context.Context, tenant, session string) er
 	for _, r := range rs {
 		n, err := r.AsInt64()
 		if err != nil {
-			return c.fail(ctx, err)
+			return c.conn.Fail(ctx, err)
 		}
 		total += n
 	}
@@ -837,23 +839,18 @@ func (c *cookbook) DeleteSession(ctx context.Context, tenant, session string) er
 	return nil
 }
 
-// Load implements store.Loader: one DoMulti for the agent, the memory, the newest messages (the first
-// page of readChat) and the knowledge, and concurrently the SCAN for the tool steps followed by one DoMulti that reads them.
-func (c *cookbook) Load(ctx context.Context, tenant string, q store.LoadQuery) (*store.Snapshot, error) {
-	if err := validateLoad(c.limits, tenant, q); err != nil {
-		return nil, err
-	}
+// Load implements store.Loader: one DoMulti for the agent, the memory, the newest messages (the first page of
+// readChat) and the knowledge, and concurrently the SCAN for the tool steps followed by one DoMulti that
+// reads them.
+func (c *Backend) Load(ctx context.Context, tenant string, q store.LoadQuery) (*store.Snapshot, error) {
 	if err := c.checkTenant(tenant); err != nil {
 		return nil, err
 	}
 	history := q.History()
-	if err := store.CheckMessageQuery(history); err != nil {
-		return nil, err
-	}
-	b := c.client.B()
+	b := c.conn.Client.B()
 	var groups [][]valkeygo.Completed
 	agentAt, memAt, chatAt, kbAt := -1, -1, -1, -1
-	cachedAgent := q.Agent != "" && c.cacheTTL > 0
+	cachedAgent := q.Agent != "" && c.conn.CacheTTL > 0
 	if q.Agent != "" && !cachedAgent {
 		agentAt = len(groups)
 		groups = append(groups, []valkeygo.Completed{b.Hgetall().Key(agentConfigKey(q.Agent)).Build()})
@@ -885,13 +882,13 @@ func (c *cookbook) Load(ctx context.Context, tenant string, q store.LoadQuery) (
 	var rs [][]valkeygo.ValkeyResult
 	var err error
 	if len(groups) > 0 {
-		rs, err = c.doGroups(ctx, groups...)
-	} else if err = c.alive(ctx); err != nil {
-		err = c.fail(ctx, err)
+		rs, err = c.conn.DoGroups(ctx, groups...)
+	} else if err = c.conn.Alive(ctx); err != nil {
+		err = c.conn.Fail(ctx, err)
 	}
 	wg.Wait()
 	for _, e := range []error{err, agentErr, toolsErr} {
-		if e != nil && whole(e) {
+		if e != nil && conn.Whole(e) {
 			return nil, e
 		}
 	}
@@ -918,7 +915,7 @@ func (c *cookbook) Load(ctx context.Context, tenant string, q store.LoadQuery) (
 	}
 	if chatAt >= 0 {
 		if msgs, next, err := c.readChat(ctx, chatKey(q.Session), history, rs[chatAt]); err != nil {
-			if whole(err) {
+			if conn.Whole(err) {
 				return nil, err
 			}
 			snap.Errors[store.SourceHistory] = err
@@ -926,7 +923,7 @@ func (c *cookbook) Load(ctx context.Context, tenant string, q store.LoadQuery) (
 			snap.Messages, snap.NextBefore = msgs, next
 		}
 		if vals, err := rs[kbAt][0].AsStrSlice(); err != nil {
-			snap.Errors[store.SourceKnowledge] = c.fail(ctx, err)
+			snap.Errors[store.SourceKnowledge] = c.conn.Fail(ctx, err)
 		} else {
 			snap.Knowledge = decodeKB(vals)
 		}
@@ -938,3 +935,13 @@ func (c *cookbook) Load(ctx context.Context, tenant string, q store.LoadQuery) (
 	}
 	return snap, nil
 }
+
+// FactsOrdered implements store.OrderedFacts: a memory hash's facts come in the server's order (insertion
+// order for small hashes), as the cookbook shows them.
+func (c *Backend) FactsOrdered() bool { return true }
+
+// Ping implements store.Backend: PING, and the run_id of every primary.
+func (c *Backend) Ping(ctx context.Context) error { return c.conn.Ping(ctx) }
+
+// Close implements store.Backend: it closes the connections, waiting for calls in flight.
+func (c *Backend) Close() error { return c.conn.Close() }
