@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/assembler"
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/internal/valkeytest"
@@ -103,7 +104,7 @@ func TestScenario_CookbookValkey(t *testing.T) {
 		t.Errorf("total_tokens %d, want %d", res.TotalTokens, want)
 	}
 	// The tenant other than the default is refused in this single-tenant layout.
-	if _, err := eng.Assemble(t.Context(), engine.Request{Tenant: "acme", Session: "sess_42", Request: assembler.Request{Message: "hi"}}); err == nil {
+	if _, err := eng.Assemble(loom.WithTenant(t.Context(), "acme"), engine.Request{Session: "sess_42", Request: assembler.Request{Message: "hi"}}); err == nil {
 		t.Error("the cookbook layout served another tenant")
 	}
 }

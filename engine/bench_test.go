@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/assembler"
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/engine"
@@ -67,13 +68,13 @@ func benchAssemble(b *testing.B, s *store.Store) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	req := engine.Request{Tenant: "bench", Agent: "agent", User: "user", Session: "session",
+	req := engine.Request{Agent: "agent", User: "user", Session: "session",
 		Request: assembler.Request{Message: "How do I reset my password?"}}
 	var lat []time.Duration
 	b.ReportAllocs()
 	for b.Loop() {
 		start := time.Now()
-		res, err := eng.Assemble(b.Context(), req)
+		res, err := eng.Assemble(loom.WithTenant(b.Context(), "bench"), req)
 		lat = append(lat, time.Since(start))
 		if err != nil {
 			b.Fatal(err)

@@ -139,7 +139,7 @@ func RunCollections(t *testing.T, st *store.Store) {
 		}
 	}
 	// Assembling with retrieval cites the chunks.
-	out, err := eng.Assemble(ctx, engine.Request{Tenant: "acme", Retrieve: &engine.RetrieveRequest{Collection: "manual", TopK: 2},
+	out, err := eng.Assemble(ctx, engine.Request{Retrieve: &engine.RetrieveRequest{Collection: "manual", TopK: 2},
 		Request: assembler.Request{Message: "How much is premium?", MaxTokens: 2000}})
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +148,7 @@ func RunCollections(t *testing.T, st *store.Store) {
 		!strings.Contains(out.Context, "twenty dollars") || !strings.Contains(out.Context, `source="manual.md"`) {
 		t.Fatalf("assembly with retrieval: citations %+v context %q", out.Citations, out.Context)
 	}
-	if _, err := eng.Assemble(ctx, engine.Request{Tenant: "acme", Retrieve: &engine.RetrieveRequest{Collection: "nope"},
+	if _, err := eng.Assemble(ctx, engine.Request{Retrieve: &engine.RetrieveRequest{Collection: "nope"},
 		Request: assembler.Request{Message: "hi"}}); !errors.Is(err, collection.ErrNotFound) {
 		t.Errorf("assembly retrieving from a missing collection: %v", err)
 	}

@@ -113,11 +113,9 @@ func (e *Engine) Store() *store.Store { return e.store }
 // inline parts, which are merged with the stored ones: instructions after the agent's, tools beside the
 // agent's (an inline tool replaces the agent's of the same name), memory facts over stored facts of the same
 // key, knowledge and tool outputs after the stored ones, history after the stored history. Model, MaxTokens
-// and Policy given inline win over the agent's.
+// and Policy given inline win over the agent's. Every id is the tenant's of the context the request is
+// assembled with (loom.WithTenant; loom.DefaultTenant without one), as for every method of the engine.
 type Request struct {
-	// Tenant scopes every id; "" means the context's (loom.WithTenant), or loom.DefaultTenant. The HTTP API sets
-	// it from the API key, never from the body.
-	Tenant  string `json:"-"`
 	Agent   string `json:"agent,omitempty"`
 	User    string `json:"user,omitempty"`
 	Session string `json:"session,omitempty"`
@@ -190,10 +188,7 @@ type Degradation struct {
 // and an error wrapping ErrSourceFailed when the named agent cannot be read or (only when req.Strict) another
 // source cannot be read.
 func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
-	tenant := req.Tenant
-	if tenant == "" {
-		tenant = loom.Tenant(ctx)
-	}
+	tenant := loom.Tenant(ctx)
 	switch req.Preset {
 	case "", PresetCookbook:
 	default:
@@ -298,7 +293,7 @@ func (e *Engine) loadSources(ctx context.Context, tenant string, req *Request) (
 		switch {
 		case err == nil:
 		case src == store.SourceAgent && errors.Is(err, store.ErrNotFound):
-			return nil, cut, nil, fmt.Errorf("%w: %q", ErrAgentNotFound, req.Agent)
+			return nil, cut, nil, fmt.Errorf("%w: %q (tenant %q)", ErrAgentNotFound, req.Agent, tenant)
 		case req.Strict || src == store.SourceAgent:
 			return nil, cut, nil, fmt.Errorf("%w: %s: %w", ErrSourceFailed, src, err)
 		default:
@@ -668,7 +663,6 @@ func merge(req *Request, snap *store.Snapshot) (_ *assembler.Request, skipped in
 
 // Turn is one exchange to record: the user's message and what answered it.
 type Turn struct {
-	Tenant  string // "" means the context's (loom.WithTenant), or loom.DefaultTenant
 	Session string
 	// Message is the user's message; "" records only the reply.
 	Message string
@@ -682,10 +676,7 @@ type Turn struct {
 // the next assembly sees them, and returns the messages as stored. It returns errors wrapping
 // ErrInvalidRequest or the store's errors.
 func (e *Engine) Record(ctx context.Context, t Turn) ([]store.Message, error) {
-	tenant := t.Tenant
-	if tenant == "" {
-		tenant = loom.Tenant(ctx)
-	}
+	tenant := loom.Tenant(ctx)
 	var msgs []store.Message
 	if t.Message != "" {
 		msgs = append(msgs, store.Message{Role: "user", Content: t.Message})

@@ -66,13 +66,13 @@ func openAICount(msgs []assembler.ChatMessage) int {
 // Loom's own rendering carries the same state, a tight budget trims history oldest first, and a recorded
 // turn is seen by the next assembly.
 func RunScenario(t *testing.T, s *store.Store) {
-	ctx := t.Context()
+	ctx := loom.WithTenant(t.Context(), "acme")
 	seedScenario(t, s, "acme")
 	eng, err := testEngine(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := engine.Request{Tenant: "acme", Agent: "demo_agent", User: "user_42", Session: "sess_42", Preset: engine.PresetCookbook,
+	req := engine.Request{Agent: "demo_agent", User: "user_42", Session: "sess_42", Preset: engine.PresetCookbook,
 		Request: assembler.Request{Message: "How much does premium cost?", MaxTokens: 4000}}
 	res, err := eng.Assemble(ctx, req)
 	if err != nil {
@@ -128,7 +128,7 @@ func RunScenario(t *testing.T, s *store.Store) {
 	}
 
 	// Record the turn; the next assembly sees it.
-	if _, err := eng.Record(ctx, engine.Turn{Tenant: "acme", Session: "sess_42", Message: "How much does premium cost?",
+	if _, err := eng.Record(ctx, engine.Turn{Session: "sess_42", Message: "How much does premium cost?",
 		Reply: []store.Message{{Role: "assistant", Content: "Premium is $20 a month."}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -142,8 +142,8 @@ func RunScenario(t *testing.T, s *store.Store) {
 	}
 	// Another tenant sees none of it.
 	other := req
-	other.Tenant, other.Agent = "globex", ""
-	o, err := eng.Assemble(ctx, other)
+	other.Agent = ""
+	o, err := eng.Assemble(loom.WithTenant(ctx, "globex"), other)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,8 +37,9 @@ func ExampleEngine_Assemble() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	ctx = loom.WithTenant(ctx, "acme") // the engine's every call is the context's tenant's
 	res, err := eng.Assemble(ctx, engine.Request{
-		Tenant: "acme", Agent: "demo_agent", User: "user_42", Session: "sess_42",
+		Agent: "demo_agent", User: "user_42", Session: "sess_42",
 		Request: assembler.Request{Model: "gpt-4o", MaxTokens: 4000, Message: "How much does premium cost?"},
 	})
 	if err != nil {
@@ -49,7 +50,7 @@ func ExampleEngine_Assemble() {
 	}
 	fmt.Println(res.TotalTokens <= res.Budget, len(res.Degraded))
 
-	_, err = eng.Record(ctx, engine.Turn{Tenant: "acme", Session: "sess_42",
+	_, err = eng.Record(ctx, engine.Turn{Session: "sess_42",
 		Message: "How much does premium cost?",
 		Reply:   []store.Message{{Role: "assistant", Content: "Premium is $20 a month."}}})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/assembler"
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/store"
@@ -57,7 +58,7 @@ func (r *readCounter) take() (read, calls int64) { return r.read.Swap(0), r.call
 // thousand tokens, the next ones what the budget can use.
 func TestAssemble_ReadsWhatTheBudgetCanUse(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
+	ctx := loom.WithTenant(t.Context(), "acme")
 	mem := newMemory()
 	var msgs []store.Message
 	for i := range 3000 {
@@ -82,7 +83,7 @@ func TestAssemble_ReadsWhatTheBudgetCanUse(t *testing.T) {
 	}
 	assemble := func(req engine.Request) {
 		t.Helper()
-		req.Tenant, req.Session, req.Message = "acme", "long", "What now?"
+		req.Session, req.Message = "long", "What now?"
 		res, err := eng.Assemble(ctx, req)
 		if err != nil {
 			t.Fatal(err)
@@ -108,7 +109,7 @@ func TestAssemble_ReadsWhatTheBudgetCanUse(t *testing.T) {
 	if err := mem.PutAgent(ctx, "acme", store.Agent{ID: "large", Model: "gpt-4o", MaxTokens: 20_000}); err != nil {
 		t.Fatal(err)
 	}
-	req := engine.Request{Tenant: "acme", Session: "long", Agent: "large", Request: assembler.Request{Message: "What now?"}}
+	req := engine.Request{Session: "long", Agent: "large", Request: assembler.Request{Message: "What now?"}}
 	if _, err := eng.Assemble(ctx, req); err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func randomHistory(r *rand.Rand, n int) []store.Message {
 func TestAssemble_WindowChangesNothing(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(5, 6))
-	ctx := t.Context()
+	ctx := loom.WithTenant(t.Context(), "acme")
 	for round := range 150 {
 		mem := newMemory()
 		session := randomHistory(r, 20+r.IntN(1300))
@@ -174,7 +175,7 @@ func TestAssemble_WindowChangesNothing(t *testing.T) {
 			model := []string{"gpt-4o", "gpt-4", "claude-sonnet-4-5", "gemini-2.5-pro"}[r.IntN(4)]
 			maxTokens := []int{120, 500, 2000, 6000}[r.IntN(4)]
 			format := []string{"", assembler.FormatAnthropic, assembler.FormatText}[r.IntN(3)]
-			req := engine.Request{Tenant: "acme", Session: "s", HistoryLimit: historyLimit, Request: assembler.Request{Message: "And now?", Format: format}}
+			req := engine.Request{Session: "s", HistoryLimit: historyLimit, Request: assembler.Request{Message: "And now?", Format: format}}
 			if !byAgent {
 				req.Model, req.MaxTokens = model, maxTokens
 			} else {
@@ -235,7 +236,7 @@ func TestAssemble_WindowChangesNothing(t *testing.T) {
 // assembles the run. A run that fits but has no user message before it is ErrNoUserTurn, as ever.
 func TestAssemble_NoUserTurnWithinTheBudget(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
+	ctx := loom.WithTenant(t.Context(), "acme")
 	mem := newMemory()
 	msgs := []store.Message{{Role: "user", Content: "Old question."}, {Role: "assistant", Content: "Old answer."},
 		{Role: "user", Content: "Find the cheapest flight to Oslo."}}
@@ -253,7 +254,7 @@ func TestAssemble_NoUserTurnWithinTheBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := engine.Request{Tenant: "acme", Session: "run", HistoryLimit: 4, Request: assembler.Request{Model: "gpt-4o", MaxTokens: 1000}}
+	req := engine.Request{Session: "run", HistoryLimit: 4, Request: assembler.Request{Model: "gpt-4o", MaxTokens: 1000}}
 	_, err = eng.Assemble(ctx, req)
 	var be *assembler.BudgetError
 	if !errors.As(err, &be) || be.Available != 1000 || be.Required <= 1000 {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/assembler"
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/store"
@@ -60,7 +61,7 @@ func BenchmarkAssembleLongSession(b *testing.B) {
 				runtime.GC() // the fill's garbage is not the assemblies' to collect
 				for _, budget := range []string{"request", "agent"} {
 					b.Run("budget="+budget, func(b *testing.B) {
-						req := engine.Request{Tenant: "bench", Session: "long", Request: assembler.Request{Message: "How do I reset my password?"}}
+						req := engine.Request{Session: "long", Request: assembler.Request{Message: "How do I reset my password?"}}
 						if budget == "request" {
 							req.Model, req.MaxTokens = "gpt-4o", 500
 						} else {
@@ -68,7 +69,7 @@ func BenchmarkAssembleLongSession(b *testing.B) {
 						}
 						b.ReportAllocs()
 						for b.Loop() {
-							res, err := eng.Assemble(b.Context(), req)
+							res, err := eng.Assemble(loom.WithTenant(b.Context(), "bench"), req)
 							if err != nil {
 								b.Fatal(err)
 							}

@@ -3,15 +3,9 @@ package server
 import (
 	"net/http"
 
-	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/engine"
 )
-
-// tenantContext is the request's context scoped to its tenant, as the engine's collection methods take it.
-func tenantContext(r *http.Request) *http.Request {
-	return r.WithContext(loom.WithTenant(r.Context(), tenant(r.Context())))
-}
 
 func (s *Server) createCollection(w http.ResponseWriter, r *http.Request) error {
 	var c collection.Collection
@@ -19,7 +13,7 @@ func (s *Server) createCollection(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	c.Dimensions, c.CreatedAt = 0, c.CreatedAt.UTC()
-	created, err := s.eng.CreateCollection(tenantContext(r).Context(), c)
+	created, err := s.eng.CreateCollection(r.Context(), c)
 	if err != nil {
 		return err
 	}
@@ -28,7 +22,7 @@ func (s *Server) createCollection(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (s *Server) listCollections(w http.ResponseWriter, r *http.Request) error {
-	cs, err := s.eng.Collections(tenantContext(r).Context())
+	cs, err := s.eng.Collections(r.Context())
 	if err != nil {
 		return err
 	}
@@ -40,7 +34,7 @@ func (s *Server) listCollections(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getCollection(w http.ResponseWriter, r *http.Request) error {
-	c, err := s.eng.Collection(tenantContext(r).Context(), r.PathValue("id"))
+	c, err := s.eng.Collection(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -49,7 +43,7 @@ func (s *Server) getCollection(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request) error {
-	if err := s.eng.DeleteCollection(tenantContext(r).Context(), r.PathValue("id")); err != nil {
+	if err := s.eng.DeleteCollection(r.Context(), r.PathValue("id")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -77,7 +71,7 @@ func (s *Server) putDocument(w http.ResponseWriter, r *http.Request) error {
 	if b.Text == nil {
 		return errorf(http.StatusBadRequest, "invalid_request", "text is required")
 	}
-	res, err := s.eng.IngestText(tenantContext(r).Context(), r.PathValue("id"), b.ID, b.Source, b.ContentType, *b.Text, b.Metadata)
+	res, err := s.eng.IngestText(r.Context(), r.PathValue("id"), b.ID, b.Source, b.ContentType, *b.Text, b.Metadata)
 	if err != nil {
 		return err
 	}
@@ -90,7 +84,7 @@ func (s *Server) putDocument(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listDocuments(w http.ResponseWriter, r *http.Request) error {
-	docs, err := s.eng.Documents(tenantContext(r).Context(), r.PathValue("id"))
+	docs, err := s.eng.Documents(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -102,7 +96,7 @@ func (s *Server) listDocuments(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deleteDocument(w http.ResponseWriter, r *http.Request) error {
-	if err := s.eng.DeleteDocument(tenantContext(r).Context(), r.PathValue("id"), r.PathValue("doc")); err != nil {
+	if err := s.eng.DeleteDocument(r.Context(), r.PathValue("id"), r.PathValue("doc")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -127,7 +121,7 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) error {
 	if len(b.Filter) > 0 {
 		opts = append(opts, engine.WithFilter(b.Filter))
 	}
-	results, err := s.eng.Retrieve(tenantContext(r).Context(), b.Query, opts...)
+	results, err := s.eng.Retrieve(r.Context(), b.Query, opts...)
 	if err != nil {
 		return err
 	}

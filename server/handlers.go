@@ -132,7 +132,6 @@ func (s *Server) assemble(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	req.DropTokenCounts() // a client's counts could make the budget wrong; the store's are Loom's own
-	req.Tenant = tenant(r.Context())
 	res, err := s.eng.Assemble(r.Context(), req)
 	if err != nil {
 		return err

@@ -19,7 +19,6 @@ type ctxKey int
 
 const (
 	keyRequestID ctxKey = iota
-	keyTenant
 	keyInfo
 )
 
@@ -49,12 +48,7 @@ func RequestID(ctx context.Context) string {
 }
 
 // tenant returns the tenant the request was authenticated as.
-func tenant(ctx context.Context) string {
-	if t, ok := ctx.Value(keyTenant).(string); ok {
-		return t
-	}
-	return loom.DefaultTenant
-}
+func tenant(ctx context.Context) string { return loom.Tenant(ctx) }
 
 // statusWriter records the status and size of a response.
 type statusWriter struct {
@@ -130,7 +124,7 @@ func (s *Server) wrap(rt route) http.Handler {
 				s.writeError(w, r, err)
 				return
 			}
-			ctx = context.WithValue(ctx, keyTenant, t)
+			ctx = loom.WithTenant(ctx, t)
 			if info, ok := ctx.Value(keyInfo).(*reqInfo); ok {
 				info.tenant = t
 			}

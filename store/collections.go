@@ -215,7 +215,8 @@ func (c collections) GetCollection(ctx context.Context, tenant, idOrName string)
 	if err := c.s.check(ctx, "tenant", tenant, "collection", idOrName); err != nil {
 		return collection.Collection{}, err
 	}
-	return c.b.GetCollection(ctx, tenant, idOrName)
+	v, err := c.b.GetCollection(ctx, tenant, idOrName)
+	return v, InTenant(tenant, err)
 }
 
 // ListCollections implements collection.Store.
@@ -231,7 +232,7 @@ func (c collections) DeleteCollection(ctx context.Context, tenant, id string) er
 	if err := c.s.check(ctx, "tenant", tenant, "collection", id); err != nil {
 		return err
 	}
-	return c.b.DeleteCollection(ctx, tenant, id)
+	return InTenant(tenant, c.b.DeleteCollection(ctx, tenant, id))
 }
 
 // AllCollections implements collection.Store.
@@ -252,7 +253,8 @@ func (c collections) PutDocument(ctx context.Context, tenant string, doc collect
 		return false, err
 	}
 	doc.UpdatedAt = c.s.now().UTC()
-	return c.b.PutDocument(ctx, tenant, doc, chunks)
+	v, err := c.b.PutDocument(ctx, tenant, doc, chunks)
+	return v, InTenant(tenant, err)
 }
 
 // GetDocument implements collection.Store.
@@ -260,7 +262,8 @@ func (c collections) GetDocument(ctx context.Context, tenant, collectionID, docu
 	if err := c.s.check(ctx, "tenant", tenant, "collection", collectionID, "document", documentID); err != nil {
 		return collection.Document{}, err
 	}
-	return c.b.GetDocument(ctx, tenant, collectionID, documentID)
+	v, err := c.b.GetDocument(ctx, tenant, collectionID, documentID)
+	return v, InTenant(tenant, err)
 }
 
 // ListDocuments implements collection.Store.
@@ -268,7 +271,8 @@ func (c collections) ListDocuments(ctx context.Context, tenant, collectionID str
 	if err := c.s.check(ctx, "tenant", tenant, "collection", collectionID); err != nil {
 		return nil, err
 	}
-	return c.b.ListDocuments(ctx, tenant, collectionID)
+	v, err := c.b.ListDocuments(ctx, tenant, collectionID)
+	return v, InTenant(tenant, err)
 }
 
 // DeleteDocument implements collection.Store.
@@ -276,7 +280,7 @@ func (c collections) DeleteDocument(ctx context.Context, tenant, collectionID, d
 	if err := c.s.check(ctx, "tenant", tenant, "collection", collectionID, "document", documentID); err != nil {
 		return err
 	}
-	return c.b.DeleteDocument(ctx, tenant, collectionID, documentID)
+	return InTenant(tenant, c.b.DeleteDocument(ctx, tenant, collectionID, documentID))
 }
 
 // DocumentChunks implements collection.Store.
@@ -284,7 +288,8 @@ func (c collections) DocumentChunks(ctx context.Context, tenant, collectionID, d
 	if err := c.s.check(ctx, "tenant", tenant, "collection", collectionID, "document", documentID); err != nil {
 		return nil, err
 	}
-	return c.b.DocumentChunks(ctx, tenant, collectionID, documentID)
+	v, err := c.b.DocumentChunks(ctx, tenant, collectionID, documentID)
+	return v, InTenant(tenant, err)
 }
 
 // ScanChunks implements collection.Store.
@@ -292,7 +297,7 @@ func (c collections) ScanChunks(ctx context.Context, tenant, collectionID string
 	if err := c.s.check(ctx, "tenant", tenant, "collection", collectionID); err != nil {
 		return err
 	}
-	return c.b.ScanChunks(ctx, tenant, collectionID, fn)
+	return InTenant(tenant, c.b.ScanChunks(ctx, tenant, collectionID, fn))
 }
 
 // Changes implements collection.Store.

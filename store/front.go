@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/collection"
 )
 
@@ -84,12 +86,22 @@ func (s *Store) PutAgent(ctx context.Context, tenant string, a Agent) error {
 	return s.b.PutAgent(ctx, tenant, a)
 }
 
+// InTenant returns err, if it is a not-found error, saying which tenant looked: a caller that named the
+// right id under the wrong tenant sees why it is not there. Other errors (and nil) it returns as they are.
+func InTenant(tenant string, err error) error {
+	if err != nil && errors.Is(err, loom.ErrNotFound) {
+		return fmt.Errorf("%w (tenant %s)", err, strconv.Quote(tenant))
+	}
+	return err
+}
+
 // GetAgent returns the agent; an error wrapping ErrNotFound when there is none.
 func (s *Store) GetAgent(ctx context.Context, tenant, id string) (Agent, error) {
 	if err := s.check(ctx, "tenant", tenant, "agent", id); err != nil {
 		return Agent{}, err
 	}
-	return s.b.GetAgent(ctx, tenant, id)
+	a, err := s.b.GetAgent(ctx, tenant, id)
+	return a, InTenant(tenant, err)
 }
 
 // DeleteAgent deletes the agent; an error wrapping ErrNotFound when there is none.
@@ -97,7 +109,7 @@ func (s *Store) DeleteAgent(ctx context.Context, tenant, id string) error {
 	if err := s.check(ctx, "tenant", tenant, "agent", id); err != nil {
 		return err
 	}
-	return s.b.DeleteAgent(ctx, tenant, id)
+	return InTenant(tenant, s.b.DeleteAgent(ctx, tenant, id))
 }
 
 // SetFact creates or replaces the fact f.Key of user; a zero UpdatedAt becomes now. (The Valkey cookbook's
@@ -134,7 +146,7 @@ func (s *Store) DeleteFact(ctx context.Context, tenant, user, key string) error 
 	if err := s.check(ctx, "tenant", tenant, "user", user, "fact key", key); err != nil {
 		return err
 	}
-	return s.b.DeleteFact(ctx, tenant, user, key)
+	return InTenant(tenant, s.b.DeleteFact(ctx, tenant, user, key))
 }
 
 // AppendMessages appends msgs to the session atomically, in order, after validating them and counting
@@ -229,7 +241,7 @@ func (s *Store) DeleteSession(ctx context.Context, tenant, session string) error
 	if err := s.check(ctx, "tenant", tenant, "session", session); err != nil {
 		return err
 	}
-	return s.b.DeleteSession(ctx, tenant, session)
+	return InTenant(tenant, s.b.DeleteSession(ctx, tenant, session))
 }
 
 // Load reads everything one assembly needs, the sources q names (empty ids are skipped): in one read
@@ -264,6 +276,9 @@ func (s *Store) Load(ctx context.Context, tenant string, q LoadQuery) (*Snapshot
 	}
 	if snap.Errors == nil {
 		snap.Errors = map[Source]error{}
+	}
+	for src, err := range snap.Errors {
+		snap.Errors[src] = InTenant(tenant, err)
 	}
 	if s.sorted {
 		SortFacts(snap.Facts)

@@ -560,6 +560,5 @@ func assembleFromStore(ctx context.Context, sf storeFlags, req engine.Request, s
 		return nil, err
 	}
 	defer eng.Close()
-	req.Tenant = *sf.tenant
-	return eng.Assemble(ctx, req)
+	return eng.Assemble(loom.WithTenant(ctx, *sf.tenant), req)
 }
