@@ -54,7 +54,7 @@ func fencedBlocks(readme string) [][2]string {
 func TestREADME_FragmentsAreRun(t *testing.T) {
 	t.Parallel()
 	var examples []byte
-	for _, path := range []string{filepath.Join("chunker", "example_test.go"), filepath.Join("engine", "example_test.go")} {
+	for _, path := range []string{filepath.Join("chunker", "example_test.go"), filepath.Join("engine", "example_test.go"), filepath.Join("engine", "example_cgo_test.go")} {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
