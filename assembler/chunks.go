@@ -44,13 +44,13 @@ var (
 	ErrTemplate = loom.NewError(loom.ErrInvalid, "assembler: invalid template")
 )
 
-// TokenCounter counts the tokens of a text: it is [tokenizer.Counter], under the seed's name.
+// TokenCounter counts the tokens of a text: it is [tokenizer.Counter], under Weave's name.
 // [*tokenizer.Encoding] (exact), [tokenizer.Estimator], [tokenizer.CounterFunc] and [SimpleTokenCounter]
 // implement it.
 type TokenCounter = tokenizer.Counter
 
-// SimpleTokenCounter is the seed's default counter, kept for compatibility with code written for it. Its
-// Count is [tokenizer.Estimate]: APPROXIMATE, never 0 for non-empty text, and meant to err high. (The seed's
+// SimpleTokenCounter is Weave's default counter, kept for compatibility with code written for it. Its
+// Count is [tokenizer.Estimate]: APPROXIMATE, never 0 for non-empty text, and meant to err high. (Weave's
 // counter divided the length in bytes by four, which says "Hi!" is 0 tokens.)
 //
 // It is not the default. An Assembler counts with the exact cl100k_base encoding unless told otherwise,
@@ -84,7 +84,7 @@ type Option func(*Assembler)
 // New returns an Assembler with the given options applied in order: by default a budget of
 // [DefaultMaxTokens] tokens, counted exactly in cl100k_base, and chunks joined with [DefaultSeparator].
 //
-// New does not fail, as in the seed: an invalid option (see [WithMaxTokens], [WithTemplate],
+// New does not fail, as in Weave's API: an invalid option (see [WithMaxTokens], [WithTemplate],
 // [WithTokenCounter]) is kept, and [Assembler.Assemble] returns it as an error, as does [Assembler.Err] for
 // checking early. Nil options are ignored.
 func New(opts ...Option) *Assembler {
@@ -209,7 +209,7 @@ type TemplateData struct {
 //
 //	assembler.NewTemplate("--- Source {{.Index}} ---\n{{.Content}}\n")
 //
-// NewTemplate does not fail, as in the seed: if text does not parse, the Template keeps the error, and an
+// NewTemplate does not fail, as in Weave's API: if text does not parse, the Template keeps the error, and an
 // Assembler made with it returns that error (wrapping [ErrTemplate]) from Assemble. Use [ParseTemplate] to
 // get the error at once.
 func NewTemplate(text string) *Template {
@@ -237,7 +237,7 @@ type AssembleResult struct {
 	// Citations are the included chunks, in the order they appear in Context.
 	Citations []Citation
 	// TotalTokens is the EXACT token count of the whole Context in the Assembler's counter, separators and
-	// template text included: counter.Count(Context). It never exceeds the budget. (The seed's was an
+	// template text included: counter.Count(Context). It never exceeds the budget. (Weave's was an
 	// estimate of the chunks alone, so the real context could exceed the budget.)
 	TotalTokens int
 	// TruncatedCount is the number of chunks dropped because they did not fit the budget.

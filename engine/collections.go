@@ -25,7 +25,7 @@ import (
 	"github.com/context-loom/loom/tokenizer"
 )
 
-// Collection defaults, applied to a collection's zero fields when it is created (seed 002): the chunker's
+// Collection defaults, applied to a collection's zero fields when it is created (as Weave's chunker documentation gives them): the chunker's
 // defaults, under the names Weave's engine gives them. A zero ChunkOverlap takes DefaultChunkOverlap, or a
 // fifth of the chunk size when that is smaller (an overlap of 50 would be most of a 64-token chunk); a
 // negative one means no overlap.

@@ -120,7 +120,7 @@ type Request struct {
 	User    string `json:"user,omitempty"`
 	Session string `json:"session,omitempty"`
 	// HistoryLimit is how many of the session's newest messages to consider; 0 means
-	// store.DefaultLoadMessages (for the cookbook preset, the seed's 10). A window without a user message
+	// store.DefaultLoadMessages (for the cookbook preset, the Valkey cookbook's 10). A window without a user message
 	// (inside an agent's run of tool calls) is widened back to the newest one. Without a session it is an
 	// invalid request, but for the cookbook preset, which applies it to the inline history too. Whatever the
 	// limit, only as many messages are read as the budget can hold: newest first, until what they cost at
@@ -645,7 +645,7 @@ func merge(req *Request, snap *store.Snapshot) (_ *assembler.Request, skipped in
 	if len(snap.Messages) > 0 {
 		history := make([]assembler.Message, 0, len(snap.Messages)+len(req.History))
 		for _, m := range snap.Messages {
-			// Loom's stores refuse such messages; seed 003's keys, written by other code, may hold them,
+			// Loom's stores refuse such messages; the Valkey cookbook's keys, written by other code, may hold them,
 			// and one would otherwise fail the whole assembly.
 			if store.CheckRole(m) != nil {
 				skipped++
@@ -668,7 +668,7 @@ type Turn struct {
 	Message string
 	// Reply is the assistant's reply, with its tool calls and the tool results that answered them, in order.
 	Reply []store.Message
-	// ToolOutputs are tool steps of this turn to keep beside the history (seed 003's tool:<session>:step_*).
+	// ToolOutputs are tool steps of this turn to keep beside the history (the Valkey cookbook's tool:<session>:step_*).
 	ToolOutputs []store.ToolOutput
 }
 

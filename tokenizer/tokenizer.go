@@ -16,7 +16,7 @@
 // Every type in this package is safe for concurrent use.
 package tokenizer
 
-// Counter counts the tokens of a text. It is the seeds' TokenCounter: assembler.TokenCounter is this
+// Counter counts the tokens of a text. It is Weave's TokenCounter: assembler.TokenCounter is this
 // interface. [*Encoding], [Estimator] and [CounterFunc] implement it.
 type Counter interface {
 	Count(text string) int
