@@ -33,16 +33,6 @@ var (
 	ErrFeedTrimmed = errors.New("collection: the change feed was trimmed past that seq")
 )
 
-// Collection is a set of documents chunked and embedded alike (see [loom.Collection]).
-//
-// Deprecated: use [loom.Collection].
-type Collection = loom.Collection
-
-// Document is one ingested document (see [loom.Document]).
-//
-// Deprecated: use [loom.Document].
-type Document = loom.Document
-
 // Chunk is a chunk as stored: the chunk and its vector. Chunk.ID is unique within the collection.
 //
 // A chunk's metadata is its document's metadata under the chunk's own keys (the heading path of its
@@ -102,7 +92,7 @@ func MergeMetadata(doc, own map[string]string) map[string]string {
 
 // ClashError is the error a store's CreateCollection returns when c's name or id is have's name or id: it
 // wraps ErrExists and says what clashed, naming have's id.
-func ClashError(c, have Collection) error {
+func ClashError(c, have loom.Collection) error {
 	switch {
 	case c.Name == have.Name:
 		return fmt.Errorf("collection name %q is taken by the collection of id %q: %w", c.Name, have.ID, ErrExists)
@@ -154,11 +144,11 @@ type Store interface {
 	// the name or the ID of one of the tenant's collections (c's own ID may equal its own name), with a
 	// message naming what clashed and the existing collection's ID. Other tenants' collections do not
 	// count.
-	CreateCollection(ctx context.Context, tenant string, c Collection) (Collection, error)
+	CreateCollection(ctx context.Context, tenant string, c loom.Collection) (loom.Collection, error)
 	// GetCollection returns the collection with the id, or else the name, idOrName; ErrNotFound if none.
-	GetCollection(ctx context.Context, tenant, idOrName string) (Collection, error)
+	GetCollection(ctx context.Context, tenant, idOrName string) (loom.Collection, error)
 	// ListCollections returns the tenant's collections ordered by name.
-	ListCollections(ctx context.Context, tenant string) ([]Collection, error)
+	ListCollections(ctx context.Context, tenant string) ([]loom.Collection, error)
 	// DeleteCollection deletes the collection, its documents and chunks; ErrNotFound if none.
 	DeleteCollection(ctx context.Context, tenant, id string) error
 	// AllCollections names every collection of every tenant, ordered by tenant and id, so that a server
@@ -169,11 +159,11 @@ type Store interface {
 	// document of the same ID and all of its old chunks. If the stored document has the same Hash, it
 	// changes nothing and returns false. It sets the collection's Dimensions from the first vectors and
 	// returns ErrInvalid for vectors of another length, or chunks that are not doc's.
-	PutDocument(ctx context.Context, tenant string, doc Document, chunks []Chunk) (changed bool, err error)
+	PutDocument(ctx context.Context, tenant string, doc loom.Document, chunks []Chunk) (changed bool, err error)
 	// GetDocument returns ErrNotFound if the collection or document does not exist.
-	GetDocument(ctx context.Context, tenant, collectionID, documentID string) (Document, error)
+	GetDocument(ctx context.Context, tenant, collectionID, documentID string) (loom.Document, error)
 	// ListDocuments returns the collection's documents ordered by ID.
-	ListDocuments(ctx context.Context, tenant, collectionID string) ([]Document, error)
+	ListDocuments(ctx context.Context, tenant, collectionID string) ([]loom.Document, error)
 	// DeleteDocument deletes the document and its chunks; ErrNotFound if none.
 	DeleteDocument(ctx context.Context, tenant, collectionID, documentID string) error
 	// DocumentChunks returns a document's chunks ordered by Index, with their metadata as a whole (see

@@ -82,7 +82,7 @@ func TestAssemble_AFailedSourceCancelsTheOther(t *testing.T) {
 		}
 		defer eng.Close()
 		ctx := loom.WithTenant(t.Context(), "acme")
-		c, err := eng.CreateCollection(ctx, collection.Collection{Name: "kb"})
+		c, err := eng.CreateCollection(ctx, loom.Collection{Name: "kb"})
 		if err != nil {
 			t.Fatal(err)
 		}

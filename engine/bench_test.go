@@ -11,7 +11,6 @@ import (
 
 	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/assembler"
-	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/store"
 )
@@ -157,7 +156,7 @@ func BenchmarkIngestDirectory(b *testing.B) {
 		i := 0
 		for b.Loop() {
 			i++
-			c, err := eng.CreateCollection(b.Context(), collection.Collection{Name: fmt.Sprint("c", i)})
+			c, err := eng.CreateCollection(b.Context(), loom.Collection{Name: fmt.Sprint("c", i)})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/chunker"
-	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/ingest"
 )
@@ -68,7 +68,7 @@ func TestIngest_CodeWithoutAParserSaysSo(t *testing.T) {
 	}
 	defer eng.Close()
 	ctx := t.Context()
-	c, err := eng.CreateCollection(ctx, collection.Collection{Name: "code"})
+	c, err := eng.CreateCollection(ctx, loom.Collection{Name: "code"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestWithChunkers_ReplacesTheCodeStrategy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer plain.Close()
-	c, err := plain.CreateCollection(ctx, collection.Collection{Name: "code"})
+	c, err := plain.CreateCollection(ctx, loom.Collection{Name: "code"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,10 +147,10 @@ func TestWithChunkers_ReplacesTheCodeStrategy(t *testing.T) {
 			t.Errorf("chunk metadata %v, not the registered code chunker's", m)
 		}
 	}
-	if _, err := parsing.CreateCollection(ctx, collection.Collection{Name: "by-lines", ChunkStrategy: "lines"}); err != nil {
+	if _, err := parsing.CreateCollection(ctx, loom.Collection{Name: "by-lines", ChunkStrategy: "lines"}); err != nil {
 		t.Errorf("a collection of a strategy WithNamedChunker registered: %v", err)
 	}
-	if _, err := plain.CreateCollection(ctx, collection.Collection{Name: "by-lines", ChunkStrategy: "lines"}); !errors.Is(err, engine.ErrInvalidRequest) {
+	if _, err := plain.CreateCollection(ctx, loom.Collection{Name: "by-lines", ChunkStrategy: "lines"}); !errors.Is(err, engine.ErrInvalidRequest) {
 		t.Errorf("another engine knows the strategy: %v", err)
 	}
 	if _, err := testEngine(st, engine.WithChunkers(nil)); !errors.Is(err, engine.ErrInvalidRequest) {

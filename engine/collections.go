@@ -157,10 +157,10 @@ func (e *Engine) collections() (collection.Store, error) {
 // CreateCollection creates a collection for the context's tenant (loom.WithTenant), with zero fields set to
 // the defaults, and returns it. It returns collection.ErrExists for a name in use, and errors wrapping
 // ErrInvalidRequest for settings no chunker or embedder here can use.
-func (e *Engine) CreateCollection(ctx context.Context, c collection.Collection) (collection.Collection, error) {
+func (e *Engine) CreateCollection(ctx context.Context, c loom.Collection) (loom.Collection, error) {
 	cs, err := e.collections()
 	if err != nil {
-		return collection.Collection{}, err
+		return loom.Collection{}, err
 	}
 	if c.ChunkStrategy == "" {
 		c.ChunkStrategy = StrategyAuto
@@ -182,17 +182,17 @@ func (e *Engine) CreateCollection(ctx context.Context, c collection.Collection) 
 	}
 	switch {
 	case c.ChunkSize < MinChunkSize:
-		return collection.Collection{}, fmt.Errorf("%w: chunk size %d is below the least, %d tokens", ErrInvalidRequest, c.ChunkSize, MinChunkSize)
+		return loom.Collection{}, fmt.Errorf("%w: chunk size %d is below the least, %d tokens", ErrInvalidRequest, c.ChunkSize, MinChunkSize)
 	case c.ChunkOverlap >= c.ChunkSize:
-		return collection.Collection{}, fmt.Errorf("%w: chunk overlap %d must be smaller than the chunk size %d", ErrInvalidRequest, c.ChunkOverlap, c.ChunkSize)
+		return loom.Collection{}, fmt.Errorf("%w: chunk overlap %d must be smaller than the chunk size %d", ErrInvalidRequest, c.ChunkOverlap, c.ChunkSize)
 	case c.ChunkStrategy != StrategyAuto && !slices.Contains(e.chunkers.Strategies(), c.ChunkStrategy):
-		return collection.Collection{}, fmt.Errorf("%w: unknown chunk strategy %q (known: auto, %s)", ErrInvalidRequest, c.ChunkStrategy, strings.Join(e.chunkers.Strategies(), ", "))
+		return loom.Collection{}, fmt.Errorf("%w: unknown chunk strategy %q (known: auto, %s)", ErrInvalidRequest, c.ChunkStrategy, strings.Join(e.chunkers.Strategies(), ", "))
 	case e.embedders[c.Embedder] == nil:
-		return collection.Collection{}, fmt.Errorf("%w: unknown embedder %q (register it with WithEmbedder)", ErrInvalidRequest, c.Embedder)
+		return loom.Collection{}, fmt.Errorf("%w: unknown embedder %q (register it with WithEmbedder)", ErrInvalidRequest, c.Embedder)
 	}
 	created, err := cs.CreateCollection(ctx, loom.Tenant(ctx), c)
 	if err != nil {
-		return collection.Collection{}, err
+		return loom.Collection{}, err
 	}
 	// An index still loaded under the id is of a collection the store lost (a server restarted without
 	// persistence): the new collection is empty.
@@ -201,16 +201,16 @@ func (e *Engine) CreateCollection(ctx context.Context, c collection.Collection) 
 }
 
 // Collection returns the tenant's collection with the id, or else the name, idOrName.
-func (e *Engine) Collection(ctx context.Context, idOrName string) (collection.Collection, error) {
+func (e *Engine) Collection(ctx context.Context, idOrName string) (loom.Collection, error) {
 	cs, err := e.collections()
 	if err != nil {
-		return collection.Collection{}, err
+		return loom.Collection{}, err
 	}
 	return cs.GetCollection(ctx, loom.Tenant(ctx), idOrName)
 }
 
 // Collections returns the tenant's collections ordered by name.
-func (e *Engine) Collections(ctx context.Context) ([]collection.Collection, error) {
+func (e *Engine) Collections(ctx context.Context) ([]loom.Collection, error) {
 	cs, err := e.collections()
 	if err != nil {
 		return nil, err
@@ -307,7 +307,7 @@ func (e *Engine) IngestText(ctx context.Context, collectionID, id, source, conte
 // vectors, so that re-ingesting it after a change of settings re-chunks it. That includes the chunker ck of
 // the strategy, when it is not the built-in one of its name (the tree-sitter code chunker in place of the
 // plain-text one, say): the same bytes ingested again by a build that parses code are parsed.
-func settingsHash(coll collection.Collection, d ingest.Document, strategy string, ck chunker.Chunker) string {
+func settingsHash(coll loom.Collection, d ingest.Document, strategy string, ck chunker.Chunker) string {
 	h := sha256.New()
 	for _, s := range []string{"loom-ingest-v1", d.Hash, strategy, strconv.Itoa(coll.ChunkSize), strconv.Itoa(coll.ChunkOverlap), coll.Embedder, d.Metadata["language"]} {
 		h.Write([]byte(s))
@@ -323,7 +323,7 @@ func settingsHash(coll collection.Collection, d ingest.Document, strategy string
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func (e *Engine) ingestOne(ctx context.Context, coll collection.Collection, d ingest.Document) (IngestResult, error) {
+func (e *Engine) ingestOne(ctx context.Context, coll loom.Collection, d ingest.Document) (IngestResult, error) {
 	tenant := loom.Tenant(ctx)
 	if err := store.ValidateID(store.Limits{}, "document", d.ID); err != nil {
 		return IngestResult{}, err
@@ -388,7 +388,7 @@ func (e *Engine) ingestOne(ctx context.Context, coll collection.Collection, d in
 			Index: p.Index, StartOffset: p.StartOffset, EndOffset: p.EndOffset, TokenCount: p.TokenCount, Metadata: p.Metadata},
 			Vector: vectors[i], DocumentMetadata: d.Metadata}
 	}
-	doc := collection.Document{ID: d.ID, CollectionID: coll.ID, Source: d.Source, ContentType: d.ContentType, Hash: hash,
+	doc := loom.Document{ID: d.ID, CollectionID: coll.ID, Source: d.Source, ContentType: d.ContentType, Hash: hash,
 		Bytes: len(d.Text), Chunks: len(chunks), Metadata: d.Metadata}
 	changed, err := e.colls.PutDocument(ctx, tenant, doc, chunks)
 	if err != nil {
@@ -429,7 +429,7 @@ func (e *Engine) DeleteDocument(ctx context.Context, collectionID, documentID st
 }
 
 // Documents returns the collection's documents.
-func (e *Engine) Documents(ctx context.Context, collectionID string) ([]collection.Document, error) {
+func (e *Engine) Documents(ctx context.Context, collectionID string) ([]loom.Document, error) {
 	coll, err := e.Collection(ctx, collectionID)
 	if err != nil {
 		return nil, err

@@ -45,7 +45,7 @@ Every account stores up to fifty gigabytes. Files larger than five gigabytes mus
 
 // newCollectionsEngine returns an engine over a fresh store that keeps collections, with a collection
 // "manual" holding the manual.
-func newCollectionsEngine(t *testing.T, st *store.Store, opts ...engine.Option) (*engine.Engine, collection.Collection) {
+func newCollectionsEngine(t *testing.T, st *store.Store, opts ...engine.Option) (*engine.Engine, loom.Collection) {
 	t.Helper()
 	eng, err := testEngine(st, opts...)
 	if err != nil {
@@ -53,7 +53,7 @@ func newCollectionsEngine(t *testing.T, st *store.Store, opts ...engine.Option) 
 	}
 	t.Cleanup(func() { eng.Close() })
 	ctx := loom.WithTenant(t.Context(), "acme")
-	c, err := eng.CreateCollection(ctx, collection.Collection{Name: "manual", ChunkSize: 40})
+	c, err := eng.CreateCollection(ctx, loom.Collection{Name: "manual", ChunkSize: 40})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestCollections_Limits(t *testing.T) {
 	}
 	defer eng.Close()
 	ctx := loom.WithTenant(t.Context(), "acme")
-	c, err := eng.CreateCollection(ctx, collection.Collection{Name: "tight", ChunkStrategy: "fixed", ChunkSize: engine.MinChunkSize, ChunkOverlap: -1})
+	c, err := eng.CreateCollection(ctx, loom.Collection{Name: "tight", ChunkStrategy: "fixed", ChunkSize: engine.MinChunkSize, ChunkOverlap: -1})
 	if err != nil || c.ChunkOverlap != 0 {
 		t.Fatalf("CreateCollection with overlap -1 = %+v, %v", c, err)
 	}
@@ -221,7 +221,7 @@ func TestCollections_BadInput(t *testing.T) {
 	t.Parallel()
 	eng, c := newCollectionsEngine(t, newMemory())
 	ctx := loom.WithTenant(t.Context(), "acme")
-	for name, coll := range map[string]collection.Collection{
+	for name, coll := range map[string]loom.Collection{
 		"overlap over size": {Name: "a", ChunkSize: 20, ChunkOverlap: 20},
 		"size below least":  {Name: "e", ChunkSize: engine.MinChunkSize - 1},
 		"unknown strategy":  {Name: "b", ChunkStrategy: "magic"},
@@ -232,7 +232,7 @@ func TestCollections_BadInput(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if _, err := eng.CreateCollection(ctx, collection.Collection{Name: "manual"}); !errors.Is(err, collection.ErrExists) {
+	if _, err := eng.CreateCollection(ctx, loom.Collection{Name: "manual"}); !errors.Is(err, collection.ErrExists) {
 		t.Errorf("a second collection named manual: %v", err)
 	}
 	for name, opts := range map[string][]engine.RetrieveOption{
@@ -291,7 +291,7 @@ func TestCollections_WithChunker(t *testing.T) {
 	}
 	defer eng.Close()
 	ctx := t.Context() // the default tenant
-	c, err := eng.CreateCollection(ctx, collection.Collection{Name: "lines"})
+	c, err := eng.CreateCollection(ctx, loom.Collection{Name: "lines"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +359,7 @@ func TestCollections_SelectiveFilter(t *testing.T) {
 			}
 			defer eng.Close()
 			ctx := loom.WithTenant(t.Context(), "acme")
-			c, err := eng.CreateCollection(ctx, collection.Collection{Name: "many", ChunkSize: 40})
+			c, err := eng.CreateCollection(ctx, loom.Collection{Name: "many", ChunkSize: 40})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -413,7 +413,7 @@ func TestCollections_WarmIndexes(t *testing.T) {
 			st1, st2 := b.openPair(t)
 			a, _ := newCollectionsEngine(t, st1) // acme's "manual"
 			other := loom.WithTenant(t.Context(), "other")
-			if _, err := a.CreateCollection(other, collection.Collection{Name: "notes"}); err != nil {
+			if _, err := a.CreateCollection(other, loom.Collection{Name: "notes"}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := a.IngestText(other, "notes", "n.md", "n.md", "", "The zeppelin leaves at noon.", nil); err != nil {
@@ -575,7 +575,7 @@ func TestRetrievalQuality(t *testing.T) {
 	}
 	defer eng.Close()
 	ctx := t.Context()
-	c, err := eng.CreateCollection(ctx, collection.Collection{Name: "spec", ChunkSize: 256})
+	c, err := eng.CreateCollection(ctx, loom.Collection{Name: "spec", ChunkSize: 256})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -651,7 +651,7 @@ func TestCollections_ChunkerStopsAtTheLimit(t *testing.T) {
 	}
 	defer eng.Close()
 	ctx := loom.WithTenant(t.Context(), "acme")
-	c, err := eng.CreateCollection(ctx, collection.Collection{Name: "limited"})
+	c, err := eng.CreateCollection(ctx, loom.Collection{Name: "limited"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -674,7 +674,7 @@ func TestIngestText_TheTypeGivenIsKept(t *testing.T) {
 	}
 	defer eng.Close()
 	ctx := loom.WithTenant(t.Context(), "acme")
-	c, err := eng.CreateCollection(ctx, collection.Collection{Name: "typed"})
+	c, err := eng.CreateCollection(ctx, loom.Collection{Name: "typed"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -692,7 +692,7 @@ func TestIngestText_TheTypeGivenIsKept(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		i := slices.IndexFunc(d, func(d collection.Document) bool { return d.ID == tt.id })
+		i := slices.IndexFunc(d, func(d loom.Document) bool { return d.ID == tt.id })
 		if i < 0 || d[i].ContentType != tt.want || d[i].Source != tt.source {
 			t.Errorf("%s (%s given as %q): %+v, want type %q", tt.id, tt.source, tt.contentType, d, tt.want)
 		}

@@ -132,7 +132,7 @@ func TestValkeyRestart_IndexesRebuilt(t *testing.T) {
 		}
 		return ids
 	}
-	if _, err := a.CreateCollection(ctx, collection.Collection{ID: "kb", Name: "kb"}); err != nil {
+	if _, err := a.CreateCollection(ctx, loom.Collection{ID: "kb", Name: "kb"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.IngestText(ctx, "kb", "old.md", "", "", "A kumquat ripens in the winter sun.", nil); err != nil {
@@ -167,7 +167,7 @@ func TestValkeyRestart_IndexesRebuilt(t *testing.T) {
 	// collection, which is what was asked for.
 	failed := false
 	afterRestart(t, "create the collection again", func() error {
-		_, err := a.CreateCollection(ctx, collection.Collection{ID: "kb", Name: "kb"})
+		_, err := a.CreateCollection(ctx, loom.Collection{ID: "kb", Name: "kb"})
 		if failed && errors.Is(err, collection.ErrExists) {
 			_, err = a.Collection(ctx, "kb")
 		}
@@ -212,7 +212,7 @@ func TestValkeyRestart_PersistedKept(t *testing.T) {
 		t.Errorf("the log at start:\n%s", log)
 	}
 	ctx := loom.WithTenant(t.Context(), "acme")
-	if _, err := e.CreateCollection(ctx, collection.Collection{ID: "kb", Name: "kb"}); err != nil {
+	if _, err := e.CreateCollection(ctx, loom.Collection{ID: "kb", Name: "kb"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.IngestText(ctx, "kb", "old.md", "", "", "A kumquat ripens in the winter sun.", nil); err != nil {
@@ -267,7 +267,7 @@ func TestCreateCollection_DropsAStaleIndex(t *testing.T) {
 	}
 	defer b.Close()
 	ctx := loom.WithTenant(t.Context(), "acme")
-	if _, err := a.CreateCollection(ctx, collection.Collection{ID: "kb", Name: "kb"}); err != nil {
+	if _, err := a.CreateCollection(ctx, loom.Collection{ID: "kb", Name: "kb"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.IngestText(ctx, "kb", "old.md", "", "", "A kumquat ripens in the winter sun.", nil); err != nil {
@@ -287,7 +287,7 @@ func TestCreateCollection_DropsAStaleIndex(t *testing.T) {
 	if err := b.DeleteCollection(ctx, "kb"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.CreateCollection(ctx, collection.Collection{ID: "kb", Name: "kb"}); err != nil {
+	if _, err := a.CreateCollection(ctx, loom.Collection{ID: "kb", Name: "kb"}); err != nil {
 		t.Fatal(err)
 	}
 	if n := retrieve(); n != 0 {

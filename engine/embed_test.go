@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/context-loom/loom"
-	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/embed"
 	"github.com/context-loom/loom/engine"
 )
@@ -61,7 +60,7 @@ func TestIngest_EmbedderOwnsItsBatching(t *testing.T) {
 	}
 	defer eng.Close()
 	ctx := loom.WithTenant(t.Context(), "acme")
-	c, err := eng.CreateCollection(ctx, collection.Collection{Name: "many", ChunkStrategy: "fixed", ChunkSize: engine.MinChunkSize, ChunkOverlap: -1})
+	c, err := eng.CreateCollection(ctx, loom.Collection{Name: "many", ChunkStrategy: "fixed", ChunkSize: engine.MinChunkSize, ChunkOverlap: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/assembler"
-	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/retriever"
 	"github.com/context-loom/loom/store"
@@ -82,7 +81,7 @@ func ExampleEngine_Retrieve() {
 	ctx := context.Background()
 	ctx = loom.WithTenant(ctx, tenantID)
 
-	col, err := eng.CreateCollection(ctx, collection.Collection{Name: "manual", ChunkStrategy: "markdown", ChunkSize: 20})
+	col, err := eng.CreateCollection(ctx, loom.Collection{Name: "manual", ChunkStrategy: "markdown", ChunkSize: 20})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func storeCorpus(b *testing.B, st *store.Store, n int) float64 {
 		b.Fatal(err)
 	}
 	defer eng.Close()
-	c, err := eng.CreateCollection(ctx, collection.Collection{ID: "kb", Name: "kb", ChunkSize: 100})
+	c, err := eng.CreateCollection(ctx, loom.Collection{ID: "kb", Name: "kb", ChunkSize: 100})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func storeCorpus(b *testing.B, st *store.Store, n int) float64 {
 		for i := range chunks {
 			chunks[i].Vector = vecs[i]
 		}
-		doc := collection.Document{ID: id, CollectionID: c.ID, Source: id, ContentType: "text", Hash: id, Bytes: offset,
+		doc := loom.Document{ID: id, CollectionID: c.ID, Source: id, ContentType: "text", Hash: id, Bytes: offset,
 			Chunks: len(chunks), Metadata: meta}
 		if _, err := cs.PutDocument(ctx, "bench", doc, chunks); err != nil {
 			b.Fatal(err)

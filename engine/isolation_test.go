@@ -13,7 +13,6 @@ import (
 
 	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/chunker"
-	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/retriever"
 	"github.com/context-loom/loom/store"
@@ -51,7 +50,7 @@ func TestRetrieve_ScoresAreTheTenantsAlone(t *testing.T) {
 			}
 			defer eng.Close()
 			victim := loom.WithTenant(t.Context(), "globex")
-			c, err := eng.CreateCollection(victim, collection.Collection{ID: "shared-id", Name: "fruit", ChunkSize: 64})
+			c, err := eng.CreateCollection(victim, loom.Collection{ID: "shared-id", Name: "fruit", ChunkSize: 64})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -87,7 +86,7 @@ func TestRetrieve_ScoresAreTheTenantsAlone(t *testing.T) {
 
 			// Another tenant: the same collection name and id, the same words, many times over.
 			attacker := loom.WithTenant(t.Context(), "acme")
-			ac, err := eng.CreateCollection(attacker, collection.Collection{ID: "shared-id", Name: "fruit", ChunkSize: 64})
+			ac, err := eng.CreateCollection(attacker, loom.Collection{ID: "shared-id", Name: "fruit", ChunkSize: 64})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +134,7 @@ func TestRetrieve_CJKKeywords(t *testing.T) {
 			}
 			defer eng.Close()
 			ctx := loom.WithTenant(t.Context(), "acme")
-			c, err := eng.CreateCollection(ctx, collection.Collection{Name: "places"})
+			c, err := eng.CreateCollection(ctx, loom.Collection{Name: "places"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -185,7 +184,7 @@ func TestIngest_MetadataLimits(t *testing.T) {
 			}
 			defer eng.Close()
 			ctx := loom.WithTenant(t.Context(), "acme")
-			c, err := eng.CreateCollection(ctx, collection.Collection{Name: "docs", ChunkSize: 32})
+			c, err := eng.CreateCollection(ctx, loom.Collection{Name: "docs", ChunkSize: 32})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/context-loom/loom/collection"
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/ingest"
 )
@@ -40,7 +40,7 @@ func TestPruneDocuments_RemovesOnlyGoneFilesUnderTheRoots(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	coll, err := eng.CreateCollection(ctx, collection.Collection{Name: "kb"})
+	coll, err := eng.CreateCollection(ctx, loom.Collection{Name: "kb"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,11 +21,11 @@ func storeWith(t *testing.T, names ...string) collection.Store {
 	t.Helper()
 	st := memCollections(t)
 	for _, name := range names {
-		if _, err := st.CreateCollection(t.Context(), "acme", collection.Collection{ID: name, Name: name}); err != nil {
+		if _, err := st.CreateCollection(t.Context(), "acme", loom.Collection{ID: name, Name: name}); err != nil {
 			t.Fatal(err)
 		}
 		text := fmt.Sprintf("The %s manual explains how to reset a password.", name)
-		doc := collection.Document{ID: "d", CollectionID: name, Hash: name, Bytes: len(text), Chunks: 1}
+		doc := loom.Document{ID: "d", CollectionID: name, Hash: name, Bytes: len(text), Chunks: 1}
 		c := collection.Chunk{Chunk: loom.Chunk{ID: "d#0", DocumentID: "d", Content: text, EndOffset: len(text)}}
 		if _, err := st.PutDocument(t.Context(), "acme", doc, []collection.Chunk{c}); err != nil {
 			t.Fatal(err)
@@ -154,7 +154,7 @@ func TestRegistry_GraphCounted(t *testing.T) {
 	t.Parallel()
 	st := memCollections(t)
 	ctx := t.Context()
-	if _, err := st.CreateCollection(ctx, "acme", collection.Collection{ID: "big", Name: "big"}); err != nil {
+	if _, err := st.CreateCollection(ctx, "acme", loom.Collection{ID: "big", Name: "big"}); err != nil {
 		t.Fatal(err)
 	}
 	var texts []string
@@ -171,7 +171,7 @@ func TestRegistry_GraphCounted(t *testing.T) {
 			chunks = append(chunks, collection.Chunk{Chunk: loom.Chunk{ID: fmt.Sprint(i), DocumentID: fmt.Sprint(d), Content: texts[i],
 				EndOffset: len(texts[i])}, Vector: vecs[i]})
 		}
-		doc := collection.Document{ID: fmt.Sprint(d), CollectionID: "big", Hash: fmt.Sprint(d), Chunks: len(chunks)}
+		doc := loom.Document{ID: fmt.Sprint(d), CollectionID: "big", Hash: fmt.Sprint(d), Chunks: len(chunks)}
 		if _, err := st.PutDocument(ctx, "acme", doc, chunks); err != nil {
 			t.Fatal(err)
 		}

@@ -159,7 +159,7 @@ func TestIndexes_EvictedUnderTheCap(t *testing.T) {
 	defer writer.Close()
 	names := []string{"alpha", "beta", "gamma"}
 	for _, name := range names {
-		if _, err := writer.CreateCollection(ctx, collection.Collection{Name: name, ChunkSize: 40}); err != nil {
+		if _, err := writer.CreateCollection(ctx, loom.Collection{Name: name, ChunkSize: 40}); err != nil {
 			t.Fatal(err)
 		}
 		for d := range 5 {
@@ -259,7 +259,7 @@ func TestIndexes_LargerThanTheCap(t *testing.T) {
 	t.Parallel()
 	eng, _ := newCollectionsEngine(t, newMemory(), engine.WithIndexMemory(1))
 	ctx := loom.WithTenant(t.Context(), "acme")
-	if _, err := eng.CreateCollection(ctx, collection.Collection{Name: "notes"}); err != nil {
+	if _, err := eng.CreateCollection(ctx, loom.Collection{Name: "notes"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := eng.IngestText(ctx, "notes", "n.md", "", "", "The zeppelin leaves at noon.", nil); err != nil {

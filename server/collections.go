@@ -3,12 +3,12 @@ package server
 import (
 	"net/http"
 
-	"github.com/context-loom/loom/collection"
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/engine"
 )
 
 func (s *Server) createCollection(w http.ResponseWriter, r *http.Request) error {
-	var c collection.Collection
+	var c loom.Collection
 	if err := s.decode(r, &c); err != nil {
 		return err
 	}
@@ -27,9 +27,9 @@ func (s *Server) listCollections(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if cs == nil {
-		cs = []collection.Collection{}
+		cs = []loom.Collection{}
 	}
-	writeJSON(w, http.StatusOK, map[string][]collection.Collection{"collections": cs})
+	writeJSON(w, http.StatusOK, map[string][]loom.Collection{"collections": cs})
 	return nil
 }
 
@@ -89,9 +89,9 @@ func (s *Server) listDocuments(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if docs == nil {
-		docs = []collection.Document{}
+		docs = []loom.Document{}
 	}
-	writeJSON(w, http.StatusOK, map[string][]collection.Document{"documents": docs})
+	writeJSON(w, http.StatusOK, map[string][]loom.Document{"documents": docs})
 	return nil
 }
 

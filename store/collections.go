@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/collection"
 )
 
@@ -18,27 +19,27 @@ import (
 
 // prepareCollection validates c and returns it with an ID (a new one if empty) and CreatedAt (now, if
 // zero, in UTC) set.
-func prepareCollection(l Limits, now time.Time, c collection.Collection) (collection.Collection, error) {
+func prepareCollection(l Limits, now time.Time, c loom.Collection) (loom.Collection, error) {
 	if c.Name == "" {
-		return collection.Collection{}, fmt.Errorf("%w: a collection needs a name", ErrInvalid)
+		return loom.Collection{}, fmt.Errorf("%w: a collection needs a name", ErrInvalid)
 	}
 	if err := ValidateID(l, "collection name", c.Name); err != nil {
-		return collection.Collection{}, err
+		return loom.Collection{}, err
 	}
 	if c.ID == "" {
 		c.ID = NewID(now)
 	} else if err := ValidateID(l, "collection", c.ID); err != nil {
-		return collection.Collection{}, err
+		return loom.Collection{}, err
 	}
 	for _, f := range []struct{ kind, v string }{{"chunk strategy", c.ChunkStrategy}, {"embedder", c.Embedder}} {
 		if f.v != "" {
 			if err := ValidateID(l, f.kind, f.v); err != nil {
-				return collection.Collection{}, err
+				return loom.Collection{}, err
 			}
 		}
 	}
 	if c.ChunkSize < 0 || c.ChunkOverlap < 0 || c.Dimensions < 0 {
-		return collection.Collection{}, fmt.Errorf("%w: collection %q: negative chunk size, overlap or dimensions", ErrInvalid, c.Name)
+		return loom.Collection{}, fmt.Errorf("%w: collection %q: negative chunk size, overlap or dimensions", ErrInvalid, c.Name)
 	}
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = now
@@ -64,7 +65,7 @@ func NewID(now time.Time) string {
 // the document's) may hold at most l.MaxMetadataKeys keys and l.MaxMetadataBytes bytes of keys and
 // values (errors wrapping ErrTooLarge). A chunk's DocumentMetadata must be nil or doc.Metadata's
 // entries, as the chunks a store reads carry it (ErrInvalid otherwise).
-func prepareDocument(l Limits, doc collection.Document, chunks []collection.Chunk) (int, error) {
+func prepareDocument(l Limits, doc loom.Document, chunks []collection.Chunk) (int, error) {
 	l = l.WithDefaults()
 	// The metadata first: the cheapest check of what is most likely too large.
 	if err := ValidateMetadata(l, fmt.Sprintf("document %q", doc.ID), doc.Metadata); err != nil {
@@ -199,28 +200,28 @@ func (e epocher) Epoch(ctx context.Context) (string, error) {
 // CreateCollection implements collection.Store: it assigns a new ID (NewID) when c.ID is empty and sets
 // CreatedAt when it is zero. It returns an error wrapping ErrInvalid for a collection without a name or
 // with a bad id, and collection.ErrExists when its name or id is taken (see collection.Store).
-func (c collections) CreateCollection(ctx context.Context, tenant string, coll collection.Collection) (collection.Collection, error) {
+func (c collections) CreateCollection(ctx context.Context, tenant string, coll loom.Collection) (loom.Collection, error) {
 	if err := c.s.check(ctx, "tenant", tenant); err != nil {
-		return collection.Collection{}, err
+		return loom.Collection{}, err
 	}
 	coll, err := prepareCollection(c.s.limits, c.s.now(), coll)
 	if err != nil {
-		return collection.Collection{}, err
+		return loom.Collection{}, err
 	}
 	return c.b.CreateCollection(ctx, tenant, coll)
 }
 
 // GetCollection implements collection.Store.
-func (c collections) GetCollection(ctx context.Context, tenant, idOrName string) (collection.Collection, error) {
+func (c collections) GetCollection(ctx context.Context, tenant, idOrName string) (loom.Collection, error) {
 	if err := c.s.check(ctx, "tenant", tenant, "collection", idOrName); err != nil {
-		return collection.Collection{}, err
+		return loom.Collection{}, err
 	}
 	v, err := c.b.GetCollection(ctx, tenant, idOrName)
 	return v, InTenant(tenant, err)
 }
 
 // ListCollections implements collection.Store.
-func (c collections) ListCollections(ctx context.Context, tenant string) ([]collection.Collection, error) {
+func (c collections) ListCollections(ctx context.Context, tenant string) ([]loom.Collection, error) {
 	if err := c.s.check(ctx, "tenant", tenant); err != nil {
 		return nil, err
 	}
@@ -245,7 +246,7 @@ func (c collections) AllCollections(ctx context.Context) ([]collection.Ref, erro
 
 // PutDocument implements collection.Store: doc and chunks are checked (see prepareDocument: errors
 // wrapping ErrInvalid or ErrTooLarge) and doc.UpdatedAt set to now before the backend stores them.
-func (c collections) PutDocument(ctx context.Context, tenant string, doc collection.Document, chunks []collection.Chunk) (bool, error) {
+func (c collections) PutDocument(ctx context.Context, tenant string, doc loom.Document, chunks []collection.Chunk) (bool, error) {
 	if err := c.s.check(ctx, "tenant", tenant); err != nil {
 		return false, err
 	}
@@ -258,16 +259,16 @@ func (c collections) PutDocument(ctx context.Context, tenant string, doc collect
 }
 
 // GetDocument implements collection.Store.
-func (c collections) GetDocument(ctx context.Context, tenant, collectionID, documentID string) (collection.Document, error) {
+func (c collections) GetDocument(ctx context.Context, tenant, collectionID, documentID string) (loom.Document, error) {
 	if err := c.s.check(ctx, "tenant", tenant, "collection", collectionID, "document", documentID); err != nil {
-		return collection.Document{}, err
+		return loom.Document{}, err
 	}
 	v, err := c.b.GetDocument(ctx, tenant, collectionID, documentID)
 	return v, InTenant(tenant, err)
 }
 
 // ListDocuments implements collection.Store.
-func (c collections) ListDocuments(ctx context.Context, tenant, collectionID string) ([]collection.Document, error) {
+func (c collections) ListDocuments(ctx context.Context, tenant, collectionID string) ([]loom.Document, error) {
 	if err := c.s.check(ctx, "tenant", tenant, "collection", collectionID); err != nil {
 		return nil, err
 	}

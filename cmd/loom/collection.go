@@ -95,7 +95,7 @@ func collectionList(ctx context.Context, name string, args []string, s streams) 
 
 // collectionStats is what loom collection show prints: the collection and what it holds.
 type collectionStats struct {
-	collection.Collection
+	loom.Collection
 	Documents int `json:"documents"`
 	Chunks    int `json:"chunks"`
 	Bytes     int `json:"bytes"`

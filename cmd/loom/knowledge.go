@@ -72,7 +72,7 @@ func runIngest(ctx context.Context, args []string, s streams) error {
 	coll, err := eng.Collection(ctx, *name)
 	switch {
 	case errors.Is(err, collection.ErrNotFound):
-		coll, err = eng.CreateCollection(ctx, collection.Collection{Name: *name, ChunkStrategy: *strategy, ChunkSize: *size, ChunkOverlap: *overlap})
+		coll, err = eng.CreateCollection(ctx, loom.Collection{Name: *name, ChunkStrategy: *strategy, ChunkSize: *size, ChunkOverlap: *overlap})
 		if err != nil {
 			return usageError(fmt.Errorf("ingest: create collection %q: %w", *name, err))
 		}

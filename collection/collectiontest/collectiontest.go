@@ -76,8 +76,8 @@ func wantErr(t *testing.T, err, target error, what string) {
 }
 
 // doc makes a document of n chunks whose texts say which document and version they are.
-func doc(collID, id, version string, n int) (collection.Document, []collection.Chunk) {
-	d := collection.Document{ID: id, CollectionID: collID, Source: id + ".md", ContentType: "markdown", Hash: "h-" + id + "-" + version,
+func doc(collID, id, version string, n int) (loom.Document, []collection.Chunk) {
+	d := loom.Document{ID: id, CollectionID: collID, Source: id + ".md", ContentType: "markdown", Hash: "h-" + id + "-" + version,
 		Metadata: map[string]string{"lang": "en"}}
 	var chunks []collection.Chunk
 	off := 0
@@ -92,9 +92,9 @@ func doc(collID, id, version string, n int) (collection.Document, []collection.C
 	return d, chunks
 }
 
-func create(t *testing.T, s collection.Store, tn, name string) collection.Collection {
+func create(t *testing.T, s collection.Store, tn, name string) loom.Collection {
 	t.Helper()
-	c, err := s.CreateCollection(t.Context(), tn, collection.Collection{Name: name, ChunkStrategy: "recursive", ChunkSize: 512, ChunkOverlap: 50, Embedder: "lexical"})
+	c, err := s.CreateCollection(t.Context(), tn, loom.Collection{Name: name, ChunkStrategy: "recursive", ChunkSize: 512, ChunkOverlap: 50, Embedder: "lexical"})
 	check(t, err)
 	if c.ID == "" || c.Name != name || c.CreatedAt.IsZero() {
 		t.Fatalf("CreateCollection = %+v", c)
@@ -109,11 +109,11 @@ func testCollections(t *testing.T, s collection.Store) {
 	}
 	b := create(t, s, tenant, "manuals")
 	a := create(t, s, tenant, "faq")
-	_, err := s.CreateCollection(ctx, tenant, collection.Collection{Name: "faq"})
+	_, err := s.CreateCollection(ctx, tenant, loom.Collection{Name: "faq"})
 	wantErr(t, err, collection.ErrExists, "a second collection named faq")
-	_, err = s.CreateCollection(ctx, tenant, collection.Collection{ID: b.ID, Name: "other"})
+	_, err = s.CreateCollection(ctx, tenant, loom.Collection{ID: b.ID, Name: "other"})
 	wantErr(t, err, collection.ErrExists, "a second collection with an existing id")
-	_, err = s.CreateCollection(ctx, tenant, collection.Collection{})
+	_, err = s.CreateCollection(ctx, tenant, loom.Collection{})
 	wantErr(t, err, store.ErrInvalid, "a collection without a name")
 	l, err := s.ListCollections(ctx, tenant)
 	check(t, err)
@@ -139,20 +139,20 @@ func testCollections(t *testing.T, s collection.Store) {
 func testNamesAndIDs(t *testing.T, s collection.Store) {
 	ctx := t.Context()
 	manual := create(t, s, tenant, "manual")
-	fixed, err := s.CreateCollection(ctx, tenant, collection.Collection{ID: "fixed-id", Name: "fixed"})
+	fixed, err := s.CreateCollection(ctx, tenant, loom.Collection{ID: "fixed-id", Name: "fixed"})
 	check(t, err)
 	for _, tc := range []struct {
 		what  string
-		c     collection.Collection
+		c     loom.Collection
 		names []string // what the error must name
 	}{
-		{"a name in use", collection.Collection{Name: "manual"}, []string{"manual", manual.ID}},
-		{"a name and an id in use", collection.Collection{ID: "fixed-id", Name: "fixed"}, []string{"fixed", "fixed-id"}},
-		{"an id in use", collection.Collection{ID: "fixed-id", Name: "scratch"}, []string{"fixed-id", "fixed"}},
-		{"an id that is another's name", collection.Collection{ID: "manual", Name: "scratch"}, []string{"manual", manual.ID}},
-		{"an id that is another's name, the name free", collection.Collection{ID: "fixed", Name: "scratch"}, []string{"fixed", "fixed-id"}},
-		{"a name that is another's id", collection.Collection{Name: manual.ID}, []string{manual.ID, "manual"}},
-		{"a name that is another's id, the id free", collection.Collection{ID: "scratch-id", Name: "fixed-id"}, []string{"fixed-id", "fixed"}},
+		{"a name in use", loom.Collection{Name: "manual"}, []string{"manual", manual.ID}},
+		{"a name and an id in use", loom.Collection{ID: "fixed-id", Name: "fixed"}, []string{"fixed", "fixed-id"}},
+		{"an id in use", loom.Collection{ID: "fixed-id", Name: "scratch"}, []string{"fixed-id", "fixed"}},
+		{"an id that is another's name", loom.Collection{ID: "manual", Name: "scratch"}, []string{"manual", manual.ID}},
+		{"an id that is another's name, the name free", loom.Collection{ID: "fixed", Name: "scratch"}, []string{"fixed", "fixed-id"}},
+		{"a name that is another's id", loom.Collection{Name: manual.ID}, []string{manual.ID, "manual"}},
+		{"a name that is another's id, the id free", loom.Collection{ID: "scratch-id", Name: "fixed-id"}, []string{"fixed-id", "fixed"}},
 	} {
 		_, err := s.CreateCollection(ctx, tenant, tc.c)
 		wantErr(t, err, collection.ErrExists, tc.what)
@@ -185,16 +185,16 @@ func testNamesAndIDs(t *testing.T, s collection.Store) {
 	}
 
 	// A collection's own id may be its name; the refused ids and names are free.
-	same, err := s.CreateCollection(ctx, tenant, collection.Collection{ID: "same", Name: "same"})
+	same, err := s.CreateCollection(ctx, tenant, loom.Collection{ID: "same", Name: "same"})
 	check(t, err)
 	if got, err := s.GetCollection(ctx, tenant, "same"); err != nil || got.ID != same.ID {
 		t.Fatalf("GetCollection of a collection whose id is its name: %+v, %v", got, err)
 	}
-	_, err = s.CreateCollection(ctx, tenant, collection.Collection{ID: "scratch-id", Name: "scratch"})
+	_, err = s.CreateCollection(ctx, tenant, loom.Collection{ID: "scratch-id", Name: "scratch"})
 	check(t, err)
 
 	// Another tenant may use every name and id of acme's, crossed or not.
-	for _, c := range []collection.Collection{{ID: "manual", Name: "fixed-id"}, {ID: "fixed", Name: manual.ID}, {Name: "same"}} {
+	for _, c := range []loom.Collection{{ID: "manual", Name: "fixed-id"}, {ID: "fixed", Name: manual.ID}, {Name: "same"}} {
 		_, err := s.CreateCollection(ctx, "globex", c)
 		check(t, err)
 	}
@@ -214,8 +214,8 @@ func testNamesAndIDsConcurrent(t *testing.T, s collection.Store) {
 		x := fmt.Sprintf("x%d", i)
 		var errs [2]error
 		var wg sync.WaitGroup
-		wg.Go(func() { _, errs[0] = s.CreateCollection(ctx, tenant, collection.Collection{Name: x}) })
-		wg.Go(func() { _, errs[1] = s.CreateCollection(ctx, tenant, collection.Collection{ID: x, Name: "y" + x}) })
+		wg.Go(func() { _, errs[0] = s.CreateCollection(ctx, tenant, loom.Collection{Name: x}) })
+		wg.Go(func() { _, errs[1] = s.CreateCollection(ctx, tenant, loom.Collection{ID: x, Name: "y" + x}) })
 		wg.Wait()
 		created := 0
 		for _, err := range errs {
@@ -285,11 +285,11 @@ func testPutDocument(t *testing.T, s collection.Store) {
 	}
 	_, err = s.GetDocument(ctx, tenant, c.ID, "nope")
 	wantErr(t, err, collection.ErrNotFound, "GetDocument of a missing document")
-	_, err = s.PutDocument(ctx, tenant, collection.Document{ID: "x", CollectionID: "no-such-collection", Hash: "h"}, nil)
+	_, err = s.PutDocument(ctx, tenant, loom.Document{ID: "x", CollectionID: "no-such-collection", Hash: "h"}, nil)
 	wantErr(t, err, collection.ErrNotFound, "PutDocument into a missing collection")
 	bad := chunks[0]
 	bad.DocumentID = "other"
-	_, err = s.PutDocument(ctx, tenant, collection.Document{ID: "y", CollectionID: c.ID, Hash: "h"}, []collection.Chunk{bad})
+	_, err = s.PutDocument(ctx, tenant, loom.Document{ID: "y", CollectionID: c.ID, Hash: "h"}, []collection.Chunk{bad})
 	wantErr(t, err, store.ErrInvalid, "a chunk of another document")
 }
 
@@ -385,7 +385,7 @@ func testTenantIsolation(t *testing.T, s collection.Store) {
 	if n != 0 {
 		t.Fatal("globex scans acme's chunks")
 	}
-	_, err = s.PutDocument(ctx, "globex", collection.Document{ID: "secret", CollectionID: a.ID, Hash: "x"}, nil)
+	_, err = s.PutDocument(ctx, "globex", loom.Document{ID: "secret", CollectionID: a.ID, Hash: "x"}, nil)
 	if err == nil && a.ID != g.ID {
 		t.Fatal("globex writes into acme's collection")
 	}
@@ -504,7 +504,7 @@ func testUnicode(t *testing.T, s collection.Store) {
 	ctx := t.Context()
 	c := create(t, s, "テナント", "文書 {x}:y")
 	text := "Привет, 世界! 🧵 nul:\x00 crlf:\r\n e\u0301"
-	d := collection.Document{ID: "док/1 {a}", CollectionID: c.ID, Source: "ファイル.md", Hash: "h"}
+	d := loom.Document{ID: "док/1 {a}", CollectionID: c.ID, Source: "ファイル.md", Hash: "h"}
 	chunks := []collection.Chunk{{Chunk: loom.Chunk{ID: "док/1 {a}#0", DocumentID: d.ID, Content: text, EndOffset: len(text), Metadata: map[string]string{"ключ": text}}, Vector: []float32{1}}}
 	_, err := s.PutDocument(ctx, "テナント", d, chunks)
 	check(t, err)
@@ -522,7 +522,7 @@ func testDeleteCollection(t *testing.T, s collection.Store) {
 	ctx := t.Context()
 	c := create(t, s, tenant, "docs")
 	keep := create(t, s, tenant, "keep")
-	for _, coll := range []collection.Collection{c, keep} {
+	for _, coll := range []loom.Collection{c, keep} {
 		d, chunks := doc(coll.ID, "guide", "v1", 3)
 		_, err := s.PutDocument(ctx, tenant, d, chunks)
 		check(t, err)

@@ -19,7 +19,7 @@ func testMetadata(t *testing.T, s collection.Store) {
 	ctx := t.Context()
 	c := create(t, s, tenant, "docs")
 	docMeta := map[string]string{"source": "guide.md", "title": "The guide", "lang": "en"}
-	d := collection.Document{ID: "guide", CollectionID: c.ID, Source: "guide.md", Hash: "h1", Metadata: maps.Clone(docMeta)}
+	d := loom.Document{ID: "guide", CollectionID: c.ID, Source: "guide.md", Hash: "h1", Metadata: maps.Clone(docMeta)}
 	mk := func(i int, meta map[string]string) collection.Chunk {
 		return collection.Chunk{Chunk: loom.Chunk{ID: fmt.Sprintf("guide#%d", i), DocumentID: "guide", Content: fmt.Sprint("text ", i), Index: i,
 			Metadata: meta}, Vector: []float32{1, float32(i)}}
@@ -80,7 +80,7 @@ func testMetadata(t *testing.T, s collection.Store) {
 	// A chunk whose DocumentMetadata is not its document's is refused, and nothing changes.
 	bad := mk(0, nil)
 	bad.DocumentMetadata = map[string]string{"source": "elsewhere.md"}
-	_, err = s.PutDocument(ctx, tenant, collection.Document{ID: "guide", CollectionID: c.ID, Hash: "h3", Metadata: d.Metadata}, []collection.Chunk{bad})
+	_, err = s.PutDocument(ctx, tenant, loom.Document{ID: "guide", CollectionID: c.ID, Hash: "h3", Metadata: d.Metadata}, []collection.Chunk{bad})
 	wantErr(t, err, store.ErrInvalid, "a chunk whose DocumentMetadata is another's")
 	if got, err := s.GetDocument(ctx, tenant, c.ID, "guide"); err != nil || got.Hash != "h2" {
 		t.Fatalf("a refused document was stored: %+v %v", got, err)
@@ -116,7 +116,7 @@ func testMetadataLimits(t *testing.T, s collection.Store) {
 		{"a chunk's own metadata a key over", nil, tooMany, store.ErrTooLarge, "keys"},
 	} {
 		id := fmt.Sprintf("d%d", i)
-		d := collection.Document{ID: id, CollectionID: c.ID, Hash: "h", Metadata: tc.doc}
+		d := loom.Document{ID: id, CollectionID: c.ID, Hash: "h", Metadata: tc.doc}
 		_, err := s.PutDocument(ctx, tenant, d, chunks(id, tc.chunkOwn))
 		if tc.want == nil {
 			check(t, err)
@@ -225,7 +225,7 @@ func RunStoredSize(t *testing.T, newStore NewSizedStore) {
 }
 
 type sizedDoc struct {
-	doc    collection.Document
+	doc    loom.Document
 	chunks []collection.Chunk
 }
 
@@ -256,7 +256,7 @@ func sizeCases() []sizeCase {
 	// document makes a document of n chunks of size bytes, with meta, each chunk with own(i) as its own
 	// metadata and given the document's too (as a caller that merges them would).
 	document := func(id string, n, size int, meta map[string]string, own func(i int) map[string]string) sizedDoc {
-		d := sizedDoc{doc: collection.Document{ID: id, Source: id, ContentType: "markdown", Hash: "h-" + id, Metadata: meta}}
+		d := sizedDoc{doc: loom.Document{ID: id, Source: id, ContentType: "markdown", Hash: "h-" + id, Metadata: meta}}
 		off := 0
 		for i := range n {
 			content := text(size)

@@ -78,9 +78,9 @@ var parityQueries = []struct {
 }
 
 // parityChunks returns the corpus's documents and chunks in collection collID, with Lexical vectors.
-func parityChunks(t *testing.T, collID string) ([]collection.Document, [][]collection.Chunk) {
+func parityChunks(t *testing.T, collID string) ([]loom.Document, [][]collection.Chunk) {
 	t.Helper()
-	docs := make([]collection.Document, len(parityCorpus))
+	docs := make([]loom.Document, len(parityCorpus))
 	chunks := make([][]collection.Chunk, len(parityCorpus))
 	for i, pd := range parityCorpus {
 		vecs, err := embed.Default().Embed(t.Context(), pd.texts)
@@ -93,7 +93,7 @@ func parityChunks(t *testing.T, collID string) ([]collection.Document, [][]colle
 				Vector: vecs[j], DocumentMetadata: meta})
 			off += len(text) + 1
 		}
-		docs[i] = collection.Document{ID: pd.id, CollectionID: collID, Source: pd.id + ".txt", ContentType: "text", Hash: "h-" + pd.id,
+		docs[i] = loom.Document{ID: pd.id, CollectionID: collID, Source: pd.id + ".txt", ContentType: "text", Hash: "h-" + pd.id,
 			Bytes: off, Chunks: len(pd.texts), Metadata: meta}
 	}
 	return docs, chunks
@@ -112,11 +112,11 @@ func testRetrievalParity(t *testing.T, s collection.Store) {
 
 	// Another tenant's collection of the same id and name, with the same words many times over: its
 	// chunks must not count in the statistics of this one.
-	other, err := s.CreateCollection(ctx, "globex", collection.Collection{ID: c.ID, Name: "parity"})
+	other, err := s.CreateCollection(ctx, "globex", loom.Collection{ID: c.ID, Name: "parity"})
 	check(t, err)
 	for i := range 5 {
 		text := strings.Repeat("capital 首都 cafe kumquat ", i+1)
-		d := collection.Document{ID: fmt.Sprint("noise-", i), CollectionID: other.ID, Hash: "h", Chunks: 1}
+		d := loom.Document{ID: fmt.Sprint("noise-", i), CollectionID: other.ID, Hash: "h", Chunks: 1}
 		_, err := s.PutDocument(ctx, "globex", d, []collection.Chunk{{Chunk: loom.Chunk{ID: d.ID + "#0", DocumentID: d.ID, Content: text}}})
 		check(t, err)
 	}
@@ -133,7 +133,7 @@ func testRetrievalParity(t *testing.T, s collection.Store) {
 		_, err = s.PutDocument(ctx, tenant, docs[i], chunks[i])
 		check(t, err)
 	}
-	gone := collection.Document{ID: "gone", CollectionID: c.ID, Hash: "h", Chunks: 1}
+	gone := loom.Document{ID: "gone", CollectionID: c.ID, Hash: "h", Chunks: 1}
 	_, err = s.PutDocument(ctx, tenant, gone, []collection.Chunk{{Chunk: loom.Chunk{ID: "gone#0", DocumentID: "gone", Content: "capital kumquat 首都"}}})
 	check(t, err)
 	check(t, s.DeleteDocument(ctx, tenant, c.ID, "gone"))

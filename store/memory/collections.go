@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/store"
 )
@@ -33,7 +34,7 @@ type collections struct {
 }
 
 type coll struct {
-	c     collection.Collection
+	c     loom.Collection
 	docs  map[string]*storedDoc
 	owner map[string]string // chunk id to its document's id
 }
@@ -42,7 +43,7 @@ type coll struct {
 // is held once, in d; each chunk holds its own keys only (collection.OwnMetadata), and no
 // DocumentMetadata.
 type storedDoc struct {
-	d      collection.Document
+	d      loom.Document
 	chunks []collection.Chunk // ordered by Index
 }
 
@@ -66,7 +67,7 @@ type change struct {
 
 // CreateCollection implements store.CollectionBackend. It returns an error wrapping collection.ErrExists
 // if c's name or ID is the name or ID of one of the tenant's collections.
-func (s *Backend) CreateCollection(ctx context.Context, tenant string, c collection.Collection) (collection.Collection, error) {
+func (s *Backend) CreateCollection(ctx context.Context, tenant string, c loom.Collection) (loom.Collection, error) {
 	cs := &s.colls
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
@@ -74,7 +75,7 @@ func (s *Backend) CreateCollection(ctx context.Context, tenant string, c collect
 		cs.byID, cs.byName = map[key]*coll{}, map[key]string{}
 	}
 	if err := cs.clash(tenant, c); err != nil {
-		return collection.Collection{}, err
+		return loom.Collection{}, err
 	}
 	cs.byID[key{tenant, c.ID}] = &coll{c: c, docs: map[string]*storedDoc{}, owner: map[string]string{}}
 	cs.byName[key{tenant, c.Name}] = c.ID
@@ -84,7 +85,7 @@ func (s *Backend) CreateCollection(ctx context.Context, tenant string, c collect
 // clash returns an error wrapping collection.ErrExists if c's name or id is the name or id of one of the
 // tenant's collections (names and ids are one namespace: GetCollection takes either), naming what
 // clashed; the caller holds mu.
-func (cs *collections) clash(tenant string, c collection.Collection) error {
+func (cs *collections) clash(tenant string, c loom.Collection) error {
 	// The same name first: the clash most likely, and the one to report if there are several.
 	for _, k := range []string{c.Name, c.ID} {
 		if id, ok := cs.byName[key{tenant, k}]; ok {
@@ -101,7 +102,7 @@ func (cs *collections) clash(tenant string, c collection.Collection) error {
 
 // GetCollection implements store.CollectionBackend. It returns an error wrapping collection.ErrNotFound if the
 // tenant has no collection with the id or name idOrName.
-func (s *Backend) GetCollection(ctx context.Context, tenant, idOrName string) (collection.Collection, error) {
+func (s *Backend) GetCollection(ctx context.Context, tenant, idOrName string) (loom.Collection, error) {
 	cs := &s.colls
 	cs.mu.RLock()
 	defer cs.mu.RUnlock()
@@ -110,23 +111,23 @@ func (s *Backend) GetCollection(ctx context.Context, tenant, idOrName string) (c
 		c, ok = cs.byID[key{tenant, cs.byName[key{tenant, idOrName}]}]
 	}
 	if !ok {
-		return collection.Collection{}, fmt.Errorf("collection %q: %w", idOrName, collection.ErrNotFound)
+		return loom.Collection{}, fmt.Errorf("collection %q: %w", idOrName, collection.ErrNotFound)
 	}
 	return c.c, nil
 }
 
 // ListCollections implements store.CollectionBackend.
-func (s *Backend) ListCollections(ctx context.Context, tenant string) ([]collection.Collection, error) {
+func (s *Backend) ListCollections(ctx context.Context, tenant string) ([]loom.Collection, error) {
 	cs := &s.colls
 	cs.mu.RLock()
 	defer cs.mu.RUnlock()
-	var out []collection.Collection
+	var out []loom.Collection
 	for k, c := range cs.byID {
 		if k.tenant == tenant {
 			out = append(out, c.c)
 		}
 	}
-	slices.SortFunc(out, func(a, b collection.Collection) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b loom.Collection) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
@@ -168,7 +169,7 @@ func (s *Backend) DeleteCollection(ctx context.Context, tenant, id string) error
 // It returns an error wrapping collection.ErrNotFound if the collection does not exist, store.ErrInvalid
 // for a chunk ID another document of the collection has, or vectors of a length other than the
 // collection's.
-func (s *Backend) PutDocument(ctx context.Context, tenant string, doc collection.Document, chunks []collection.Chunk) (bool, error) {
+func (s *Backend) PutDocument(ctx context.Context, tenant string, doc loom.Document, chunks []collection.Chunk) (bool, error) {
 	dims := store.Dimensions(chunks)
 	cs := &s.colls
 	cs.mu.Lock()
@@ -221,10 +222,10 @@ func (s *Backend) PutDocument(ctx context.Context, tenant string, doc collection
 
 // GetDocument implements store.CollectionBackend. It returns an error wrapping collection.ErrNotFound if the
 // collection or the document does not exist.
-func (s *Backend) GetDocument(ctx context.Context, tenant, collectionID, documentID string) (collection.Document, error) {
+func (s *Backend) GetDocument(ctx context.Context, tenant, collectionID, documentID string) (loom.Document, error) {
 	d, err := s.document(ctx, tenant, collectionID, documentID)
 	if err != nil {
-		return collection.Document{}, err
+		return loom.Document{}, err
 	}
 	out := d.d
 	out.Metadata = maps.Clone(out.Metadata)
@@ -246,7 +247,7 @@ func (s *Backend) document(ctx context.Context, tenant, collectionID, documentID
 
 // ListDocuments implements store.CollectionBackend. It returns an error wrapping collection.ErrNotFound if the
 // collection does not exist.
-func (s *Backend) ListDocuments(ctx context.Context, tenant, collectionID string) ([]collection.Document, error) {
+func (s *Backend) ListDocuments(ctx context.Context, tenant, collectionID string) ([]loom.Document, error) {
 	cs := &s.colls
 	cs.mu.RLock()
 	defer cs.mu.RUnlock()
@@ -254,13 +255,13 @@ func (s *Backend) ListDocuments(ctx context.Context, tenant, collectionID string
 	if !ok {
 		return nil, fmt.Errorf("collection %q: %w", collectionID, collection.ErrNotFound)
 	}
-	out := make([]collection.Document, 0, len(c.docs))
+	out := make([]loom.Document, 0, len(c.docs))
 	for _, d := range c.docs {
 		doc := d.d
 		doc.Metadata = maps.Clone(doc.Metadata)
 		out = append(out, doc)
 	}
-	slices.SortFunc(out, func(a, b collection.Document) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b loom.Document) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
 }
 

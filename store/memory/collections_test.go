@@ -21,12 +21,12 @@ func TestCollections_StoredValuesAreCopies(t *testing.T) {
 	t.Parallel()
 	s := colls(t, store.Options{})
 	ctx := t.Context()
-	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "docs"})
+	c, err := s.CreateCollection(ctx, "acme", loom.Collection{Name: "docs"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	chunks := []collection.Chunk{{Chunk: loom.Chunk{ID: "d#0", DocumentID: "d", Content: "x", Metadata: map[string]string{"k": "v"}}, Vector: []float32{1, 2}}}
-	if _, err := s.PutDocument(ctx, "acme", collection.Document{ID: "d", CollectionID: c.ID, Hash: "h"}, chunks); err != nil {
+	if _, err := s.PutDocument(ctx, "acme", loom.Document{ID: "d", CollectionID: c.ID, Hash: "h"}, chunks); err != nil {
 		t.Fatal(err)
 	}
 	chunks[0].Metadata["k"], chunks[0].Vector[0] = "changed", 9
@@ -51,13 +51,13 @@ func TestChanges_SeqsSortAndCompare(t *testing.T) {
 	st := open(t, store.Options{})
 	s, _ := st.Collections()
 	ctx := t.Context()
-	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "docs"})
+	c, err := s.CreateCollection(ctx, "acme", loom.Collection{Name: "docs"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 12 {
 		id := fmt.Sprint("d", i)
-		if _, err := s.PutDocument(ctx, "acme", collection.Document{ID: id, CollectionID: c.ID, Hash: "h"}, nil); err != nil {
+		if _, err := s.PutDocument(ctx, "acme", loom.Document{ID: id, CollectionID: c.ID, Hash: "h"}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/store"
 )
@@ -27,7 +28,7 @@ const (
 
 // CreateCollection implements store.CollectionBackend. It returns an error wrapping collection.ErrExists
 // if c's name or ID is the name or ID of one of the tenant's collections.
-func (s *Backend) CreateCollection(ctx context.Context, tenant string, c collection.Collection) (collection.Collection, error) {
+func (s *Backend) CreateCollection(ctx context.Context, tenant string, c loom.Collection) (loom.Collection, error) {
 	err := s.write(ctx, "create collection", func(t txn) error {
 		// In the write transaction: no other writer, of this process or another, comes between the check
 		// and the insert.
@@ -48,7 +49,7 @@ func (s *Backend) CreateCollection(ctx context.Context, tenant string, c collect
 		return nil
 	})
 	if err != nil {
-		return collection.Collection{}, err
+		return loom.Collection{}, err
 	}
 	return c, nil
 }
@@ -56,15 +57,15 @@ func (s *Backend) CreateCollection(ctx context.Context, tenant string, c collect
 // clash returns an error wrapping collection.ErrExists if c's name or id is the name or id of one of the
 // tenant's collections (names and ids are one namespace: GetCollection takes either), naming what
 // clashed.
-func clash(t txn, tenant string, c collection.Collection) error {
+func clash(t txn, tenant string, c loom.Collection) error {
 	rows, err := t.query(qCollectionClash, tenant, c.Name, c.ID, tenant, c.Name, c.ID)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	var found *collection.Collection
+	var found *loom.Collection
 	for rows.Next() {
-		var have collection.Collection
+		var have loom.Collection
 		if err := rows.Scan(&have.ID, &have.Name); err != nil {
 			return err
 		}
@@ -84,8 +85,8 @@ func clash(t txn, tenant string, c collection.Collection) error {
 
 // GetCollection implements store.CollectionBackend. It returns an error wrapping collection.ErrNotFound if the
 // tenant has no collection with the id or name idOrName.
-func (s *Backend) GetCollection(ctx context.Context, tenant, idOrName string) (collection.Collection, error) {
-	var c collection.Collection
+func (s *Backend) GetCollection(ctx context.Context, tenant, idOrName string) (loom.Collection, error) {
+	var c loom.Collection
 	err := s.read(ctx, "get collection", func(t txn) error {
 		var err error
 		c, _, err = scanCollection(func(dest ...any) error { return t.scan(qCollectionByID, []any{tenant, idOrName}, dest...) })
@@ -101,8 +102,8 @@ func (s *Backend) GetCollection(ctx context.Context, tenant, idOrName string) (c
 }
 
 // ListCollections implements store.CollectionBackend.
-func (s *Backend) ListCollections(ctx context.Context, tenant string) ([]collection.Collection, error) {
-	var out []collection.Collection
+func (s *Backend) ListCollections(ctx context.Context, tenant string) ([]loom.Collection, error) {
+	var out []loom.Collection
 	err := s.read(ctx, "list collections", func(t txn) error {
 		rows, err := t.query(qCollections, tenant)
 		if err != nil {
@@ -174,7 +175,7 @@ func (s *Backend) DeleteCollection(ctx context.Context, tenant, id string) error
 // It returns an error wrapping collection.ErrNotFound if the collection does not exist, store.ErrInvalid
 // for a chunk ID another document of the collection has, or vectors of a length other than the
 // collection's.
-func (s *Backend) PutDocument(ctx context.Context, tenant string, doc collection.Document, chunks []collection.Chunk) (bool, error) {
+func (s *Backend) PutDocument(ctx context.Context, tenant string, doc loom.Document, chunks []collection.Chunk) (bool, error) {
 	dims := store.Dimensions(chunks)
 	meta, err := encodeMetadata(doc.Metadata)
 	if err != nil {
@@ -263,8 +264,8 @@ func (s *Backend) PutDocument(ctx context.Context, tenant string, doc collection
 
 // GetDocument implements store.CollectionBackend. It returns an error wrapping collection.ErrNotFound if the
 // collection or the document does not exist.
-func (s *Backend) GetDocument(ctx context.Context, tenant, collectionID, documentID string) (collection.Document, error) {
-	var d collection.Document
+func (s *Backend) GetDocument(ctx context.Context, tenant, collectionID, documentID string) (loom.Document, error) {
+	var d loom.Document
 	err := s.read(ctx, "get document", func(t txn) error {
 		var err error
 		d, err = scanDocument(func(dest ...any) error {
@@ -281,8 +282,8 @@ func (s *Backend) GetDocument(ctx context.Context, tenant, collectionID, documen
 
 // ListDocuments implements store.CollectionBackend. It returns an error wrapping collection.ErrNotFound if the
 // collection does not exist.
-func (s *Backend) ListDocuments(ctx context.Context, tenant, collectionID string) ([]collection.Document, error) {
-	var out []collection.Document
+func (s *Backend) ListDocuments(ctx context.Context, tenant, collectionID string) ([]loom.Document, error) {
+	var out []loom.Document
 	err := s.read(ctx, "list documents", func(t txn) error {
 		if _, _, err := collectionKey(t, tenant, collectionID); err != nil {
 			return err
@@ -544,26 +545,26 @@ func collectionKey(t txn, tenant, id string) (key int64, dims int, err error) {
 	return key, dims, err
 }
 
-func scanCollection(scan func(dest ...any) error) (collection.Collection, int64, error) {
-	var c collection.Collection
+func scanCollection(scan func(dest ...any) error) (loom.Collection, int64, error) {
+	var c loom.Collection
 	var key, sec, nsec int64
 	if err := scan(&key, &c.ID, &c.Name, &c.ChunkStrategy, &c.ChunkSize, &c.ChunkOverlap, &c.Embedder, &c.Dimensions, &sec, &nsec); err != nil {
-		return collection.Collection{}, 0, err
+		return loom.Collection{}, 0, err
 	}
 	c.CreatedAt = time.Unix(sec, nsec).UTC()
 	return c, key, nil
 }
 
-func scanDocument(scan func(dest ...any) error) (collection.Document, error) {
-	var d collection.Document
+func scanDocument(scan func(dest ...any) error) (loom.Document, error) {
+	var d loom.Document
 	var meta string
 	var sec, nsec int64
 	if err := scan(&d.ID, &d.Source, &d.ContentType, &d.Hash, &d.Bytes, &d.Chunks, &meta, &sec, &nsec); err != nil {
-		return collection.Document{}, err
+		return loom.Document{}, err
 	}
 	var err error
 	if d.Metadata, err = decodeMetadata(meta); err != nil {
-		return collection.Document{}, &decodeError{fmt.Errorf("document %q metadata: %w", d.ID, err)}
+		return loom.Document{}, &decodeError{fmt.Errorf("document %q metadata: %w", d.ID, err)}
 	}
 	d.UpdatedAt = time.Unix(sec, nsec).UTC()
 	return d, nil

@@ -13,8 +13,8 @@ import (
 
 // benchDocument is a document of n chunks of about 1 KiB of text, each with a vector of dims floats, and
 // the bytes of its chunks' text.
-func benchDocument(r *rand.Rand, collID, id string, n, dims int) (collection.Document, []collection.Chunk, int) {
-	d := collection.Document{ID: id, CollectionID: collID, Source: id + ".md", ContentType: "markdown", Hash: fmt.Sprint("h-", id, "-", r.Uint64())}
+func benchDocument(r *rand.Rand, collID, id string, n, dims int) (loom.Document, []collection.Chunk, int) {
+	d := loom.Document{ID: id, CollectionID: collID, Source: id + ".md", ContentType: "markdown", Hash: fmt.Sprint("h-", id, "-", r.Uint64())}
 	chunks := make([]collection.Chunk, n)
 	size := 0
 	for i := range chunks {
@@ -42,13 +42,13 @@ func BenchmarkPutDocument(b *testing.B) {
 			st, _ := open(b, sqlite.Options{Synchronous: sync.mode})
 			s, _ := st.Collections()
 			ctx := b.Context()
-			c, err := s.CreateCollection(ctx, tenant, collection.Collection{Name: "docs"})
+			c, err := s.CreateCollection(ctx, tenant, loom.Collection{Name: "docs"})
 			if err != nil {
 				b.Fatal(err)
 			}
 			r := rand.New(rand.NewPCG(1, 2))
 			type doc struct {
-				d      collection.Document
+				d      loom.Document
 				chunks []collection.Chunk
 			}
 			docs := make([]doc, 64) // made up front; stored again and again under new ids
@@ -84,7 +84,7 @@ func BenchmarkScanChunks(b *testing.B) {
 	st, _ := open(b, sqlite.Options{Synchronous: sqlite.SynchronousNormal})
 	s, _ := st.Collections()
 	ctx := b.Context()
-	c, err := s.CreateCollection(ctx, tenant, collection.Collection{Name: "docs"})
+	c, err := s.CreateCollection(ctx, tenant, loom.Collection{Name: "docs"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -28,11 +28,11 @@ func Example_documentChunks() {
 	defer st.Close()
 	s, _ := st.Collections() // a SQLite store keeps collections
 
-	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "help"})
+	c, err := s.CreateCollection(ctx, "acme", loom.Collection{Name: "help"})
 	if err != nil {
 		log.Fatal(err)
 	}
-	doc := collection.Document{ID: "faq.md", CollectionID: c.ID, Source: "faq.md", Hash: "sha256-of-faq",
+	doc := loom.Document{ID: "faq.md", CollectionID: c.ID, Source: "faq.md", Hash: "sha256-of-faq",
 		Metadata: map[string]string{"source": "faq.md", "title": "FAQ"}}
 	chunks := []collection.Chunk{
 		{Chunk: loom.Chunk{ID: "faq.md#0", DocumentID: doc.ID, Content: "# FAQ", Index: 0}},

@@ -37,7 +37,7 @@ func TestCollections_Conformance(t *testing.T) {
 // putTexts stores a document whose chunks have the texts, with ids doc#0, doc#1, ...
 func putTexts(t *testing.T, s collection.Store, tn, collID, docID, version string, texts ...string) {
 	t.Helper()
-	d := collection.Document{ID: docID, CollectionID: collID, Source: docID + ".txt", Hash: docID + "-" + version}
+	d := loom.Document{ID: docID, CollectionID: collID, Source: docID + ".txt", Hash: docID + "-" + version}
 	var chunks []collection.Chunk
 	for i, text := range texts {
 		chunks = append(chunks, collection.Chunk{Chunk: loom.Chunk{ID: fmt.Sprintf("%s#%d", docID, i), DocumentID: docID, Content: text, Index: i}})
@@ -47,9 +47,9 @@ func putTexts(t *testing.T, s collection.Store, tn, collID, docID, version strin
 	}
 }
 
-func newCollection(t *testing.T, s collection.Store, tn, name string) collection.Collection {
+func newCollection(t *testing.T, s collection.Store, tn, name string) loom.Collection {
 	t.Helper()
-	c, err := s.CreateCollection(t.Context(), tn, collection.Collection{Name: name})
+	c, err := s.CreateCollection(t.Context(), tn, loom.Collection{Name: name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestPutDocument_Limits(t *testing.T) {
 	s, _ := openColls(t, store.Options{Limits: store.Limits{MaxValueBytes: 16}})
 	ctx := t.Context()
 	c := newCollection(t, s, tenant, "docs")
-	d := collection.Document{ID: "d", CollectionID: c.ID, Hash: "h"}
+	d := loom.Document{ID: "d", CollectionID: c.ID, Hash: "h"}
 	mk := func(chunks ...loom.Chunk) []collection.Chunk {
 		out := make([]collection.Chunk, len(chunks))
 		for i, ch := range chunks {
@@ -169,7 +169,7 @@ func TestPutDocument_Limits(t *testing.T) {
 		return out
 	}
 	for name, tc := range map[string]struct {
-		doc    collection.Document
+		doc    loom.Document
 		chunks []collection.Chunk
 		want   error
 	}{
@@ -178,8 +178,8 @@ func TestPutDocument_Limits(t *testing.T) {
 		"a chunk id twice":           {d, mk(loom.Chunk{ID: "x", DocumentID: "d"}, loom.Chunk{ID: "x", DocumentID: "d"}), store.ErrInvalid},
 		"an empty chunk id":          {d, mk(loom.Chunk{DocumentID: "d"}), store.ErrInvalid},
 		"an end before the start":    {d, mk(loom.Chunk{ID: "d#0", DocumentID: "d", StartOffset: 5, EndOffset: 2}), store.ErrInvalid},
-		"no hash":                    {collection.Document{ID: "d", CollectionID: c.ID}, nil, store.ErrInvalid},
-		"no document id":             {collection.Document{CollectionID: c.ID, Hash: "h"}, nil, store.ErrInvalid},
+		"no hash":                    {loom.Document{ID: "d", CollectionID: c.ID}, nil, store.ErrInvalid},
+		"no document id":             {loom.Document{CollectionID: c.ID, Hash: "h"}, nil, store.ErrInvalid},
 	} {
 		if _, err := s.PutDocument(ctx, tenant, tc.doc, tc.chunks); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", name, err, tc.want)
@@ -189,7 +189,7 @@ func TestPutDocument_Limits(t *testing.T) {
 	if _, err := s.PutDocument(ctx, tenant, d, mk(loom.Chunk{ID: "shared", DocumentID: "d"})); err != nil {
 		t.Fatal(err)
 	}
-	e := collection.Document{ID: "e", CollectionID: c.ID, Hash: "h"}
+	e := loom.Document{ID: "e", CollectionID: c.ID, Hash: "h"}
 	if _, err := s.PutDocument(ctx, tenant, e, mk(loom.Chunk{ID: "shared", DocumentID: "e"})); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("another document's chunk id: %v, want ErrInvalid", err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/context-loom/loom/collection"
+	"github.com/context-loom/loom"
 )
 
 // TestMigrate_FromVersion1 opens a file written before collections existed: its data stays, and
@@ -39,7 +39,7 @@ func TestMigrate_FromVersion1(t *testing.T) {
 	if a, err := s.GetAgent(t.Context(), "acme", "support"); err != nil || a.Instructions != "Be kind." {
 		t.Fatalf("the version 1 agent after migrating: %+v %v", a, err)
 	}
-	if _, err := s.CreateCollection(t.Context(), "acme", collection.Collection{ID: "c1", Name: "docs"}); err != nil {
+	if _, err := s.CreateCollection(t.Context(), "acme", loom.Collection{ID: "c1", Name: "docs"}); err != nil {
 		t.Fatal(err)
 	}
 	var v int

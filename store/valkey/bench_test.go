@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/internal/valkeytest"
 	"github.com/context-loom/loom/store"
@@ -89,7 +90,7 @@ func BenchmarkLoad(b *testing.B) {
 func BenchmarkPutDocument(b *testing.B) {
 	s := openColls(b, valkey.Options{Prefix: "benchput"}, valkeytest.Start(b))
 	ctx := context.Background()
-	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "docs"})
+	c, err := s.CreateCollection(ctx, "acme", loom.Collection{Name: "docs"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func BenchmarkPutDocument(b *testing.B) {
 func BenchmarkScanChunks(b *testing.B) {
 	s := openColls(b, valkey.Options{Prefix: "benchscan"}, valkeytest.Start(b))
 	ctx := context.Background()
-	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "docs"})
+	c, err := s.CreateCollection(ctx, "acme", loom.Collection{Name: "docs"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	valkeygo "github.com/valkey-io/valkey-go"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/store/valkey/internal/conn"
@@ -237,56 +238,56 @@ func (n *Backend) publish(ctx context.Context, tenant, coll, doc, op string) err
 
 // CreateCollection implements store.CollectionBackend. It returns collection.ErrExists if c's name or id
 // is the name or id of one of the tenant's collections.
-func (n *Backend) CreateCollection(ctx context.Context, tenant string, c collection.Collection) (collection.Collection, error) {
+func (n *Backend) CreateCollection(ctx context.Context, tenant string, c loom.Collection) (loom.Collection, error) {
 	stored := c
 	stored.Dimensions = 0
 	b, err := json.Marshal(stored)
 	if err != nil {
-		return collection.Collection{}, fmt.Errorf("valkey: encode collection %q: %w", c.Name, err)
+		return loom.Collection{}, fmt.Errorf("valkey: encode collection %q: %w", c.Name, err)
 	}
 	k := n.coll(tenant, c.ID)
 	m, err := n.eval(ctx, createMeta, []string{k.meta}, []string{string(b), strconv.Itoa(c.Dimensions)})
 	if err != nil {
-		return collection.Collection{}, err
+		return loom.Collection{}, err
 	}
 	if !m.IsInt64() { // the id is taken: m is the JSON of the collection that has it
-		have := collection.Collection{ID: c.ID}
+		have := loom.Collection{ID: c.ID}
 		js, err := m.ToString()
 		if err != nil {
-			return collection.Collection{}, n.conn.Fail(ctx, err)
+			return loom.Collection{}, n.conn.Fail(ctx, err)
 		}
 		_ = json.Unmarshal([]byte(js), &have) // the name is for the message only
 		have.ID = c.ID
-		return collection.Collection{}, collection.ClashError(c, have)
+		return loom.Collection{}, collection.ClashError(c, have)
 	}
 	// An error here may hide a reservation that was made: the meta stays (invisible if it was not).
 	m, err = n.eval(ctx, reserveName, []string{n.collIndex(tenant)}, []string{c.Name, c.ID})
 	if err != nil {
-		return collection.Collection{}, err
+		return loom.Collection{}, err
 	}
 	if m.IsInt64() {
 		return c, nil
 	}
 	clash, err := m.AsStrSlice()
 	if err != nil || len(clash) != 2 {
-		return collection.Collection{}, n.conn.Fail(ctx, fmt.Errorf("reserveName returned %v: %w", m, err))
+		return loom.Collection{}, n.conn.Fail(ctx, fmt.Errorf("reserveName returned %v: %w", m, err))
 	}
-	var have collection.Collection
+	var have loom.Collection
 	switch clash[0] {
 	case "name":
-		have = collection.Collection{ID: clash[1], Name: c.Name}
+		have = loom.Collection{ID: clash[1], Name: c.Name}
 	case "id":
-		have = collection.Collection{ID: c.ID, Name: clash[1]}
+		have = loom.Collection{ID: c.ID, Name: clash[1]}
 	case "id-name":
-		have = collection.Collection{ID: clash[1], Name: c.ID}
+		have = loom.Collection{ID: clash[1], Name: c.ID}
 	default: // "name-id"
-		have = collection.Collection{ID: c.Name, Name: clash[1]}
+		have = loom.Collection{ID: c.Name, Name: clash[1]}
 	}
 	err = collection.ClashError(c, have)
 	if _, derr := n.eval(ctx, dropMeta, []string{k.meta, k.docs, k.chunks}, []string{string(b)}); derr != nil {
-		return collection.Collection{}, fmt.Errorf("%w (and the new collection's meta stays: %w)", err, derr)
+		return loom.Collection{}, fmt.Errorf("%w (and the new collection's meta stays: %w)", err, derr)
 	}
-	return collection.Collection{}, err
+	return loom.Collection{}, err
 }
 
 // metaCmd reads a collection's meta.
@@ -295,7 +296,7 @@ func (n *Backend) metaCmd(k collKeys) valkeygo.Completed {
 }
 
 // decodeMeta decodes an HMGET of a collection's meta; ok is false if there is none.
-func (n *Backend) decodeMeta(ctx context.Context, r valkeygo.ValkeyResult) (c collection.Collection, ok bool, err error) {
+func (n *Backend) decodeMeta(ctx context.Context, r valkeygo.ValkeyResult) (c loom.Collection, ok bool, err error) {
 	vals, err := r.ToArray()
 	if err != nil {
 		return c, false, n.conn.Fail(ctx, err)
@@ -324,16 +325,16 @@ func (n *Backend) decodeMeta(ctx context.Context, r valkeygo.ValkeyResult) (c co
 
 // GetCollection implements store.CollectionBackend: collection.ErrNotFound if the tenant has no collection of
 // that id or name.
-func (n *Backend) GetCollection(ctx context.Context, tenant, idOrName string) (collection.Collection, error) {
+func (n *Backend) GetCollection(ctx context.Context, tenant, idOrName string) (loom.Collection, error) {
 	index := n.collIndex(tenant)
 	b := n.conn.Client.B()
 	rs, err := n.conn.DoMulti(ctx, b.Hexists().Key(index).Field("i:"+idOrName).Build(), b.Hget().Key(index).Field("n:"+idOrName).Build(),
 		n.metaCmd(n.coll(tenant, idOrName)))
 	if err != nil {
-		return collection.Collection{}, err
+		return loom.Collection{}, err
 	}
 	if indexed, err := rs[0].AsBool(); err != nil {
-		return collection.Collection{}, n.conn.Fail(ctx, err)
+		return loom.Collection{}, n.conn.Fail(ctx, err)
 	} else if indexed {
 		c, ok, err := n.decodeMeta(ctx, rs[2])
 		if err != nil || ok {
@@ -342,14 +343,14 @@ func (n *Backend) GetCollection(ctx context.Context, tenant, idOrName string) (c
 	}
 	id, err := rs[1].ToString()
 	if valkeygo.IsValkeyNil(err) {
-		return collection.Collection{}, fmt.Errorf("collection %q: %w", idOrName, collection.ErrNotFound)
+		return loom.Collection{}, fmt.Errorf("collection %q: %w", idOrName, collection.ErrNotFound)
 	}
 	if err != nil {
-		return collection.Collection{}, n.conn.Fail(ctx, err)
+		return loom.Collection{}, n.conn.Fail(ctx, err)
 	}
 	r, err := n.conn.Do(ctx, n.metaCmd(n.coll(tenant, id)))
 	if err != nil {
-		return collection.Collection{}, err
+		return loom.Collection{}, err
 	}
 	c, ok, err := n.decodeMeta(ctx, r)
 	if err == nil && !ok {
@@ -416,7 +417,7 @@ func (n *Backend) AllCollections(ctx context.Context) ([]collection.Ref, error) 
 }
 
 // ListCollections implements store.CollectionBackend.
-func (n *Backend) ListCollections(ctx context.Context, tenant string) ([]collection.Collection, error) {
+func (n *Backend) ListCollections(ctx context.Context, tenant string) ([]loom.Collection, error) {
 	r, err := n.conn.Do(ctx, n.conn.Client.B().Hgetall().Key(n.collIndex(tenant)).Build())
 	if err != nil {
 		return nil, err
@@ -438,7 +439,7 @@ func (n *Backend) ListCollections(ctx context.Context, tenant string) ([]collect
 	if err != nil {
 		return nil, err
 	}
-	out := make([]collection.Collection, 0, len(rs))
+	out := make([]loom.Collection, 0, len(rs))
 	for _, r := range rs {
 		c, ok, err := n.decodeMeta(ctx, r)
 		if err != nil {
@@ -448,7 +449,7 @@ func (n *Backend) ListCollections(ctx context.Context, tenant string) ([]collect
 			out = append(out, c)
 		}
 	}
-	slices.SortFunc(out, func(a, b collection.Collection) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b loom.Collection) int { return cmp.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
@@ -485,8 +486,8 @@ func (n *Backend) DeleteCollection(ctx context.Context, tenant, id string) error
 }
 
 // encodeDocument returns the document as stored, its JSON, the encoded chunks and their vectors' length.
-func encodeDocument(doc collection.Document, chunks []collection.Chunk) (collection.Document, string, []byte, int, error) {
-	fail := func(err error) (collection.Document, string, []byte, int, error) { return doc, "", nil, 0, err }
+func encodeDocument(doc loom.Document, chunks []collection.Chunk) (loom.Document, string, []byte, int, error) {
+	fail := func(err error) (loom.Document, string, []byte, int, error) { return doc, "", nil, 0, err }
 	sorted := slices.Clone(chunks)
 	slices.SortStableFunc(sorted, func(a, b collection.Chunk) int { return cmp.Compare(a.Index, b.Index) })
 	for i := range sorted {
@@ -507,7 +508,7 @@ func encodeDocument(doc collection.Document, chunks []collection.Chunk) (collect
 // cluster, an error with changed true means the document was stored but its change could not be added
 // to the feed (see the notes on the change feed in collections.go); DeleteDocument and DeleteCollection
 // say so in their errors alike.
-func (n *Backend) PutDocument(ctx context.Context, tenant string, doc collection.Document, chunks []collection.Chunk) (bool, error) {
+func (n *Backend) PutDocument(ctx context.Context, tenant string, doc loom.Document, chunks []collection.Chunk) (bool, error) {
 	doc, js, enc, dims, err := encodeDocument(doc, chunks)
 	if err != nil {
 		return false, err
@@ -550,21 +551,21 @@ func (n *Backend) PutDocument(ctx context.Context, tenant string, doc collection
 
 // GetDocument implements store.CollectionBackend: collection.ErrNotFound if the collection or document does
 // not exist.
-func (n *Backend) GetDocument(ctx context.Context, tenant, collectionID, documentID string) (collection.Document, error) {
+func (n *Backend) GetDocument(ctx context.Context, tenant, collectionID, documentID string) (loom.Document, error) {
 	r, err := n.conn.Do(ctx, n.conn.Client.B().Hget().Key(n.coll(tenant, collectionID).docs).Field(documentID).Build())
 	if err != nil {
-		return collection.Document{}, err
+		return loom.Document{}, err
 	}
 	js, err := r.ToString()
 	if valkeygo.IsValkeyNil(err) {
-		return collection.Document{}, fmt.Errorf("document %q of collection %q: %w", documentID, collectionID, collection.ErrNotFound)
+		return loom.Document{}, fmt.Errorf("document %q of collection %q: %w", documentID, collectionID, collection.ErrNotFound)
 	}
 	if err != nil {
-		return collection.Document{}, n.conn.Fail(ctx, err)
+		return loom.Document{}, n.conn.Fail(ctx, err)
 	}
-	var d collection.Document
+	var d loom.Document
 	if err := json.Unmarshal([]byte(js), &d); err != nil {
-		return collection.Document{}, fmt.Errorf("valkey: decode document %q: %w", documentID, err)
+		return loom.Document{}, fmt.Errorf("valkey: decode document %q: %w", documentID, err)
 	}
 	return d, nil
 }
@@ -608,11 +609,11 @@ func (n *Backend) scan(ctx context.Context, k collKeys, key, collectionID string
 }
 
 // ListDocuments implements store.CollectionBackend: collection.ErrNotFound if the collection does not exist.
-func (n *Backend) ListDocuments(ctx context.Context, tenant, collectionID string) ([]collection.Document, error) {
+func (n *Backend) ListDocuments(ctx context.Context, tenant, collectionID string) ([]loom.Document, error) {
 	k := n.coll(tenant, collectionID)
-	var out []collection.Document
+	var out []loom.Document
 	err := n.scan(ctx, k, k.docs, collectionID, func(id, js string) error {
-		var d collection.Document
+		var d loom.Document
 		if err := json.Unmarshal([]byte(js), &d); err != nil {
 			return fmt.Errorf("valkey: decode document %q: %w", id, err)
 		}
@@ -622,7 +623,7 @@ func (n *Backend) ListDocuments(ctx context.Context, tenant, collectionID string
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, func(a, b collection.Document) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b loom.Document) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
 }
 

@@ -37,8 +37,8 @@ func TestCollections_ConformanceCluster(t *testing.T) {
 	})
 }
 
-func testDoc(collID, id, version string, n, dims int) (collection.Document, []collection.Chunk) {
-	d := collection.Document{ID: id, CollectionID: collID, Source: id + ".md", Hash: id + "@" + version, Chunks: n}
+func testDoc(collID, id, version string, n, dims int) (loom.Document, []collection.Chunk) {
+	d := loom.Document{ID: id, CollectionID: collID, Source: id + ".md", Hash: id + "@" + version, Chunks: n}
 	chunks := make([]collection.Chunk, n)
 	for i := range chunks {
 		text := fmt.Sprintf("%s %s chunk %d: %s", id, version, i, strings.Repeat("lorem ipsum ", 40))
@@ -75,7 +75,7 @@ func TestChanges_TwoServers(t *testing.T) {
 			t.Parallel()
 			writer, reader := followers(t, tc.addrs(t))
 			ctx := t.Context()
-			c, err := writer.CreateCollection(ctx, "acme", collection.Collection{Name: "manuals"})
+			c, err := writer.CreateCollection(ctx, "acme", loom.Collection{Name: "manuals"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +127,7 @@ func TestCollections_CraftedIDs(t *testing.T) {
 	// "a:c:b" with collection "x"; "a}" would close the hash tag.
 	pairs := [][2]string{{"a", "b:c:x"}, {"a:c:b", "x"}, {"a}", "{b}"}, {"a", "b"}}
 	for i, p := range pairs {
-		c, err := s.CreateCollection(ctx, p[0], collection.Collection{ID: p[1], Name: "name " + p[1]})
+		c, err := s.CreateCollection(ctx, p[0], loom.Collection{ID: p[1], Name: "name " + p[1]})
 		if err != nil {
 			t.Fatalf("create %q/%q: %v", p[0], p[1], err)
 		}
@@ -170,7 +170,7 @@ func TestDeleteCollection_RemovesEveryKey(t *testing.T) {
 	addr := valkeytest.Start(t)
 	s := openColls(t, valkey.Options{Prefix: "del"}, addr)
 	ctx := t.Context()
-	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "docs"})
+	c, err := s.CreateCollection(ctx, "acme", loom.Collection{Name: "docs"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestCollections_Unavailable(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	s := openColls(t, valkey.Options{Timeout: timeout}, srv.Addr)
 	ctx := t.Context()
-	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "docs"})
+	c, err := s.CreateCollection(ctx, "acme", loom.Collection{Name: "docs"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestCollections_Unavailable(t *testing.T) {
 	srv.Stop()
 	for name, call := range map[string]func() error{
 		"CreateCollection": func() error {
-			_, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "other"})
+			_, err := s.CreateCollection(ctx, "acme", loom.Collection{Name: "other"})
 			return err
 		},
 		"GetCollection":    func() error { _, err := s.GetCollection(ctx, "acme", c.ID); return err },
@@ -259,20 +259,20 @@ func TestPutDocument_Rejects(t *testing.T) {
 	t.Parallel()
 	s := openColls(t, valkey.Options{Options: store.Options{Limits: store.Limits{MaxValueBytes: 1000}}}, valkeytest.Start(t))
 	ctx := t.Context()
-	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "docs"})
+	c, err := s.CreateCollection(ctx, "acme", loom.Collection{Name: "docs"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, tc := range map[string]struct {
-		edit func(*collection.Document, []collection.Chunk)
+		edit func(*loom.Document, []collection.Chunk)
 		want error
 	}{
-		"no hash":          {func(d *collection.Document, _ []collection.Chunk) { d.Hash = "" }, store.ErrInvalid},
-		"mixed dimensions": {func(_ *collection.Document, c []collection.Chunk) { c[1].Vector = c[1].Vector[:1] }, store.ErrInvalid},
-		"repeated chunk":   {func(_ *collection.Document, c []collection.Chunk) { c[1].ID = c[0].ID }, store.ErrInvalid},
-		"negative offset":  {func(_ *collection.Document, c []collection.Chunk) { c[0].StartOffset = -1 }, store.ErrInvalid},
-		"large chunk":      {func(_ *collection.Document, c []collection.Chunk) { c[0].Content = strings.Repeat("x", 1001) }, store.ErrTooLarge},
-		"bad utf-8 source": {func(d *collection.Document, _ []collection.Chunk) { d.Source = "\xff" }, store.ErrInvalid},
+		"no hash":          {func(d *loom.Document, _ []collection.Chunk) { d.Hash = "" }, store.ErrInvalid},
+		"mixed dimensions": {func(_ *loom.Document, c []collection.Chunk) { c[1].Vector = c[1].Vector[:1] }, store.ErrInvalid},
+		"repeated chunk":   {func(_ *loom.Document, c []collection.Chunk) { c[1].ID = c[0].ID }, store.ErrInvalid},
+		"negative offset":  {func(_ *loom.Document, c []collection.Chunk) { c[0].StartOffset = -1 }, store.ErrInvalid},
+		"large chunk":      {func(_ *loom.Document, c []collection.Chunk) { c[0].Content = strings.Repeat("x", 1001) }, store.ErrTooLarge},
+		"bad utf-8 source": {func(d *loom.Document, _ []collection.Chunk) { d.Source = "\xff" }, store.ErrInvalid},
 	} {
 		d, chunks := testDoc(c.ID, "d", "v1", 2, 3)
 		tc.edit(&d, chunks)
@@ -283,7 +283,7 @@ func TestPutDocument_Rejects(t *testing.T) {
 	if docs, err := s.ListDocuments(ctx, "acme", c.ID); err != nil || len(docs) != 0 {
 		t.Errorf("rejected documents were stored: %v, %v", docs, err)
 	}
-	if _, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "neg", ChunkSize: -1}); !errors.Is(err, store.ErrInvalid) {
+	if _, err := s.CreateCollection(ctx, "acme", loom.Collection{Name: "neg", ChunkSize: -1}); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("a negative chunk size: %v", err)
 	}
 }
@@ -293,7 +293,7 @@ func TestScanChunks_ManyDocuments(t *testing.T) {
 	t.Parallel()
 	s := openColls(t, valkey.Options{}, valkeytest.Start(t))
 	ctx := t.Context()
-	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "docs"})
+	c, err := s.CreateCollection(ctx, "acme", loom.Collection{Name: "docs"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +373,7 @@ func TestPutDocument_FeedFailure(t *testing.T) {
 			prefix := fmt.Sprintf("feed%d", prefixes.Add(1))
 			s := openColls(t, valkey.Options{Prefix: prefix}, addrs...)
 			ctx := t.Context()
-			c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "docs"})
+			c, err := s.CreateCollection(ctx, "acme", loom.Collection{Name: "docs"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -445,7 +445,7 @@ func TestCollections_ReadsFormat1(t *testing.T) {
 	addr := valkeytest.Start(t)
 	s := openColls(t, valkey.Options{Prefix: "old"}, addr)
 	ctx := t.Context()
-	if _, err := s.CreateCollection(ctx, "acme", collection.Collection{ID: "c1", Name: "docs"}); err != nil {
+	if _, err := s.CreateCollection(ctx, "acme", loom.Collection{ID: "c1", Name: "docs"}); err != nil {
 		t.Fatal(err)
 	}
 	str := func(s string) string { return string(rune(len(s))) + s } // lengths below 128: one byte
@@ -486,7 +486,7 @@ func TestCollections_ReadsFormat1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.PutDocument(ctx, "acme", collection.Document{ID: "guide", CollectionID: "c1", Source: "guide.md", Hash: "h2",
+	if _, err := s.PutDocument(ctx, "acme", loom.Document{ID: "guide", CollectionID: "c1", Source: "guide.md", Hash: "h2",
 		Metadata: map[string]string{"source": "guide.md", "title": "The guide"}}, chunks); err != nil {
 		t.Fatal(err)
 	}
@@ -507,7 +507,7 @@ func TestReads_RideOutARestart(t *testing.T) {
 	st := open(t, valkey.Options{Timeout: 30 * time.Second}, srv.Addr)
 	s, _ := st.Collections()
 	ctx := t.Context()
-	c, err := s.CreateCollection(ctx, "acme", collection.Collection{Name: "kb"})
+	c, err := s.CreateCollection(ctx, "acme", loom.Collection{Name: "kb"})
 	if err != nil {
 		t.Fatal(err)
 	}
