@@ -73,6 +73,9 @@ func lexicalName(dims int) string { return "lexical-" + strconv.Itoa(dims) }
 // Dimensions returns the length of the vectors.
 func (l *Lexical) Dimensions() int { return l.dims }
 
+// FusionWeight returns [LexicalFusionWeight]: the lexical vectors are worth little beside the keywords.
+func (l *Lexical) FusionWeight() float64 { return LexicalFusionWeight }
+
 // Name returns "lexical-" followed by the dimension, such as "lexical-384". A change of the features would
 // come with a new name, so that stored vectors are never compared with incompatible ones.
 func (l *Lexical) Name() string { return l.name }

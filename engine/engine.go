@@ -311,6 +311,10 @@ type RetrieveRequest struct {
 	MinScore   float64           `json:"min_score,omitempty"`
 	Mode       string            `json:"mode,omitempty"`
 	Filter     map[string]string `json:"filter,omitempty"`
+	// KeywordWeight and VectorWeight, when set, weigh the keyword and vector rankings in hybrid and mmr
+	// mode in place of the collection's weights (see WithKeywordWeight, WithVectorWeight).
+	KeywordWeight *float64 `json:"keyword_weight,omitempty"`
+	VectorWeight  *float64 `json:"vector_weight,omitempty"`
 }
 
 func (r *RetrieveRequest) validate() error {
@@ -328,7 +332,14 @@ func (e *Engine) retrieveKnowledge(ctx context.Context, tenant string, r *Retrie
 	if q == "" {
 		q = message
 	}
-	results, err := e.Retrieve(ctx, q, WithCollection(r.Collection), WithTopK(r.TopK), WithMinScore(r.MinScore), WithMode(r.Mode), WithFilter(r.Filter))
+	opts := []RetrieveOption{WithCollection(r.Collection), WithTopK(r.TopK), WithMinScore(r.MinScore), WithMode(r.Mode), WithFilter(r.Filter)}
+	if r.KeywordWeight != nil {
+		opts = append(opts, WithKeywordWeight(*r.KeywordWeight))
+	}
+	if r.VectorWeight != nil {
+		opts = append(opts, WithVectorWeight(*r.VectorWeight))
+	}
+	results, err := e.Retrieve(ctx, q, opts...)
 	if err != nil {
 		return nil, err
 	}

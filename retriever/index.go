@@ -108,6 +108,7 @@ type entry struct {
 	chunk  loom.Chunk // its Metadata holds the chunk's own keys only: those doc does not hold alike
 	doc    map[string]string
 	length int // number of terms
+	fp     fingerprint
 	live   bool
 	hasVec bool // the chunk has a non-zero vector
 }
@@ -208,6 +209,7 @@ func (ix *Index) add(c collection.Chunk, buf []string) []string {
 
 	buf = AppendTerms(buf[:0], c.Content)
 	e.length = len(buf)
+	e.fp = fingerprintOf(buf)
 	counts := make(map[string]uint32, len(buf))
 	for _, w := range buf {
 		counts[w]++
