@@ -22,7 +22,7 @@ var ErrInvalidFusionWeights = NewError(ErrInvalid, "loom: invalid fusion weights
 //
 // The weights of a retrieval are, each on its own, the query's if it sets it, else its collection's
 // (Collection.KeywordWeight, VectorWeight), else the default: 1 for the keywords and the embedder's own
-// weight for the vectors (embed.FusionWeight: 0.2 for the offline lexical embedder, 1 for a model server's,
+// weight for the vectors (embed.FusionWeight: 0.4 for the offline lexical embedder, 1 for a model server's,
 // 1 for an embedder that does not say). The zero value means "not set" where a FusionWeights is optional
 // (retriever.Query.Weights). Weights in use must be finite, non-negative, and not both 0 (see Validate).
 type FusionWeights struct {

@@ -124,7 +124,9 @@ func autoStrategy(d ingest.Document) string {
 }
 
 // WithEmbedder registers emb under its Name; the first one registered (or embed.Default() when none is)
-// is the default of new collections.
+// is the default of new collections. Every engine also knows the first version of the lexical embedder
+// (embed.NewLexicalV1(0), "lexical-384"), the default of collections made before "lexical2-384", so that
+// they keep working; a collection of another embedder needs it registered under its name.
 func WithEmbedder(emb embed.Embedder) Option {
 	return func(e *Engine) error {
 		if emb == nil || emb.Name() == "" {

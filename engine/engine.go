@@ -103,6 +103,11 @@ func New(s *store.Store, opts ...Option) (*Engine, error) {
 		def := embed.Default()
 		e.embedders[def.Name()], e.defaultEmbedder = def, def.Name()
 	}
+	// Collections made before the lexical embedder's second version hold vectors of its first, under its
+	// name: they stay readable and writable, unless WithEmbedder registered another under that name.
+	if v1, err := embed.NewLexicalV1(embed.DefaultLexicalDimensions); err == nil && e.embedders[v1.Name()] == nil {
+		e.embedders[v1.Name()] = v1
+	}
 	return e, nil
 }
 

@@ -139,3 +139,39 @@ func TestRetrieve_FusionWeightsComeFromQueryCollectionEmbedder(t *testing.T) {
 }
 
 func contains(err error, s string) bool { return err != nil && strings.Contains(err.Error(), s) }
+
+// TestEngine_KeepsCollectionsOfTheFirstLexicalEmbedder: a collection made with the lexical embedder's first
+// version (the default before its second) is still ingested into and retrieved from, with its own vectors,
+// while new collections take the second.
+func TestEngine_KeepsCollectionsOfTheFirstLexicalEmbedder(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	eng, err := testEngine(newMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	v1, err := embed.NewLexicalV1(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := eng.CreateCollection(ctx, loom.Collection{Name: "old", Embedder: v1.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := eng.CreateCollection(ctx, loom.Collection{Name: "new"}); err != nil || c.Embedder != embed.Default().Name() || c.Embedder == old.Embedder {
+		t.Fatalf("a new collection: %+v %v", c, err)
+	}
+	if _, err := eng.IngestText(ctx, "old", "a", "", "text", "The leader replicates its log to the followers.", nil); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := eng.Retrieve(ctx, "leader log", engine.WithCollection("old"), engine.WithMode(engine.ModeVector))
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("vector retrieval from the old collection: %v %v", rs, err)
+	}
+	want, _ := v1.Embed(ctx, []string{"leader log"})
+	stored, _ := v1.Embed(ctx, []string{"The leader replicates its log to the followers."})
+	if c := float64(embed.Cosine(want[0], stored[0])); math.Abs(rs[0].Score-c) > 1e-6 {
+		t.Errorf("cosine %v, want the first version's %v", rs[0].Score, c)
+	}
+}

@@ -225,7 +225,7 @@ and ranks behind a hybrid score, follow when there are any.
 hybrid (the default) fuses the keyword (BM25) and vector rankings by the weighted mean of their relevances:
 (kw*k + vw*v) / (kw + vw), k a chunk's BM25 score relative to the best match, v its cosine similarity to
 the query. The weights are --keyword-weight and --vector-weight, else the collection's, else 1 for the
-keywords and the embedder's own for the vectors (0.2 for the offline lexical embedder, 1 for a model
+keywords and the embedder's own for the vectors (0.4 for the offline lexical embedder, 1 for a model
 server's). mmr drops duplicates and near-duplicates of the hybrid candidates and re-ranks them for
 diversity (--mmr-lambda from 0, most diverse, to 1, most relevant; default 0.7).
 
