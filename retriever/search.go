@@ -557,8 +557,8 @@ func (s *searcher) mmr(results []Result, slots []uint32, rel []float64, lambda f
 	size := max(mmrMinPool, mmrPoolFactor*k)
 	pool := make([]int, 0, min(size, len(results))) // indexes into results, most relevant first
 	for i := 0; i < len(results) && len(pool) < size; i++ {
-		fp := &ix.entries[slots[i]].fp
-		if !slices.ContainsFunc(pool, func(j int) bool { return ix.entries[slots[j]].fp.duplicates(fp) }) {
+		fp := &ix.fps[slots[i]]
+		if !slices.ContainsFunc(pool, func(j int) bool { return ix.fps[slots[j]].duplicates(fp) }) {
 			pool = append(pool, i)
 		}
 	}
