@@ -5,6 +5,7 @@
 package collectiontest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -433,6 +434,20 @@ func testChanges(t *testing.T, s collection.Store) {
 	last := got[len(got)-1].Seq
 	if l, _ := s.LastChange(ctx); l != last {
 		t.Errorf("LastChange = %q, the last change's Seq is %q", l, last)
+	}
+	// A wait of 0 or less means not to wait, on every store: what there is, or nothing, at once and without
+	// an error. (A minute's deadline is late only for a store that waited the hour.)
+	for _, wait := range []time.Duration{0, -time.Hour} {
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		all, err := s.Changes(wctx, start, 100, wait)
+		none, errNone := s.Changes(wctx, last, 100, wait)
+		cancel()
+		if err != nil || !slices.Equal(all, got) {
+			t.Errorf("Changes with wait %v = %+v, %v; want %+v", wait, all, err, got)
+		}
+		if errNone != nil || len(none) != 0 {
+			t.Errorf("Changes with wait %v and nothing new = %+v, %v; want nothing at once", wait, none, errNone)
+		}
 	}
 	// Waiting: a change written while Changes waits is returned before the wait is over.
 	done := make(chan []collection.Change, 1)
