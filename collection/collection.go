@@ -179,9 +179,10 @@ type Store interface {
 
 	// Changes returns the changes after the one with Seq after ("" for the start of the feed, which may
 	// have been trimmed: build from ScanChunks, then follow from the Seq LastChange gave before the scan),
-	// waiting up to wait for one if there is none. It returns at most limit changes (DefaultChangesLimit
-	// when limit is 0 or less). If some of the changes after after were trimmed it returns ErrFeedTrimmed
-	// (never a feed with a silent gap).
+	// waiting up to wait for one if there is none; a wait of 0 or less means not to wait: it returns what
+	// there is, or nothing, at once. It returns at most limit changes (DefaultChangesLimit when limit is 0 or
+	// less). If some of the changes after after were trimmed it returns ErrFeedTrimmed (never a feed with a
+	// silent gap).
 	Changes(ctx context.Context, after string, limit int, wait time.Duration) ([]Change, error)
 	// LastChange returns the Seq of the newest change, "" if none.
 	LastChange(ctx context.Context) (string, error)

@@ -434,70 +434,89 @@ func TestOpenAI_RetriesNetworkErrors(t *testing.T) {
 
 func TestOpenAI_RetriesTimedOutRequests(t *testing.T) {
 	t.Parallel()
-	s := newFakeServer(t, "", 16)
-	s.respond = func(w http.ResponseWriter, r *http.Request, req fakeRequest, call int) bool {
+	hangFirst := func(w http.ResponseWriter, r *http.Request, req fakeRequest, call int) bool {
 		if call > 0 {
 			return false
 		}
 		select { // hang until the client gives up
 		case <-r.Context().Done():
-		case <-time.After(time.Minute):
+		case <-time.After(2 * time.Minute):
 			t.Error("the client did not time out")
 		}
 		return true
 	}
-	o := s.client(t, OpenAIConfig{Timeout: 50 * time.Millisecond})
+	// The first request hangs until its timeout, and the retry is answered. A retry answered later than the
+	// timeout (the machine is loaded) times out too, as it should, and proves nothing: then the test tries
+	// again with a longer timeout.
 	inputs := texts(2)
-	got, err := o.Embed(context.Background(), inputs)
-	if err != nil {
-		t.Fatal(err)
+	for timeout := 50 * time.Millisecond; ; timeout *= 2 {
+		s := newFakeServer(t, "", 16)
+		s.respond = hangFirst
+		got, err := s.client(t, OpenAIConfig{Timeout: timeout}).Embed(context.Background(), inputs)
+		if err == nil {
+			checkVectors(t, got, inputs, 16)
+			if n := s.calls.Load(); n < 2 {
+				t.Fatalf("%d requests: the first one hung, so the answer came from none", n)
+			}
+			break
+		}
+		if !strings.Contains(err.Error(), "timed out after") || timeout >= 10*time.Second {
+			t.Fatalf("with a timeout of %v: %v", timeout, err)
+		}
+		t.Logf("with a timeout of %v: %v; trying a longer one", timeout, err)
 	}
-	checkVectors(t, got, inputs, 16)
 
 	// Without retries, the timeout is the error.
 	s2 := newFakeServer(t, "", 16)
-	s2.respond = s.respond
-	o = s2.client(t, OpenAIConfig{Timeout: 50 * time.Millisecond, MaxRetries: -1})
-	_, err = o.Embed(context.Background(), inputs)
+	s2.respond = hangFirst
+	o := s2.client(t, OpenAIConfig{Timeout: 50 * time.Millisecond, MaxRetries: -1})
+	_, err := o.Embed(context.Background(), inputs)
 	if err == nil || !strings.Contains(err.Error(), "timed out after 50ms") {
 		t.Fatalf("error %v, want a timeout", err)
 	}
 }
 
+// TestOpenAI_StopsWhenContextIsDone: the caller's context ends Embed during a backoff and during a request.
+// The context is cancelled once the server has answered (before the backoff) or has the request (during
+// it), as it sees them, not after a time the client may or may not have got there in.
 func TestOpenAI_StopsWhenContextIsDone(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name   string
-		answer func(w http.ResponseWriter, r *http.Request)
+		name string
+		// answer answers the request, calling reached once the client is where the test cancels it.
+		answer func(w http.ResponseWriter, r *http.Request, reached func())
 	}{
-		{"during backoff", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Retry-After", "30")
+		{"during backoff", func(w http.ResponseWriter, r *http.Request, reached func()) {
+			w.Header().Set("Retry-After", "60") // the longest the client waits: only a hang retries first
 			writeJSON(w, http.StatusTooManyRequests, openAIError("slow down", "requests", "rate_limit_exceeded"))
+			w.(http.Flusher).Flush()
+			reached()
 		}},
-		{"during a request", func(w http.ResponseWriter, r *http.Request) {
+		{"during a request", func(w http.ResponseWriter, r *http.Request, reached func()) {
+			reached()
 			select {
 			case <-r.Context().Done():
-			case <-time.After(10 * time.Second):
+			case <-time.After(2 * time.Minute):
 			}
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
 			s := newFakeServer(t, "", 16)
 			s.respond = func(w http.ResponseWriter, r *http.Request, req fakeRequest, call int) bool {
-				tt.answer(w, r)
+				tt.answer(w, r, cancel)
 				return true
 			}
 			o := s.client(t, OpenAIConfig{})
-			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-			defer cancel()
 			start := time.Now()
 			_, err := o.Embed(ctx, texts(1))
-			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("error %v, want context.DeadlineExceeded", err)
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("error %v, want context.Canceled", err)
 			}
-			if d := time.Since(start); d > 20*time.Second { // a hang, not a loaded machine
+			if d := time.Since(start); d > 2*time.Minute { // a hang, not a loaded machine
 				t.Fatalf("Embed returned %s after the context ended", d)
 			}
 			if n := s.calls.Load(); n != 1 {

@@ -304,8 +304,8 @@ func TestCollections_WithChunker(t *testing.T) {
 	}
 }
 
-// TestCollections_TwoEngines checks that a document ingested through one engine is retrievable through
-// another on the same store within a second, by the change feed.
+// TestCollections_TwoEngines checks that a document ingested through one engine becomes retrievable through
+// another on the same store, by the change feed.
 func TestCollections_TwoEngines(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends {
@@ -336,8 +336,8 @@ func TestCollections_TwoEngines(t *testing.T) {
 					t.Logf("retrievable through the other engine after %v", time.Since(start))
 					break
 				}
-				if time.Since(start) > 20*time.Second { // the follower waits on the feed a second at a time
-					t.Fatal("not retrievable through the other engine within 20 s")
+				if time.Since(start) > 2*time.Minute { // a hang: the follower waits on the feed a second at a time
+					t.Fatal("not retrievable through the other engine within two minutes")
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
@@ -447,7 +447,7 @@ func TestCollections_WarmIndexes(t *testing.T) {
 			if _, err := a.IngestText(other, "notes", "later.md", "later.md", "", "The airship is delayed.", nil); err != nil {
 				t.Fatal(err)
 			}
-			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(10 * time.Millisecond) {
 				res, err := bEng.Retrieve(other, "airship", engine.WithCollection("notes"), engine.WithMode(engine.ModeKeyword))
 				if err != nil {
 					t.Fatal(err)
@@ -522,7 +522,7 @@ func TestCollections_FollowerFallsBehind(t *testing.T) {
 	close(paused.release)
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+		for deadline := time.Now().Add(2 * time.Minute); !ok(); time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("b: %s", what)
 			}

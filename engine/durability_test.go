@@ -73,7 +73,7 @@ func (h *logRecords) String() string {
 // eventually fails the test unless ok becomes true within a generous deadline (the machine is loaded).
 func eventually(t *testing.T, what string, ok func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(2 * time.Minute); !ok(); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal(what)
 		}

@@ -427,7 +427,7 @@ func (r *registry) follow(ctx context.Context, pos *feedPos) error {
 			return err
 		}
 	}
-	changes, err := r.colls.Changes(ctx, pos.last, 1000, time.Second)
+	changes, err := r.colls.Changes(ctx, pos.last, 0, time.Second) // 0: the store's default, collection.DefaultChangesLimit
 	if errors.Is(err, collection.ErrFeedTrimmed) {
 		p, err := r.resync(ctx, false)
 		if err == nil {

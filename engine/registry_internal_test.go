@@ -191,7 +191,7 @@ func TestRegistry_GraphCounted(t *testing.T) {
 		defer r.mu.Unlock()
 		return li.mem == li.idx.MemoryBytes() && r.mem == li.mem
 	}
-	for deadline := time.Now().Add(20 * time.Second); !counted(); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(2 * time.Minute); !counted(); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the graph is not counted: %d bytes counted, the index holds %d", r.stats().MemoryBytes, li.idx.MemoryBytes())
 		}

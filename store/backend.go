@@ -106,8 +106,10 @@ type OrderedFacts interface {
 // CreatedAt (now, if zero, in UTC); a document's ids, sizes and metadata (within Limits), its chunks (the
 // document's, with distinct ids, their vectors of one length, see [Dimensions]) and its UpdatedAt (now).
 // What depends on what is stored (a name taken, a collection that does not exist, vectors of a length
-// other than the collection's, a chunk id another document has) is the backend's to check. If the backend
-// is a collection.Epocher, so is the collection store the Store serves.
+// other than the collection's, a chunk id another document has) is the backend's to check. Changes gets a
+// limit above 0 (collection.DefaultChangesLimit for one of 0 or less) and a wait of 0 or more (0 for a
+// negative one: do not wait). If the backend is a collection.Epocher, so is the collection store the Store
+// serves.
 type CollectionBackend interface {
 	collection.Store
 }

@@ -344,12 +344,16 @@ func (c collections) ScanChunks(ctx context.Context, tenant, collectionID string
 	return InTenant(tenant, c.b.ScanChunks(ctx, tenant, collectionID, fn))
 }
 
-// Changes implements collection.Store.
+// Changes implements collection.Store. The feed's defaults are applied here, once for every backend: a
+// limit of 0 or less is collection.DefaultChangesLimit and a negative wait is 0, do not wait.
 func (c collections) Changes(ctx context.Context, after string, limit int, wait time.Duration) ([]collection.Change, error) {
 	if err := c.s.check(ctx); err != nil {
 		return nil, err
 	}
-	return c.b.Changes(ctx, after, limit, wait)
+	if limit <= 0 {
+		limit = collection.DefaultChangesLimit
+	}
+	return c.b.Changes(ctx, after, limit, max(wait, 0))
 }
 
 // LastChange implements collection.Store.

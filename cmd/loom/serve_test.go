@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -134,16 +133,34 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// listening waits until loom serve, run in a goroutine that sends its result on done with --log-format
+// json (and --addr 127.0.0.1:0, a port the system picks, so that no other test can take it first), logs
+// the address it listens on, and returns it ("http://127.0.0.1:port"). It fails the test if serve returns
+// first, or has not listened within two minutes (a hang).
+func listening(t *testing.T, logs *syncBuffer, done <-chan error) string {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		for line := range strings.Lines(logs.String()) {
+			var rec struct{ Msg, Addr string }
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "listening" && rec.Addr != "" {
+				return rec.Addr
+			}
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("serve returned before it listened: %v\n%s", err, logs)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not listen:\n%s", logs)
+		}
+	}
+}
+
 // TestServe_ServesAndShutsDown runs loom serve on an SQLite file with keys from the environment, warming
 // a collection's index under a memory cap, makes requests, then cancels it (as SIGTERM does) and checks
 // that it stops cleanly and the data is there.
 func TestServe_ServesAndShutsDown(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
 	db := filepath.Join(t.TempDir(), "loom.db")
 	doc := filepath.Join(t.TempDir(), "manual.md")
 	if err := os.WriteFile(doc, []byte("# Manual\n\nThe zeppelin leaves at noon.\n"), 0o644); err != nil {
@@ -159,24 +176,17 @@ func TestServe_ServesAndShutsDown(t *testing.T) {
 	logs := &syncBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"serve", "--addr", addr, "--store", "sqlite:" + db, "--log-format", "json",
+		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--store", "sqlite:" + db, "--log-format", "json",
 			"--warm-indexes", "acme/manual", "--index-memory", "64MiB"}, strings.NewReader(""), &bytes.Buffer{}, logs)
 	}()
-	base := "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the server did not come up: %v\n%s", err, logs)
-		}
-		time.Sleep(20 * time.Millisecond)
+	base := listening(t, logs, done)
+	if resp, err := http.Get(base + "/healthz"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/healthz: %v %v\n%s", resp, err, logs)
+	} else {
+		resp.Body.Close()
 	}
 	// Ready once the search index of the collection is warmed.
-	for {
+	for deadline := time.Now().Add(2 * time.Minute); ; {
 		resp, err := http.Get(base + "/readyz")
 		if err != nil {
 			t.Fatal(err)
@@ -228,7 +238,7 @@ func TestServe_ServesAndShutsDown(t *testing.T) {
 		if err != nil {
 			t.Fatalf("serve returned %v\n%s", err, logs)
 		}
-	case <-time.After(20 * time.Second):
+	case <-time.After(2 * time.Minute):
 		t.Fatal("serve did not stop")
 	}
 	out := logs.String()
@@ -254,29 +264,30 @@ func TestServe_WaitsForTheStore(t *testing.T) {
 	t.Parallel()
 	srv := valkeytest.StartServer(t)
 	srv.Stop()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	logs := &syncBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"serve", "--addr", addr, "--store", "valkey://" + srv.Addr, "--store-wait", "20s", "--log-format", "json"},
+		// --store-wait is long: only a hang outlasts it between the first failed try and the restart.
+		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--store", "valkey://" + srv.Addr, "--store-wait", "10m", "--log-format", "json"},
 			strings.NewReader(""), &bytes.Buffer{}, logs)
 	}()
-	time.Sleep(1500 * time.Millisecond)
-	select {
-	case err := <-done:
-		t.Fatalf("serve gave up on a store that was down for 1.5s: %v\n%s", err, logs)
-	default:
+	// The store is brought back once serve has failed to reach it and said it tries again.
+	for deadline := time.Now().Add(2 * time.Minute); !strings.Contains(logs.String(), "the store cannot be reached; trying again"); time.Sleep(10 * time.Millisecond) {
+		select {
+		case err := <-done:
+			t.Fatalf("serve gave up on a store that was down instead of trying again: %v\n%s", err, logs)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no log of a wait for the store:\n%s", logs)
+		}
 	}
 	srv.Restart()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		resp, err := http.Get("http://" + addr + "/readyz")
+	base := listening(t, logs, done) // serve listens once it has the store
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		resp, err := http.Get(base + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
@@ -286,9 +297,6 @@ func TestServe_WaitsForTheStore(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("not ready after the store came back: %v\n%s", err, logs)
 		}
-	}
-	if !strings.Contains(logs.String(), "the store cannot be reached; trying again") {
-		t.Errorf("no log of the wait:\n%s", logs)
 	}
 	cancel()
 	if err := <-done; err != nil {

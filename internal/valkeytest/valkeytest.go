@@ -31,8 +31,13 @@ const (
 	EnvRequire = "LOOM_REQUIRE_VALKEY"
 )
 
-// startTimeout bounds how long a server may take to answer its first PING.
-const startTimeout = 10 * time.Second
+// startTimeout bounds how long a server may take to answer its first PING: a bound only a hang breaks,
+// since a loaded machine can be slow to start a process (a server that cannot start exits, and that is
+// seen at once).
+const startTimeout = time.Minute
+
+// replyTimeout bounds Do's dial and the server's reply, as startTimeout bounds a start.
+const replyTimeout = time.Minute
 
 // Server is one running server. Stop and Restart let fault tests take it away and bring it back on the same
 // address. It is safe for concurrent use.
@@ -322,12 +327,12 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 // Do sends one command to the server at addr on a fresh connection and returns its reply flattened to
 // strings (a nil reply is ""). A server error reply is returned as an error.
 func Do(addr string, args ...string) ([]string, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+	c, err := net.DialTimeout("tcp", addr, replyTimeout)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(replyTimeout))
 	var b strings.Builder
 	fmt.Fprintf(&b, "*%d\r\n", len(args))
 	for _, a := range args {

@@ -359,8 +359,8 @@ func (s *Backend) ScanChunks(ctx context.Context, tenant, collectionID string, f
 }
 
 // Changes implements store.CollectionBackend. Seqs are decimal numbers of 20 digits, increasing; after is one of
-// them, or "" for the start of the feed. limit <= 0 means collection.DefaultChangesLimit. While there is no change
-// after after, it waits for one until wait has passed. It returns an error wrapping store.ErrInvalid for a
+// them, or "" for the start of the feed; limit is above 0 (the Store's front sees to it). While there is no
+// change after after, it waits for one until wait has passed. It returns an error wrapping store.ErrInvalid for a
 // Seq that is not one, and collection.ErrFeedTrimmed when changes after after were dropped (the feed keeps
 // about store.Options.ChangesKept).
 func (s *Backend) Changes(ctx context.Context, after string, limit int, wait time.Duration) ([]collection.Change, error) {
@@ -371,9 +371,6 @@ func (s *Backend) Changes(ctx context.Context, after string, limit int, wait tim
 			return nil, fmt.Errorf("%w: change seq %q is not a decimal number", store.ErrInvalid, after)
 		}
 		from = n
-	}
-	if limit <= 0 {
-		limit = collection.DefaultChangesLimit
 	}
 	var deadline <-chan time.Time
 	cs := &s.colls

@@ -399,7 +399,7 @@ func (s *Backend) ScanChunks(ctx context.Context, tenant, collectionID string, f
 }
 
 // Changes implements store.CollectionBackend. Seqs are decimal numbers, increasing; after is one of them, or ""
-// for the start of the feed. limit <= 0 means collection.DefaultChangesLimit. While there is no change after after,
+// for the start of the feed; limit is above 0 (the Store's front sees to it). While there is no change after after,
 // it looks again when this Backend writes one and every 25 ms (for other processes' writes) until wait has
 // passed. It returns an error wrapping store.ErrInvalid for a Seq that is not one, and
 // collection.ErrFeedTrimmed when changes after after were deleted (the feed keeps about
@@ -408,9 +408,6 @@ func (s *Backend) Changes(ctx context.Context, after string, limit int, wait tim
 	from, err := parseSeq(after)
 	if err != nil {
 		return nil, err
-	}
-	if limit <= 0 {
-		limit = collection.DefaultChangesLimit
 	}
 	var deadline <-chan time.Time
 	var poll *time.Ticker

@@ -50,7 +50,7 @@ func TestDurability_Kill9(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	watchdog := time.AfterFunc(45*time.Second, func() { _ = cmd.Process.Kill() })
+	watchdog := time.AfterFunc(5*time.Minute, func() { _ = cmd.Process.Kill() }) // a hang: the child never got to killAfter
 	defer watchdog.Stop()
 
 	type ack struct {
@@ -141,7 +141,7 @@ func TestDurability_Kill9Child(t *testing.T) {
 	if path == "" {
 		t.Skip("the child of TestDurability_Kill9")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // the parent kills it long before
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute) // the parent kills it long before
 	defer cancel()
 	s, err := sqlite.Open(ctx, sqlite.Options{Path: path})
 	if err != nil {

@@ -114,7 +114,7 @@ func TestOpen_ManyProcessesAtOnce(t *testing.T) {
 	}
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "loom.db")
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute) // a hang: it kills the children
 	defer cancel()
 	type child struct {
 		cmd     *exec.Cmd
@@ -184,7 +184,7 @@ func TestOpen_ManyProcessesAtOnceChild(t *testing.T) {
 	if path == "" {
 		t.Skip("a child of TestOpen_ManyProcessesAtOnce")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute) // a hang; the parent's is longer
 	defer cancel()
 	start := make(chan struct{})
 	var wg sync.WaitGroup

@@ -171,7 +171,12 @@ var (
 // ErrNewerSchema for a file of a newer version, and store.ErrUnavailable if the file cannot be opened or
 // is not a database. Close the store when done.
 func Open(ctx context.Context, opts Options) (*store.Store, error) {
-	b, err := openBackend(ctx, opts)
+	return openClock(ctx, opts, time.Now)
+}
+
+// openClock is Open with the backend's clock, now, which decides when sessions expire.
+func openClock(ctx context.Context, opts Options, now func() time.Time) (*store.Store, error) {
+	b, err := openBackendClock(ctx, opts, now)
 	if err != nil {
 		return nil, err
 	}
@@ -184,6 +189,10 @@ func Open(ctx context.Context, opts Options) (*store.Store, error) {
 }
 
 func openBackend(ctx context.Context, opts Options) (*Backend, error) {
+	return openBackendClock(ctx, opts, time.Now)
+}
+
+func openBackendClock(ctx context.Context, opts Options, now func() time.Time) (*Backend, error) {
 	path := opts.Path
 	if path == "" || strings.HasPrefix(path, ":memory:") || strings.HasPrefix(path, "file:") {
 		return nil, fmt.Errorf("%w: sqlite: the path must name a file, got %q", store.ErrInvalid, path)
@@ -205,7 +214,7 @@ func openBackend(ctx context.Context, opts Options) (*Backend, error) {
 	if cfg.busyTimeout < 0 || cfg.readers < 1 {
 		return nil, fmt.Errorf("%w: sqlite: a negative busy timeout or fewer than one read connection", store.ErrInvalid)
 	}
-	s := &Backend{opts: opts.Options, now: time.Now, feed: make(chan struct{})}
+	s := &Backend{opts: opts.Options, now: now, feed: make(chan struct{})}
 
 	fail := func(err error) (*Backend, error) {
 		_ = s.closeDBs() // the error that made Open fail is the one to report

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -245,12 +246,36 @@ func TestClose_EveryCallReturnsErrClosed(t *testing.T) {
 	}
 }
 
+// clock is a store's clock that a test moves: session expiry without waiting for the wall clock.
+type clock struct{ ns atomic.Int64 }
+
+func newClock() *clock {
+	c := &clock{}
+	c.ns.Store(time.Now().UnixNano())
+	return c
+}
+
+func (c *clock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// openClock opens a store on a new file as open does, on the clock c.
+func openClock(t *testing.T, opts sqlite.Options, c *clock) (*store.Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "loom.db")
+	opts.Path = path
+	s, err := sqlite.OpenClock(t.Context(), opts, c.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s, path
+}
+
 func TestTTL_CleanupDeletesExpiredRows(t *testing.T) {
 	t.Parallel()
-	// Long enough for the nine writes below under -race on a loaded machine: a session that expires before
-	// the test deletes it fails the test.
-	const ttl = 1500 * time.Millisecond
-	s, path := open(t, sqlite.Options{Options: store.Options{SessionTTL: ttl}, CleanupInterval: 50 * time.Millisecond})
+	const ttl = time.Hour // of the store's clock, which the test moves
+	c := newClock()
+	s, path := openClock(t, sqlite.Options{Options: store.Options{SessionTTL: ttl}, CleanupInterval: 10 * time.Millisecond}, c)
 	ctx := t.Context()
 	for i := range 3 {
 		session := fmt.Sprintf("s%d", i)
@@ -280,15 +305,20 @@ func TestTTL_CleanupDeletesExpiredRows(t *testing.T) {
 		}
 		return n
 	}
-	if n := rows(); n != 8 {
-		t.Fatalf("%d rows for 2 sessions, want 8", n)
+	// Within the TTL nothing is deleted, by the cleanup or by a call.
+	c.advance(ttl - time.Second)
+	if n, err := backend(s).DeleteExpired(ctx); err != nil || n != 0 {
+		t.Fatalf("DeleteExpired within the TTL: %d, %v", n, err)
 	}
-	deadline := time.Now().Add(ttl + 20*time.Second)
-	for rows() != 0 {
+	if n := rows(); n != 8 {
+		t.Fatalf("%d rows for 2 live sessions, want 8", n)
+	}
+	// Past it, the cleanup goroutine deletes every row of the two sessions.
+	c.advance(time.Second)
+	for deadline := time.Now().Add(2 * time.Minute); rows() != 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d rows of expired sessions left", rows())
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	if n, err := backend(s).DeleteExpired(ctx); err != nil || n != 0 {
 		t.Errorf("DeleteExpired with nothing expired: %d, %v", n, err)
@@ -297,13 +327,14 @@ func TestTTL_CleanupDeletesExpiredRows(t *testing.T) {
 
 func TestTTL_ExpiredSessionIsNotFound(t *testing.T) {
 	t.Parallel()
-	const ttl = 150 * time.Millisecond
-	s, _ := open(t, sqlite.Options{Options: store.Options{SessionTTL: ttl}, CleanupInterval: -1}) // no cleanup: reads filter
+	const ttl = time.Hour // of the store's clock, which the test moves
+	c := newClock()
+	s, _ := openClock(t, sqlite.Options{Options: store.Options{SessionTTL: ttl}, CleanupInterval: -1}, c) // no cleanup: reads filter
 	ctx := t.Context()
 	if _, err := s.AppendMessages(ctx, tenant, "s", store.Message{Role: "user", Content: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(ttl + 50*time.Millisecond)
+	c.advance(ttl)
 	if err := s.DeleteSession(ctx, tenant, "s"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("DeleteSession of an expired session: %v, want ErrNotFound", err)
 	}

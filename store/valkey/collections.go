@@ -832,15 +832,10 @@ func validSeq(s string) bool {
 }
 
 // Changes implements store.CollectionBackend with XREAD on the change stream (XREAD BLOCK when wait is
-// positive, on one of the client's dedicated connections). Seqs are the stream's entry ids; limit <= 0 means
-// collection.DefaultChangesLimit. It returns store.ErrInvalid for an after that is not an entry id.
+// positive, on one of the client's dedicated connections). Seqs are the stream's entry ids; limit is above 0
+// and wait not negative (the Store's front sees to both). It returns store.ErrInvalid for an after that is
+// not an entry id.
 func (n *Backend) Changes(ctx context.Context, after string, limit int, wait time.Duration) ([]collection.Change, error) {
-	if limit <= 0 {
-		limit = collection.DefaultChangesLimit
-	}
-	if wait < 0 {
-		return nil, fmt.Errorf("%w: a negative wait", store.ErrInvalid)
-	}
 	if after == "" {
 		after = "0-0"
 	} else if !validSeq(after) {

@@ -59,9 +59,45 @@ func followers(t *testing.T, addrs []string) (a, b collection.Store) {
 	return openColls(t, valkey.Options{Prefix: prefix}, addrs...), openColls(t, valkey.Options{Prefix: prefix}, addrs...)
 }
 
+// blockedOn waits until some client is blocked (XREAD BLOCK) on one of the servers at addrs, and returns
+// true; or returns false as soon as returned is ready, the blocking call having returned. It fails the test
+// if neither happens within two minutes (a hang).
+func blockedOn(t *testing.T, addrs []string, returned <-chan struct{}) bool {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		for _, addr := range addrs {
+			info, err := valkeytest.Do(addr, "INFO", "clients")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, ok := infoField(info[0], "blocked_clients"); ok && n != "0" {
+				return true
+			}
+		}
+		select {
+		case <-returned:
+			return false
+		case <-time.After(5 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no client blocked on the servers")
+		}
+	}
+}
+
+// infoField returns the value of field in the text of an INFO reply.
+func infoField(info, field string) (string, bool) {
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
 // TestChanges_TwoServers: a document put through one store is seen through the other's change feed, by a
-// reader already waiting in Changes, within a second; then the reader reloads the document and finds its
-// chunks.
+// reader already waiting in Changes (blocked on the server), as soon as it is written; then the reader
+// reloads the document and finds its chunks.
 func TestChanges_TwoServers(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -73,7 +109,8 @@ func TestChanges_TwoServers(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			writer, reader := followers(t, tc.addrs(t))
+			addrs := tc.addrs(t)
+			writer, reader := followers(t, addrs)
 			ctx := t.Context()
 			c, err := writer.CreateCollection(ctx, "acme", loom.Collection{Name: "manuals"})
 			if err != nil {
@@ -89,15 +126,26 @@ func TestChanges_TwoServers(t *testing.T) {
 				err     error
 			}
 			got := make(chan result, 1)
+			returned := make(chan struct{})
 			go func() {
-				ch, err := reader.Changes(ctx, from, 10, 5*time.Second)
+				defer close(returned)
+				ch, err := reader.Changes(ctx, from, 10, time.Hour) // the change ends the wait
 				got <- result{ch, time.Now(), err}
 			}()
+			if !blockedOn(t, addrs, returned) {
+				r := <-got
+				t.Fatalf("Changes with nothing new returned before the hour's wait: %+v, %v", r.changes, r.err)
+			}
 			d, chunks := testDoc(c.ID, "install", "v1", 3, 8)
 			if changed, err := writer.PutDocument(ctx, "acme", d, chunks); err != nil || !changed {
 				t.Fatalf("PutDocument = %v, %v", changed, err)
 			}
-			r := <-got
+			var r result
+			select {
+			case r = <-got:
+			case <-time.After(2 * time.Minute):
+				t.Fatal("the waiting reader did not get the change")
+			}
 			if r.err != nil {
 				t.Fatal(r.err)
 			}
@@ -192,13 +240,12 @@ func TestDeleteCollection_RemovesEveryKey(t *testing.T) {
 	}
 }
 
-// TestCollections_Unavailable: with the server gone every call fails with ErrUnavailable within the
-// timeout (plus the wait, for Changes).
+// TestCollections_Unavailable: with the server gone every call fails with ErrUnavailable, at once (the
+// store's timeout is the tests' long one, so that the calls made before the stop cannot time out).
 func TestCollections_Unavailable(t *testing.T) {
 	t.Parallel()
 	srv := valkeytest.StartServer(t)
-	const timeout = 300 * time.Millisecond
-	s := openColls(t, valkey.Options{Timeout: timeout}, srv.Addr)
+	s := openColls(t, valkey.Options{}, srv.Addr)
 	ctx := t.Context()
 	c, err := s.CreateCollection(ctx, "acme", loom.Collection{Name: "docs"})
 	if err != nil {
@@ -230,9 +277,9 @@ func TestCollections_Unavailable(t *testing.T) {
 		if err := call(); !errors.Is(err, store.ErrUnavailable) {
 			t.Errorf("%s with the server down: %v, want ErrUnavailable", name, err)
 		}
-		// A bound only a call that ignored its timeout breaks, not a loaded machine.
-		if d := time.Since(start); d > timeout+20*time.Second {
-			t.Errorf("%s took %v with a timeout of %v", name, d, timeout)
+		// A bound only a call that waited for its timeout breaks, not a loaded machine.
+		if d := time.Since(start); d >= testTimeout {
+			t.Errorf("%s took %v, the store's timeout", name, d)
 		}
 	}
 }
@@ -240,13 +287,9 @@ func TestCollections_Unavailable(t *testing.T) {
 func TestChanges_BadInput(t *testing.T) {
 	t.Parallel()
 	s := openColls(t, valkey.Options{}, valkeytest.Start(t))
-	for _, tc := range []struct {
-		after string
-		limit int
-		wait  time.Duration
-	}{{"x", 10, 0}, {"1-", 10, 0}, {"-1", 10, 0}, {"1-2-3", 10, 0}, {"", 10, -time.Second}} {
-		if _, err := s.Changes(t.Context(), tc.after, tc.limit, tc.wait); !errors.Is(err, store.ErrInvalid) {
-			t.Errorf("Changes(%q, %d, %v) = %v, want ErrInvalid", tc.after, tc.limit, tc.wait, err)
+	for _, after := range []string{"x", "1-", "-1", "1-2-3"} {
+		if _, err := s.Changes(t.Context(), after, 10, 0); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("Changes(%q) = %v, want ErrInvalid", after, err)
 		}
 	}
 	if ch, err := s.Changes(t.Context(), "12345", 10, 0); err != nil || len(ch) != 0 {
@@ -325,30 +368,51 @@ func TestScanChunks_ManyDocuments(t *testing.T) {
 	}
 }
 
-// TestChanges_WaitIsBounded: a waiting Changes on an empty feed returns empty after the wait, and the
+// TestChanges_WaitIsBounded: a waiting Changes on an empty feed returns empty after the wait, though the
+// wait is longer than the store's timeout (the call's own deadline is the timeout plus the wait), and the
 // caller's context ends it sooner.
 func TestChanges_WaitIsBounded(t *testing.T) {
 	t.Parallel()
-	st := open(t, valkey.Options{Timeout: 200 * time.Millisecond}, valkeytest.Start(t))
-	s, _ := st.Collections()
-	start := time.Now()
-	ch, err := s.Changes(t.Context(), "", 10, 600*time.Millisecond) // longer than the timeout
-	if err != nil || len(ch) != 0 {
-		t.Fatalf("Changes on an empty feed = %v, %v", ch, err)
+	addr := valkeytest.Start(t)
+	// A reply later than the timeout after the wait (or a new connection slower than the timeout) fails
+	// the call as it should, and proves nothing: then the test tries again with both doubled. A store that
+	// bounded the call by its timeout alone fails every try, and so the test.
+	for timeout := 200 * time.Millisecond; ; timeout *= 2 {
+		wait := 3 * timeout
+		st := open(t, valkey.Options{Timeout: timeout}, addr)
+		s, _ := st.Collections()
+		start := time.Now()
+		ch, err := s.Changes(t.Context(), "", 10, wait)
+		d := time.Since(start)
+		if err == nil {
+			if len(ch) != 0 {
+				t.Fatalf("Changes on an empty feed = %v", ch)
+			}
+			if d < wait-wait/10 || d > wait+2*time.Minute { // waited, and not forever
+				t.Errorf("waited %v for %v", d, wait)
+			}
+			break
+		}
+		if !errors.Is(err, store.ErrUnavailable) {
+			t.Fatalf("Changes waiting %v with a timeout of %v: %v after %v", wait, timeout, err, d)
+		}
+		if timeout >= 10*time.Second {
+			t.Fatalf("Changes waiting %v with a timeout of %v: %v after %v; no try got an answer", wait, timeout, err, d)
+		}
+		t.Logf("Changes waiting %v with a timeout of %v: %v after %v; trying longer ones", wait, timeout, err, d)
 	}
-	if d := time.Since(start); d < 550*time.Millisecond || d > 20*time.Second { // waited, and not forever
-		t.Errorf("waited %v for 600ms", d)
-	}
+	// The caller's context ends a wait of ten minutes, well before it is over.
+	s, _ := open(t, valkey.Options{}, addr).Collections()
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
-	start = time.Now()
-	if _, err := s.Changes(ctx, "", 10, time.Minute); !errors.Is(err, context.DeadlineExceeded) {
+	start := time.Now()
+	if _, err := s.Changes(ctx, "", 10, 10*time.Minute); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Changes past the caller's deadline: %v", err)
 	}
-	if d := time.Since(start); d > 20*time.Second { // well before the minute's wait
+	if d := time.Since(start); d > 2*time.Minute { // well before the wait's ten minutes
 		t.Errorf("the caller's deadline ended the wait after %v", d)
 	}
-	if err := st.Ping(t.Context()); err != nil { // the store still works
+	if err := open(t, valkey.Options{}, addr).Ping(t.Context()); err != nil { // the server still works
 		t.Fatal(err)
 	}
 }

@@ -57,6 +57,11 @@ func putTogether(t testing.TB, addr string) {
 func open(t testing.TB, opts cookbook.Options, addrs ...string) *store.Store {
 	t.Helper()
 	opts.Client.InitAddress = addrs
+	if opts.Timeout == 0 {
+		// A bound only a hang breaks: the default (2 s) is for a healthy server, and a loaded machine can
+		// take longer to answer.
+		opts.Timeout = 2 * time.Minute
+	}
 	s, err := cookbook.Open(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
