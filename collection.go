@@ -22,8 +22,14 @@ type Collection struct {
 	// another embedder are never compared with them. "" means the engine's default.
 	Embedder string `json:"embedder,omitempty"`
 	// Dimensions is the length of the collection's vectors, set when the first document is stored.
-	Dimensions int       `json:"dimensions,omitempty"`
-	CreatedAt  time.Time `json:"created_at,omitzero"`
+	Dimensions int `json:"dimensions,omitempty"`
+	// KeywordWeight and VectorWeight weigh the keyword and the vector rankings where hybrid and MMR
+	// retrieval fuse them (see FusionWeights for the formula); nil means the default: 1 for the keywords,
+	// the embedder's own weight for the vectors (embed.FusionWeight). A query may set weights of its own.
+	// They are the settings a collection may change after it is created (engine.SetFusionWeights).
+	KeywordWeight *float64  `json:"keyword_weight,omitempty"`
+	VectorWeight  *float64  `json:"vector_weight,omitempty"`
+	CreatedAt     time.Time `json:"created_at,omitzero"`
 }
 
 // Document is one ingested document: its identity, where it came from and the hash that makes ingesting

@@ -149,6 +149,10 @@ type Store interface {
 	GetCollection(ctx context.Context, tenant, idOrName string) (loom.Collection, error)
 	// ListCollections returns the tenant's collections ordered by name.
 	ListCollections(ctx context.Context, tenant string) ([]loom.Collection, error)
+	// SetFusionWeights sets the fusion weights of the collection of the id (loom.Collection.KeywordWeight
+	// and VectorWeight, the settings a collection may change after it is created; nil unsets one) and
+	// returns the collection as stored; ErrNotFound if none.
+	SetFusionWeights(ctx context.Context, tenant, id string, keyword, vector *float64) (loom.Collection, error)
 	// DeleteCollection deletes the collection, its documents and chunks; ErrNotFound if none.
 	DeleteCollection(ctx context.Context, tenant, id string) error
 	// AllCollections names every collection of every tenant, ordered by tenant and id, so that a server

@@ -43,7 +43,53 @@ type Embedder interface {
 var (
 	_ Embedder = (*Lexical)(nil)
 	_ Embedder = (*OpenAI)(nil)
+
+	_ FusionWeighter = (*Lexical)(nil)
+	_ FusionWeighter = (*OpenAI)(nil)
 )
+
+// FusionWeighter is implemented by an [Embedder] that says how much its ranking is worth where hybrid and
+// MMR retrieval fuse it with the keyword (BM25) ranking, whose weight is 1. A fused score is
+// (1·k + w·v) / (1 + w), k the chunk's BM25 score relative to the query's best and v its cosine similarity
+// to the query (see loom.FusionWeights): a weight w of 1 counts both alike, 0.2 makes the vectors a
+// tie-breaker among chunks of close keyword scores, 3 makes the keywords one.
+//
+// FusionWeight returns a finite, non-negative weight. The weight is the embedder's default: a collection
+// or a query can set weights of its own.
+type FusionWeighter interface {
+	FusionWeight() float64
+}
+
+// Fusion weights of the embedders of this package, and of those that do not say.
+const (
+	// DefaultFusionWeight is [FusionWeight] of an embedder that is not a [FusionWeighter], or that gives
+	// a weight that is negative, NaN or infinite: the vectors count as much as the keywords, as for a
+	// semantic model.
+	DefaultFusionWeight = 1.0
+	// LexicalFusionWeight is [Lexical]'s: little, since its vectors are a weaker kind of keyword match.
+	// Measured on Loom's evaluation set (package eval's dev questions): with the vectors weighted from
+	// 0.35 to 0.45, hybrid search ranks the answer higher than the keywords alone do for 3 to 5 questions
+	// of 86 and lower for none; from 0.5 on, the vectors start to push good keyword matches down (at 1,
+	// 6 questions rank lower and 7 higher).
+	LexicalFusionWeight = 0.4
+	// LexicalV1FusionWeight is the weight of [NewLexicalV1]'s vectors, measured alike: from 0.15 to 0.2
+	// none ranks lower, from 0.25 on some do.
+	LexicalV1FusionWeight = 0.2
+	// DefaultOpenAIFusionWeight is [OpenAI]'s when OpenAIConfig.FusionWeight is 0: a semantic model's
+	// ranking counts as much as the keywords'.
+	DefaultOpenAIFusionWeight = 1.0
+)
+
+// FusionWeight returns emb's fusion weight: its own if it is a [FusionWeighter] that gives a finite,
+// non-negative one, else [DefaultFusionWeight].
+func FusionWeight(emb Embedder) float64 {
+	if fw, ok := emb.(FusionWeighter); ok {
+		if w := fw.FusionWeight(); w >= 0 && !math.IsInf(w, 0) {
+			return w
+		}
+	}
+	return DefaultFusionWeight
+}
 
 // Errors returned by this package. Errors from a server's HTTP status are [*APIError] values. Each wraps a
 // kind of package loom: a bad configuration loom.ErrInvalid, a server that cannot be reached or answers

@@ -94,3 +94,36 @@ func ExampleNormalize() {
 	// Output:
 	// [0.6 0.8]
 }
+
+type unweighted struct{ Embedder }
+
+type badWeight struct{ Embedder }
+
+func (badWeight) FusionWeight() float64 { return math.NaN() }
+
+func TestFusionWeight(t *testing.T) {
+	t.Parallel()
+	o, err := NewOpenAI(OpenAIConfig{BaseURL: "http://localhost:1/v1", Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o2, err := NewOpenAI(OpenAIConfig{BaseURL: "http://localhost:1/v1", Model: "m", FusionWeight: 2.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		emb  Embedder
+		want float64
+	}{
+		{"lexical", Default(), LexicalFusionWeight},
+		{"openai", o, DefaultOpenAIFusionWeight},
+		{"openai configured", o2, 2.5},
+		{"one that does not say", unweighted{Default()}, DefaultFusionWeight},
+		{"one that says NaN", badWeight{Default()}, DefaultFusionWeight},
+	} {
+		if got := FusionWeight(tc.emb); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -69,6 +69,9 @@ func TestNewLexical_ValidatesDimensions(t *testing.T) {
 			t.Parallel()
 			l, err := NewLexical(tt.dims)
 			if tt.wantErr {
+				if _, err1 := NewLexicalV1(tt.dims); tt.dims != 0 && !errors.Is(err1, ErrInvalidConfig) {
+					t.Fatalf("NewLexicalV1(%d) error = %v, want ErrInvalidConfig", tt.dims, err1)
+				}
 				if !errors.Is(err, ErrInvalidConfig) {
 					t.Fatalf("NewLexical(%d) error = %v, want ErrInvalidConfig", tt.dims, err)
 				}
@@ -83,8 +86,12 @@ func TestNewLexical_ValidatesDimensions(t *testing.T) {
 			if l.Dimensions() != tt.wantDims {
 				t.Fatalf("Dimensions() = %d, want %d", l.Dimensions(), tt.wantDims)
 			}
-			if want := fmt.Sprintf("lexical-%d", tt.wantDims); l.Name() != want {
+			if want := fmt.Sprintf("lexical2-%d", tt.wantDims); l.Name() != want {
 				t.Fatalf("Name() = %q, want %q", l.Name(), want)
+			}
+			v1, err := NewLexicalV1(tt.dims)
+			if err != nil || v1.Dimensions() != tt.wantDims || v1.Name() != fmt.Sprintf("lexical-%d", tt.wantDims) {
+				t.Fatalf("NewLexicalV1(%d) = %v, %v", tt.dims, v1, err)
 			}
 			if got := lexicalVectors(t, l, "dimension check"); norm(got[0]) == 0 {
 				t.Fatal("zero vector for a text with words")
@@ -96,27 +103,73 @@ func TestNewLexical_ValidatesDimensions(t *testing.T) {
 func TestDefault_IsLexical384(t *testing.T) {
 	t.Parallel()
 	d := Default()
-	if d.Dimensions() != 384 || d.Name() != "lexical-384" || Default() != d {
+	if d.Dimensions() != 384 || d.Name() != "lexical2-384" || Default() != d {
 		t.Fatalf("Default() = %s with %d dimensions", d.Name(), d.Dimensions())
 	}
 }
 
-// TestLexical_IsStable pins the output: vectors stored by one version must stay comparable with the next. If
-// the features change on purpose, the name must change too (see Lexical.Name).
+// TestLexical_IsStable pins the output of both feature sets: vectors stored by one version must stay
+// comparable with the next. If the features change on purpose, the name must change too (see Lexical.Name).
 func TestLexical_IsStable(t *testing.T) {
 	t.Parallel()
-	l, err := NewLexical(32)
+	const text = "Loom assembles the context, the context! 上下文 ÉTÉ naïve café 42 42 42."
+	v1, err := NewLexicalV1(32)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []float32{0.2375541, 0.20535512, -0.14585619, 0.0750793, 0.1547379, -0.4784124, 0.32494962,
-		0.10831653, 0.10831653, 0.09169792, -0.1547379, 0.054158267, -0.054158267, 0.1547379, -0.016618617,
-		-0.1547379, -0.054158267, 0.1547379, 0, 0, 0.47089022, 0.054158267, 0, -0.10831653, -0.054158267,
-		-0.054158267, 0.008881722, -0.31367165, -0.054158267, 0.1547379, -0.10831653, 0}
-	got := lexicalVectors(t, l, "Loom assembles the context, the context! 上下文 ÉTÉ naïve café 42 42 42.")[0]
-	for i := range want {
-		if math.Abs(float64(got[i]-want[i])) > 1e-6 {
-			t.Fatalf("component %d = %v, want %v\ngot  %#v", i, got[i], want[i], got)
+	v2, err := NewLexical(32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		l    *Lexical
+		want []float32
+	}{
+		{v1, []float32{0.2375541, 0.20535512, -0.14585619, 0.0750793, 0.1547379, -0.4784124, 0.32494962,
+			0.10831653, 0.10831653, 0.09169792, -0.1547379, 0.054158267, -0.054158267, 0.1547379, -0.016618617,
+			-0.1547379, -0.054158267, 0.1547379, 0, 0, 0.47089022, 0.054158267, 0, -0.10831653, -0.054158267,
+			-0.054158267, 0.008881722, -0.31367165, -0.054158267, 0.1547379, -0.10831653, 0}},
+		{v2, []float32{-0.062934205, 0.19054322, -0.24452393, 0, 0.18158972, -0.38108644, 0.1271128, 0.1271128,
+			0.18158972, 0.15372907, -0.18158972, 0.09079486, -0.09079486, 0.18158972, -0.02786066, -0.18158972,
+			-0.09079486, 0.18158972, 0, 0, 0.57984275, 0.09079486, 0, -0.18158972, -0.09079486, -0.09079486,
+			-0.062934205, -0.19054322, -0.09079486, 0.18158972, 0, 0}},
+	} {
+		got := lexicalVectors(t, tc.l, text)[0]
+		for i := range tc.want {
+			if math.Abs(float64(got[i]-tc.want[i])) > 1e-6 {
+				t.Fatalf("%s: component %d = %v, want %v\ngot  %#v", tc.l.Name(), i, got[i], tc.want[i], got)
+			}
+		}
+	}
+}
+
+// TestLexical_LeavesOutStopwordsAndWordPairs: the second version's features ignore English stopwords and the
+// order of words (but for adjacent Chinese and Japanese characters), which the first version's did not.
+func TestLexical_LeavesOutStopwordsAndWordPairs(t *testing.T) {
+	t.Parallel()
+	v1, err := NewLexicalV1(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		a, b   string
+		same   bool // under the second version
+		sameV1 bool
+	}{
+		{"the leader of the cluster", "leader cluster", true, false},
+		{"leader cluster", "cluster leader", true, false},
+		{"上下文", "文下上", false, false},    // the characters' pairs differ
+		{"That is it", "", true, false}, // only stopwords: no features
+	} {
+		for _, l := range []*Lexical{Default(), v1} {
+			vs := lexicalVectors(t, l, tc.a, tc.b)
+			want := tc.same
+			if l == v1 {
+				want = tc.sameV1
+			}
+			if got := equal(vs[0], vs[1]); got != want {
+				t.Errorf("%s: %q and %q alike: %v, want %v", l.Name(), tc.a, tc.b, got, want)
+			}
 		}
 	}
 }
@@ -151,7 +204,7 @@ func TestLexical_VectorsHaveUnitLength(t *testing.T) {
 	for i := range 20000 { // more distinct features than a pooled scratch keeps
 		fmt.Fprintf(&huge, "w%d ", i)
 	}
-	texts := []string{"a", "word", "Two words", "上", "日本語のテキスト", "x" + strings.Repeat("y", 100000),
+	texts := []string{"x", "word", "Two words", "上", "日本語のテキスト", "x" + strings.Repeat("y", 100000),
 		strings.Repeat("same ", 10000), huge.String(), "Ünïcödé Straße ΣΊΣΥΦΟΣ мир"}
 	for _, dims := range []int{MinLexicalDimensions, DefaultLexicalDimensions, MaxLexicalDimensions} {
 		l, err := NewLexical(dims)
@@ -191,48 +244,72 @@ func TestLexical_IgnoresCaseWidthAndPunctuation(t *testing.T) {
 		{"ÉTÉ", "été"},
 		{"ΣΟΦΙΑ", "σοφια"},
 		{"hello\xffworld", "hello world"},
-		{"上下文", "上 下 文"},
-		{"\U00020000\U00020001㐀", "\U00020000 \U00020001 㐀"}, // ideographs beyond the main block
+		{"上下文", "上下文。"},
+		{"\U00020000\U00020001㐀", "\U00020000\U00020001㐀!"}, // ideographs beyond the main block
 	}
-	for _, tt := range tests {
-		v := lexicalVectors(t, Default(), tt.a, tt.b)
-		if !equal(v[0], v[1]) {
-			t.Errorf("%q and %q embed differently (cosine %v)", tt.a, tt.b, Cosine(v[0], v[1]))
+	v1, err := NewLexicalV1(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []*Lexical{Default(), v1} {
+		for _, tt := range tests {
+			v := lexicalVectors(t, l, tt.a, tt.b)
+			if !equal(v[0], v[1]) {
+				t.Errorf("%s: %q and %q embed differently (cosine %v)", l.Name(), tt.a, tt.b, Cosine(v[0], v[1]))
+			}
+		}
+	}
+	// The first version pairs ideographs across spaces; the second only adjacent ones, as the keyword
+	// analyzer does.
+	for _, l := range []*Lexical{Default(), v1} {
+		v := lexicalVectors(t, l, "上下文", "上 下 文")
+		if got, want := equal(v[0], v[1]), l == v1; got != want {
+			t.Errorf("%s: %q and %q alike: %v, want %v", l.Name(), "上下文", "上 下 文", got, want)
 		}
 	}
 }
 
 func TestLexical_SimilarTextsAreCloser(t *testing.T) {
 	t.Parallel()
+	v1, err := NewLexicalV1(0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name            string
 		text, near, far string
 		margin          float32 // how much closer near must be
+		v1Only          bool    // the second version's features do not tell these apart
 	}{
 		{"shared words", "The cat sat on the mat.", "A cat was sitting on the mat.",
-			"Stock markets fell sharply on Monday.", 0.1},
+			"Stock markets fell sharply on Monday.", 0.1, false},
 		{"question and answer", "How do I reset my password?", "Password reset instructions",
-			"Weather forecast for tomorrow", 0.1},
+			"Weather forecast for tomorrow", 0.1, false},
 		{"inflections", "embedding vectors for retrieval", "embeddings and vector retrieval",
-			"the quick brown fox jumps", 0.1},
-		{"word order counts a little", "dog bites man", "dog bites man today", "man bites dog", 0.02},
-		{"code identifiers", "func main() { fmt.Println(x) }", "fmt.Println prints a line", "SELECT * FROM users", 0.1},
-		{"Chinese", "我喜欢吃苹果", "我爱吃苹果和香蕉", "今天天气很好", 0.1},
-		{"Japanese", "東京は日本の首都です", "日本の首都は東京", "パリはフランスの天気", 0.1},
-		{"Cyrillic", "Москва столица России", "столица России Москва большая", "погода сегодня хорошая", 0.1},
+			"the quick brown fox jumps", 0.1, false},
+		{"word order counts a little", "dog bites man", "dog bites man today", "man bites dog", 0.02, true},
+		{"code identifiers", "func main() { fmt.Println(x) }", "fmt.Println prints a line", "SELECT * FROM users", 0.1, false},
+		{"Chinese", "我喜欢吃苹果", "我爱吃苹果和香蕉", "今天天气很好", 0.1, false},
+		{"Japanese", "東京は日本の首都です", "日本の首都は東京", "パリはフランスの天気", 0.1, false},
+		{"Cyrillic", "Москва столица России", "столица России Москва большая", "погода сегодня хорошая", 0.1, false},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			v := lexicalVectors(t, Default(), tt.text, tt.near, tt.far)
-			near, far := Cosine(v[0], v[1]), Cosine(v[0], v[2])
-			if !(near > far+tt.margin) {
-				t.Fatalf("cosine with %q = %.3f, with %q = %.3f: want the first clearly higher", tt.near, near, tt.far, far)
+		for _, l := range []*Lexical{Default(), v1} {
+			if tt.v1Only && l != v1 {
+				continue
 			}
-			if near >= 0.999 {
-				t.Fatalf("cosine of different texts %.3f", near)
-			}
-		})
+			t.Run(l.Name()+"/"+tt.name, func(t *testing.T) {
+				t.Parallel()
+				v := lexicalVectors(t, l, tt.text, tt.near, tt.far)
+				near, far := Cosine(v[0], v[1]), Cosine(v[0], v[2])
+				if !(near > far+tt.margin) {
+					t.Fatalf("cosine with %q = %.3f, with %q = %.3f: want the first clearly higher", tt.near, near, tt.far, far)
+				}
+				if near >= 0.999 {
+					t.Fatalf("cosine of different texts %.3f", near)
+				}
+			})
+		}
 	}
 }
 
@@ -297,6 +374,10 @@ func FuzzLexical(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	v1, err := NewLexicalV1(MinLexicalDimensions)
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		text := string(data)
 		vs, err := l.Embed(context.Background(), []string{text, text})
@@ -315,9 +396,17 @@ func FuzzLexical(f *testing.F) {
 		if !equal(vs[0], vs[1]) {
 			t.Fatal("the same text embeds differently")
 		}
+		// The first version's vector is zero exactly for a text without words; the second's also for one of
+		// stopwords alone, and never once a word that is not one is added.
 		hasWord := strings.ContainsFunc(strings.ToValidUTF8(text, " "), isWordRune)
-		if hasWord != (n != 0) {
-			t.Fatalf("text has words: %v, but norm is %v", hasWord, n)
+		if n1 := norm(lexicalVectors(t, v1, text)[0]); hasWord != (n1 != 0) {
+			t.Fatalf("text has words: %v, but the first version's norm is %v", hasWord, n1)
+		}
+		if n != 0 && !hasWord {
+			t.Fatalf("a text without words has norm %v", n)
+		}
+		if more := norm(lexicalVectors(t, l, text+" zebra")[0]); more == 0 {
+			t.Fatalf("%q with a word that is not a stopword has the zero vector", text)
 		}
 		if lower := lexicalVectors(t, l, strings.ToLower(text))[0]; !equal(vs[0], lower) {
 			t.Fatalf("%q and its lower case embed differently", text)
@@ -388,9 +477,9 @@ func ExampleDefault() {
 	fmt.Printf("related:   %.2f\n", Cosine(vs[0], vs[1]))
 	fmt.Printf("unrelated: %.2f\n", Cosine(vs[0], vs[2]))
 	// Output:
-	// lexical-384 384
-	// related:   0.43
-	// unrelated: 0.01
+	// lexical2-384 384
+	// related:   0.53
+	// unrelated: 0.02
 }
 
 func ExampleNewLexical() {
@@ -406,7 +495,7 @@ func ExampleNewLexical() {
 	fmt.Printf("%.2f\n", Cosine(vs[0], vs[1]))
 	fmt.Printf("%.2f\n", Cosine(vs[0], vs[2])) // "" has no words: the zero vector
 	// Output:
-	// lexical-64
+	// lexical2-64
 	// 0.76
 	// 0.00
 }

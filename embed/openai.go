@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -73,6 +74,11 @@ type OpenAIConfig struct {
 	// HTTPClient sends the requests (default: a client with [http.DefaultTransport]). Its own Timeout, if
 	// any, also applies.
 	HTTPClient *http.Client
+	// FusionWeight is how much the model's ranking counts against the keywords' (weight 1) in hybrid and
+	// MMR retrieval (see [FusionWeighter]); 0 means [DefaultOpenAIFusionWeight], 1. A model that ranks
+	// better than keyword search on your documents deserves more, a weak one less. It must be finite and not
+	// negative.
+	FusionWeight float64
 }
 
 // OpenAI is an [Embedder] that asks a server speaking the OpenAI embeddings API: it posts
@@ -91,12 +97,13 @@ type OpenAI struct {
 	client     *http.Client
 	name       string
 	maxBody    int64 // largest successful response read
+	fusion     float64
 }
 
 // NewOpenAI returns an embedder for the server and model of cfg. It sends nothing: a wrong key or model
 // surfaces on the first [OpenAI.Embed]. It returns an error wrapping [ErrInvalidConfig] when BaseURL is not an
 // http or https URL without query or fragment, or ends in /embeddings; when Model is empty; or when
-// Dimensions, BatchSize or RetryDelay is negative.
+// Dimensions, BatchSize or RetryDelay is negative; or when FusionWeight is negative, NaN or infinite.
 func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	u, err := url.Parse(cfg.BaseURL)
 	switch {
@@ -118,6 +125,8 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 		return nil, fmt.Errorf("%w: BatchSize %d is negative", ErrInvalidConfig, cfg.BatchSize)
 	case cfg.RetryDelay < 0:
 		return nil, fmt.Errorf("%w: RetryDelay %s is negative", ErrInvalidConfig, cfg.RetryDelay)
+	case !(cfg.FusionWeight >= 0) || math.IsInf(cfg.FusionWeight, 0):
+		return nil, fmt.Errorf("%w: FusionWeight %v must be finite and not negative", ErrInvalidConfig, cfg.FusionWeight)
 	}
 	o := &OpenAI{
 		url:        strings.TrimRight(cfg.BaseURL, "/") + "/embeddings",
@@ -131,6 +140,7 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 		client:     cfg.HTTPClient,
 		name:       "openai:" + cfg.Model,
 		maxBody:    maxResponseBytes,
+		fusion:     cmp.Or(cfg.FusionWeight, DefaultOpenAIFusionWeight),
 	}
 	if o.client == nil {
 		o.client = &http.Client{}
@@ -149,6 +159,9 @@ func (o *OpenAI) Dimensions() int {
 	}
 	return int(o.learned.Load())
 }
+
+// FusionWeight returns OpenAIConfig.FusionWeight, or [DefaultOpenAIFusionWeight] when it was 0.
+func (o *OpenAI) FusionWeight() float64 { return o.fusion }
 
 // Name returns "openai:" followed by the model and, when configured, ":" and the dimensions, such as
 // "openai:text-embedding-3-small:512".

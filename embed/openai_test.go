@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -190,6 +191,9 @@ func TestNewOpenAI_ValidatesConfig(t *testing.T) {
 		{"negative dimensions", func(c *OpenAIConfig) { c.Dimensions = -1 }, "Dimensions -1"},
 		{"negative batch size", func(c *OpenAIConfig) { c.BatchSize = -5 }, "BatchSize -5"},
 		{"negative retry delay", func(c *OpenAIConfig) { c.RetryDelay = -time.Second }, "RetryDelay -1s"},
+		{"negative fusion weight", func(c *OpenAIConfig) { c.FusionWeight = -1 }, "FusionWeight -1"},
+		{"NaN fusion weight", func(c *OpenAIConfig) { c.FusionWeight = math.NaN() }, "FusionWeight NaN"},
+		{"infinite fusion weight", func(c *OpenAIConfig) { c.FusionWeight = math.Inf(1) }, "FusionWeight +Inf"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

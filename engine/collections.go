@@ -124,7 +124,9 @@ func autoStrategy(d ingest.Document) string {
 }
 
 // WithEmbedder registers emb under its Name; the first one registered (or embed.Default() when none is)
-// is the default of new collections.
+// is the default of new collections. Every engine also knows the first version of the lexical embedder
+// (embed.NewLexicalV1(0), "lexical-384"), the default of collections made before "lexical2-384", so that
+// they keep working; a collection of another embedder needs it registered under its name.
 func WithEmbedder(emb embed.Embedder) Option {
 	return func(e *Engine) error {
 		if emb == nil || emb.Name() == "" {
@@ -156,7 +158,9 @@ func (e *Engine) collections() (collection.Store, error) {
 
 // CreateCollection creates a collection for the context's tenant (loom.WithTenant), with zero fields set to
 // the defaults, and returns it. It returns collection.ErrExists for a name in use, and errors wrapping
-// ErrInvalidRequest for settings no chunker or embedder here can use.
+// ErrInvalidRequest for settings no chunker or embedder here can use and for fusion weights that are
+// negative, NaN, infinite, or both 0 once the unset one takes its default (wrapping
+// loom.ErrInvalidFusionWeights too). Unset fusion weights stay unset: they follow the defaults.
 func (e *Engine) CreateCollection(ctx context.Context, c loom.Collection) (loom.Collection, error) {
 	cs, err := e.collections()
 	if err != nil {
@@ -190,6 +194,9 @@ func (e *Engine) CreateCollection(ctx context.Context, c loom.Collection) (loom.
 	case e.embedders[c.Embedder] == nil:
 		return loom.Collection{}, fmt.Errorf("%w: unknown embedder %q (register it with WithEmbedder)", ErrInvalidRequest, c.Embedder)
 	}
+	if _, err := fusionWeights(nil, nil, c, e.embedders[c.Embedder]); err != nil {
+		return loom.Collection{}, err
+	}
 	created, err := cs.CreateCollection(ctx, loom.Tenant(ctx), c)
 	if err != nil {
 		return loom.Collection{}, err
@@ -198,6 +205,24 @@ func (e *Engine) CreateCollection(ctx context.Context, c loom.Collection) (loom.
 	// persistence): the new collection is empty.
 	e.dropIndex(loom.Tenant(ctx), created.ID)
 	return created, nil
+}
+
+// SetFusionWeights sets the fusion weights of the tenant's collection (by id or name), the weights of its
+// keyword and vector rankings in hybrid and mmr retrieval (see loom.FusionWeights), and returns the
+// collection: both weights, nil putting one back to its default (1 for the keywords, the embedder's for
+// the vectors). The next retrieval uses them, on every engine over the store. Weights that are negative,
+// NaN, infinite, or both 0 once defaults are applied, are refused with an error wrapping
+// ErrInvalidRequest and loom.ErrInvalidFusionWeights.
+func (e *Engine) SetFusionWeights(ctx context.Context, idOrName string, keyword, vector *float64) (loom.Collection, error) {
+	c, err := e.Collection(ctx, idOrName)
+	if err != nil {
+		return loom.Collection{}, err
+	}
+	c.KeywordWeight, c.VectorWeight = keyword, vector
+	if _, err := fusionWeights(nil, nil, c, e.embedders[c.Embedder]); err != nil {
+		return loom.Collection{}, err
+	}
+	return e.colls.SetFusionWeights(ctx, loom.Tenant(ctx), c.ID, keyword, vector)
 }
 
 // Collection returns the tenant's collection with the id, or else the name, idOrName.
@@ -443,6 +468,8 @@ type RetrieveOption func(*retrieveConfig)
 type retrieveConfig struct {
 	collection string
 	q          retriever.Query
+	// The query's own fusion weights, nil where it sets none.
+	keywordWeight, vectorWeight *float64
 }
 
 // WithCollection names the collection (by id or name) to retrieve from. Required.
@@ -451,12 +478,14 @@ func WithCollection(id string) RetrieveOption { return func(c *retrieveConfig) {
 // WithTopK sets how many results to return (default 10).
 func WithTopK(k int) RetrieveOption { return func(c *retrieveConfig) { c.q.TopK = k } }
 
-// WithMinScore drops results less relevant than s, on a 0..1 scale (see retriever.Query.MinScore: cosine
-// similarity, or BM25 relative to the best match, the greater of the two in hybrid mode).
+// WithMinScore drops results less relevant than s, on a 0..1 scale whatever the mode (see
+// retriever.Query.MinScore): BM25 relative to the best match in keyword mode, cosine similarity in vector
+// mode, the fused score (their weighted mean) in hybrid and mmr mode.
 func WithMinScore(s float64) RetrieveOption { return func(c *retrieveConfig) { c.q.MinScore = s } }
 
-// WithMode sets the retrieval mode: "hybrid" (BM25 and vectors fused by reciprocal rank, the default),
-// "keyword", "vector" or "mmr" (hybrid candidates re-ranked for diversity).
+// WithMode sets the retrieval mode: "hybrid" (BM25 and vectors fused by the weighted mean of their
+// relevances, the default), "keyword", "vector" or "mmr" (hybrid candidates, duplicates removed, re-ranked
+// for diversity).
 func WithMode(m string) RetrieveOption { return func(c *retrieveConfig) { c.q.Mode = m } }
 
 // WithFilter keeps only chunks whose metadata has every key with the given value ("document_id" matches
@@ -465,8 +494,49 @@ func WithFilter(f map[string]string) RetrieveOption {
 	return func(c *retrieveConfig) { c.q.Filter = f }
 }
 
-// WithMMRLambda weighs relevance against diversity in mmr mode (0..1, default 0.5).
+// WithMMRLambda weighs relevance against diversity in mmr mode (0..1, default retriever.DefaultMMRLambda,
+// 0.7).
 func WithMMRLambda(l float64) RetrieveOption { return func(c *retrieveConfig) { c.q.MMRLambda = l } }
+
+// WithKeywordWeight sets the weight of the keyword ranking in hybrid and mmr mode, in place of the
+// collection's (loom.Collection.KeywordWeight), or else the default 1. See loom.FusionWeights.
+func WithKeywordWeight(w float64) RetrieveOption {
+	return func(c *retrieveConfig) { c.keywordWeight = &w }
+}
+
+// WithVectorWeight sets the weight of the vector ranking in hybrid and mmr mode, in place of the
+// collection's (loom.Collection.VectorWeight), or else its embedder's (embed.FusionWeight). See
+// loom.FusionWeights.
+func WithVectorWeight(w float64) RetrieveOption {
+	return func(c *retrieveConfig) { c.vectorWeight = &w }
+}
+
+// fusionWeights resolves the weights of a retrieval from coll with embedder emb, each weight the query's
+// (kw, vec) if set, else the collection's, else the default (1 for the keywords, embed.FusionWeight(emb)
+// for the vectors). It returns an error wrapping ErrInvalidRequest and loom.ErrInvalidFusionWeights for a
+// weight that is negative, NaN or infinite, or a pair that is both 0, naming where each weight came from.
+func fusionWeights(kw, vec *float64, coll loom.Collection, emb embed.Embedder) (loom.FusionWeights, error) {
+	w := loom.FusionWeights{Keyword: 1, Vector: embed.DefaultFusionWeight}
+	if emb != nil {
+		w.Vector = embed.FusionWeight(emb)
+	}
+	from := [2]string{"the default", "the embedder's"}
+	for i, f := range []struct {
+		query, coll *float64
+		dst         *float64
+	}{{kw, coll.KeywordWeight, &w.Keyword}, {vec, coll.VectorWeight, &w.Vector}} {
+		switch {
+		case f.query != nil:
+			*f.dst, from[i] = *f.query, "the query's"
+		case f.coll != nil:
+			*f.dst, from[i] = *f.coll, "the collection's"
+		}
+	}
+	if err := w.Validate(); err != nil {
+		return w, fmt.Errorf("%w: %w (the keyword weight is %s, the vector weight %s)", ErrInvalidRequest, err, from[0], from[1])
+	}
+	return w, nil
+}
 
 // Retrieval modes.
 const (
@@ -481,8 +551,11 @@ const MaxTopK = 1000
 
 // Retrieve returns the chunks of a collection most relevant to query, best first, for the context's tenant.
 // Each result's Chunk keeps its id, document id, offsets and metadata (with "source"); its Kind says what
-// its Score is. Settings that retriever.Query.Validate refuses, and a TopK over MaxTopK, are refused with
-// an error wrapping ErrInvalidRequest (and retriever.ErrInvalidQuery for the former).
+// its Score is. Hybrid and mmr retrieval fuse the keyword and vector rankings with the query's weights
+// (WithKeywordWeight, WithVectorWeight), else the collection's, else the defaults (see loom.FusionWeights).
+// Settings that retriever.Query.Validate refuses, and a TopK over MaxTopK, are refused with an error
+// wrapping ErrInvalidRequest (and retriever.ErrInvalidQuery for the former), and so are fusion weights
+// that are negative, NaN, infinite or both 0 (wrapping loom.ErrInvalidFusionWeights too).
 func (e *Engine) Retrieve(ctx context.Context, query string, opts ...RetrieveOption) ([]retriever.Result, error) {
 	var cfg retrieveConfig
 	for _, o := range opts {
@@ -509,8 +582,11 @@ func (e *Engine) Retrieve(ctx context.Context, query string, opts ...RetrieveOpt
 	tenant := loom.Tenant(ctx)
 	q := cfg.q
 	q.Text = query
+	emb := e.embedders[coll.Embedder]
+	if q.Weights, err = fusionWeights(cfg.keywordWeight, cfg.vectorWeight, coll, emb); err != nil {
+		return nil, err
+	}
 	if q.Mode != ModeKeyword {
-		emb := e.embedders[coll.Embedder]
 		if emb == nil {
 			return nil, fmt.Errorf("%w: the collection's embedder %q is not registered", ErrInvalidRequest, coll.Embedder)
 		}

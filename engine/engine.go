@@ -103,6 +103,11 @@ func New(s *store.Store, opts ...Option) (*Engine, error) {
 		def := embed.Default()
 		e.embedders[def.Name()], e.defaultEmbedder = def, def.Name()
 	}
+	// Collections made before the lexical embedder's second version hold vectors of its first, under its
+	// name: they stay readable and writable, unless WithEmbedder registered another under that name.
+	if v1, err := embed.NewLexicalV1(embed.DefaultLexicalDimensions); err == nil && e.embedders[v1.Name()] == nil {
+		e.embedders[v1.Name()] = v1
+	}
 	return e, nil
 }
 
@@ -311,6 +316,10 @@ type RetrieveRequest struct {
 	MinScore   float64           `json:"min_score,omitempty"`
 	Mode       string            `json:"mode,omitempty"`
 	Filter     map[string]string `json:"filter,omitempty"`
+	// KeywordWeight and VectorWeight, when set, weigh the keyword and vector rankings in hybrid and mmr
+	// mode in place of the collection's weights (see WithKeywordWeight, WithVectorWeight).
+	KeywordWeight *float64 `json:"keyword_weight,omitempty"`
+	VectorWeight  *float64 `json:"vector_weight,omitempty"`
 }
 
 func (r *RetrieveRequest) validate() error {
@@ -328,7 +337,14 @@ func (e *Engine) retrieveKnowledge(ctx context.Context, tenant string, r *Retrie
 	if q == "" {
 		q = message
 	}
-	results, err := e.Retrieve(ctx, q, WithCollection(r.Collection), WithTopK(r.TopK), WithMinScore(r.MinScore), WithMode(r.Mode), WithFilter(r.Filter))
+	opts := []RetrieveOption{WithCollection(r.Collection), WithTopK(r.TopK), WithMinScore(r.MinScore), WithMode(r.Mode), WithFilter(r.Filter)}
+	if r.KeywordWeight != nil {
+		opts = append(opts, WithKeywordWeight(*r.KeywordWeight))
+	}
+	if r.VectorWeight != nil {
+		opts = append(opts, WithVectorWeight(*r.VectorWeight))
+	}
+	results, err := e.Retrieve(ctx, q, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -23,9 +23,18 @@ import (
 	"github.com/context-loom/loom/store/storeurl"
 )
 
-// fusionGoalsEnforced turns the goals of fusion and MMR (TestEval/HybridAtLeastBestPart,
-// TestEval/MMRKeepsRelevance) from a skip into a failure when they are not met. They are not met yet.
-const fusionGoalsEnforced = false
+// The goals of fusion and MMR, each turned from a skip into a failure when it is not met once it is
+// enforced.
+//
+// MMRKeepsRelevance (mmr hit@5 >= 90% of hybrid's) is met on the dev and the held-out set on every store.
+// HybridAtLeastBestPart is met on the dev set but not on the held-out one, where hybrid search finds
+// as many answers in the top 5 as the keywords (39 of 43) but ranks one of them second rather than first:
+// MRR@5 0.761 against the keywords' 0.767. The fusion weights were chosen on the dev set alone; the
+// held-out set is not tuned on, so the goal stays a skip, with its figures, until retrieval meets it.
+const (
+	hybridGoalEnforced = false
+	mmrGoalEnforced    = true
+)
 
 // questionSets are the question sets the test scores: the dev set, and the held-out set when the file is
 // there.
@@ -78,7 +87,7 @@ func openStores(t *testing.T) (names []string, stores map[string]*store.Store) {
 // TestEval ingests the corpus once per store and scores every question set in every mode. It logs the
 // table and checks what must hold whatever the ranking does: the gold phrases can be judged, every store
 // gives the same ranks, and the ranks do not depend on the engine or the run. The goals of fusion and MMR
-// are subtests that skip while they are not met (see fusionGoalsEnforced).
+// are subtests that skip while they are not met and not enforced (see hybridGoalEnforced).
 func TestEval(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -165,21 +174,21 @@ func TestEval(t *testing.T) {
 	t.Log("\n" + b.String())
 
 	t.Run("HybridAtLeastBestPart", func(t *testing.T) {
-		goal(t, "hybrid >= the better of keyword and vector at hit@5 and MRR@5", table, func(byMode map[string]eval.Score) bool {
+		goal(t, hybridGoalEnforced, "hybrid >= the better of keyword and vector at hit@5 and MRR@5", table, func(byMode map[string]eval.Score) bool {
 			h, k, v := byMode["hybrid"], byMode["keyword"], byMode["vector"]
 			return h.Hits(eval.TopK) >= max(k.Hits(eval.TopK), v.Hits(eval.TopK)) && h.MRR() >= max(k.MRR(), v.MRR())
 		})
 	})
 	t.Run("MMRKeepsRelevance", func(t *testing.T) {
-		goal(t, "mmr hit@5 >= 90% of hybrid's", table, func(byMode map[string]eval.Score) bool {
+		goal(t, mmrGoalEnforced, "mmr hit@5 >= 90% of hybrid's", table, func(byMode map[string]eval.Score) bool {
 			return float64(byMode["mmr"].Hits(eval.TopK)) >= 0.9*float64(byMode["hybrid"].Hits(eval.TopK))
 		})
 	})
 }
 
 // goal checks met on every store and question set of table, given its scores by mode; while
-// fusionGoalsEnforced is false, a goal not met skips the test, naming the goal and listing the figures.
-func goal(t *testing.T, name string, table []eval.Score, met func(byMode map[string]eval.Score) bool) {
+// enforced is false, a goal not met skips the test, naming the goal and listing the figures.
+func goal(t *testing.T, enforced bool, name string, table []eval.Score, met func(byMode map[string]eval.Score) bool) {
 	t.Helper()
 	groups := map[string]map[string]eval.Score{}
 	var order []string
@@ -205,7 +214,7 @@ func goal(t *testing.T, name string, table []eval.Score, met func(byMode map[str
 		return
 	}
 	msg := fmt.Sprintf("goal not met yet: %s\n%s", name, strings.Join(failed, "\n"))
-	if fusionGoalsEnforced {
+	if enforced {
 		t.Error(msg)
 	} else {
 		t.Skip(msg)

@@ -6,6 +6,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/context-loom/loom/internal/stopword"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -290,12 +291,4 @@ func isCJK(r rune) bool {
 
 // IsStopword reports whether w, a lowercase word, is one of the English words too common to say anything
 // about a text (Lucene's classic English stop set), which [AppendTerms] leaves out.
-func IsStopword(w string) bool {
-	switch w {
-	case "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it",
-		"no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they",
-		"this", "to", "was", "will", "with":
-		return true
-	}
-	return false
-}
+func IsStopword(w string) bool { return stopword.IsEnglish(w) }

@@ -39,8 +39,8 @@ func ExampleIndex_Search() {
 		fmt.Printf("%d %s %s %s keyword#%d vector#%d\n", r.Rank, r.Kind, r.Chunk.ID, r.Chunk.Metadata["source"], r.KeywordRank, r.VectorRank)
 	}
 	// Output:
-	// 1 rrf c0 doc0.txt keyword#1 vector#1
-	// 2 rrf c2 doc2.txt keyword#0 vector#2
+	// 1 fused c0 doc0.txt keyword#1 vector#1
+	// 2 fused c2 doc2.txt keyword#0 vector#2
 }
 
 func ExampleIndex_WaitGraph() {

@@ -66,9 +66,12 @@ type Index struct {
 	opts IndexOptions
 
 	mu      sync.RWMutex
-	entries []entry           // by slot; slots are never reused until a compaction renumbers them
-	ids     map[string]uint32 // live chunk ID -> slot
-	docs    map[string][]uint32
+	entries []entry // by slot; slots are never reused until a compaction renumbers them
+	// fps holds each slot's fingerprint, for MMR's duplicates: beside the entries, not in them, so that
+	// BM25, which reads an entry per posting, reads no more memory for them.
+	fps  []fingerprint
+	ids  map[string]uint32 // live chunk ID -> slot
+	docs map[string][]uint32
 	// docMeta holds the metadata of each document, shared by the entries of its chunks (an entry keeps
 	// only its chunk's own keys), so that a document's metadata is held once, not once a chunk.
 	docMeta map[string]map[string]string
@@ -208,6 +211,7 @@ func (ix *Index) add(c collection.Chunk, buf []string) []string {
 
 	buf = AppendTerms(buf[:0], c.Content)
 	e.length = len(buf)
+	ix.fps = append(ix.fps, fingerprintOf(buf))
 	counts := make(map[string]uint32, len(buf))
 	for _, w := range buf {
 		counts[w]++
@@ -358,6 +362,7 @@ func (ix *Index) wantGraph() bool {
 func (ix *Index) compact() {
 	remap := make([]uint32, len(ix.entries))
 	entries := make([]entry, 0, ix.live)
+	fps := make([]fingerprint, 0, ix.live)
 	oldPages := ix.pages
 	ix.pages = nil
 	oldDims := ix.dims
@@ -370,12 +375,13 @@ func (ix *Index) compact() {
 		slot := uint32(len(entries))
 		remap[old] = slot
 		entries = append(entries, e)
+		fps = append(fps, ix.fps[old])
 		if e.hasVec {
 			off := (old % pageRows) * oldDims
 			copy(ix.row(slot), oldPages[old/pageRows][off:off+oldDims])
 		}
 	}
-	ix.entries = entries
+	ix.entries, ix.fps = entries, fps
 	ix.dead = 0
 	for w, t := range ix.terms {
 		if t.df == 0 {

@@ -229,38 +229,122 @@ func vec2(deg float64) []float32 {
 
 func TestSearch_HybridFusesBothRankings(t *testing.T) {
 	t.Parallel()
-	angles := map[string][]float32{"kw": vec2(80), "both": vec2(10), "vec": vec2(0), "none": vec2(90)}
+	angles := map[string][]float32{"kw": vec2(80), "both": vec2(10), "vec": vec2(0), "none": vec2(100)}
 	ix := NewIndex(IndexOptions{})
 	err := ix.Add(
 		mk("kw", "d1", "raft consensus leader election", vec2(80)),
 		mk("both", "d2", "raft consensus", vec2(10)),
 		mk("vec", "d3", "unrelated words here", vec2(0)),
-		mk("none", "d4", "nothing at all", vec2(90)),
+		mk("none", "d4", "nothing at all", vec2(100)),
 	)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs := search(t, ix, Query{Text: "raft consensus", Vector: vec2(0)})
-	if got := ids(rs); got[0] != "both" || len(got) != 4 {
-		t.Fatalf("hybrid = %v", got)
+	for _, w := range []loom.FusionWeights{{}, {Keyword: 1, Vector: 0.2}, {Keyword: 0.5, Vector: 2}} {
+		rs := search(t, ix, Query{Text: "raft consensus", Vector: vec2(0), Weights: w})
+		// "none" points away from the query and has none of its words: a fused score of 0, not returned.
+		if got := ids(rs); got[0] != "both" || len(got) != 3 || slices.Contains(got, "none") {
+			t.Fatalf("weights %+v: hybrid = %v", w, got)
+		}
+		eff := w
+		if eff.IsZero() {
+			eff = DefaultFusionWeights
+		}
+		bm25 := map[string]float64{}
+		for _, r := range search(t, ix, Query{Text: "raft consensus", Mode: ModeKeyword}) {
+			bm25[r.Chunk.ID] = r.Score
+		}
+		top := bm25["both"] // the shorter chunk of the same words
+		for i, r := range rs {
+			if r.Kind != KindFused {
+				t.Fatalf("kind %q", r.Kind)
+			}
+			cos := float64(embed.Cosine(vec2(0), angles[r.Chunk.ID]))
+			if math.Abs(r.Vector-cos) > 1e-6 {
+				t.Fatalf("%s: cosine %v, want %v", r.Chunk.ID, r.Vector, cos)
+			}
+			if math.Abs(r.Keyword-bm25[r.Chunk.ID]) > 1e-12 {
+				t.Fatalf("%s: keyword %v, want its BM25 score %v", r.Chunk.ID, r.Keyword, bm25[r.Chunk.ID])
+			}
+			want := (eff.Keyword*bm25[r.Chunk.ID]/top + eff.Vector*max(cos, 0)) / (eff.Keyword + eff.Vector)
+			if math.Abs(r.Score-want) > 1e-6 {
+				t.Fatalf("weights %+v, %s: fused %v, want %v", w, r.Chunk.ID, r.Score, want)
+			}
+			if i > 0 && r.Score > rs[i-1].Score {
+				t.Fatalf("weights %+v: not ordered by fused score: %+v", w, rs)
+			}
+		}
 	}
-	for _, r := range rs {
-		if r.Kind != KindRRF {
-			t.Fatalf("kind %q", r.Kind)
+}
+
+func TestSearch_FusionWeightsShiftTheRanking(t *testing.T) {
+	t.Parallel()
+	ix := NewIndex(IndexOptions{})
+	err := ix.Add(
+		mk("kw", "d1", "raft consensus", vec2(80)),
+		mk("vec", "d2", "raft", vec2(0)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := Query{Text: "raft consensus", Vector: vec2(0)}
+	for _, tc := range []struct {
+		w    loom.FusionWeights
+		want string
+	}{
+		{loom.FusionWeights{Keyword: 1, Vector: 0}, "[kw vec]"},
+		{loom.FusionWeights{Keyword: 1, Vector: 0.1}, "[kw vec]"},
+		{loom.FusionWeights{Keyword: 0.1, Vector: 1}, "[vec kw]"},
+		{loom.FusionWeights{Keyword: 0, Vector: 1}, "[vec kw]"},
+	} {
+		q.Weights = tc.w
+		for _, mode := range []string{ModeHybrid, ModeMMR} {
+			q.Mode = mode
+			q.MMRLambda = 1
+			if got := fmt.Sprint(ids(search(t, ix, q))); got != tc.want {
+				t.Errorf("%s, weights %+v: %s, want %s", mode, tc.w, got, tc.want)
+			}
 		}
-		want := 0.0
-		if r.KeywordRank > 0 {
-			want += 1 / float64(60+r.KeywordRank)
+	}
+}
+
+func TestSearch_FusionLeavesOutASideTheQueryLacks(t *testing.T) {
+	t.Parallel()
+	ix := NewIndex(IndexOptions{})
+	if err := ix.Add(mk("a", "d1", "raft consensus", vec2(0)), mk("b", "d2", "raft", vec2(60))); err != nil {
+		t.Fatal(err)
+	}
+	// No vector: the fused score is the relative BM25 score, the best 1, whatever the weights.
+	rs := search(t, ix, Query{Text: "raft consensus", Weights: loom.FusionWeights{Keyword: 1, Vector: 3}})
+	if len(rs) != 2 || math.Abs(rs[0].Score-1) > 1e-12 {
+		t.Fatalf("keyword side alone: %+v", rs)
+	}
+	// No words (only punctuation): the fused score is the cosine.
+	rs = search(t, ix, Query{Text: "?!", Vector: vec2(0), Weights: loom.FusionWeights{Keyword: 3, Vector: 1}})
+	if len(rs) != 2 || math.Abs(rs[0].Score-1) > 1e-6 || math.Abs(rs[1].Score-0.5) > 1e-6 {
+		t.Fatalf("vector side alone: %+v", rs)
+	}
+	// A zero query vector is like none.
+	rs = search(t, ix, Query{Text: "raft consensus", Vector: []float32{0, 0, 0}})
+	if len(rs) != 2 || math.Abs(rs[0].Score-1) > 1e-12 {
+		t.Fatalf("zero vector: %+v", rs)
+	}
+	// The only side the weights keep, missing: nothing.
+	if rs := search(t, ix, Query{Text: "raft", Weights: loom.FusionWeights{Vector: 1}}); len(rs) != 0 {
+		t.Fatalf("vector weight alone without a vector: %+v", rs)
+	}
+}
+
+func TestQuery_ValidateRefusesBadWeights(t *testing.T) {
+	t.Parallel()
+	for _, w := range []loom.FusionWeights{{Keyword: -1, Vector: 1}, {Keyword: 1, Vector: math.NaN()}, {Keyword: math.Inf(1), Vector: 1}} {
+		err := Query{Weights: w}.Validate()
+		if !errors.Is(err, ErrInvalidQuery) || !errors.Is(err, loom.ErrInvalidFusionWeights) || !errors.Is(err, loom.ErrInvalid) {
+			t.Errorf("weights %+v: error %v", w, err)
 		}
-		if r.VectorRank > 0 {
-			want += 1 / float64(60+r.VectorRank)
-		}
-		if math.Abs(r.Score-want) > 1e-12 {
-			t.Fatalf("%s: rrf %v, want %v from ranks %d, %d", r.Chunk.ID, r.Score, want, r.KeywordRank, r.VectorRank)
-		}
-		if want := float64(embed.Cosine(vec2(0), angles[r.Chunk.ID])); math.Abs(r.Vector-want) > 1e-6 {
-			t.Fatalf("%s: cosine %v, want %v", r.Chunk.ID, r.Vector, want)
-		}
+	}
+	if err := (Query{}).Validate(); err != nil {
+		t.Errorf("unset weights: %v", err)
 	}
 }
 
@@ -300,7 +384,8 @@ func TestSearch_Filter(t *testing.T) {
 	ix := NewIndex(IndexOptions{})
 	var chunks []collection.Chunk
 	for i := range 30 {
-		chunks = append(chunks, mk(fmt.Sprint(i), fmt.Sprint("d", i%3), "shared words everywhere", vec2(float64(i)), "lang", []string{"en", "de"}[i%2]))
+		// Texts of their own: MMR would drop copies of the same text.
+		chunks = append(chunks, mk(fmt.Sprint(i), fmt.Sprint("d", i%3), fmt.Sprint("shared words everywhere, chunk ", i), vec2(float64(i)), "lang", []string{"en", "de"}[i%2]))
 	}
 	if err := ix.Add(chunks...); err != nil {
 		t.Fatal(err)
@@ -416,13 +501,80 @@ func TestSearch_MinScore(t *testing.T) {
 		want string
 	}{
 		{ModeVector, "[close]"},
-		{ModeKeyword, "[kwonly]"},      // relative BM25: only the best is above 0.7
-		{ModeHybrid, "[close kwonly]"}, // either side strong enough
+		{ModeKeyword, "[kwonly]"}, // relative BM25: only the best is above 0.7
+		{ModeHybrid, "[close]"},   // the mean of the two: strong on both sides
+		{ModeMMR, "[close]"},
 	}
 	for _, tt := range tests {
 		rs := search(t, ix, Query{Text: "beta", Vector: vec2(0), Mode: tt.mode, MinScore: 0.7})
 		if got := fmt.Sprint(ids(rs)); got != tt.want {
 			t.Errorf("%s: %v, want %v", tt.mode, got, tt.want)
+		}
+	}
+}
+
+// TestSearch_MinScoreIsTheRelevance: in every mode, MinScore keeps exactly the results whose relevance, as
+// Query.MinScore defines it per mode, is at least MinScore, and the relevance is in [0, 1].
+func TestSearch_MinScoreIsTheRelevance(t *testing.T) {
+	t.Parallel()
+	ix := NewIndex(IndexOptions{})
+	chunks := corpusChunks(t, 300)
+	if err := ix.Add(chunks...); err != nil {
+		t.Fatal(err)
+	}
+	weights := []loom.FusionWeights{{}, {Keyword: 1, Vector: 0.2}, {Keyword: 1, Vector: 3}}
+	for qi, q := range corpusQueries(t, 12) {
+		q.TopK, q.Weights = 40, weights[qi%len(weights)]
+		for _, mode := range []string{ModeKeyword, ModeVector, ModeHybrid, ModeMMR} {
+			q.Mode, q.MinScore = mode, 0
+			all := search(t, ix, q)
+			// The relevance of each chunk in this mode.
+			relOf := map[string]float64{}
+			switch mode {
+			case ModeKeyword:
+				for _, r := range all {
+					relOf[r.Chunk.ID] = r.Score / all[0].Score
+				}
+			case ModeVector:
+				for _, r := range all {
+					relOf[r.Chunk.ID] = r.Score
+				}
+			default: // a hybrid result's Score; MMR's chunks are hybrid candidates
+				h := q
+				h.Mode, h.TopK = ModeHybrid, 1000
+				for _, r := range search(t, ix, h) {
+					relOf[r.Chunk.ID] = r.Score
+				}
+			}
+			if len(all) == 0 {
+				continue
+			}
+			for _, r := range all {
+				if rel, ok := relOf[r.Chunk.ID]; !ok || !(rel >= 0 && rel <= 1+1e-9) {
+					t.Fatalf("%s: %s has relevance %v (known %v)", mode, r.Chunk.ID, rel, ok)
+				}
+			}
+			for _, min := range []float64{0.05, 0.3, 0.5, 0.8} {
+				q.MinScore = min
+				got := search(t, ix, q)
+				for _, r := range got {
+					if relOf[r.Chunk.ID] < min {
+						t.Fatalf("%s, MinScore %v: %s kept with relevance %v", mode, min, r.Chunk.ID, relOf[r.Chunk.ID])
+					}
+				}
+				if mode == ModeMMR {
+					continue // MMR picks among the kept; which it picks depends on what is left
+				}
+				want := 0
+				for _, r := range all {
+					if relOf[r.Chunk.ID] >= min {
+						want++
+					}
+				}
+				if len(got) != want {
+					t.Fatalf("%s, MinScore %v: %d results, want the %d of relevance %v or more", mode, min, len(got), want, min)
+				}
+			}
 		}
 	}
 }

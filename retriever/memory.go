@@ -13,6 +13,7 @@ const (
 	sliceHeader  = int64(unsafe.Sizeof([]byte(nil)))
 	stringHeader = int64(unsafe.Sizeof(""))
 	entrySize    = int64(unsafe.Sizeof(entry{}))
+	fpSize       = int64(unsafe.Sizeof(fingerprint{}))
 	termSize     = int64(unsafe.Sizeof(term{}))
 	postingSize  = int64(unsafe.Sizeof(posting{}))
 	// mapHeader is what a map costs besides its slots: the map's own struct and its table's.
@@ -62,7 +63,7 @@ func (ix *Index) MemoryBytes() int64 {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	b := ix.heap
-	b += int64(cap(ix.entries)) * entrySize
+	b += int64(cap(ix.entries))*entrySize + int64(cap(ix.fps))*fpSize
 	// The BM25 accumulator a search keeps in a pool, a float64 a slot.
 	b += int64(len(ix.entries)) * 8
 	b += mapBytes(len(ix.ids), stringHeader+4)

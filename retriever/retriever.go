@@ -3,8 +3,8 @@
 // An [Index] holds one collection's chunks in memory: an inverted index for BM25 keyword scoring and the
 // chunks' vectors for cosine similarity, searched exactly or, for large collections, through an HNSW graph
 // that a goroutine of the index builds while searches go on (exactly until the graph is ready).
-// [Index.Search] ranks by keywords, by vector, by both fused with reciprocal rank fusion (the default), or by
-// maximal marginal relevance for diverse results. The engine builds one per collection from its store's
+// [Index.Search] ranks by keywords, by vector, by both fused by a weighted mean of their relevances (the
+// default; see loom.FusionWeights), or by maximal marginal relevance for diverse results. The engine builds one per collection from its store's
 // chunks, whatever the store, so that keyword scores come from one analyzer ([Analyze]: words folded to
 // lowercase without accents, Chinese and Japanese by characters and their pairs) and from the collection's
 // own statistics alone.
@@ -28,13 +28,15 @@ var (
 
 // Search modes, the values of [Query.Mode].
 const (
-	// ModeHybrid fuses the keyword and the vector rankings by reciprocal rank fusion. It is the default.
+	// ModeHybrid fuses the keyword and the vector rankings by the weighted mean of their relevances (see
+	// loom.FusionWeights and Query.Weights). It is the default.
 	ModeHybrid = "hybrid"
 	// ModeKeyword ranks by BM25 alone.
 	ModeKeyword = "keyword"
 	// ModeVector ranks by cosine similarity to [Query.Vector] alone.
 	ModeVector = "vector"
-	// ModeMMR picks diverse results from the hybrid candidates by maximal marginal relevance.
+	// ModeMMR picks diverse results from the hybrid candidates by maximal marginal relevance, their fused
+	// score as their relevance, once duplicates and near-duplicates are removed.
 	ModeMMR = "mmr"
 )
 
@@ -42,8 +44,8 @@ const (
 const (
 	KindBM25   = "bm25"   // a BM25 score: positive, unbounded, comparable within one query
 	KindCosine = "cosine" // a cosine similarity in [-1, 1] (only positive ones are returned)
-	KindRRF    = "rrf"    // a reciprocal rank fusion score: sum of 1/(60+rank), at most 2/61
-	KindMMR    = "mmr"    // a maximal marginal relevance score at the time the result was picked
+	KindFused  = "fused"  // a fused score in [0, 1]: the weighted mean of relative BM25 and cosine (loom.FusionWeights)
+	KindMMR    = "mmr"    // a maximal marginal relevance score at the time the result was picked: lambda*fused - (1-lambda)*likeness
 )
 
 // Result is one retrieved chunk and its relevance score: higher is more relevant. Scores are comparable
@@ -55,12 +57,13 @@ type Result struct {
 	Chunk *loom.Chunk
 	Score float64
 
-	// Kind says what Score is: KindBM25, KindCosine, KindRRF or KindMMR. It is "" in results built by hand.
+	// Kind says what Score is: KindBM25, KindCosine, KindFused or KindMMR. It is "" in results built by hand.
 	Kind string
 	// Rank is the result's position among the results, from 1.
 	Rank int
-	// Keyword is the chunk's BM25 score and KeywordRank its position in the keyword ranking, from 1; both 0
-	// when the chunk was not in that ranking.
+	// Keyword is the chunk's BM25 score and KeywordRank its position in the keyword ranking, from 1. A
+	// result of a fused mode that the vector ranking brought in has its BM25 score whatever its rank
+	// (0 without the query's words) and KeywordRank 0; otherwise both are 0 outside the keyword ranking.
 	Keyword     float64
 	KeywordRank int
 	// Vector is the cosine similarity of the chunk's vector to the query's vector, 0 when either has none;

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/context-loom/loom"
@@ -15,8 +16,19 @@ import (
 // Defaults of [Query].
 const (
 	DefaultTopK          = 10
-	DefaultMMRLambda     = 0.5
+	DefaultMMRLambda     = 0.7
 	DefaultMinCandidates = 50 // Candidates is max(DefaultMinCandidates, 5*TopK) by default
+)
+
+// DefaultFusionWeights are the weights of a query whose Weights are not set: the two rankings alike. The
+// engine sets a query's weights from its collection, or else from the collection's embedder
+// (embed.FusionWeight), which knows better.
+var DefaultFusionWeights = loom.FusionWeights{Keyword: 1, Vector: 1}
+
+// The pool MMR picks from: the mmrPoolFactor*TopK most relevant distinct candidates, at least mmrMinPool.
+const (
+	mmrPoolFactor = 4
+	mmrMinPool    = 20
 )
 
 // FilterDocumentID is the [Query.Filter] key that matches a chunk's DocumentID rather than its Metadata.
@@ -30,15 +42,21 @@ type Query struct {
 	Vector []float32
 	// TopK is the most results to return; 0 means DefaultTopK.
 	TopK int
-	// MinScore drops results less relevant than it, on a scale from 0 to 1 whatever the mode (a value outside
-	// it is invalid):
+	// MinScore drops results less relevant than it. Relevance is on a scale from 0 to 1 whatever the mode
+	// (a MinScore outside it is invalid), and it is what ranks the results (but for MMR's diversity):
 	//   - keyword: the chunk's BM25 score divided by the best BM25 score of the query (the best result is 1);
 	//   - vector: the chunk's cosine similarity to the query;
-	//   - hybrid and mmr: the greater of the two above, so a result strong on either side is kept.
-	// RRF and MMR scores themselves are not compared with it: they measure rank, not relevance. 0 keeps all.
+	//   - hybrid and mmr: the fused score, the weighted mean of the two above (see loom.FusionWeights),
+	//     which is a hybrid result's Score; an MMR result's Score is lowered by its likeness to the results
+	//     before it, its relevance is not.
+	// 0 keeps all.
 	MinScore float64
 	// Mode is ModeHybrid (the default when ""), ModeKeyword, ModeVector or ModeMMR.
 	Mode string
+	// Weights weigh the keyword and the vector rankings in ModeHybrid and ModeMMR (see loom.FusionWeights
+	// for the formula); the zero value means DefaultFusionWeights. Weights that are set must pass
+	// loom.FusionWeights.Validate. A side whose weight is 0 is not searched.
+	Weights loom.FusionWeights
 	// Filter keeps only the chunks whose Metadata has every key with the given value; the key
 	// FilterDocumentID ("document_id") matches the chunk's DocumentID. Filtered-out chunks are never ranked.
 	Filter map[string]string
@@ -59,8 +77,9 @@ type hit struct {
 }
 
 // Validate reports whether Search can run a query of q's settings: it returns an error wrapping
-// ErrInvalidQuery, saying why, for an unknown Mode, a negative TopK or Candidates, or a MinScore or
-// MMRLambda outside [0, 1]. (Search checks q's vector besides, which is input, not a setting.)
+// ErrInvalidQuery, saying why, for an unknown Mode, a negative TopK or Candidates, a MinScore or MMRLambda
+// outside [0, 1], or Weights that are set but invalid (loom.FusionWeights.Validate; the error wraps
+// loom.ErrInvalidFusionWeights too). (Search checks q's vector besides, which is input, not a setting.)
 func (q Query) Validate() error {
 	switch {
 	case q.Mode != "" && q.Mode != ModeHybrid && q.Mode != ModeKeyword && q.Mode != ModeVector && q.Mode != ModeMMR:
@@ -74,24 +93,41 @@ func (q Query) Validate() error {
 	case !(q.MMRLambda >= 0 && q.MMRLambda <= 1):
 		return fmt.Errorf("%w: MMRLambda %v outside [0, 1]", ErrInvalidQuery, q.MMRLambda)
 	}
+	if !q.Weights.IsZero() {
+		if err := q.Weights.Validate(); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidQuery, err)
+		}
+	}
 	return nil
 }
 
-// settings returns q's mode, TopK, Candidates and MMRLambda, the defaults in place of zeros: the one
-// place the defaults are applied.
-func (q Query) settings() (mode string, topK, candidates int, lambda float64) {
+// settings returns q's mode, TopK, Candidates, MMRLambda and weights, the defaults in place of zeros: the
+// one place the defaults are applied.
+func (q Query) settings() (mode string, topK, candidates int, lambda float64, w loom.FusionWeights) {
 	mode = cmp.Or(q.Mode, ModeHybrid)
 	topK = cmp.Or(q.TopK, DefaultTopK)
 	candidates = max(cmp.Or(q.Candidates, max(DefaultMinCandidates, 5*topK)), topK)
-	return mode, topK, candidates, cmp.Or(q.MMRLambda, DefaultMMRLambda)
+	w = q.Weights
+	if w.IsZero() {
+		w = DefaultFusionWeights
+	}
+	return mode, topK, candidates, cmp.Or(q.MMRLambda, DefaultMMRLambda), w
 }
 
 // Search returns the chunks that best match q, best first, at most q.TopK of them, as copies that the caller
-// owns. See [Query] for the modes and their scores. Chunks of equal keyword or vector scores rank by chunk
-// ID, so the results depend on the chunks alone, never on the order they were added in: indexes of the
-// same chunks give the same results, with the same scores, whatever store they were read from. (Only
-// approximate vector search, through the HNSW graph of an index past IndexOptions.HNSWThreshold, may
-// differ: the graph's neighbours depend on the order it was built in. Query.Exact searches exactly.)
+// owns. See [Query] for the modes and their scores. Chunks of equal scores rank by chunk ID, so the results
+// depend on the chunks alone, never on the order they were added in: indexes of the same chunks give the
+// same results, with the same scores, whatever store they were read from. (Only approximate vector
+// search, through the HNSW graph of an index past IndexOptions.HNSWThreshold, may differ: the graph's
+// neighbours depend on the order it was built in. Query.Exact searches exactly.)
+//
+// Hybrid search takes the Candidates best chunks of each ranking and orders them all by their fused score
+// (see loom.FusionWeights), computed from both sides whichever ranking brought the chunk in; a side the
+// query cannot have (no words, or no vector where the index has vectors) is left out of the mean, and chunks
+// of fused score 0 are not returned. MMR search orders the same candidates, drops duplicates and
+// near-duplicates of a more relevant candidate (the same words in the same order, or most of their 4-word
+// runs in common), and picks from the 4*TopK most relevant of the rest (at least 20) by maximal marginal
+// relevance.
 //
 // Search returns an error wrapping ErrInvalidQuery for settings [Query.Validate] refuses, a vector query
 // without a vector or a query vector holding a NaN or an infinity;
@@ -103,7 +139,7 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Result, error) {
 	if err := q.Validate(); err != nil {
 		return nil, err
 	}
-	mode, topK, nCand, lambda := q.settings()
+	mode, topK, nCand, lambda, weights := q.settings()
 	if mode == ModeVector && len(q.Vector) == 0 {
 		return nil, fmt.Errorf("%w: vector mode needs a query vector", ErrInvalidQuery)
 	}
@@ -123,13 +159,15 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Result, error) {
 			for i, x := range q.Vector {
 				qvec[i] = float32(float64(x) * inv)
 			}
+		} else {
+			qvec = nil // like nothing: a zero vector is similar to nothing
 		}
 	}
 
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	if qvec != nil && ix.dims != 0 && len(qvec) != ix.dims {
-		return nil, fmt.Errorf("%w: query vector has %d dimensions, index has %d", ErrDimensions, len(qvec), ix.dims)
+	if len(q.Vector) > 0 && ix.dims != 0 && len(q.Vector) != ix.dims {
+		return nil, fmt.Errorf("%w: query vector has %d dimensions, index has %d", ErrDimensions, len(q.Vector), ix.dims)
 	}
 	if ix.dims == 0 {
 		qvec = nil // nothing to compare it with
@@ -139,50 +177,64 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Result, error) {
 		s.q = newQuery(qvec)
 	}
 
+	fused := mode == ModeHybrid || mode == ModeMMR
 	var kw, vec []hit
 	var err error
-	if mode != ModeVector {
-		if kw, err = s.bm25(ctx, q.Text, nCand); err != nil {
-			return nil, err
-		}
-	}
-	if mode != ModeKeyword && qvec != nil {
+	if mode != ModeKeyword && qvec != nil && (!fused || weights.Vector > 0) {
 		if vec, err = s.vector(ctx, nCand, q.Exact); err != nil {
 			return nil, err
 		}
 	}
-
+	var kwOf []float64 // BM25 scores of the vector candidates, in fused modes
+	if mode != ModeVector && (!fused || weights.Keyword > 0) {
+		if fused {
+			s.scoreAlso = make([]uint32, len(vec))
+			for i, h := range vec {
+				s.scoreAlso[i] = h.slot
+			}
+			kwOf = make([]float64, len(vec))
+			s.alsoScores = kwOf
+		}
+		if kw, err = s.bm25(ctx, q.Text, nCand); err != nil {
+			return nil, err
+		}
+	}
 	var kwTop float64
 	if len(kw) > 0 {
 		kwTop = kw[0].score
 	}
-	// relevance is what MinScore is compared with; see Query.MinScore.
-	relevance := func(r *Result) float64 {
-		k := 0.0
-		if r.KeywordRank > 0 {
-			k = 1
-			if kwTop > 0 {
-				k = r.Keyword / kwTop
-			}
-		}
-		switch mode {
-		case ModeKeyword:
-			return k
-		case ModeVector:
-			return r.Vector
-		}
-		return max(k, r.Vector)
-	}
 
+	// ranked is the ranking, rel each ranked chunk's relevance (what MinScore is compared with).
 	var ranked []hit
-	kind := KindRRF
+	var rel []float64
+	kind := KindFused
 	switch mode {
 	case ModeKeyword:
 		ranked, kind = kw, KindBM25
+		rel = make([]float64, len(kw))
+		for i, h := range kw {
+			rel[i] = h.score / kwTop
+		}
 	case ModeVector:
 		ranked, kind = vec, KindCosine
+		rel = make([]float64, len(vec))
+		for i, h := range vec {
+			rel[i] = h.score
+		}
 	default:
-		ranked = fuse(kw, vec)
+		// The sides the query has: words, and a vector to compare with the index's.
+		wk, wv := weights.Keyword, weights.Vector
+		if s.words == 0 {
+			wk = 0
+		}
+		if qvec == nil {
+			wv = 0
+		}
+		ranked = s.fuse(kw, vec, kwOf, kwTop, wk, wv)
+		rel = make([]float64, len(ranked))
+		for i, h := range ranked {
+			rel[i] = h.score
+		}
 	}
 	details := make(map[uint32]*Result, len(kw)+len(vec))
 	results := make([]Result, 0, len(ranked))
@@ -202,23 +254,26 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Result, error) {
 	for i, h := range vec {
 		if r := details[h.slot]; r != nil {
 			r.VectorRank = i + 1
+			if kwOf != nil && r.KeywordRank == 0 {
+				r.Keyword = kwOf[i]
+			}
 		}
 	}
 
 	// Keep the results above MinScore, attaching their chunks.
 	slots := make([]uint32, 0, len(ranked))
-	kept := results[:0]
+	kept, keptRel := results[:0], rel[:0]
 	for i, r := range results {
-		if q.MinScore > 0 && relevance(&r) < q.MinScore {
+		if q.MinScore > 0 && rel[i] < q.MinScore {
 			continue
 		}
 		slots = append(slots, ranked[i].slot)
-		kept = append(kept, r)
+		kept, keptRel = append(kept, r), append(keptRel, rel[i])
 	}
-	results = kept
+	results, rel = kept, keptRel
 
 	if mode == ModeMMR {
-		results, slots = s.mmr(results, slots, lambda, topK, kwTop)
+		results, slots = s.mmr(results, slots, rel, lambda, topK)
 	}
 	if len(results) > topK {
 		results, slots = results[:topK], slots[:topK]
@@ -248,6 +303,12 @@ type searcher struct {
 	filter map[string]string
 	qvec   []float32 // normalized query vector, or nil
 	q      query     // qvec's query, for its dot products
+	// words is how many distinct terms the query text has, set by bm25.
+	words int
+	// scoreAlso are slots whose BM25 scores bm25 writes to alsoScores (0 for a chunk without the query's
+	// words), whether or not they are among the best: the vector candidates of a fused search.
+	scoreAlso  []uint32
+	alsoScores []float64
 }
 
 // ok reports whether slot is live and passes the filter.
@@ -286,6 +347,7 @@ func (s *searcher) bm25(ctx context.Context, text string, n int) ([]hit, error) 
 	}
 	slices.Sort(words)
 	words = slices.Compact(words) // each query term counts once
+	s.words = len(words)
 
 	accp := accPool.Get().(*[]float64)
 	defer accPool.Put(accp)
@@ -323,6 +385,9 @@ func (s *searcher) bm25(ctx context.Context, text string, n int) ([]hit, error) 
 			}
 			acc[p.slot] += idf * tf * (bm25K1 + 1) / (tf + norm)
 		}
+	}
+	for i, slot := range s.scoreAlso {
+		s.alsoScores[i] = acc[slot]
 	}
 	top := newTopK(n, ix.entries)
 	for _, slot := range touched {
@@ -393,17 +458,55 @@ func (s *searcher) approximate(n int) ([]hit, bool) {
 	return top.sorted(), true
 }
 
-// rrfK is the constant of reciprocal rank fusion: a rank r counts 1/(rrfK+r).
+// rrfK is the constant of reciprocal rank fusion (Fuse): a rank r counts 1/(rrfK+r).
 const rrfK = 60
 
-// fuse fuses rankings by reciprocal rank fusion: each chunk scores the sum over the rankings it is in of
-// 1/(60+rank), ranks from 1. Ties keep the order of first appearance, ranking by ranking.
-func fuse(lists ...[]hit) []hit {
-	order, score := rrf(lists, func(h hit) uint32 { return h.slot })
-	out := make([]hit, len(order))
-	for i, slot := range order {
-		out[i] = hit{slot: slot, score: score[slot]}
+// fuse orders the candidates of the keyword and vector rankings (kw and vec, kwOf holding the BM25 score of
+// each of vec) by their fused score: (wk*k + wv*v) / (wk + wv), k the chunk's BM25 score over kwTop and v
+// its cosine similarity to the query, not below 0 (see loom.FusionWeights). Ties rank by chunk ID; chunks
+// of fused score 0 are left out, and so is everything when both weights are 0.
+func (s *searcher) fuse(kw, vec []hit, kwOf []float64, kwTop, wk, wv float64) []hit {
+	if wk+wv <= 0 {
+		return nil
 	}
+	out := make([]hit, 0, len(kw)+len(vec))
+	fusedScore := func(bm25, cos float64) float64 {
+		k := 0.0
+		if kwTop > 0 {
+			k = bm25 / kwTop
+		}
+		return (wk*k + wv*max(cos, 0)) / (wk + wv)
+	}
+	seen := make(map[uint32]struct{}, len(vec))
+	for i, h := range vec {
+		seen[h.slot] = struct{}{}
+		bm := 0.0
+		if kwOf != nil {
+			bm = kwOf[i]
+		}
+		if f := fusedScore(bm, h.score); f > 0 {
+			out = append(out, hit{slot: h.slot, score: f})
+		}
+	}
+	for _, h := range kw {
+		if _, ok := seen[h.slot]; ok {
+			continue
+		}
+		cos := 0.0
+		if s.qvec != nil && s.ix.entries[h.slot].hasVec {
+			cos = float64(s.q.dot(s.ix.vec(h.slot)))
+		}
+		if f := fusedScore(h.score, cos); f > 0 {
+			out = append(out, hit{slot: h.slot, score: f})
+		}
+	}
+	entries := s.ix.entries
+	slices.SortFunc(out, func(a, b hit) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		return strings.Compare(entries[a.slot].chunk.ID, entries[b.slot].chunk.ID)
+	})
 	return out
 }
 
@@ -430,9 +533,11 @@ type ScoredID struct {
 	Score float64
 }
 
-// Fuse fuses rankings of chunk IDs (each best first) by reciprocal rank fusion, as hybrid search does: each
-// ID scores the sum over the rankings it is in of 1/(60+rank), ranks from 1, whatever the input scores were.
-// It returns the IDs best first; ties keep the order of first appearance.
+// Fuse fuses rankings of chunk IDs (each best first) by reciprocal rank fusion: each ID scores the sum over
+// the rankings it is in of 1/(60+rank), ranks from 1, whatever the input scores were. It returns the IDs
+// best first; ties keep the order of first appearance. It suits rankings whose scores are not comparable,
+// such as the results of two collections; a hybrid search fuses its own two rankings by score instead
+// (see loom.FusionWeights), which weighs each side by its quality.
 func Fuse(lists ...[]ScoredID) []ScoredID {
 	order, score := rrf(lists, func(s ScoredID) string { return s.ID })
 	out := make([]ScoredID, len(order))
@@ -442,47 +547,48 @@ func Fuse(lists ...[]ScoredID) []ScoredID {
 	return out
 }
 
-// mmr reorders results by maximal marginal relevance, picking up to k: each pick is the candidate with the
-// best lambda*relevance - (1-lambda)*(its greatest cosine similarity to a chunk already picked). Relevance
-// is the cosine similarity to the query when the query has a vector, else BM25 relative to the best (kwTop).
-func (s *searcher) mmr(results []Result, slots []uint32, lambda float64, k int, kwTop float64) ([]Result, []uint32) {
+// mmr reorders results (ranked by relevance, rel, best first) by maximal marginal relevance, picking up to
+// k. It first drops each result that duplicates a more relevant one (see fingerprint) and keeps the pool
+// of the max(mmrMinPool, mmrPoolFactor*k) most relevant of the others; then each pick is the candidate of
+// the pool with the best lambda*relevance - (1-lambda)*(its greatest cosine similarity to a chunk already
+// picked), ties to the more relevant.
+func (s *searcher) mmr(results []Result, slots []uint32, rel []float64, lambda float64, k int) ([]Result, []uint32) {
 	ix := s.ix
-	rel := make([]float64, len(results))
-	for i := range results {
-		r := &results[i]
-		switch {
-		case s.qvec != nil:
-			rel[i] = r.Vector
-		case r.KeywordRank > 0 && kwTop > 0:
-			rel[i] = r.Keyword / kwTop
+	size := max(mmrMinPool, mmrPoolFactor*k)
+	pool := make([]int, 0, min(size, len(results))) // indexes into results, most relevant first
+	for i := 0; i < len(results) && len(pool) < size; i++ {
+		fp := &ix.fps[slots[i]]
+		if !slices.ContainsFunc(pool, func(j int) bool { return ix.fps[slots[j]].duplicates(fp) }) {
+			pool = append(pool, i)
 		}
 	}
-	maxSim := make([]float64, len(results))
-	picked := make([]bool, len(results))
-	outR := make([]Result, 0, min(k, len(results)))
+	maxSim := make([]float64, len(pool))
+	picked := make([]bool, len(pool))
+	outR := make([]Result, 0, min(k, len(pool)))
 	outS := make([]uint32, 0, cap(outR))
-	for len(outR) < k && len(outR) < len(results) {
+	for len(outR) < k && len(outR) < len(pool) {
 		best, bestScore := -1, math.Inf(-1)
-		for i := range results {
-			if picked[i] {
+		for p, i := range pool {
+			if picked[p] {
 				continue
 			}
-			if m := lambda*rel[i] - (1-lambda)*maxSim[i]; m > bestScore {
-				best, bestScore = i, m
+			if m := lambda*rel[i] - (1-lambda)*maxSim[p]; m > bestScore {
+				best, bestScore = p, m
 			}
 		}
 		picked[best] = true
-		r := results[best]
+		i := pool[best]
+		r := results[i]
 		r.Score, r.Kind = bestScore, KindMMR
 		outR = append(outR, r)
-		outS = append(outS, slots[best])
-		if !ix.entries[slots[best]].hasVec {
+		outS = append(outS, slots[i])
+		if !ix.entries[slots[i]].hasVec {
 			continue
 		}
-		v := ix.vec(slots[best])
-		for i := range results {
-			if !picked[i] && ix.entries[slots[i]].hasVec {
-				maxSim[i] = max(maxSim[i], float64(dot(v, ix.vec(slots[i]))))
+		v := ix.vec(slots[i])
+		for p, j := range pool {
+			if !picked[p] && ix.entries[slots[j]].hasVec {
+				maxSim[p] = max(maxSim[p], float64(dot(v, ix.vec(slots[j]))))
 			}
 		}
 	}

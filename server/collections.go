@@ -1,6 +1,8 @@
 package server
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 
 	"github.com/context-loom/loom"
@@ -39,6 +41,55 @@ func (s *Server) getCollection(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, c)
+	return nil
+}
+
+// optionalWeight is a fusion weight in a PATCH body: absent (set false), null (set, v nil: back to the
+// default) or a number.
+type optionalWeight struct {
+	set bool
+	v   *float64
+}
+
+func (o *optionalWeight) UnmarshalJSON(b []byte) error {
+	o.set, o.v = true, nil
+	if string(b) == "null" {
+		return nil
+	}
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return fmt.Errorf("a fusion weight must be a number or null: %w", err)
+	}
+	o.v = &f
+	return nil
+}
+
+// updateCollection changes the settings a collection may change after its creation, its fusion weights: a
+// weight absent from the body is left as it is, null puts it back to its default.
+func (s *Server) updateCollection(w http.ResponseWriter, r *http.Request) error {
+	var b struct {
+		KeywordWeight optionalWeight `json:"keyword_weight"`
+		VectorWeight  optionalWeight `json:"vector_weight"`
+	}
+	if err := s.decode(r, &b); err != nil {
+		return err
+	}
+	c, err := s.eng.Collection(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	kw, vec := c.KeywordWeight, c.VectorWeight
+	if b.KeywordWeight.set {
+		kw = b.KeywordWeight.v
+	}
+	if b.VectorWeight.set {
+		vec = b.VectorWeight.v
+	}
+	updated, err := s.eng.SetFusionWeights(r.Context(), c.ID, kw, vec)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, updated)
 	return nil
 }
 
@@ -112,12 +163,22 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) error {
 		Mode       string            `json:"mode"`
 		Filter     map[string]string `json:"filter"`
 		MMRLambda  float64           `json:"mmr_lambda"`
+		// The weights of the keyword and vector rankings in hybrid and mmr mode; absent, the collection's
+		// (or else the defaults).
+		KeywordWeight *float64 `json:"keyword_weight"`
+		VectorWeight  *float64 `json:"vector_weight"`
 	}
 	if err := s.decode(r, &b); err != nil {
 		return err
 	}
 	opts := []engine.RetrieveOption{engine.WithCollection(b.Collection), engine.WithTopK(b.TopK), engine.WithMinScore(b.MinScore),
 		engine.WithMode(b.Mode), engine.WithMMRLambda(b.MMRLambda)}
+	if b.KeywordWeight != nil {
+		opts = append(opts, engine.WithKeywordWeight(*b.KeywordWeight))
+	}
+	if b.VectorWeight != nil {
+		opts = append(opts, engine.WithVectorWeight(*b.VectorWeight))
+	}
 	if len(b.Filter) > 0 {
 		opts = append(opts, engine.WithFilter(b.Filter))
 	}

@@ -40,7 +40,7 @@ func RunCollectionsAPI(t *testing.T, st *store.Store) {
 		t.Fatalf("retrieve: %v", res)
 	}
 	first := results[0].(map[string]any)
-	if first["document_id"] != "guides/passwords.md" || first["source"] != "guides/passwords.md" || first["kind"] != "rrf" ||
+	if first["document_id"] != "guides/passwords.md" || first["source"] != "guides/passwords.md" || first["kind"] != "fused" ||
 		!strings.HasPrefix(first["chunk_id"].(string), "guides/passwords.md#") || !strings.Contains(first["text"].(string), "thirty minutes") {
 		t.Errorf("the first result: %v", first)
 	}
@@ -73,6 +73,47 @@ func RunCollectionsAPI(t *testing.T, st *store.Store) {
 	} {
 		if code, out, _ := ts.call("POST", "/v1/retrieve", keyAcme, tc.body); code != tc.status {
 			t.Errorf("retrieve %v: %d %v, want %d", tc.body, code, out, tc.status)
+		}
+	}
+	// Fusion weights: set at creation, changed by PATCH (absent left alone, null back to the default),
+	// overridden per query, refused when they fuse nothing.
+	w := ts.must("POST", "/v1/collections", keyAcme, map[string]any{"name": "weighted", "vector_weight": 0.5}, 201)
+	if w["vector_weight"] != 0.5 || w["keyword_weight"] != nil {
+		t.Errorf("created with weights: %v", w)
+	}
+	if w := ts.must("PATCH", "/v1/collections/weighted", keyAcme, map[string]any{"keyword_weight": 2}, 200); w["keyword_weight"] != float64(2) || w["vector_weight"] != 0.5 {
+		t.Errorf("PATCH keyword_weight: %v", w)
+	}
+	if w := ts.must("PATCH", "/v1/collections/weighted", keyAcme, map[string]any{"vector_weight": nil}, 200); w["keyword_weight"] != float64(2) || w["vector_weight"] != nil {
+		t.Errorf("PATCH vector_weight null: %v", w)
+	}
+	if w := ts.must("GET", "/v1/collections/weighted", keyAcme, nil, 200); w["keyword_weight"] != float64(2) || w["vector_weight"] != nil {
+		t.Errorf("GET after PATCH: %v", w)
+	}
+	ts.must("PATCH", "/v1/collections/weighted", keyGlobex, map[string]any{"keyword_weight": 1}, 404)
+	for _, body := range []any{
+		map[string]any{"keyword_weight": -1},
+		map[string]any{"keyword_weight": "heavy"},
+		map[string]any{"keyword_weight": 0, "vector_weight": 0},
+		map[string]any{"chunk_size": 100}, // not a setting that may change
+	} {
+		if code, out, _ := ts.call("PATCH", "/v1/collections/weighted", keyAcme, body); code != 400 {
+			t.Errorf("PATCH %v: %d %v, want 400", body, code, out)
+		}
+	}
+	ts.must("POST", "/v1/collections", keyAcme, map[string]any{"name": "bad", "keyword_weight": -0.5}, 400)
+	for _, tc := range []struct {
+		body   map[string]any
+		status int
+		msg    string
+	}{
+		{map[string]any{"collection": "manual", "query": "x", "keyword_weight": -1}, 400, "keyword weight is -1"},
+		{map[string]any{"collection": "manual", "query": "x", "keyword_weight": 0, "vector_weight": 0}, 400, "both 0"},
+		{map[string]any{"collection": "manual", "query": "reset link", "keyword_weight": 1, "vector_weight": 0}, 200, ""},
+	} {
+		code, out, _ := ts.call("POST", "/v1/retrieve", keyAcme, tc.body)
+		if code != tc.status || !strings.Contains(jsonString(out), tc.msg) {
+			t.Errorf("retrieve %v: %d %v, want %d saying %q", tc.body, code, out, tc.status, tc.msg)
 		}
 	}
 	if docs := ts.must("GET", "/v1/collections/manual/documents", keyAcme, nil, 200); len(docs["documents"].([]any)) != 2 {

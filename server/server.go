@@ -195,6 +195,7 @@ func (s *Server) routeTable() []route {
 		{"POST /v1/collections", false, s.counted("create_collection", s.createCollection)},
 		{"GET /v1/collections", false, s.counted("list_collections", s.listCollections)},
 		{"GET /v1/collections/{id}", false, s.counted("get_collection", s.getCollection)},
+		{"PATCH /v1/collections/{id}", false, s.counted("update_collection", s.updateCollection)},
 		{"DELETE /v1/collections/{id}", false, s.counted("delete_collection", s.deleteCollection)},
 		{"POST /v1/collections/{id}/documents", false, s.counted("put_document", s.putDocument)},
 		{"GET /v1/collections/{id}/documents", false, s.counted("list_documents", s.listDocuments)},

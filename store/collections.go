@@ -41,11 +41,41 @@ func prepareCollection(l Limits, now time.Time, c loom.Collection) (loom.Collect
 	if c.ChunkSize < 0 || c.ChunkOverlap < 0 || c.Dimensions < 0 {
 		return loom.Collection{}, fmt.Errorf("%w: collection %q: negative chunk size, overlap or dimensions", ErrInvalid, c.Name)
 	}
+	if err := validateWeights(c.KeywordWeight, c.VectorWeight); err != nil {
+		return loom.Collection{}, fmt.Errorf("collection %q: %w", c.Name, err)
+	}
+	c.KeywordWeight, c.VectorWeight = copyWeight(c.KeywordWeight), copyWeight(c.VectorWeight)
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = now
 	}
 	c.CreatedAt = c.CreatedAt.UTC()
 	return c, nil
+}
+
+// validateWeights returns an error wrapping ErrInvalid and loom.ErrInvalidFusionWeights for a fusion weight
+// that is set and negative, NaN or infinite.
+func validateWeights(keyword, vector *float64) error {
+	for _, w := range []struct {
+		what string
+		v    *float64
+	}{{"keyword", keyword}, {"vector", vector}} {
+		if w.v == nil {
+			continue
+		}
+		if err := loom.ValidateWeight(w.what, *w.v); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+	}
+	return nil
+}
+
+// copyWeight returns a copy of *w, or nil: a collection handed to a backend shares nothing with the caller.
+func copyWeight(w *float64) *float64 {
+	if w == nil {
+		return nil
+	}
+	v := *w
+	return &v
 }
 
 // NewID is a new collection id: 32 hex digits, the first 12 the time in milliseconds (so that ids sort by
@@ -226,6 +256,19 @@ func (c collections) ListCollections(ctx context.Context, tenant string) ([]loom
 		return nil, err
 	}
 	return c.b.ListCollections(ctx, tenant)
+}
+
+// SetFusionWeights implements collection.Store. It returns an error wrapping ErrInvalid (and
+// loom.ErrInvalidFusionWeights) for a weight that is negative, NaN or infinite.
+func (c collections) SetFusionWeights(ctx context.Context, tenant, id string, keyword, vector *float64) (loom.Collection, error) {
+	if err := c.s.check(ctx, "tenant", tenant, "collection", id); err != nil {
+		return loom.Collection{}, err
+	}
+	if err := validateWeights(keyword, vector); err != nil {
+		return loom.Collection{}, fmt.Errorf("collection %q: %w", id, err)
+	}
+	v, err := c.b.SetFusionWeights(ctx, tenant, id, copyWeight(keyword), copyWeight(vector))
+	return v, InTenant(tenant, err)
 }
 
 // DeleteCollection implements collection.Store.

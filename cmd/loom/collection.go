@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"strconv"
 
 	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/collection"
@@ -16,11 +18,16 @@ const collectionUsage = `Usage:
 	loom collection list
 	loom collection show --collection NAME
 	loom collection delete --collection NAME
+	loom collection weights --collection NAME [--keyword-weight W] [--vector-weight W]
 
 list prints the tenant's collections as JSON Lines, ordered by name, as GET /v1/collections lists them;
 show prints one collection (by name or id) as JSON, with how many documents, chunks and bytes of text it
 holds ("documents", "chunks", "bytes"); delete deletes a collection with all its documents and chunks.
-Collections are made by loom ingest. Each takes --store, --layout and --tenant.
+weights sets the weights of the keyword and vector rankings that hybrid and mmr retrieval fuse (see loom
+help retrieve), the settings a collection may change after it is made, and prints the collection: a
+weight not given is left as it is, "default" puts it back to its default (1 for the keywords, the
+embedder's own for the vectors); weights are finite, not negative, and not both 0. Collections are made by
+loom ingest. Each takes --store, --layout and --tenant.
 
 Exit status: 0 on success; 1 if the collection does not exist or the store cannot be read; 2 for bad
 usage, or a store that keeps no collections (the cookbook layout).
@@ -40,7 +47,7 @@ Exit status: 0 on success; 1 if the collection or document does not exist or the
 for bad usage, or a store that keeps no collections (the cookbook layout).
 ` + storeFlagsUsage
 
-var collectionVerbs = map[string]verb{"list": collectionList, "show": collectionShow, "delete": collectionDelete}
+var collectionVerbs = map[string]verb{"list": collectionList, "show": collectionShow, "delete": collectionDelete, "weights": collectionWeights}
 
 func runCollection(ctx context.Context, args []string, s streams) error {
 	return verbs(ctx, "collection", collectionUsage, collectionVerbs, args, s)
@@ -185,5 +192,54 @@ func documentDelete(ctx context.Context, name string, args []string, s streams) 
 			return fmt.Errorf("collection %q has no document %q: %w", *coll, *doc, err)
 		}
 		return err
+	})
+}
+
+func collectionWeights(ctx context.Context, name string, args []string, s streams) error {
+	fs, help := newFlagSet(name, collectionUsage, s)
+	sf := addStoreFlags(fs)
+	coll := fs.String("collection", "", "the collection's `name` (or id)")
+	kwFlag := fs.String("keyword-weight", "", "the keyword ranking's weight `W`, or \"default\"")
+	vecFlag := fs.String("vector-weight", "", "the vector ranking's weight `W`, or \"default\"")
+	if err := parseFlags(fs, help, args); err != nil {
+		return err
+	}
+	if err := required(fs, "collection"); err != nil {
+		return err
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	// parse reads a weight flag: a number, or "default" for nil.
+	parse := func(flagName, v string) (*float64, error) {
+		if v == "default" {
+			return nil, nil
+		}
+		w, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return nil, usageError(fmt.Errorf("%s: --%s %q: want a number or \"default\"", name, flagName, v))
+		}
+		return &w, nil
+	}
+	return sf.withEngine(ctx, name, func(ctx context.Context, eng *engine.Engine) error {
+		c, err := eng.Collection(ctx, *coll)
+		if err != nil {
+			return err
+		}
+		kw, vec := c.KeywordWeight, c.VectorWeight
+		if given["keyword-weight"] {
+			if kw, err = parse("keyword-weight", *kwFlag); err != nil {
+				return err
+			}
+		}
+		if given["vector-weight"] {
+			if vec, err = parse("vector-weight", *vecFlag); err != nil {
+				return err
+			}
+		}
+		c, err = eng.SetFusionWeights(ctx, c.ID, kw, vec)
+		if err != nil {
+			return err
+		}
+		return writeJSON(s.stdout, c)
 	})
 }

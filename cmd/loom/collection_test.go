@@ -121,6 +121,35 @@ func TestCollectionAndDocumentCommands(t *testing.T) {
 	if out := run(1, "document", "delete", "--store", db, "--collection", "kb", "--document", id("a.md")); !strings.Contains(out, "no document") {
 		t.Errorf("deleting a deleted document: %q", out)
 	}
+	// Fusion weights: set, left alone when not given, put back with "default", refused when bad; loom
+	// retrieve takes weights of its own.
+	if c := jsonLines(t, run(0, "collection", "weights", "--store", db, "--collection", "kb", "--vector-weight", "0.5"))[0]; c["vector_weight"] != 0.5 || c["keyword_weight"] != nil {
+		t.Errorf("weights --vector-weight 0.5: %v", c)
+	}
+	if c := jsonLines(t, run(0, "collection", "weights", "--store", db, "--collection", "kb", "--keyword-weight", "2"))[0]; c["vector_weight"] != 0.5 || c["keyword_weight"] != float64(2) {
+		t.Errorf("weights --keyword-weight 2: %v", c)
+	}
+	if c := jsonLines(t, run(0, "collection", "weights", "--store", db, "--collection", "kb", "--vector-weight", "default"))[0]; c["vector_weight"] != nil || c["keyword_weight"] != float64(2) {
+		t.Errorf("weights --vector-weight default: %v", c)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"collection", "weights", "--store", db, "--collection", "kb", "--keyword-weight", "-1"}, "keyword weight is -1"},
+		{[]string{"collection", "weights", "--store", db, "--collection", "kb", "--keyword-weight", "heavy"}, "want a number"},
+		{[]string{"collection", "weights", "--store", db, "--collection", "kb", "--keyword-weight", "0", "--vector-weight", "0"}, "both 0"},
+		{[]string{"retrieve", "--store", db, "--collection", "kb", "--keyword-weight", "0", "--vector-weight", "0", "text"}, "both 0"},
+		{[]string{"retrieve", "--store", db, "--collection", "kb", "--vector-weight", "NaN", "text"}, "vector weight is NaN"},
+	} {
+		if out := run(2, tt.args...); !strings.Contains(out, tt.want) {
+			t.Errorf("loom %q: %q, want %q", tt.args, out, tt.want)
+		}
+	}
+	if hits := jsonLines(t, run(0, "retrieve", "--store", db, "--collection", "kb", "--keyword-weight", "1", "--vector-weight", "0", "gamma text")); len(hits) == 0 || hits[0]["kind"] != "fused" {
+		t.Errorf("retrieve with weights: %v", hits)
+	}
+
 	run(0, "collection", "delete", "--store", db, "--collection", "kb")
 	if out := run(1, "collection", "show", "--store", db, "--collection", "kb"); !strings.Contains(out, "not found") {
 		t.Errorf("show of a deleted collection: %q", out)

@@ -211,17 +211,27 @@ func (p *progressBar) update(pr engine.IngestProgress) {
 func (p *progressBar) finish() { fmt.Fprintln(p.w) }
 
 const retrieveUsage = `Usage: loom retrieve --collection NAME [--store URL] [--tenant T] [--top-k N]
-                     [--mode hybrid|keyword|vector|mmr] [--min-score S] [--filter KEY=VALUE]... QUERY...
+                     [--mode hybrid|keyword|vector|mmr] [--min-score S] [--filter KEY=VALUE]...
+                     [--keyword-weight W] [--vector-weight W] [--mmr-lambda L] QUERY...
 
 Retrieve prints the chunks of the collection most relevant to QUERY as JSON Lines, best first:
 
-	{"rank":1,"score":0.032,"kind":"rrf","chunk_id":"docs/a.md#3","document_id":"docs/a.md",
+	{"rank":1,"score":0.91,"kind":"fused","chunk_id":"docs/a.md#3","document_id":"docs/a.md",
 	 "source":"docs/a.md","start":1200,"end":2480,"text":"..."}
 
 start and end are byte offsets of text in the document's text; metadata, and the keyword and vector scores
-and ranks behind a hybrid score, follow when there are any. hybrid (the default) fuses BM25 and vector
-rankings by reciprocal rank; mmr re-ranks the hybrid candidates for diversity. --min-score (0 to 1) drops
-results whose cosine similarity, or BM25 score relative to the best, is below it.
+and ranks behind a hybrid score, follow when there are any.
+
+hybrid (the default) fuses the keyword (BM25) and vector rankings by the weighted mean of their relevances:
+(kw*k + vw*v) / (kw + vw), k a chunk's BM25 score relative to the best match, v its cosine similarity to
+the query. The weights are --keyword-weight and --vector-weight, else the collection's, else 1 for the
+keywords and the embedder's own for the vectors (0.4 for the offline lexical embedder, 1 for a model
+server's). mmr drops duplicates and near-duplicates of the hybrid candidates and re-ranks them for
+diversity (--mmr-lambda from 0, most diverse, to 1, most relevant; default 0.7).
+
+--min-score (0 to 1) drops results less relevant than it, relevance being what ranks them: in keyword mode
+the BM25 score relative to the best match, in vector mode the cosine similarity, in hybrid and mmr mode the
+fused score.
 ` + storeFlagsUsage
 
 func runRetrieve(ctx context.Context, args []string, s streams) error {
@@ -231,6 +241,9 @@ func runRetrieve(ctx context.Context, args []string, s streams) error {
 	topK := fs.Int("top-k", 10, "return at most `N` results")
 	mode := fs.String("mode", engine.ModeHybrid, "the retrieval `mode`: hybrid, keyword, vector or mmr")
 	minScore := fs.Float64("min-score", 0, "drop results less relevant than this (0 to 1)")
+	keywordWeight := fs.Float64("keyword-weight", 1, "the weight `W` of the keyword ranking in hybrid and mmr mode (default: the collection's, else 1)")
+	vectorWeight := fs.Float64("vector-weight", 0, "the weight `W` of the vector ranking in hybrid and mmr mode (default: the collection's, else the embedder's)")
+	lambda := fs.Float64("mmr-lambda", 0, "relevance against diversity in mmr mode, `L` from 0 to 1 (default 0.7)")
 	var filters multiFlag
 	fs.Var(&filters, "filter", "keep chunks whose metadata has `KEY=VALUE` (repeatable; document_id=ID)")
 	if err := parseFlags(fs, help, args); err != nil {
@@ -254,7 +267,16 @@ func runRetrieve(ctx context.Context, args []string, s streams) error {
 	}
 	defer closeAll()
 	ctx = loom.WithTenant(ctx, *sf.tenant)
-	opts := []engine.RetrieveOption{engine.WithCollection(*name), engine.WithTopK(*topK), engine.WithMode(*mode), engine.WithMinScore(*minScore)}
+	opts := []engine.RetrieveOption{engine.WithCollection(*name), engine.WithTopK(*topK), engine.WithMode(*mode), engine.WithMinScore(*minScore),
+		engine.WithMMRLambda(*lambda)}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "keyword-weight":
+			opts = append(opts, engine.WithKeywordWeight(*keywordWeight))
+		case "vector-weight":
+			opts = append(opts, engine.WithVectorWeight(*vectorWeight))
+		}
+	})
 	if len(filter) > 0 {
 		opts = append(opts, engine.WithFilter(filter))
 	}

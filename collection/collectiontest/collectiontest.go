@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -36,6 +37,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Idempotent", testIdempotent},
 		{"ReplaceAndDelete", testReplaceAndDelete},
 		{"Dimensions", testDimensions},
+		{"FusionWeights", testFusionWeights},
 		{"TenantIsolation", testTenantIsolation},
 		{"Changes", testChanges},
 		{"ConcurrentPuts", testConcurrentPuts},
@@ -365,6 +367,75 @@ func testDimensions(t *testing.T, s collection.Store) {
 	if _, err := s.GetDocument(ctx, tenant, c.ID, "b"); !errors.Is(err, collection.ErrNotFound) {
 		t.Fatal("a rejected document was stored")
 	}
+}
+
+// testFusionWeights: a collection's fusion weights are stored at creation and by SetFusionWeights (nil
+// unsets one), read back by every read, and shared with no caller; bad weights and unknown collections
+// are refused.
+func testFusionWeights(t *testing.T, s collection.Store) {
+	ctx := t.Context()
+	kw, vec := 0.5, 0.0
+	c, err := s.CreateCollection(ctx, tenant, loom.Collection{Name: "weighted", ChunkStrategy: "recursive", ChunkSize: 512,
+		ChunkOverlap: 50, Embedder: "lexical", KeywordWeight: &kw, VectorWeight: &vec})
+	check(t, err)
+	kw = 9 // the caller's variable, not the store's
+	weights := func(c loom.Collection) string {
+		f := func(w *float64) string {
+			if w == nil {
+				return "nil"
+			}
+			return fmt.Sprint(*w)
+		}
+		return f(c.KeywordWeight) + " " + f(c.VectorWeight)
+	}
+	read := func(want string) {
+		t.Helper()
+		got, err := s.GetCollection(ctx, tenant, c.ID)
+		check(t, err)
+		if weights(got) != want {
+			t.Fatalf("GetCollection weights %s, want %s", weights(got), want)
+		}
+		l, err := s.ListCollections(ctx, tenant)
+		check(t, err)
+		if len(l) != 1 || weights(l[0]) != want {
+			t.Fatalf("ListCollections weights %v, want %s", l, want)
+		}
+		*got.VectorWeight = 7 // a reader's copy, not the store's
+		if again, _ := s.GetCollection(ctx, tenant, c.Name); weights(again) != want {
+			t.Fatalf("a reader changed the stored weights: %s", weights(again))
+		}
+	}
+	if weights(c) != "0.5 0" {
+		t.Fatalf("CreateCollection weights %s", weights(c))
+	}
+	read("0.5 0")
+	two := 2.0
+	set, err := s.SetFusionWeights(ctx, tenant, c.ID, nil, &two)
+	check(t, err)
+	if weights(set) != "nil 2" || set.ID != c.ID || set.Name != c.Name || set.ChunkSize != c.ChunkSize || !set.CreatedAt.Equal(c.CreatedAt) {
+		t.Fatalf("SetFusionWeights = %+v (weights %s)", set, weights(set))
+	}
+	two = 3
+	read("nil 2")
+	_, err = s.SetFusionWeights(ctx, tenant, c.ID, nil, nil)
+	check(t, err)
+	if got, _ := s.GetCollection(ctx, tenant, c.ID); got.KeywordWeight != nil || got.VectorWeight != nil {
+		t.Fatalf("unset weights read back as %s", weights(got))
+	}
+	neg, nan := -1.0, math.NaN()
+	for _, w := range []*float64{&neg, &nan} {
+		_, err = s.SetFusionWeights(ctx, tenant, c.ID, w, nil)
+		wantErr(t, err, store.ErrInvalid, "a bad weight")
+		wantErr(t, err, loom.ErrInvalidFusionWeights, "a bad weight")
+		_, err = s.CreateCollection(ctx, tenant, loom.Collection{Name: "bad", VectorWeight: w})
+		wantErr(t, err, store.ErrInvalid, "a collection created with a bad weight")
+	}
+	_, err = s.SetFusionWeights(ctx, tenant, "nope", &two, nil)
+	wantErr(t, err, collection.ErrNotFound, "SetFusionWeights of an unknown collection")
+	_, err = s.SetFusionWeights(ctx, "other-tenant", c.ID, &two, nil)
+	wantErr(t, err, collection.ErrNotFound, "SetFusionWeights of another tenant's collection")
+	_, err = s.SetFusionWeights(ctx, tenant, c.Name, &two, nil)
+	wantErr(t, err, collection.ErrNotFound, "SetFusionWeights by name")
 }
 
 func testTenantIsolation(t *testing.T, s collection.Store) {

@@ -79,7 +79,34 @@ func (s *Backend) CreateCollection(ctx context.Context, tenant string, c loom.Co
 	}
 	cs.byID[key{tenant, c.ID}] = &coll{c: c, docs: map[string]*storedDoc{}, owner: map[string]string{}}
 	cs.byName[key{tenant, c.Name}] = c.ID
-	return c, nil
+	return copyCollection(c), nil
+}
+
+// copyCollection returns a copy of c that shares no memory with it: a caller's change to its weights never
+// reaches the stored collection.
+func copyCollection(c loom.Collection) loom.Collection {
+	for _, w := range []**float64{&c.KeywordWeight, &c.VectorWeight} {
+		if *w != nil {
+			v := **w
+			*w = &v
+		}
+	}
+	return c
+}
+
+// SetFusionWeights implements store.CollectionBackend. It returns an error wrapping collection.ErrNotFound if
+// the tenant has no collection of the id.
+func (s *Backend) SetFusionWeights(ctx context.Context, tenant, id string, keyword, vector *float64) (loom.Collection, error) {
+	cs := &s.colls
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	c, ok := cs.byID[key{tenant, id}]
+	if !ok {
+		return loom.Collection{}, fmt.Errorf("collection %q: %w", id, collection.ErrNotFound)
+	}
+	c.c.KeywordWeight, c.c.VectorWeight = keyword, vector
+	c.c = copyCollection(c.c)
+	return copyCollection(c.c), nil
 }
 
 // clash returns an error wrapping collection.ErrExists if c's name or id is the name or id of one of the
@@ -113,7 +140,7 @@ func (s *Backend) GetCollection(ctx context.Context, tenant, idOrName string) (l
 	if !ok {
 		return loom.Collection{}, fmt.Errorf("collection %q: %w", idOrName, collection.ErrNotFound)
 	}
-	return c.c, nil
+	return copyCollection(c.c), nil
 }
 
 // ListCollections implements store.CollectionBackend.
@@ -124,7 +151,7 @@ func (s *Backend) ListCollections(ctx context.Context, tenant string) ([]loom.Co
 	var out []loom.Collection
 	for k, c := range cs.byID {
 		if k.tenant == tenant {
-			out = append(out, c.c)
+			out = append(out, copyCollection(c.c))
 		}
 	}
 	slices.SortFunc(out, func(a, b loom.Collection) int { return strings.Compare(a.Name, b.Name) })

@@ -36,7 +36,7 @@ func (s *Backend) CreateCollection(ctx context.Context, tenant string, c loom.Co
 			return err
 		}
 		res, err := t.exec(qInsertCollection, tenant, c.ID, c.Name, c.ChunkStrategy, c.ChunkSize, c.ChunkOverlap, c.Embedder,
-			c.Dimensions, c.CreatedAt.Unix(), c.CreatedAt.Nanosecond())
+			c.Dimensions, c.CreatedAt.Unix(), c.CreatedAt.Nanosecond(), nullWeight(c.KeywordWeight), nullWeight(c.VectorWeight))
 		if isConstraint(err) { // clash found none: it cannot be, but the constraints hold anyway
 			return fmt.Errorf("collection %q (id %q): %w", c.Name, c.ID, collection.ErrExists)
 		}
@@ -545,11 +545,49 @@ func collectionKey(t txn, tenant, id string) (key int64, dims int, err error) {
 func scanCollection(scan func(dest ...any) error) (loom.Collection, int64, error) {
 	var c loom.Collection
 	var key, sec, nsec int64
-	if err := scan(&key, &c.ID, &c.Name, &c.ChunkStrategy, &c.ChunkSize, &c.ChunkOverlap, &c.Embedder, &c.Dimensions, &sec, &nsec); err != nil {
+	var kw, vec sql.NullFloat64
+	if err := scan(&key, &c.ID, &c.Name, &c.ChunkStrategy, &c.ChunkSize, &c.ChunkOverlap, &c.Embedder, &c.Dimensions, &sec, &nsec, &kw, &vec); err != nil {
 		return loom.Collection{}, 0, err
 	}
 	c.CreatedAt = time.Unix(sec, nsec).UTC()
+	if kw.Valid {
+		c.KeywordWeight = &kw.Float64
+	}
+	if vec.Valid {
+		c.VectorWeight = &vec.Float64
+	}
 	return c, key, nil
+}
+
+// nullWeight is a fusion weight as a column value: NULL when not set.
+func nullWeight(w *float64) sql.NullFloat64 {
+	if w == nil {
+		return sql.NullFloat64{}
+	}
+	return sql.NullFloat64{Float64: *w, Valid: true}
+}
+
+// SetFusionWeights implements store.CollectionBackend. It returns an error wrapping collection.ErrNotFound if
+// the tenant has no collection of the id.
+func (s *Backend) SetFusionWeights(ctx context.Context, tenant, id string, keyword, vector *float64) (loom.Collection, error) {
+	var c loom.Collection
+	err := s.write(ctx, "set fusion weights", func(t txn) error {
+		res, err := t.exec(qSetFusionWeights, nullWeight(keyword), nullWeight(vector), tenant, id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return fmt.Errorf("collection %q: %w", id, collection.ErrNotFound)
+		}
+		c, _, err = scanCollection(func(dest ...any) error { return t.scan(qCollectionByID, []any{tenant, id}, dest...) })
+		return err
+	})
+	if err != nil {
+		return loom.Collection{}, err
+	}
+	return c, nil
 }
 
 func scanDocument(scan func(dest ...any) error) (loom.Document, error) {

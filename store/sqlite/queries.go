@@ -42,7 +42,7 @@ const (
 
 // Collections (collection.Store).
 const (
-	collectionColumns = `key, id, name, chunk_strategy, chunk_size, chunk_overlap, embedder, dimensions, created_s, created_ns`
+	collectionColumns = `key, id, name, chunk_strategy, chunk_size, chunk_overlap, embedder, dimensions, created_s, created_ns, keyword_weight, vector_weight`
 	qCollectionByID   = `SELECT ` + collectionColumns + ` FROM collections WHERE tenant = ? AND id = ?`
 	qCollectionByName = `SELECT ` + collectionColumns + ` FROM collections WHERE tenant = ? AND name = ?`
 	qCollections      = `SELECT ` + collectionColumns + ` FROM collections WHERE tenant = ? ORDER BY name`
@@ -52,7 +52,8 @@ const (
 	// tenant, name, id, twice), each half a search of one unique index.
 	qCollectionClash = `SELECT id, name FROM collections WHERE tenant = ? AND name IN (?, ?)
 		UNION SELECT id, name FROM collections WHERE tenant = ? AND id IN (?, ?)`
-	qInsertCollection    = `INSERT INTO collections (tenant, id, name, chunk_strategy, chunk_size, chunk_overlap, embedder, dimensions, created_s, created_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qInsertCollection    = `INSERT INTO collections (tenant, id, name, chunk_strategy, chunk_size, chunk_overlap, embedder, dimensions, created_s, created_ns, keyword_weight, vector_weight) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qSetFusionWeights    = `UPDATE collections SET keyword_weight = ?, vector_weight = ? WHERE tenant = ? AND id = ?`
 	qSetDimensions       = `UPDATE collections SET dimensions = ? WHERE tenant = ? AND id = ?`
 	qDeleteCollection    = `DELETE FROM collections WHERE tenant = ? AND id = ?`
 	qDeleteCollChunks    = `DELETE FROM chunks WHERE tenant = ? AND collection_id = ?`
@@ -83,7 +84,7 @@ const (
 )
 
 var writeQueries = append([]string{
-	qCollectionKey, qCollectionClash, qInsertCollection, qSetDimensions, qDeleteCollection, qDeleteCollChunks, qDeleteCollDocuments,
+	qCollectionKey, qCollectionByID, qCollectionClash, qInsertCollection, qSetFusionWeights, qSetDimensions, qDeleteCollection, qDeleteCollChunks, qDeleteCollDocuments,
 	qDocumentHash, qPutDocument, qDeleteDocument, qDeleteDocChunks, qLastChunkRowid, qInsertChange, qTrimChanges,
 
 	qPutAgent, qDeleteAgent, qSetFact, qDeleteFact,

@@ -184,11 +184,16 @@ UPDATE chunks SET metadata = coalesce((
 	), '')
 WHERE metadata != '';
 `,
+	// A collection's fusion weights (loom.Collection.KeywordWeight, VectorWeight), NULL when not set.
+	4: `
+ALTER TABLE collections ADD COLUMN keyword_weight REAL;
+ALTER TABLE collections ADD COLUMN vector_weight REAL;
+`,
 }
 
 // SchemaVersion is the schema version this package writes: a file at a later version (written by a newer
 // Loom) is refused by Open.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // migrate brings the file to SchemaVersion in one write transaction. A file at SchemaVersion already (every
 // open but the first) is only read: no write lock for the processes that open it at once to queue for.

@@ -136,6 +136,14 @@ if redis.call('HGET', KEYS[1], 'c') ~= ARGV[1] then return 0 end
 return redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3])
 `)
 
+// swapMeta replaces a collection's JSON if it is still the one read. KEYS[1] is the meta; ARGV the JSON read
+// and the new one. It returns 1, or 0 if the meta holds other JSON or none.
+var swapMeta = valkeygo.NewLuaScript(`
+if redis.call('HGET', KEYS[1], 'c') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'c', ARGV[2])
+return 1
+`)
+
 // unreserveName removes a collection from the tenant's index and returns 1, or 0 if it is not there.
 // KEYS[1] is the index; ARGV[1] the id.
 var unreserveName = valkeygo.NewLuaScript(`
@@ -451,6 +459,51 @@ func (n *Backend) ListCollections(ctx context.Context, tenant string) ([]loom.Co
 	}
 	slices.SortFunc(out, func(a, b loom.Collection) int { return cmp.Compare(a.Name, b.Name) })
 	return out, nil
+}
+
+// SetFusionWeights implements store.CollectionBackend: collection.ErrNotFound if the tenant has no
+// collection of the id. It rewrites the collection's JSON if no other write changed it since it was read,
+// and reads it again otherwise.
+func (n *Backend) SetFusionWeights(ctx context.Context, tenant, id string, keyword, vector *float64) (loom.Collection, error) {
+	k := n.coll(tenant, id)
+	for {
+		c, err := n.GetCollection(ctx, tenant, id)
+		if err == nil && c.ID != id { // id is the name of another collection
+			err = fmt.Errorf("collection %q: %w", id, collection.ErrNotFound)
+		}
+		if err != nil {
+			return loom.Collection{}, err
+		}
+		old, err := n.conn.Do(ctx, n.conn.Client.B().Hget().Key(k.meta).Field("c").Build())
+		if err != nil {
+			return loom.Collection{}, err
+		}
+		oldJSON, err := old.ToString()
+		if valkeygo.IsValkeyNil(err) {
+			return loom.Collection{}, fmt.Errorf("collection %q: %w", id, collection.ErrNotFound)
+		} else if err != nil {
+			return loom.Collection{}, n.conn.Fail(ctx, err)
+		}
+		stored := c
+		stored.Dimensions, stored.KeywordWeight, stored.VectorWeight = 0, keyword, vector
+		b, err := json.Marshal(stored)
+		if err != nil {
+			return loom.Collection{}, fmt.Errorf("valkey: encode collection %q: %w", c.Name, err)
+		}
+		m, err := n.eval(ctx, swapMeta, []string{k.meta}, []string{oldJSON, string(b)})
+		if err != nil {
+			return loom.Collection{}, err
+		}
+		if swapped, err := m.AsInt64(); err != nil {
+			return loom.Collection{}, n.conn.Fail(ctx, err)
+		} else if swapped == 1 {
+			c.KeywordWeight, c.VectorWeight = keyword, vector
+			return c, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return loom.Collection{}, err
+		}
+	}
 }
 
 // DeleteCollection implements store.CollectionBackend: collection.ErrNotFound if there is none.
