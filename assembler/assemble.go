@@ -58,8 +58,8 @@ type assembly struct {
 	// assembly does not read every candidate's text.
 	dedup   *dedup   // from a pool: see release
 	scratch *scratch // from a pool: see release
-	dropped map[string][]Dropped
-	alloc   map[string]int
+	dropped [numRegions][]Dropped
+	alloc   regionTokens
 	roles   [4]int // counts of the roles, plus one (see roleTokens)
 	markers *markerTable
 }
@@ -105,7 +105,7 @@ func newAssembly(req *Request) (*assembly, error) {
 	if req == nil {
 		return nil, fmt.Errorf("%w: nil request", ErrInvalidRequest)
 	}
-	a := &assembly{req: req, format: req.Format, dropped: map[string][]Dropped{}}
+	a := &assembly{req: req, format: req.Format}
 	if a.format == "" {
 		a.format = FormatOpenAI
 	}
@@ -232,14 +232,14 @@ func (a *assembly) run(ctx context.Context) (*Result, error) {
 	}
 	// Shares need a region's demand only up to what is available, so candidates are costed lazily, in the
 	// order fill takes them: what can never fit is not counted.
-	a.alloc = allocate(a.policy, max(available, 0), func(region string, upTo int) int {
+	a.alloc = allocate(a.policy, max(available, 0), func(region Region, upTo int) int {
 		return a.demand(region, upTo, max(available, 0))
 	})
 
 	// Fill each region within its share, then offer what is left to them again, by priority. No region is
 	// ever offered more than what is left of available (room), which only shrinks: a count stopped at the
 	// room is never needed again.
-	used := map[string]int{}
+	var used regionTokens
 	a.keepFrom = len(a.groups)
 	for pass := range 2 {
 		for _, r := range a.policy.Regions {
@@ -283,7 +283,7 @@ func (a *assembly) release() {
 // fill keeps items of region within limit tokens (used already kept) and returns what it uses. Room is
 // the most that any region can still be offered, now or later (what is left of the budget); candidates are
 // counted up to it, no further.
-func (a *assembly) fill(region string, limit, used, room int) int {
+func (a *assembly) fill(region Region, limit, used, room int) int {
 	start := used
 	switch region {
 	case RegionHistory:
@@ -319,7 +319,7 @@ func (a *assembly) fill(region string, limit, used, room int) int {
 
 // demand returns what region's candidates cost, but at most upTo (at most room): it costs them in the
 // order fill takes them, only until they cost upTo.
-func (a *assembly) demand(region string, upTo, room int) int {
+func (a *assembly) demand(region Region, upTo, room int) int {
 	n := 0
 	switch region {
 	case RegionHistory:
@@ -393,7 +393,7 @@ func edgesNeedEscape(s string) bool {
 	return hasMarkup(s[:min(len(s), reach)]) || hasMarkup(s[max(0, len(s)-reach):]) || !utf8.ValidString(s)
 }
 
-func (a *assembly) items(region string) []*ctxItem {
+func (a *assembly) items(region Region) []*ctxItem {
 	switch region {
 	case RegionMemory:
 		return a.memory
@@ -455,7 +455,10 @@ func (a *assembly) contextOverhead() int {
 	return 0
 }
 
-func sumValues(m map[string]int) int {
+// regionTokens is a count of tokens per region.
+type regionTokens [numRegions]int
+
+func sumValues(m regionTokens) int {
 	n := 0
 	for _, v := range m {
 		n += v
@@ -493,18 +496,18 @@ func (a *assembly) result(out rendering) *Result {
 
 	// The report: required regions, then the optional ones in priority order.
 	used := a.regionsUsed(&out)
-	add := func(name string, budget, used int, included []string) {
+	add := func(name Region, budget, used int, included []string) {
 		res.Report.Regions = append(res.Report.Regions, RegionReport{
 			Name: name, Budget: budget, Used: used, Included: nonNil(included), Dropped: nonNilDropped(a.dropped[name]),
 		})
 	}
-	add(RegionInstructions, used[regInstructions], used[regInstructions], idsIf(a.req.Instructions != "", "instructions"))
+	add(RegionInstructions, used[RegionInstructions], used[RegionInstructions], idsIf(a.req.Instructions != "", "instructions"))
 	var toolNames []string
 	for _, t := range a.req.Tools {
 		toolNames = append(toolNames, t.Function.Name)
 	}
-	add(RegionTools, used[regTools], used[regTools], toolNames)
-	add(RegionMessage, used[regMessage], used[regMessage], idsIf(a.message != "", "message"))
+	add(RegionTools, used[RegionTools], used[RegionTools], toolNames)
+	add(RegionMessage, used[RegionMessage], used[RegionMessage], idsIf(a.message != "", "message"))
 	for _, r := range a.policy.Regions {
 		var included []string
 		if r.Name == RegionHistory {
@@ -551,23 +554,10 @@ func (a *assembly) result(out rendering) *Result {
 			a.dropped[r.Name] = drops
 		}
 		// A region that took leftover tokens past its share was allotted what it used.
-		n := used[regionIndex(r.Name)]
+		n := used[r.Name]
 		add(r.Name, max(a.alloc[r.Name], n), n, included)
 	}
 	return res
-}
-
-// regionIndex is an optional region's index in rendering.used.
-func regionIndex(name string) int {
-	switch name {
-	case RegionMemory:
-		return regMemory
-	case RegionToolOutputs:
-		return regToolOutputs
-	case RegionKnowledge:
-		return regKnowledge
-	}
-	return regHistory
 }
 
 func idsIf(cond bool, id string) []string {

@@ -338,7 +338,7 @@ func TestAssemble_DropsOrphanedToolResults(t *testing.T) {
 	}
 }
 
-func reportHas(res *Result, region, id, reason string) bool {
+func reportHas(res *Result, region Region, id, reason string) bool {
 	for _, r := range res.Report.Regions {
 		if r.Name != region {
 			continue
@@ -519,8 +519,8 @@ func TestAssemble_Errors(t *testing.T) {
 func TestAllocate_SharesAndLeftovers(t *testing.T) {
 	t.Parallel()
 	p := DefaultPolicy()
-	demand := map[string]int{RegionMemory: 500, RegionToolOutputs: 0, RegionHistory: 2000, RegionKnowledge: 2000}
-	got := allocate(p, 1000, func(name string, upTo int) int {
+	demand := map[Region]int{RegionMemory: 500, RegionToolOutputs: 0, RegionHistory: 2000, RegionKnowledge: 2000}
+	got := allocate(p, 1000, func(name Region, upTo int) int {
 		if upTo > 1000 {
 			t.Errorf("demand of %s asked up to %d, more than is available", name, upTo)
 		}

@@ -147,7 +147,7 @@ func (b *Builder) passThrough(ctx context.Context, system string) (*Built, error
 		ids[i] = historyID(i)
 	}
 	built.TotalTokens += instructions + history
-	region := func(name string, used int, included []string) RegionReport {
+	region := func(name Region, used int, included []string) RegionReport {
 		return RegionReport{Name: name, Budget: used, Used: used, Included: nonNil(included), Dropped: []Dropped{}}
 	}
 	built.Report.Regions = []RegionReport{

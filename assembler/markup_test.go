@@ -293,7 +293,7 @@ func TestAssemble_UntrustedTextNeverForgesMarkup(t *testing.T) {
 			}
 		}
 		for _, rr := range res.Report.Regions {
-			want := map[string]int{RegionMemory: facts, RegionToolOutputs: outs, RegionKnowledge: knowledge}
+			want := map[Region]int{RegionMemory: facts, RegionToolOutputs: outs, RegionKnowledge: knowledge}
 			if n, ok := want[rr.Name]; ok && n != len(rr.Included) {
 				t.Fatalf("%s: %d elements or lines for %d included items:\n%s", rr.Name, n, len(rr.Included), stable+ctx)
 			}

@@ -20,24 +20,18 @@ type rendering struct {
 	total    int
 	// used is what each region (reg*) uses of total, as far as the rendering knows it; the texts in units
 	// are shared by regions, and split among them only when the rendering is reported (see regionsUsed).
-	used   [numRegs]int
+	used   regionTokens
 	units  [2]unit
 	nunits int
 	err    error // the rendering breaks a rule of the format that trimming cannot fix
 }
 
-// The regions of the report, as indexes of rendering.used; regOverhead is what belongs to none of them.
-const (
-	regInstructions = iota
-	regTools
-	regMessage
-	regMemory
-	regToolOutputs
-	regKnowledge
-	regHistory
-	regOverhead
-	numRegs
-)
+// numRegions is the size of an array indexed by Region: the regions are 1 to RegionMessage, and index 0,
+// the zero Region, is regionOverhead here.
+const numRegions = int(RegionMessage) + 1
+
+// regionOverhead is what a rendering uses that is no region's: the format's overhead (see Report).
+const regionOverhead Region = 0
 
 // unit is a text counted whole (total tokens) that holds more than one region: parts[:bounds[0].end] is
 // the first region's, and so on; the last bound ends at len(parts).
@@ -48,13 +42,16 @@ type unit struct {
 	n      int
 }
 
-type bound struct{ end, region int }
+type bound struct {
+	end    int
+	region Region
+}
 
 // mark ends the region that runs from the last bound to len(u.parts), if it has any parts.
-func (u *unit) mark(region int) { u.markAt(len(u.parts), region) }
+func (u *unit) mark(region Region) { u.markAt(len(u.parts), region) }
 
 // markAt ends the region that runs from the last bound to end, if it has any parts.
-func (u *unit) markAt(end, region int) {
+func (u *unit) markAt(end int, region Region) {
 	if (u.n == 0 && end > 0) || (u.n > 0 && end > u.bounds[u.n-1].end) {
 		u.bounds[u.n] = bound{end, region}
 		u.n++
@@ -74,7 +71,7 @@ func (r *rendering) addUnit(u unit) {
 // regionsUsed splits the rendering's shared texts among their regions, and returns what each region uses.
 // Each region of a text is given what it adds to the count of the text before it, so that the regions add
 // up to the text's count exactly, however its parts merge at their joins.
-func (a *assembly) regionsUsed(r *rendering) [numRegs]int {
+func (a *assembly) regionsUsed(r *rendering) regionTokens {
 	used := r.used
 	for i := range r.units[:r.nunits] {
 		u := &r.units[i]
@@ -182,7 +179,7 @@ func (a *assembly) render(requiredOnly bool) rendering {
 	r.tools = toolsJSON.raw
 	if a.format != FormatText { // the text format has the tools in its text
 		n := a.m.countShort(toolsJSON.text)
-		r.used[regTools] += n
+		r.used[RegionTools] += n
 		r.total += n
 	}
 
@@ -212,18 +209,18 @@ type layout struct {
 }
 
 // stableRegion is the region of the stable prefix's first part, which a message of it is framed for.
-func (l *layout) stableRegion() int {
+func (l *layout) stableRegion() Region {
 	if l.instructionParts > 0 {
-		return regInstructions
+		return RegionInstructions
 	}
-	return regMemory
+	return RegionMemory
 }
 
 // stableUnit is the stable prefix as one text of total tokens.
 func (l *layout) stableUnit(stable []part, total int) unit {
 	u := unit{total: total}
-	u.markAt(l.instructionParts, regInstructions)
-	u.markAt(len(stable), regMemory)
+	u.markAt(l.instructionParts, RegionInstructions)
+	u.markAt(len(stable), RegionMemory)
 	if u.n > 1 { // to be split: a copy, so that a prefix of instructions alone stays off the heap
 		u.parts = slices.Clone(stable)
 	}
@@ -233,9 +230,9 @@ func (l *layout) stableUnit(stable []part, total int) unit {
 // contextUnit is the context as one text of total tokens.
 func (l *layout) contextUnit(total int) unit {
 	u := unit{parts: l.ctx, total: total}
-	u.markAt(l.memoryEnd, regMemory)
-	u.markAt(l.toolsEnd, regToolOutputs)
-	u.markAt(len(l.ctx), regKnowledge)
+	u.markAt(l.memoryEnd, RegionMemory)
+	u.markAt(l.toolsEnd, RegionToolOutputs)
+	u.markAt(len(l.ctx), RegionKnowledge)
 	return u
 }
 
@@ -245,18 +242,21 @@ func (l *layout) appendStable(u *unit, stable []part, sep ...part) {
 	if l.instructionParts == len(stable) {
 		u.parts = append(u.parts, sep...)
 	}
-	u.mark(regInstructions)
+	u.mark(RegionInstructions)
 	if l.instructionParts < len(stable) {
 		u.parts = append(u.parts, stable[l.instructionParts:]...)
 		u.parts = append(u.parts, sep...)
-		u.mark(regMemory)
+		u.mark(RegionMemory)
 	}
 }
 
 // appendContext appends the context to u, and then sep, marking its regions' bounds.
 func (l *layout) appendContext(u *unit, sep ...part) {
-	segments := [3]struct{ from, to, region int }{
-		{0, l.memoryEnd, regMemory}, {l.memoryEnd, l.toolsEnd, regToolOutputs}, {l.toolsEnd, len(l.ctx), regKnowledge},
+	segments := [3]struct {
+		from, to int
+		region   Region
+	}{
+		{0, l.memoryEnd, RegionMemory}, {l.memoryEnd, l.toolsEnd, RegionToolOutputs}, {l.toolsEnd, len(l.ctx), RegionKnowledge},
 	}
 	last := 2 // the last region with parts, which sep goes with
 	for last > 0 && segments[last].from == segments[last].to {
@@ -319,7 +319,7 @@ func (a *assembly) renderOpenAI(r *rendering, stable []part, l *layout, history 
 		}
 		if g.cost >= 0 && !named { // what groupCost counted, message by message
 			r.total += int(g.cost)
-			r.used[regHistory] += int(g.cost)
+			r.used[RegionHistory] += int(g.cost)
 			continue
 		}
 		for i := range msgs {
@@ -330,25 +330,25 @@ func (a *assembly) renderOpenAI(r *rendering, stable []part, l *layout, history 
 			}
 			cost := a.messageCost(msg.Role, contents[i:i+1], name, msg.ToolCalls, msg.ToolCallID)
 			r.total += cost
-			r.used[regHistory] += cost
+			r.used[RegionHistory] += cost
 		}
 	}
 	if len(l.ctx) > 0 { // the context's own message, whose frame is no region's
 		u := l.contextUnit(a.m.join(l.ctx))
 		f := frame("system")
 		r.total += f + u.total
-		r.used[regOverhead] += f
+		r.used[regionOverhead] += f
 		r.addUnit(u)
 		r.messages = append(r.messages, ChatMessage{Role: "system", Content: l.ctxText})
 	}
 	if a.message != "" {
 		cost := a.messageCost("user", []part{newPart(a.message)}, "", nil, "")
 		r.total += cost
-		r.used[regMessage] += cost
+		r.used[RegionMessage] += cost
 		r.messages = append(r.messages, ChatMessage{Role: "user", Content: a.message})
 	}
 	r.total += a.model.ReplyPriming
-	r.used[regOverhead] += a.model.ReplyPriming
+	r.used[regionOverhead] += a.model.ReplyPriming
 }
 
 func (a *assembly) renderAnthropic(r *rendering, stable []part, l *layout, history []group) {
@@ -361,7 +361,7 @@ func (a *assembly) renderAnthropic(r *rendering, stable []part, l *layout, histo
 	}
 	var msgs []ChatMessage
 	// push adds blocks of a role; a message it opens is framed for region.
-	push := func(role string, blocks []Block, region int) {
+	push := func(role string, blocks []Block, region Region) {
 		if n := len(msgs); n > 0 && msgs[n-1].Role == role { // Anthropic alternates roles: merge
 			msgs[n-1].Blocks = append(msgs[n-1].Blocks, blocks...)
 			return
@@ -373,8 +373,8 @@ func (a *assembly) renderAnthropic(r *rendering, stable []part, l *layout, histo
 	}
 	addHistory := func(role string, blocks []Block, cost int) {
 		r.total += cost
-		r.used[regHistory] += cost
-		push(role, blocks, regHistory)
+		r.used[RegionHistory] += cost
+		push(role, blocks, RegionHistory)
 	}
 	for gi := range history {
 		g := &history[gi]
@@ -411,19 +411,19 @@ func (a *assembly) renderAnthropic(r *rendering, stable []part, l *layout, histo
 	// The context and the message, in a user message of their own, or the history's last one. A message
 	// the context opens is framed for no region.
 	var last []Block
-	frame := regMessage
+	frame := RegionMessage
 	if len(l.ctx) > 0 {
 		last = append(last, Block{Type: "text", Text: l.ctxText})
 		u := l.contextUnit(a.m.join(l.ctx))
 		r.total += u.total
 		r.addUnit(u)
-		frame = regOverhead
+		frame = regionOverhead
 	}
 	if a.message != "" {
 		last = append(last, Block{Type: "text", Text: a.message})
 		mc := a.m.count(a.message)
 		r.total += mc
-		r.used[regMessage] += mc
+		r.used[RegionMessage] += mc
 	}
 	if len(last) > 0 {
 		push("user", last, frame)
@@ -436,7 +436,7 @@ func (a *assembly) renderAnthropic(r *rendering, stable []part, l *layout, histo
 		r.err = fmt.Errorf("%w: an Anthropic conversation starts with the user, and this one starts with the %s", ErrNoUserTurn, msgs[0].Role)
 	}
 	r.total += a.model.ReplyPriming
-	r.used[regOverhead] += a.model.ReplyPriming
+	r.used[regionOverhead] += a.model.ReplyPriming
 }
 
 // anthropicID maps a tool call id to one that Anthropic accepts ([a-zA-Z0-9_-]+), the same way for a
@@ -545,7 +545,7 @@ func (a *assembly) renderText(r *rendering, stable []part, l *layout, history []
 	}
 	if tools := a.toolsJSON().text; tools != "" {
 		u.parts = append(u.parts, newPart("Tools:\n"+textIndent), newPart(indentLines(tools)), newPart("\n\n"))
-		u.mark(regTools)
+		u.mark(RegionTools)
 	}
 	for gi := range history {
 		g := &history[gi]
@@ -562,16 +562,16 @@ func (a *assembly) renderText(r *rendering, stable []part, l *layout, history []
 			}
 		}
 	}
-	u.mark(regHistory)
+	u.mark(RegionHistory)
 	if len(l.ctx) > 0 {
 		l.appendContext(&u, newPart("\n\n"))
 	}
 	if a.message != "" {
 		u.parts = append(u.parts, newPart("User: "), newPart(indentLines(a.message)), newPart("\n\n"))
-		u.mark(regMessage)
+		u.mark(RegionMessage)
 	}
 	u.parts = append(u.parts, newPart("Assistant:"))
-	u.mark(regOverhead)
+	u.mark(regionOverhead)
 	r.text = joinText(u.parts)
 	u.total = a.m.join(u.parts)
 	r.total += u.total

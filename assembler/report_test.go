@@ -67,7 +67,7 @@ func checkReportSums(t *testing.T, req *Request, res *Result) {
 	var regions []string
 	for _, r := range res.Report.Regions {
 		sum += r.Used
-		regions = append(regions, r.Name+":"+strconv.Itoa(r.Used))
+		regions = append(regions, r.Name.String()+":"+strconv.Itoa(r.Used))
 		if len(r.Included) > 0 && r.Used <= 0 && r.Name != RegionMessage {
 			t.Errorf("%s: region %s includes %v but used %d tokens", res.Format, r.Name, r.Included, r.Used)
 		}

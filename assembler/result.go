@@ -62,7 +62,7 @@ type Report struct {
 
 // RegionReport is one region's account.
 type RegionReport struct {
-	Name   string `json:"name"`
+	Name   Region `json:"name"`
 	Budget int    `json:"budget"` // tokens allotted: the policy's share, or what the region took of the leftover; for required regions, what they need
 	// Used is the tokens of the output that are the region's (see Report).
 	Used     int       `json:"used"`

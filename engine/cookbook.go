@@ -86,13 +86,13 @@ func assembleCookbook(req *Request, snap *store.Snapshot) (*assembler.Result, er
 	}
 
 	type region struct {
-		name  string
+		name  assembler.Region
 		msgs  []assembler.ChatMessage
 		ids   []string
 		costs []int
 	}
 	var head, tail []*region // before and after the history
-	add := func(list *[]*region, name, id, role, content string) {
+	add := func(list *[]*region, name assembler.Region, id, role, content string) {
 		var r *region
 		if n := len(*list); n > 0 && (*list)[n-1].name == name {
 			r = (*list)[n-1]
