@@ -130,20 +130,20 @@ func (b *Builder) passThrough(ctx context.Context, system string) (*Built, error
 		return nil, err
 	}
 	// An assembly of its own, for its counting: OpenAI's chat format, each text counted once.
-	a := &assembly{format: FormatOpenAI, model: model, m: newMeter(model.Counter())}
+	a := &assembly{f: OpenAI, model: model, m: newMeter(model.Counter())}
 	built := &Built{System: system, TotalTokens: model.ReplyPriming}
 	if len(b.req.History) > 0 {
 		built.Messages = slices.Clone(b.req.History)
 	}
 	instructions := 0
 	if system != "" {
-		instructions = a.messageCost("system", []part{newPart(system)}, "", nil, "")
+		instructions = a.chatCost("system", []part{newPart(system)}, "", nil, "")
 	}
 	history := 0
 	ids := make([]string, len(built.Messages))
 	for i := range built.Messages {
 		m := &built.Messages[i]
-		history += a.messageCost(m.Role, []part{a.cachedPart(m.Content, m.TokenCounts)}, m.Name, m.ToolCalls, m.ToolCallID)
+		history += a.chatCost(m.Role, []part{a.cachedPart(m.Content, m.TokenCounts)}, m.Name, m.ToolCalls, m.ToolCallID)
 		ids[i] = historyID(i)
 	}
 	built.TotalTokens += instructions + history

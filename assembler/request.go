@@ -24,6 +24,9 @@ type Request struct {
 	// of a line; every line of a turn's body after its first, and every line of a text inside a tag of the
 	// context, starts with two spaces, so that no text can start a line that reads as a turn header.
 	Format string `json:"format,omitempty"`
+	// Formatter, when not nil, is the output's format as a value, for a Go caller (see [Format]); Format
+	// must then be "" or its name. It is not part of the wire format.
+	Formatter Format `json:"-"`
 
 	Instructions string       `json:"instructions,omitempty"`
 	Tools        []Tool       `json:"tools,omitempty"`

@@ -45,6 +45,45 @@ func contextAttrs(typ, source string, trusted bool) []string {
 	return []string{"type", typ, "source", source, "trusted", strconv.FormatBool(trusted)}
 }
 
+// elem is one element of Loom's context markup: its open tag, with its attributes, and its name.
+type elem struct{ open, name string }
+
+func (e elem) close() string { return "</" + e.name + ">" }
+
+// knowledgeElement is the <context> element of a knowledge item: its type ("rag" when it has none), its
+// source when it has one, and whether it is trusted.
+func knowledgeElement(typ, source string, trusted bool) elem {
+	if typ == "" {
+		typ = "rag"
+	}
+	return elem{openTag("context", contextAttrs(typ, source, trusted)...), "context"}
+}
+
+// contextElement names the <context> element, for its close tag.
+var contextElement = elem{name: "context"}
+
+// toolOutputElement is the <tool_output> element of a tool's result, always untrusted: the tool's name and
+// the call's id, each when it has one.
+func toolOutputElement(tool, callID string) elem {
+	attrs := make([]string, 0, 6)
+	if tool != "" {
+		attrs = append(attrs, "tool", tool)
+	}
+	if callID != "" {
+		attrs = append(attrs, "call_id", callID)
+	}
+	return elem{openTag("tool_output", append(attrs, "trusted", "false")...), "tool_output"}
+}
+
+// memoryElement is the <user_memory> element of a user's facts, always untrusted, and pinned="true" for
+// those that are pinned.
+func memoryElement(pinned bool) elem {
+	if pinned {
+		return elem{openTag("user_memory", "pinned", "true", "trusted", "false"), "user_memory"}
+	}
+	return elem{openTag("user_memory", "trusted", "false"), "user_memory"}
+}
+
 // openTag renders an element's open tag, <name a="v" ...>, its attribute values escaped (see [Tag]).
 func openTag(name string, attrs ...string) string {
 	var b strings.Builder
