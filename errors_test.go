@@ -16,6 +16,7 @@ import (
 	"github.com/context-loom/loom/collection"
 	"github.com/context-loom/loom/embed"
 	"github.com/context-loom/loom/engine"
+	"github.com/context-loom/loom/eval"
 	"github.com/context-loom/loom/ingest"
 	"github.com/context-loom/loom/retriever"
 	"github.com/context-loom/loom/store"
@@ -61,6 +62,7 @@ var sentinels = map[string]error{
 	"engine.ErrClosed":              engine.ErrClosed,
 	"engine.ErrAgentNotFound":       engine.ErrAgentNotFound,
 	"engine.ErrNoCollections":       engine.ErrNoCollections,
+	"eval.ErrQuestions":             eval.ErrQuestions,
 	"ingest.ErrBinary":              ingest.ErrBinary,
 	"ingest.ErrTooLarge":            ingest.ErrTooLarge,
 	"ingest.ErrNotRegular":          ingest.ErrNotRegular,

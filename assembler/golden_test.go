@@ -136,7 +136,9 @@ func goldenLine(res *Result, err error) string {
 }
 
 // TestAssemble_MatchesGolden checks that assembling 300 varied requests gives, byte for byte, the results
-// recorded in testdata/golden.txt (go test -run MatchesGolden -update rewrites it).
+// recorded in testdata/golden.txt (go test -run MatchesGolden -update rewrites it). Its hashes say only that
+// a result changed, over more shapes of request than a person reads; what the output looks like, and how
+// a change changes it, is in the readable goldens of TestAssemble_ReadableGolden.
 func TestAssemble_MatchesGolden(t *testing.T) {
 	t.Parallel()
 	var corpus []string
