@@ -456,7 +456,7 @@ func sumValues(m regionTokens) int {
 // result builds the Result of a verified rendering.
 func (a *assembly) result(out *output) *Result {
 	res := &Result{
-		Format:      a.f.Name(),
+		Format:      wireName(a.f),
 		Model:       a.model.Name,
 		Encoding:    a.model.Encoding,
 		Budget:      a.budget,

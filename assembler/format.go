@@ -71,6 +71,15 @@ func FormatByName(name string) (Format, error) {
 	return nil, fmt.Errorf("%w %q (known: openai, anthropic, text)", ErrUnknownFormat, name)
 }
 
+// wireName is the name Result.Format reports for f: the shape of its messages, which is the cookbook
+// format's that of OpenAI's chat messages.
+func wireName(f Format) string {
+	if w, ok := f.(interface{ wire() string }); ok {
+		return w.wire()
+	}
+	return f.Name()
+}
+
 // requestFormat is the format of req: its Formatter, or the one its Format names.
 func requestFormat(req *Request) (Format, error) {
 	if req.Formatter == nil {

@@ -71,6 +71,9 @@ const (
 	FormatOpenAI    = "openai"
 	FormatAnthropic = "anthropic"
 	FormatText      = "text"
+	// FormatCookbook is the name of the [Cookbook] format, which a request does not name: engine's
+	// PresetCookbook renders with it, and a Go caller passes it as Request.Formatter.
+	FormatCookbook = "cookbook"
 )
 
 // DefaultModel is the model of a request that names none.

@@ -50,6 +50,10 @@ type elem struct{ open, name string }
 
 func (e elem) close() string { return "</" + e.name + ">" }
 
+// wrap renders text as the element: the open tag, the text escaped (see [EscapeText]) on lines of its
+// own, the close tag.
+func (e elem) wrap(text string) string { return e.open + "\n" + EscapeText(text) + "\n" + e.close() }
+
 // knowledgeElement is the <context> element of a knowledge item: its type ("rag" when it has none), its
 // source when it has one, and whether it is trusted.
 func knowledgeElement(typ, source string, trusted bool) elem {
