@@ -50,9 +50,10 @@ func (b *Builder) AddInstruction(text string) *Builder {
 	return b
 }
 
-// AddKnowledge appends a knowledge chunk (region 3), wrapped in a context tag of type typ and escaped as
-// [Tag] escapes; trusted false (what Phronomy's builder defaults to) marks externally sourced data. source,
-// when not empty, goes in the tag so the model can cite it.
+// AddKnowledge appends a knowledge chunk (region 3), wrapped in a context tag of type typ ("rag" when it
+// is empty, as every knowledge tag of Loom's) and escaped as [Tag] escapes; trusted false (what Phronomy's
+// builder defaults to) marks externally sourced data. source, when not empty, goes in the tag so the model
+// can cite it.
 func (b *Builder) AddKnowledge(text, typ string, trusted bool, source string) *Builder {
 	b.knowledge = append(b.knowledge, Knowledge{Content: text, Type: typ, Trusted: trusted, Source: source})
 	return b
@@ -82,7 +83,7 @@ type Built struct {
 func (b *Builder) Build(ctx context.Context) (*Built, error) {
 	system := b.req.Instructions
 	for _, k := range b.knowledge {
-		tag := Tag("context", k.Content, contextAttrs(k.Type, k.Source, k.Trusted)...)
+		tag := knowledgeElement(k.Type, k.Source, k.Trusted).wrap(k.Content)
 		if system != "" {
 			system += "\n\n"
 		}

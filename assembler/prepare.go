@@ -258,7 +258,7 @@ func (a *assembly) prepareToolOutputs() {
 		}
 		tag := toolOutputElement(o.Tool, o.CallID)
 		it := &ctxItem{id: id, order: i}
-		it.parts = []part{newPart(tag.open + a.tagEnd), body, newPart(" \n" + tag.close() + "\n\n")}
+		it.parts = []part{newPart(tag.itemOpen(a.tagEnd)), body, newPart(tag.itemClose())}
 		it.cost = a.m.join(it.parts)
 		a.toolOuts = append(a.toolOuts, it)
 	}
@@ -341,7 +341,7 @@ func (a *assembly) prepareKnowledge() {
 	tags := map[[3]string]part{}
 	var lastKey [3]string
 	var open part
-	closeTag := part{text: " \n" + contextElement.close() + "\n\n"}
+	closeTag := part{text: contextElement.itemClose()}
 	closeTag.tokens = a.m.countShort(closeTag.text)
 	a.knowledge = slices.Grow(sc.knowledge[:0], len(items))
 	for n, r := range order {
@@ -354,7 +354,7 @@ func (a *assembly) prepareKnowledge() {
 		if key := [3]string{typ, k.Source, strconv.FormatBool(k.Trusted)}; n == 0 || key != lastKey {
 			var ok bool
 			if open, ok = tags[key]; !ok {
-				text := " " + knowledgeElement(typ, k.Source, k.Trusted).open + a.tagEnd
+				text := " " + knowledgeElement(typ, k.Source, k.Trusted).itemOpen(a.tagEnd)
 				open = part{text: text, tokens: a.m.countShort(text)}
 				tags[key] = open
 			}
