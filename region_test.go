@@ -5,6 +5,7 @@ package loom_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/context-loom/loom"
@@ -42,4 +43,17 @@ func TestRegion_TextIsItsName(t *testing.T) {
 	if _, err := loom.Region(200).MarshalText(); !errors.Is(err, loom.ErrInvalid) || loom.Region(200).String() != "Region(200)" {
 		t.Errorf("a value that is no region: %v, %s", err, loom.Region(200))
 	}
+}
+
+func ExampleParseRegion() {
+	r, err := loom.ParseRegion("tool_outputs")
+	fmt.Println(r, r == loom.RegionToolOutputs, err)
+	b, _ := json.Marshal(loom.RegionPolicy{Name: loom.RegionHistory, Priority: 1})
+	fmt.Println(string(b))
+	_, err = loom.ParseRegion("notes")
+	fmt.Println(err)
+	// Output:
+	// tool_outputs true <nil>
+	// {"name":"history","priority":1}
+	// loom: invalid input: unknown region "notes" (known: instructions, tools, memory, knowledge, history, tool_outputs, message)
 }

@@ -84,7 +84,7 @@ type ctxItem struct {
 	order    int        // position for rendering
 	required bool       // kept whatever it costs: the cookbook format keeps every item but the history's
 	know     *Knowledge // knowledge: the request's item
-	ref      *Reference // knowledge: its citation, once it is kept (see keptKnowledge)
+	ref      *Reference // knowledge: its citation, once it is kept (see settleKnowledge)
 }
 
 // group is one or more history messages that stay or go together: history[first:first+n].

@@ -8,16 +8,18 @@ import (
 
 // A Format writes a finished plan as a provider's request: it decides how each item of the request is
 // written (what the planner costs), and lays the chosen items out as messages made of (region, text)
-// segments with the format's framing (per-message overhead, reply priming). One function counts what a
-// format lays out and gives every token to a region or to the format's overhead (see [Report]), so that a
-// format never counts for itself.
+// segments with the format's framing (per-message overhead, roles, reply priming). The assembler's output
+// counts each text a format lays out with the meter, and gives every token to a region or to the format's
+// overhead (see [Report]): that accounting is written once, for every format.
 //
-// The formats are [OpenAI], [Anthropic] and [Text]; a request
-// names one by Request.Format ([FormatByName]), or a Go caller passes one as Request.Formatter. The
-// interface is the assembler's own: a format costs its items with the assembler's memoized counts, which
-// are not exported, so no other package implements it.
+// The formats are [OpenAI], [Anthropic], [Text] and the Valkey cookbook's layout, [Cookbook]. A request
+// names one of the first three by Request.Format ([FormatByName]); a Go caller may pass any as
+// Request.Formatter (engine's cookbook preset passes a Cookbook). The interface is the assembler's own: a
+// format costs its items with the assembler's memoized counts, which are not exported, so no other package
+// implements it.
 type Format interface {
-	// Name is the format's name, as Request.Format and Result.Format spell it.
+	// Name is the format's name: "openai", "anthropic", "text" or "cookbook". Result.Format reports it, but
+	// for the cookbook's, which are OpenAI's messages ("openai").
 	Name() string
 
 	formatter

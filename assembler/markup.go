@@ -19,9 +19,6 @@ func (markup) settle(a *assembly) {
 	a.settleKnowledge()
 }
 
-// chatBody is the body rule of the chat formats: a text is written as it is.
-func chatBody(text string) string { return text }
-
 // Wrappers of the memory blocks.
 var (
 	pinnedOpen  = memoryElement(true).open + "\n"

@@ -490,7 +490,7 @@ func windowOf(req *Request, a *store.Agent) window {
 	// What a message costs at least besides its content: its frame and role (the text format: its label
 	// and blank line, 4).
 	floor := model.TokensPerMessage + 1
-	if req.Format == assembler.FormatText && req.Preset != PresetCookbook {
+	if (req.Format == assembler.FormatText || req.Formatter == assembler.Text) && req.Preset != PresetCookbook {
 		floor = 4
 	}
 	w.budget, w.floor = budget, floor
