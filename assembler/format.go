@@ -171,12 +171,6 @@ func (o *output) add(s segments) int {
 	return s.total
 }
 
-// addText counts text as region's, and returns text.
-func (o *output) addText(region Region, text string) string {
-	o.addTokens(region, o.m.count(text))
-	return text
-}
-
 // addTokens adds n tokens that region uses: a message's framing, or a text whose count the plan holds (a
 // history message that the planner counted as it is rendered).
 func (o *output) addTokens(region Region, n int) {

@@ -104,16 +104,6 @@ func lineBreak(s string) int {
 	return 0
 }
 
-// hasLineBreak reports whether s holds a line break (see lineBreak).
-func hasLineBreak(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if lineBreak(s[i:]) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // indentLines returns s with textIndent after each of its line breaks, so that no line of s but its first
 // starts a line of the text format's transcript.
 func indentLines(s string) string {
