@@ -41,10 +41,10 @@ func (anthropic) render(a *assembly, out *output) {
 	stable, l := a.markupLayout()
 	tools := renderTools(a.req.Tools, anthropicTool)
 	out.tools = tools.raw
-	out.addTokens(RegionTools, out.m.countShort(tools.text))
+	out.addText(RegionTools, tools.text)
 	if len(stable) > 0 {
 		out.system = joinText(stable)
-		out.addTokens(l.stableRegion(), a.model.TokensPerMessage)
+		out.addTokens(l.stableRegion(), a.model.TokensPerMessage) // the system prompt has no role
 		out.add(l.stableText(stable))
 	}
 	var msgs []ChatMessage
@@ -55,24 +55,18 @@ func (anthropic) render(a *assembly, out *output) {
 			return
 		}
 		msgs = append(msgs, ChatMessage{Role: role, Blocks: blocks})
-		out.addTokens(region, a.model.TokensPerMessage+a.roleTokens(role))
-	}
-	addHistory := func(role string, blocks []Block, cost int) {
-		out.addTokens(RegionHistory, cost)
-		push(role, blocks, RegionHistory)
+		out.frame(region, role)
 	}
 	for gi := range l.history {
 		g := &l.history[gi]
 		contents := a.groupContents(g)
 		for i, msg := range a.msgs(g) {
-			content := a.m.join(contents[i : i+1])
 			switch msg.Role {
 			case "assistant":
 				var blocks []Block
-				cost := 0
 				if msg.Content != "" {
 					blocks = append(blocks, Block{Type: "text", Text: msg.Content})
-					cost += content
+					out.addPart(RegionHistory, contents[i])
 				}
 				for _, call := range msg.ToolCalls {
 					input := json.RawMessage(call.Function.Arguments)
@@ -82,14 +76,19 @@ func (anthropic) render(a *assembly, out *output) {
 					}
 					id := anthropicID(call.ID)
 					blocks = append(blocks, Block{Type: "tool_use", ID: id, Name: call.Function.Name, Input: input})
-					cost += a.m.countShort(id) + a.m.countShort(call.Function.Name) + a.m.count(string(input))
+					out.addText(RegionHistory, id)
+					out.addText(RegionHistory, call.Function.Name)
+					out.addText(RegionHistory, string(input))
 				}
-				addHistory("assistant", blocks, cost)
+				push("assistant", blocks, RegionHistory)
 			case "tool":
 				id := anthropicID(msg.ToolCallID)
-				addHistory("user", []Block{{Type: "tool_result", ToolUseID: id, Content: msg.Content}}, a.m.countShort(id)+content)
+				out.addText(RegionHistory, id)
+				out.addPart(RegionHistory, contents[i])
+				push("user", []Block{{Type: "tool_result", ToolUseID: id, Content: msg.Content}}, RegionHistory)
 			default: // user, and system messages of the history (Anthropic has only the top-level system)
-				addHistory("user", []Block{{Type: "text", Text: msg.Content}}, content)
+				out.addPart(RegionHistory, contents[i])
+				push("user", []Block{{Type: "text", Text: msg.Content}}, RegionHistory)
 			}
 		}
 	}
@@ -104,7 +103,7 @@ func (anthropic) render(a *assembly, out *output) {
 	}
 	if a.message != "" {
 		last = append(last, Block{Type: "text", Text: a.message})
-		out.addTokens(RegionMessage, a.m.count(a.message))
+		out.addText(RegionMessage, a.message)
 	}
 	if len(last) > 0 {
 		push("user", last, frame)

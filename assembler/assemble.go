@@ -255,7 +255,7 @@ func (a *assembly) plan(ctx context.Context) (*output, error) {
 // render settles the plan as it stands and lays it out in out, counted.
 func (a *assembly) render(out *output) {
 	a.f.settle(a)
-	out.reset(a.m)
+	out.reset(a)
 	a.f.render(a, out)
 }
 

@@ -124,7 +124,7 @@ func (c *Cookbook) render(a *assembly, out *output) {
 	out.messages = make([]ChatMessage, 0, n)
 	// message adds a message of role whose content is parts joined, region's.
 	message := func(region Region, role string, parts ...part) string {
-		out.addTokens(region, a.model.TokensPerMessage+a.roleTokens(role))
+		out.frame(region, role)
 		s := segments{}
 		s.add(region, parts...)
 		out.add(s)

@@ -101,9 +101,12 @@ const numRegions = int(RegionMessage) + 1
 const regionOverhead Region = 0
 
 // output is a plan as a format lays it out: the result's fields, and the exact count of what they hold,
-// by region. A format writes each text it returns through add (or addTokens, for a count the plan holds
-// already), so that every token is counted once and given to a region or to regionOverhead.
+// by region. A format counts nothing itself: it writes each text it returns through add, addPart or
+// addText, each message's framing through frame, and a count the plan holds or a fixed overhead through
+// addTokens, so that every token is counted once, with the meter, and given to a region or to
+// regionOverhead.
 type output struct {
+	a        *assembly // for its meter, model and counts of roles
 	m        *meter
 	messages []ChatMessage
 	system   string
@@ -119,10 +122,10 @@ type output struct {
 	err    error // the output breaks a rule of the format that trimming cannot fix
 }
 
-// reset empties out for another rendering, keeping what it allocated.
-func (o *output) reset(m *meter) {
+// reset empties out for another rendering of a's plan, keeping what it allocated.
+func (o *output) reset(a *assembly) {
 	clear(o.shared)
-	*o = output{m: m, shared: o.shared[:0]}
+	*o = output{a: a, m: a.m, shared: o.shared[:0]}
 }
 
 // segments is one text of an output, made of its regions' parts in order: parts[:ends[0].end] is
@@ -171,8 +174,25 @@ func (o *output) add(s segments) int {
 	return s.total
 }
 
-// addTokens adds n tokens that region uses: a message's framing, or a text whose count the plan holds (a
-// history message that the planner counted as it is rendered).
+// addPart counts p, a text whose count the plan may hold (a history message's content), as region's.
+func (o *output) addPart(region Region, p part) {
+	o.addTokens(region, o.m.join([]part{p}))
+}
+
+// addText counts text as region's. Its count is remembered for the output's other renderings (tool
+// definitions, ids, the message).
+func (o *output) addText(region Region, text string) {
+	o.addTokens(region, o.m.countShort(text))
+}
+
+// frame adds what framing a message of role costs, the model's per-message overhead and the role, as
+// region's (regionOverhead: the format's).
+func (o *output) frame(region Region, role string) {
+	o.addTokens(region, o.a.model.TokensPerMessage+o.a.roleTokens(role))
+}
+
+// addTokens adds n tokens that region uses: a count the plan holds (a history turn that the planner
+// counted as it is rendered), or a fixed overhead of the format (reply priming).
 func (o *output) addTokens(region Region, n int) {
 	o.total += n
 	o.used[region] += n

@@ -80,7 +80,7 @@ func TestFormat_RenderDoesNotChangeThePlan(t *testing.T) {
 					var first *output
 					for range 2 {
 						again := &output{}
-						again.reset(a.m)
+						again.reset(a)
 						a.f.render(a, again)
 						if after := planState(a); after != before {
 							t.Fatalf("rendering changed the plan:\n%s\nto\n%s", before, after)

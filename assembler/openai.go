@@ -10,7 +10,7 @@ func (f openAI) prepare(a *assembly) error {
 		return err
 	}
 	if len(a.memory)+len(a.toolOuts)+len(a.knowledge) > 0 { // the context's system message, if it has one
-		a.reserve = a.model.TokensPerMessage + a.m.countShort("system")
+		a.reserve = a.model.TokensPerMessage + a.roleTokens("system")
 	}
 	return nil
 }
@@ -25,15 +25,14 @@ func (openAI) render(a *assembly, out *output) {
 	stable, l := a.markupLayout()
 	tools := renderTools(a.req.Tools, openAITool)
 	out.tools = tools.raw
-	out.addTokens(RegionTools, out.m.countShort(tools.text))
+	out.addText(RegionTools, tools.text)
 	n := 3
 	for _, g := range l.history {
 		n += int(g.n)
 	}
 	out.messages = make([]ChatMessage, 0, n)
-	frame := func(role string) int { return a.model.TokensPerMessage + a.roleTokens(role) }
 	if len(stable) > 0 {
-		out.addTokens(l.stableRegion(), frame("system"))
+		out.frame(l.stableRegion(), "system")
 		out.add(l.stableText(stable))
 		out.messages = append(out.messages, ChatMessage{Role: "system", Content: joinText(stable)})
 	}
@@ -54,22 +53,30 @@ func (openAI) render(a *assembly, out *output) {
 			out.addTokens(RegionHistory, int(g.cost))
 			continue
 		}
-		for i := range msgs {
+		for i := range msgs { // as chatCost counts a message, its tool message's name left out
 			msg := &msgs[i]
-			name := msg.Name
-			if msg.Role == "tool" {
-				name = ""
+			out.frame(RegionHistory, msg.Role)
+			out.addPart(RegionHistory, contents[i])
+			if msg.Name != "" && msg.Role != "tool" {
+				out.addText(RegionHistory, msg.Name)
+				out.addTokens(RegionHistory, a.model.TokensPerName)
 			}
-			out.addTokens(RegionHistory, a.chatCost(msg.Role, contents[i:i+1], name, msg.ToolCalls, msg.ToolCallID))
+			if len(msg.ToolCalls) > 0 {
+				out.addText(RegionHistory, toolCallsJSON(msg.ToolCalls))
+			}
+			if msg.ToolCallID != "" {
+				out.addText(RegionHistory, msg.ToolCallID)
+			}
 		}
 	}
 	if len(l.ctx) > 0 { // the context's own message, whose frame is no region's
-		out.addTokens(regionOverhead, frame("system"))
+		out.frame(regionOverhead, "system")
 		out.add(l.contextText())
 		out.messages = append(out.messages, ChatMessage{Role: "system", Content: l.ctxText})
 	}
 	if a.message != "" {
-		out.addTokens(RegionMessage, a.chatCost("user", []part{newPart(a.message)}, "", nil, ""))
+		out.frame(RegionMessage, "user")
+		out.addText(RegionMessage, a.message)
 		out.messages = append(out.messages, ChatMessage{Role: "user", Content: a.message})
 	}
 	out.addTokens(regionOverhead, a.model.ReplyPriming)
