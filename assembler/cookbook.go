@@ -41,6 +41,14 @@ type Cookbook struct {
 
 var _ Format = (*Cookbook)(nil)
 
+// agent is c's agent; a nil Cookbook has none.
+func (c *Cookbook) agent() *loom.Agent {
+	if c == nil {
+		return nil
+	}
+	return c.Agent
+}
+
 // Name is "cookbook".
 func (*Cookbook) Name() string { return FormatCookbook }
 
@@ -72,7 +80,7 @@ func (c *Cookbook) prepare(a *assembly) error {
 		return fmt.Errorf("%w: the cookbook format renders no tools", ErrInvalidRequest)
 	}
 	a.message, a.hasMessage = req.Message, true
-	if c.Agent != nil {
+	if c.agent() != nil {
 		a.instructionIDs = append(a.instructionIDs, "agent")
 	}
 	if req.Instructions != "" {
@@ -132,11 +140,12 @@ func (c *Cookbook) render(a *assembly, out *output) {
 		out.messages = append(out.messages, ChatMessage{Role: role, Content: content})
 		return content
 	}
-	if c.Agent != nil {
-		out.prefix = message(RegionInstructions, "system", newPart(cookbookPrompt(c.Agent)))
+	agent := c.agent()
+	if agent != nil {
+		out.prefix = message(RegionInstructions, "system", newPart(cookbookPrompt(agent)))
 	}
 	if a.req.Instructions != "" {
-		if s := message(RegionInstructions, "system", newPart(a.req.Instructions)); c.Agent == nil {
+		if s := message(RegionInstructions, "system", newPart(a.req.Instructions)); agent == nil {
 			out.prefix = s
 		}
 	}

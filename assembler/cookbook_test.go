@@ -170,3 +170,17 @@ func checkCookbookShape(t *testing.T, req *Request, res *Result) {
 		}
 	}
 }
+
+// TestCookbook_NilIsACookbookWithoutAnAgent: a nil *Cookbook passed as the format renders as one without
+// an agent, and does not panic.
+func TestCookbook_NilIsACookbookWithoutAnAgent(t *testing.T) {
+	t.Parallel()
+	var c *Cookbook
+	res, err := AssembleRequest(context.Background(), &Request{Formatter: c, Instructions: "Be brief.", Message: "Hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Messages) != 2 || res.Messages[0].Content != "Be brief." || res.Messages[1].Content != "Hi" {
+		t.Errorf("messages %q", res.Messages)
+	}
+}
