@@ -40,17 +40,6 @@ func (a Agent) SystemPrompt() string {
 	return s
 }
 
-// Region names: the parts of an assembly, in the order a rendering lays them out.
-const (
-	RegionInstructions = "instructions"
-	RegionTools        = "tools"
-	RegionMemory       = "memory"
-	RegionKnowledge    = "knowledge"
-	RegionHistory      = "history"
-	RegionToolOutputs  = "tool_outputs"
-	RegionMessage      = "message"
-)
-
 // Knowledge orders: how included knowledge is laid out.
 const (
 	OrderScore           = "score"              // best first
@@ -82,7 +71,7 @@ type Policy struct {
 
 // RegionPolicy is one optional region's share.
 type RegionPolicy struct {
-	Name     string  `json:"name"`
+	Name     Region  `json:"name"`
 	Priority int     `json:"priority"` // lower first
 	MinShare float64 `json:"min_share,omitempty"`
 	MaxShare float64 `json:"max_share,omitempty"` // 0 means 1

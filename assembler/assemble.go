@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -36,13 +35,19 @@ func AssembleRequest(ctx context.Context, req *Request) (*Result, error) {
 
 // assembly is one call's state.
 type assembly struct {
-	req     *Request
-	message string // the current message, "" when there is none (or only whitespace)
-	model   tokenizer.Model
-	format  string
-	policy  Policy
-	m       *meter
-	budget  int
+	req        *Request
+	f          Format
+	message    string // the current message as the format renders it
+	hasMessage bool   // the message is rendered (a blank one is not, in Loom's formats)
+	model      tokenizer.Model
+	policy     Policy
+	m          *meter
+	budget     int
+	tagEnd     string // what ends an open tag of the context: a line break, written as the format writes it
+	// reserve is what the planner keeps back of the budget, past what the required items cost, for the
+	// framing that the optional items bring (the openai format's system message of the context).
+	reserve        int
+	instructionIDs []string // the instructions' items, for the report
 
 	// Candidates per optional region, best first, and the chosen ones.
 	memory    []*ctxItem
@@ -53,31 +58,33 @@ type assembly struct {
 	required  []group // the latest tool exchange, kept whatever it costs
 	contents  []part  // each history message's content, counted once
 
-	keepFrom int // history: groups[keepFrom:] are kept
+	keepFrom int        // history: groups[keepFrom:] are kept
+	cited    []*ctxItem // the kept knowledge, in the order it is rendered (see settleKnowledge)
 	// Knowledge kept so far, for finding duplicates: only items about to be kept are compared, so an
 	// assembly does not read every candidate's text.
 	dedup   *dedup   // from a pool: see release
 	scratch *scratch // from a pool: see release
-	dropped map[string][]Dropped
-	alloc   map[string]int
+	dropped [numRegions][]Dropped
+	alloc   regionTokens
 	roles   [4]int // counts of the roles, plus one (see roleTokens)
 	markers *markerTable
 }
 
 // ctxItem is one rendered item of the memory, tool output or knowledge region.
 type ctxItem struct {
-	id     string
-	dup    string // knowledge: why it duplicates a kept item
-	rank   int    // knowledge: position by score; it is costed with the marker [rank+1]
-	parts  []part // rendered, with its trailing separator
-	cost   int    // -1: not known yet (knowledge, see cost)
-	lower  int    // knowledge whose cost is not known: a lower bound, counted up to a limit
-	raw    bool   // knowledge: parts[2] holds the unescaped text, escaped when it is counted or rendered
-	kept   bool
-	pinned bool
-	order  int        // position for rendering
-	know   *Knowledge // knowledge: the request's item
-	ref    *Reference // knowledge: its citation, once it is kept (see keptKnowledge)
+	id       string
+	dup      string // knowledge: why it duplicates a kept item
+	rank     int    // knowledge: position by score; it is costed with the marker [rank+1]
+	parts    []part // rendered, with its trailing separator
+	cost     int    // -1: not known yet (knowledge, see cost)
+	lower    int    // knowledge whose cost is not known: a lower bound, counted up to a limit
+	raw      bool   // knowledge: parts[2] holds the unescaped text, escaped when it is counted or kept (see settleKnowledge)
+	kept     bool
+	pinned   bool
+	order    int        // position for rendering
+	required bool       // kept whatever it costs: the cookbook format keeps every item but the history's
+	know     *Knowledge // knowledge: the request's item
+	ref      *Reference // knowledge: its citation, once it is kept (see settleKnowledge)
 }
 
 // group is one or more history messages that stay or go together: history[first:first+n].
@@ -105,15 +112,11 @@ func newAssembly(req *Request) (*assembly, error) {
 	if req == nil {
 		return nil, fmt.Errorf("%w: nil request", ErrInvalidRequest)
 	}
-	a := &assembly{req: req, format: req.Format, dropped: map[string][]Dropped{}}
-	if a.format == "" {
-		a.format = FormatOpenAI
+	f, err := requestFormat(req)
+	if err != nil {
+		return nil, err
 	}
-	switch a.format {
-	case FormatOpenAI, FormatAnthropic, FormatText:
-	default:
-		return nil, fmt.Errorf("%w %q (known: openai, anthropic, text)", ErrUnknownFormat, req.Format)
-	}
+	a := &assembly{req: req, f: f, tagEnd: f.body("\n")}
 	name := req.Model
 	if name == "" {
 		name = DefaultModel
@@ -124,32 +127,11 @@ func newAssembly(req *Request) (*assembly, error) {
 	}
 	a.model = model
 	a.m = newMeter(model.Counter())
-	if a.policy, err = resolvePolicy(req.Policy); err != nil {
+	if a.policy, err = f.policy(req.Policy); err != nil {
 		return nil, err
 	}
 	if a.budget, err = PromptBudget(model, req.MaxTokens, req.ReserveOutput, a.policy.Margin); err != nil {
 		return nil, err
-	}
-	if err := validateHistory(req.History); err != nil {
-		return nil, err
-	}
-	a.message = req.Message
-	if strings.TrimSpace(req.Message) == "" && req.Message != "" { // nothing to send: no message
-		a.message = ""
-		a.dropped[RegionMessage] = []Dropped{{ID: "message", Reason: ReasonEmpty}}
-	}
-	for i, t := range req.Tools {
-		if err := CheckToolName(t.Function.Name); err != nil {
-			return nil, fmt.Errorf("tools[%d]: %w", i, err)
-		}
-		if len(t.Function.Parameters) > 0 && !json.Valid(t.Function.Parameters) {
-			return nil, fmt.Errorf("%w: tools[%d] parameters are not JSON", ErrInvalidRequest, i)
-		}
-	}
-	for i, o := range req.ToolOutputs {
-		if err := CheckToolName(o.Tool); err != nil {
-			return nil, fmt.Errorf("tool_outputs[%d]: %w", i, err)
-		}
 	}
 	return a, nil
 }
@@ -205,42 +187,45 @@ func validateHistory(h []Message) error {
 func (a *assembly) run(ctx context.Context) (*Result, error) {
 	a.scratch = getScratch()
 	defer a.release()
-	a.prepareHistory()
-	if len(a.required) > 0 && a.msgs(&a.required[0])[0].Role != "user" {
-		return nil, fmt.Errorf("%w: history[%d] is the assistant's tool call that starts it, and a conversation starts with the user's message",
-			ErrNoUserTurn, a.required[0].first)
+	out, err := a.plan(ctx)
+	if err != nil {
+		return nil, err
 	}
-	a.prepareMemory()
-	a.prepareToolOutputs()
-	a.prepareKnowledge()
+	return a.result(out), nil
+}
+
+// plan makes the plan and returns its verified rendering: the candidates as the format writes them, the
+// required items' cost, the shares, the items chosen within them, then the items dropped while the
+// rendering is over the budget. Planning ends before each rendering, which does not change the plan.
+func (a *assembly) plan(ctx context.Context) (*output, error) {
+	if err := a.f.prepare(a); err != nil {
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 
-	// What the required items cost, rendered alone, and what that leaves.
-	req := a.render(true)
-	if req.err != nil {
-		return nil, req.err
+	// What the required items cost, rendered alone (nothing optional is chosen yet), and what that leaves.
+	out := &output{}
+	a.render(out)
+	if out.err != nil {
+		return nil, out.err
 	}
-	required := req.total
+	required := out.total
 	if required > a.budget {
 		return nil, &BudgetError{Required: required, Available: a.budget}
 	}
-	available := a.budget - required
-	if len(a.memory)+len(a.toolOuts)+len(a.knowledge) > 0 { // each item's wrapper costs tokens
-		available -= a.contextOverhead()
-	}
+	available := a.budget - required - a.reserve
 	// Shares need a region's demand only up to what is available, so candidates are costed lazily, in the
 	// order fill takes them: what can never fit is not counted.
-	a.alloc = allocate(a.policy, max(available, 0), func(region string, upTo int) int {
+	a.alloc = allocate(a.policy, max(available, 0), func(region Region, upTo int) int {
 		return a.demand(region, upTo, max(available, 0))
 	})
 
 	// Fill each region within its share, then offer what is left to them again, by priority. No region is
 	// ever offered more than what is left of available (room), which only shrinks: a count stopped at the
 	// room is never needed again.
-	used := map[string]int{}
-	a.keepFrom = len(a.groups)
+	var used regionTokens
 	for pass := range 2 {
 		for _, r := range a.policy.Regions {
 			room := max(available-sumValues(used), 0)
@@ -254,17 +239,24 @@ func (a *assembly) run(ctx context.Context) (*Result, error) {
 
 	// Verify: count what would be returned; while it is over the budget (counts that did not add up, the
 	// context message's overhead), drop the least valuable optional item.
-	out := a.render(false)
+	a.render(out)
 	for out.total > a.budget {
 		if !a.dropOne() {
 			return nil, &BudgetError{Required: out.total, Available: a.budget}
 		}
-		out = a.render(false)
+		a.render(out)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return a.result(out), nil
+	return out, nil
+}
+
+// render settles the plan as it stands and lays it out in out, counted.
+func (a *assembly) render(out *output) {
+	a.f.settle(a)
+	out.reset(a)
+	a.f.render(a, out)
 }
 
 // release gives back what the assembly borrowed from pools; the Result keeps none of it.
@@ -283,7 +275,7 @@ func (a *assembly) release() {
 // fill keeps items of region within limit tokens (used already kept) and returns what it uses. Room is
 // the most that any region can still be offered, now or later (what is left of the budget); candidates are
 // counted up to it, no further.
-func (a *assembly) fill(region string, limit, used, room int) int {
+func (a *assembly) fill(region Region, limit, used, room int) int {
 	start := used
 	switch region {
 	case RegionHistory:
@@ -319,7 +311,7 @@ func (a *assembly) fill(region string, limit, used, room int) int {
 
 // demand returns what region's candidates cost, but at most upTo (at most room): it costs them in the
 // order fill takes them, only until they cost upTo.
-func (a *assembly) demand(region string, upTo, room int) int {
+func (a *assembly) demand(region Region, upTo, room int) int {
 	n := 0
 	switch region {
 	case RegionHistory:
@@ -330,6 +322,9 @@ func (a *assembly) demand(region string, upTo, room int) int {
 		for _, it := range a.items(region) {
 			if n >= upTo {
 				break
+			}
+			if it.kept { // required: not the region's to share
+				continue
 			}
 			cost, _ := a.cost(it, max(room, upTo)) // when not exact, more than upTo
 			n += cost
@@ -365,7 +360,7 @@ func (a *assembly) cost(it *ctxItem, limit int) (n int, exact bool) {
 	if it.raw && body.tokens < 0 { // not cached: count the text as it is rendered
 		body.text, it.raw = a.knowledgeBody(body.text), false
 	}
-	// A cached count is of the escaped text, while the parts hold the text unescaped until it is rendered. A
+	// A cached count is of the escaped text, while the parts hold the text unescaped until it is kept. A
 	// join that does not add up is counted from the texts around it (see meter.cutCount): the text is
 	// escaped first, unless escaping changes nothing there.
 	var cuts func() bool
@@ -393,7 +388,7 @@ func edgesNeedEscape(s string) bool {
 	return hasMarkup(s[:min(len(s), reach)]) || hasMarkup(s[max(0, len(s)-reach):]) || !utf8.ValidString(s)
 }
 
-func (a *assembly) items(region string) []*ctxItem {
+func (a *assembly) items(region Region) []*ctxItem {
 	switch region {
 	case RegionMemory:
 		return a.memory
@@ -438,7 +433,7 @@ func (a *assembly) dropOne() bool {
 		}
 		items := a.items(region)
 		for j := len(items) - 1; j >= 0; j-- {
-			if items[j].kept {
+			if items[j].kept && !items[j].required {
 				items[j].kept = false
 				return true
 			}
@@ -447,15 +442,10 @@ func (a *assembly) dropOne() bool {
 	return false
 }
 
-// contextOverhead is what the message that carries memory, tool outputs and knowledge costs besides them.
-func (a *assembly) contextOverhead() int {
-	if a.format == FormatOpenAI {
-		return a.model.TokensPerMessage + a.m.countShort("system")
-	}
-	return 0
-}
+// regionTokens is a count of tokens per region.
+type regionTokens [numRegions]int
 
-func sumValues(m map[string]int) int {
+func sumValues(m regionTokens) int {
 	n := 0
 	for _, v := range m {
 		n += v
@@ -464,9 +454,9 @@ func sumValues(m map[string]int) int {
 }
 
 // result builds the Result of a verified rendering.
-func (a *assembly) result(out rendering) *Result {
+func (a *assembly) result(out *output) *Result {
 	res := &Result{
-		Format:      a.format,
+		Format:      wireName(a.f),
 		Model:       a.model.Name,
 		Encoding:    a.model.Encoding,
 		Budget:      a.budget,
@@ -484,29 +474,29 @@ func (a *assembly) result(out rendering) *Result {
 	}
 	sum := sha256.Sum256([]byte(out.prefix))
 	res.PrefixHash = hex.EncodeToString(sum[:16])
-	kept := a.keptKnowledge()
-	res.Citations = make([]Reference, len(kept))
-	for i, it := range kept {
+	res.Citations = make([]Reference, len(a.cited))
+	for i, it := range a.cited {
 		res.Citations[i] = *it.ref
 	}
 	res.Report.Regions = make([]RegionReport, 0, 3+len(a.policy.Regions))
 
 	// The report: required regions, then the optional ones in priority order.
-	used := a.regionsUsed(&out)
-	add := func(name string, budget, used int, included []string) {
+	used := out.regionsUsed()
+	add := func(name Region, budget, used int, included []string, dropped []Dropped) {
 		res.Report.Regions = append(res.Report.Regions, RegionReport{
-			Name: name, Budget: budget, Used: used, Included: nonNil(included), Dropped: nonNilDropped(a.dropped[name]),
+			Name: name, Budget: budget, Used: used, Included: nonNil(included), Dropped: nonNilDropped(dropped),
 		})
 	}
-	add(RegionInstructions, used[regInstructions], used[regInstructions], idsIf(a.req.Instructions != "", "instructions"))
+	add(RegionInstructions, used[RegionInstructions], used[RegionInstructions], a.instructionIDs, a.dropped[RegionInstructions])
 	var toolNames []string
 	for _, t := range a.req.Tools {
 		toolNames = append(toolNames, t.Function.Name)
 	}
-	add(RegionTools, used[regTools], used[regTools], toolNames)
-	add(RegionMessage, used[regMessage], used[regMessage], idsIf(a.message != "", "message"))
+	add(RegionTools, used[RegionTools], used[RegionTools], toolNames, a.dropped[RegionTools])
+	add(RegionMessage, used[RegionMessage], used[RegionMessage], idsIf(a.hasMessage, "message"), a.dropped[RegionMessage])
 	for _, r := range a.policy.Regions {
 		var included []string
+		var drops []Dropped
 		if r.Name == RegionHistory {
 			kept, dropped := 0, 0
 			for i, g := range a.groups {
@@ -520,7 +510,7 @@ func (a *assembly) result(out rendering) *Result {
 				kept += int(g.n)
 			}
 			included = make([]string, 0, kept)
-			drops := slices.Grow(a.dropped[RegionHistory], dropped)
+			drops = slices.Grow(slices.Clip(a.dropped[RegionHistory]), dropped)
 			for i, g := range a.groups {
 				switch {
 				case i >= a.keepFrom:
@@ -531,14 +521,13 @@ func (a *assembly) result(out rendering) *Result {
 					}
 				}
 			}
-			a.dropped[RegionHistory] = drops
 			for _, g := range a.required {
 				included = g.appendIDs(included)
 			}
 		} else {
 			items := a.items(r.Name)
 			included = make([]string, 0, len(items))
-			drops := slices.Grow(a.dropped[r.Name], len(items))
+			drops = slices.Grow(slices.Clip(a.dropped[r.Name]), len(items))
 			for _, it := range items {
 				if it.kept {
 					included = append(included, it.id)
@@ -548,26 +537,12 @@ func (a *assembly) result(out rendering) *Result {
 					drops = append(drops, Dropped{ID: it.id, Reason: ReasonBudget})
 				}
 			}
-			a.dropped[r.Name] = drops
 		}
 		// A region that took leftover tokens past its share was allotted what it used.
-		n := used[regionIndex(r.Name)]
-		add(r.Name, max(a.alloc[r.Name], n), n, included)
+		n := used[r.Name]
+		add(r.Name, max(a.alloc[r.Name], n), n, included, drops)
 	}
 	return res
-}
-
-// regionIndex is an optional region's index in rendering.used.
-func regionIndex(name string) int {
-	switch name {
-	case RegionMemory:
-		return regMemory
-	case RegionToolOutputs:
-		return regToolOutputs
-	case RegionKnowledge:
-		return regKnowledge
-	}
-	return regHistory
 }
 
 func idsIf(cond bool, id string) []string {
@@ -589,50 +564,6 @@ func nonNilDropped(s []Dropped) []Dropped {
 		return []Dropped{}
 	}
 	return s
-}
-
-// keptKnowledge returns the kept knowledge items in the order they are rendered, numbering their markers.
-func (a *assembly) keptKnowledge() []*ctxItem {
-	var kept []*ctxItem
-	for _, it := range a.knowledge {
-		if it.kept {
-			if it.ref == nil { // made for the kept items only
-				k := it.know
-				it.ref = &Reference{
-					ID: k.ID, DocumentID: k.DocumentID, Source: k.Source, Score: k.Score,
-					StartOffset: k.StartOffset, EndOffset: k.EndOffset, Metadata: k.Metadata,
-				}
-			}
-			kept = append(kept, it)
-		}
-	}
-	switch a.policy.KnowledgeOrder {
-	case OrderDocument:
-		slices.SortStableFunc(kept, func(x, y *ctxItem) int {
-			if c := strings.Compare(x.ref.DocumentID, y.ref.DocumentID); c != 0 {
-				return c
-			}
-			return x.ref.StartOffset - y.ref.StartOffset
-		})
-	case OrderLostInTheMiddle:
-		// Best first and last, then inwards: ranks 1, 3, 5, ... from the front, 2, 4, ... from the back.
-		out := make([]*ctxItem, len(kept))
-		front, back := 0, len(kept)-1
-		for i, it := range kept {
-			if i%2 == 0 {
-				out[front] = it
-				front++
-			} else {
-				out[back] = it
-				back--
-			}
-		}
-		kept = out
-	}
-	for i, it := range kept {
-		it.ref.Marker = i + 1
-	}
-	return kept
 }
 
 // idOf returns an item's id, or a positional one.

@@ -142,7 +142,8 @@ func TestAssemble_NeverExceedsTheBudgetAndCountsExactly(t *testing.T) {
 	for range 300 {
 		req := randomRequest(r)
 		req.MaxTokens = 50 + r.IntN(1500)
-		req.Format = []string{FormatOpenAI, FormatAnthropic, FormatText}[r.IntN(3)]
+		format := testFormats[r.IntN(len(testFormats))]
+		inFormat(req, format)
 		res, err := AssembleRequest(context.Background(), req)
 		var be *BudgetError
 		if errors.As(err, &be) {
@@ -159,19 +160,23 @@ func TestAssemble_NeverExceedsTheBudgetAndCountsExactly(t *testing.T) {
 		}
 		fits++
 		if res.TotalTokens > res.Budget {
-			t.Fatalf("%s: total %d over budget %d", req.Format, res.TotalTokens, res.Budget)
+			t.Fatalf("%s: total %d over budget %d", format.Name(), res.TotalTokens, res.Budget)
 		}
-		if req.Format == FormatOpenAI {
+		switch format.(type) {
+		case openAI, *Cookbook:
 			if got := openAICount(t, res); got != res.TotalTokens {
-				t.Fatalf("openai: TotalTokens %d, recount %d", res.TotalTokens, got)
+				t.Fatalf("%s: TotalTokens %d, recount %d", format.Name(), res.TotalTokens, got)
 			}
-		}
-		if req.Format == FormatText {
+		case textFormat:
 			if got := countWith(t, res.Model, res.Text); got != res.TotalTokens {
 				t.Fatalf("text: TotalTokens %d, recount %d", res.TotalTokens, got)
 			}
 		}
-		checkHistoryShape(t, res)
+		if _, ok := format.(*Cookbook); ok {
+			checkCookbookShape(t, req, res)
+		} else {
+			checkHistoryShape(t, res)
+		}
 	}
 	if fits < 150 {
 		t.Errorf("only %d of 300 requests fit: the test proves little", fits)
@@ -338,7 +343,7 @@ func TestAssemble_DropsOrphanedToolResults(t *testing.T) {
 	}
 }
 
-func reportHas(res *Result, region, id, reason string) bool {
+func reportHas(res *Result, region Region, id, reason string) bool {
 	for _, r := range res.Report.Regions {
 		if r.Name != region {
 			continue
@@ -519,8 +524,8 @@ func TestAssemble_Errors(t *testing.T) {
 func TestAllocate_SharesAndLeftovers(t *testing.T) {
 	t.Parallel()
 	p := DefaultPolicy()
-	demand := map[string]int{RegionMemory: 500, RegionToolOutputs: 0, RegionHistory: 2000, RegionKnowledge: 2000}
-	got := allocate(p, 1000, func(name string, upTo int) int {
+	demand := map[Region]int{RegionMemory: 500, RegionToolOutputs: 0, RegionHistory: 2000, RegionKnowledge: 2000}
+	got := allocate(p, 1000, func(name Region, upTo int) int {
 		if upTo > 1000 {
 			t.Errorf("demand of %s asked up to %d, more than is available", name, upTo)
 		}
@@ -577,6 +582,19 @@ func FuzzAssembleRequest(f *testing.F) {
 		}
 		if req.MaxTokens == 0 || req.MaxTokens > 100000 {
 			req.MaxTokens = 4000 // keep the model's whole window out of a fuzzer's reach
+		}
+		// The request in the cookbook format too (which takes no tools or policy), then as it was given.
+		cookbook := req
+		inFormat(&cookbook, &Cookbook{})
+		cookbook.Policy = nil
+		if res, err := AssembleRequest(context.Background(), &cookbook); err == nil {
+			if res.TotalTokens > res.Budget {
+				t.Fatalf("cookbook: total %d over budget %d", res.TotalTokens, res.Budget)
+			}
+			if got := openAICount(t, res); res.Exact && got != res.TotalTokens {
+				t.Fatalf("cookbook: TotalTokens %d, recount %d", res.TotalTokens, got)
+			}
+			checkCookbookShape(t, &cookbook, res)
 		}
 		res, err := AssembleRequest(context.Background(), &req)
 		if err != nil {

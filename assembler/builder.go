@@ -50,9 +50,10 @@ func (b *Builder) AddInstruction(text string) *Builder {
 	return b
 }
 
-// AddKnowledge appends a knowledge chunk (region 3), wrapped in a context tag of type typ and escaped as
-// [Tag] escapes; trusted false (what Phronomy's builder defaults to) marks externally sourced data. source,
-// when not empty, goes in the tag so the model can cite it.
+// AddKnowledge appends a knowledge chunk (region 3), wrapped in a context tag of type typ ("rag" when it
+// is empty, as every knowledge tag of Loom's) and escaped as [Tag] escapes; trusted false (what Phronomy's
+// builder defaults to) marks externally sourced data. source, when not empty, goes in the tag so the model
+// can cite it.
 func (b *Builder) AddKnowledge(text, typ string, trusted bool, source string) *Builder {
 	b.knowledge = append(b.knowledge, Knowledge{Content: text, Type: typ, Trusted: trusted, Source: source})
 	return b
@@ -82,7 +83,7 @@ type Built struct {
 func (b *Builder) Build(ctx context.Context) (*Built, error) {
 	system := b.req.Instructions
 	for _, k := range b.knowledge {
-		tag := Tag("context", k.Content, contextAttrs(k.Type, k.Source, k.Trusted)...)
+		tag := knowledgeElement(k.Type, k.Source, k.Trusted).wrap(k.Content)
 		if system != "" {
 			system += "\n\n"
 		}
@@ -130,24 +131,24 @@ func (b *Builder) passThrough(ctx context.Context, system string) (*Built, error
 		return nil, err
 	}
 	// An assembly of its own, for its counting: OpenAI's chat format, each text counted once.
-	a := &assembly{format: FormatOpenAI, model: model, m: newMeter(model.Counter())}
+	a := &assembly{f: OpenAI, model: model, m: newMeter(model.Counter())}
 	built := &Built{System: system, TotalTokens: model.ReplyPriming}
 	if len(b.req.History) > 0 {
 		built.Messages = slices.Clone(b.req.History)
 	}
 	instructions := 0
 	if system != "" {
-		instructions = a.messageCost("system", []part{newPart(system)}, "", nil, "")
+		instructions = a.chatCost("system", []part{newPart(system)}, "", nil, "")
 	}
 	history := 0
 	ids := make([]string, len(built.Messages))
 	for i := range built.Messages {
 		m := &built.Messages[i]
-		history += a.messageCost(m.Role, []part{a.cachedPart(m.Content, m.TokenCounts)}, m.Name, m.ToolCalls, m.ToolCallID)
+		history += a.chatCost(m.Role, []part{a.cachedPart(m.Content, m.TokenCounts)}, m.Name, m.ToolCalls, m.ToolCallID)
 		ids[i] = historyID(i)
 	}
 	built.TotalTokens += instructions + history
-	region := func(name string, used int, included []string) RegionReport {
+	region := func(name Region, used int, included []string) RegionReport {
 		return RegionReport{Name: name, Budget: used, Used: used, Included: nonNil(included), Dropped: []Dropped{}}
 	}
 	built.Report.Regions = []RegionReport{

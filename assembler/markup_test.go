@@ -167,7 +167,7 @@ func TestTag_UntrustedTextNeverForgesStructure(t *testing.T) {
 		text, tool, typ, source := hostile(r), hostile(r), hostile(r), hostile(r)
 		checkTag(t, Tag("tool_output", text, "tool", tool, "trusted", "false"), "tool_output", text, "tool", tool, "trusted", "false")
 		trusted := r.IntN(2) == 0
-		checkTag(t, XMLTag(text, typ, trusted), "context", text, "type", typ, "trusted", fmt.Sprint(trusted))
+		checkTag(t, XMLTag(text, typ, trusted), "context", text, "type", orRag(typ), "trusted", fmt.Sprint(trusted))
 		if out := XMLTag(text, typ, false); strings.Contains(out, `trusted="true"`) {
 			t.Fatalf("a forged trusted=\"true\" in:\n%s", out)
 		}
@@ -186,9 +186,9 @@ func TestTag_UntrustedTextNeverForgesStructure(t *testing.T) {
 		}
 		second = "<context type=\"entity\"" + second
 		if source == "" {
-			checkTag(t, first, "context", text, "type", typ, "trusted", "false")
+			checkTag(t, first, "context", text, "type", orRag(typ), "trusted", "false")
 		} else {
-			checkTag(t, first, "context", text, "type", typ, "source", source, "trusted", "false")
+			checkTag(t, first, "context", text, "type", orRag(typ), "source", source, "trusted", "false")
 		}
 		checkTag(t, second, "context", source, "type", "entity", "trusted", fmt.Sprint(trusted))
 	}
@@ -200,8 +200,97 @@ func FuzzTag(f *testing.F) {
 	f.Add("\xff\xfe", "\xe2\x80")
 	f.Fuzz(func(t *testing.T, text, value string) {
 		checkTag(t, Tag("tool_output", text, "tool", value, "trusted", "false"), "tool_output", text, "tool", value, "trusted", "false")
-		checkTag(t, XMLTag(text, value, false), "context", text, "type", value, "trusted", "false")
+		checkTag(t, XMLTag(text, value, false), "context", text, "type", orRag(value), "trusted", "false")
 	})
+}
+
+// orRag is a knowledge item's type as its tag shows it: "rag" when it has none.
+func orRag(typ string) string {
+	if typ == "" {
+		return "rag"
+	}
+	return typ
+}
+
+// TestTags_OneRendererPerKind: for the same attributes, every renderer writes the same open and close tag
+// of an element: a knowledge item's <context> by XMLTag, the builder, the region assembler and the
+// cookbook format; a tool output's <tool_output> by Tag, the region assembler and the cookbook format; a
+// user's <user_memory> by the region assembler and the cookbook format.
+func TestTags_OneRendererPerKind(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(15, 16))
+	// open returns the open tag of the element name in s, after the text before.
+	open := func(s, before, name string) string {
+		t.Helper()
+		i := strings.Index(s, before+"<"+name+" ")
+		j := strings.Index(s[max(i, 0):], ">")
+		if i < 0 || j < 0 {
+			t.Fatalf("no <%s after %q in:\n%s", name, before, s)
+		}
+		return s[i+len(before) : i+j+1]
+	}
+	for range 300 {
+		typ, source, trusted, text := hostile(r), hostile(r), r.IntN(2) == 0, fmt.Sprint("text ", r.IntN(100))
+		if r.IntN(3) == 0 {
+			source = ""
+		}
+		if r.IntN(4) == 0 {
+			typ = "" // which every knowledge tag shows as "rag"
+		}
+		xml := XMLTag(text, typ, trusted)
+		built, err := NewBuilder(0).AddKnowledge(text, typ, trusted, source).Build(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := Knowledge{ID: "k", Content: text, Type: typ, Trusted: trusted, Source: source, Score: 1}
+		res, err := AssembleRequest(context.Background(), &Request{Message: "m", Knowledge: []Knowledge{k}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cook, err := AssembleRequest(context.Background(), &Request{Formatter: &Cookbook{}, Message: "m", Knowledge: []Knowledge{k}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tag := open(built.System, "", "context")
+		if source == "" && tag != open(xml, "", "context") {
+			t.Fatalf("XMLTag writes %q, the builder %q", open(xml, "", "context"), tag)
+		}
+		if got := open(res.Context, "[1] ", "context"); got != tag {
+			t.Fatalf("the region assembler writes %q, the builder %q", got, tag)
+		}
+		if got := open(cook.Messages[0].Content, "]: ", "context"); got != open(xml, "", "context") {
+			t.Fatalf("the cookbook format writes %q, XMLTag %q", got, open(xml, "", "context"))
+		}
+		for _, s := range []string{xml, built.System, cook.Messages[0].Content} {
+			if !strings.HasSuffix(s, "\n</context>") {
+				t.Fatalf("not closed by a line of </context>: %q", s)
+			}
+		}
+
+		tool, call := "search", fmt.Sprint("c", hostile(r))
+		res, err = AssembleRequest(context.Background(), &Request{Message: "m", ToolOutputs: []ToolOutput{{Tool: tool, CallID: call, Result: text}},
+			Memory: []MemoryFact{{Key: "a", Value: "b", Pinned: true}, {Key: "c", Value: "d"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := open(res.Messages[1].Content, "", "tool_output"), open(Tag("tool_output", text, "tool", tool, "call_id", call, "trusted", "false"), "", "tool_output"); got != want {
+			t.Fatalf("the region assembler writes %q, Tag %q", got, want)
+		}
+		cook, err = AssembleRequest(context.Background(), &Request{Formatter: &Cookbook{}, Message: "m", ToolOutputs: []ToolOutput{{Tool: tool, Result: text}},
+			Memory: []MemoryFact{{Key: "c", Value: "d"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := open(cook.Messages[1].Content, "returned: ", "tool_output"), open(Tag("tool_output", text, "trusted", "false"), "", "tool_output"); got != want {
+			t.Fatalf("the cookbook format writes %q, Tag %q", got, want)
+		}
+		if got, want := open(cook.Messages[0].Content, "User context:\n", "user_memory"), open(res.Messages[1].Content, "", "user_memory"); got != want {
+			t.Fatalf("the cookbook format writes %q, the region assembler %q", got, want)
+		}
+		if got := open(res.Messages[0].Content, "", "user_memory"); got != `<user_memory pinned="true" trusted="false">` {
+			t.Fatalf("pinned memory as %q", got)
+		}
+	}
 }
 
 // TestAssemble_UntrustedTextNeverForgesMarkup: memory, tool outputs and knowledge of hostile text render,
@@ -293,7 +382,7 @@ func TestAssemble_UntrustedTextNeverForgesMarkup(t *testing.T) {
 			}
 		}
 		for _, rr := range res.Report.Regions {
-			want := map[string]int{RegionMemory: facts, RegionToolOutputs: outs, RegionKnowledge: knowledge}
+			want := map[Region]int{RegionMemory: facts, RegionToolOutputs: outs, RegionKnowledge: knowledge}
 			if n, ok := want[rr.Name]; ok && n != len(rr.Included) {
 				t.Fatalf("%s: %d elements or lines for %d included items:\n%s", rr.Name, n, len(rr.Included), stable+ctx)
 			}

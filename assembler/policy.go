@@ -7,7 +7,10 @@ import (
 	"github.com/context-loom/loom"
 )
 
-// Region names.
+// Regions (see [loom.Region]).
+type Region = loom.Region
+
+// The regions.
 const (
 	RegionInstructions = loom.RegionInstructions
 	RegionTools        = loom.RegionTools
@@ -59,7 +62,7 @@ func resolvePolicy(p *Policy) (Policy, error) {
 		out.Regions = def.Regions
 	} else {
 		out.Regions = slices.Clone(out.Regions)
-		seen := map[string]bool{}
+		var seen [numRegions]bool
 		for _, r := range out.Regions {
 			switch r.Name {
 			case RegionMemory, RegionToolOutputs, RegionHistory, RegionKnowledge:
@@ -116,12 +119,12 @@ func resolvePolicy(p *Policy) (Policy, error) {
 // allocate shares available tokens among the optional regions, given what each could use: demand(name,
 // upTo) is the smaller of what region name's candidates cost and upTo (at most available), so that a
 // region's candidates are costed only as far as the shares need.
-func allocate(p Policy, available int, demand func(name string, upTo int) int) map[string]int {
-	got := map[string]int{}
+func allocate(p Policy, available int, demand func(r Region, upTo int) int) regionTokens {
+	var got regionTokens
 	left := available
 	// give gives name what it could use up to a total of upTo, as far as what is left goes: its demand is
 	// asked for only that far.
-	give := func(name string, upTo int) {
+	give := func(name Region, upTo int) {
 		if left <= 0 {
 			return
 		}

@@ -2,6 +2,8 @@ package assembler
 
 import (
 	"cmp"
+	"encoding/json"
+	"fmt"
 	"hash/maphash"
 	"slices"
 	"strconv"
@@ -12,6 +14,45 @@ import (
 
 	"github.com/context-loom/loom/tokenizer"
 )
+
+// prepareMarkup checks a request for a format of Loom's markup (openai, anthropic, text) and makes its
+// candidates: the history's turns, the memory facts, the tool outputs and the knowledge, each in its tag.
+func (a *assembly) prepareMarkup() error {
+	req := a.req
+	if err := validateHistory(req.History); err != nil {
+		return err
+	}
+	a.message, a.hasMessage = req.Message, req.Message != ""
+	if strings.TrimSpace(req.Message) == "" && req.Message != "" { // nothing to send: no message
+		a.message, a.hasMessage = "", false
+		a.dropped[RegionMessage] = []Dropped{{ID: "message", Reason: ReasonEmpty}}
+	}
+	for i, t := range req.Tools {
+		if err := CheckToolName(t.Function.Name); err != nil {
+			return fmt.Errorf("tools[%d]: %w", i, err)
+		}
+		if len(t.Function.Parameters) > 0 && !json.Valid(t.Function.Parameters) {
+			return fmt.Errorf("%w: tools[%d] parameters are not JSON", ErrInvalidRequest, i)
+		}
+	}
+	for i, o := range req.ToolOutputs {
+		if err := CheckToolName(o.Tool); err != nil {
+			return fmt.Errorf("tool_outputs[%d]: %w", i, err)
+		}
+	}
+	if req.Instructions != "" {
+		a.instructionIDs = []string{"instructions"}
+	}
+	a.prepareHistory()
+	if len(a.required) > 0 && a.msgs(&a.required[0])[0].Role != "user" {
+		return fmt.Errorf("%w: history[%d] is the assistant's tool call that starts it, and a conversation starts with the user's message",
+			ErrNoUserTurn, a.required[0].first)
+	}
+	a.prepareMemory()
+	a.prepareToolOutputs()
+	a.prepareKnowledge()
+	return nil
+}
 
 // prepareHistory groups the history into turns that stay or go together (an assistant's tool calls with
 // their results), drops orphans, and sets the latest tool exchange apart as required.
@@ -65,12 +106,18 @@ func (a *assembly) prepareHistory() {
 			k = n - 1 // no user message before: the exchange alone
 		}
 	}
-	sc.turns = turns
-	a.turns, a.groups, a.required = turns, turns[:k:k], turns[k:]
+	a.setTurns(turns, k)
+}
+
+// setTurns sets the history's turns, oldest first, of which turns[required:] are required, and costs those.
+// The others are costed when needed (see demand and fill).
+func (a *assembly) setTurns(turns []group, required int) {
+	a.scratch.turns = turns
+	a.turns, a.groups, a.required = turns, turns[:required:required], turns[required:]
+	a.keepFrom = len(a.groups)
 	for i := range a.required {
 		a.groupCost(&a.required[i])
 	}
-	// The others are costed when needed (see demand and fill).
 }
 
 // blank reports whether s is only white space, as strings.TrimSpace(s) == "" does, without looking past
@@ -131,7 +178,8 @@ var (
 
 func historyID(i int) string { return historyIDs.get(i) }
 
-// groupCost is what a group's messages cost in the format, counted the first time it is asked for.
+// groupCost is what a group's messages cost in the format (see formatter.turnCost), counted the first time
+// it is asked for; it writes each message's content as the format does.
 func (a *assembly) groupCost(g *group) int {
 	if g.cost >= 0 {
 		return int(g.cost)
@@ -141,12 +189,10 @@ func (a *assembly) groupCost(g *group) int {
 	for i := range a.msgs(g) {
 		msg := &a.req.History[int(g.first)+i]
 		contents[i] = a.cachedPart(msg.Content, msg.TokenCounts)
-		if a.format == FormatText { // the body of a turn, its lines after the first indented
-			if text := indentLines(msg.Content); len(text) != len(msg.Content) {
-				contents[i] = newPart(text)
-			}
+		if text := a.f.body(msg.Content); len(text) != len(msg.Content) { // a cached count is of the content as given
+			contents[i] = newPart(text)
 		}
-		n += a.messageCost(msg.Role, contents[i:i+1], msg.Name, msg.ToolCalls, msg.ToolCallID)
+		n += a.f.turnCost(a, msg, contents[i:i+1])
 	}
 	g.cost = int32(n)
 	return n
@@ -207,18 +253,12 @@ func (a *assembly) prepareToolOutputs() {
 			body = newPart(a.cutMiddle(body.text, body.tokens, a.policy.MaxToolOutputTokens))
 			a.dropped[RegionToolOutputs] = append(a.dropped[RegionToolOutputs], Dropped{ID: id, Reason: ReasonTruncated})
 		}
-		if a.format == FormatText { // every line of the result indented, the first by the open tag
-			if text := indentLines(body.text); len(text) != len(body.text) {
-				body = newPart(text)
-			}
+		if text := a.f.body(body.text); len(text) != len(body.text) { // its lines after the first, as the format writes them
+			body = newPart(text)
 		}
-		attrs := []string{"tool", o.Tool, "call_id", o.CallID, "trusted", "false"}
-		if o.CallID == "" {
-			attrs = slices.Delete(attrs, 2, 4)
-		}
-		open := openTag("tool_output", attrs...) + a.tagEnd()
+		tag := toolOutputElement(o.Tool, o.CallID)
 		it := &ctxItem{id: id, order: i}
-		it.parts = []part{newPart(open), body, newPart(" \n</tool_output>\n\n")}
+		it.parts = []part{newPart(tag.itemOpen(a.tagEnd)), body, newPart(tag.itemClose())}
 		it.cost = a.m.join(it.parts)
 		a.toolOuts = append(a.toolOuts, it)
 	}
@@ -255,7 +295,7 @@ func isRuneStart(s string, i int) bool { return i >= len(s) || s[i]&0xC0 != 0x80
 
 // prepareKnowledge filters, deduplicates and orders knowledge by score, and renders each item.
 func (a *assembly) prepareKnowledge() {
-	// The candidates, in the request's order, with their text (parts[2]; see cost and render for the rest).
+	// The candidates, in the request's order, with their text (parts[2]; see cost and settleKnowledge for the rest).
 	sc := a.scratch
 	items := slices.Grow(sc.items[:0], len(a.req.Knowledge))
 	countKey := KnowledgeCountKey(a.model.Encoding)
@@ -271,13 +311,13 @@ func (a *assembly) prepareKnowledge() {
 		case a.policy.MinScore != 0 && k.Score < a.policy.MinScore:
 			a.dropped[RegionKnowledge] = append(a.dropped[RegionKnowledge], Dropped{ID: id, Reason: ReasonMinScore})
 		default:
-			// The text is escaped only if the item is counted (see cost) or rendered (see render); a cached
+			// The text is escaped only if the item is counted (see cost) or kept (see settleKnowledge); a cached
 			// count is of the escaped text, and escaping changes no character at the edges from space to not.
 			// (In the text format, a text of more than one line is indented too, and counted.)
 			n := 4 * len(items)
 			it := ctxItem{id: id, order: i, know: k, raw: true, cost: -1, parts: parts[n : n+4 : n+4]}
 			it.parts[2] = a.cachedPartAt(content, k.TokenCounts, countKey)
-			if a.format == FormatText && hasLineBreak(content) {
+			if a.f.body(content) != content { // the format writes it otherwise: the cached count is not of it
 				it.parts[2] = newPart(content)
 			}
 			items = append(items, it)
@@ -301,7 +341,7 @@ func (a *assembly) prepareKnowledge() {
 	tags := map[[3]string]part{}
 	var lastKey [3]string
 	var open part
-	closeTag := part{text: " \n</context>\n\n"}
+	closeTag := part{text: contextElement.itemClose()}
 	closeTag.tokens = a.m.countShort(closeTag.text)
 	a.knowledge = slices.Grow(sc.knowledge[:0], len(items))
 	for n, r := range order {
@@ -314,7 +354,7 @@ func (a *assembly) prepareKnowledge() {
 		if key := [3]string{typ, k.Source, strconv.FormatBool(k.Trusted)}; n == 0 || key != lastKey {
 			var ok bool
 			if open, ok = tags[key]; !ok {
-				text := " " + openTag("context", contextAttrs(typ, k.Source, k.Trusted)...) + a.tagEnd()
+				text := " " + knowledgeElement(typ, k.Source, k.Trusted).itemOpen(a.tagEnd)
 				open = part{text: text, tokens: a.m.countShort(text)}
 				tags[key] = open
 			}
@@ -328,23 +368,9 @@ func (a *assembly) prepareKnowledge() {
 	sc.knowledge = a.knowledge
 }
 
-// tagEnd ends an open tag of the context: a line break, and in the text format the indent of the text's
-// first line (see textIndent).
-func (a *assembly) tagEnd() string {
-	if a.format == FormatText {
-		return "\n" + textIndent
-	}
-	return "\n"
-}
-
-// knowledgeBody is a knowledge item's text, trimmed, as the format renders it: escaped, and in the text
-// format with its lines after the first indented.
-func (a *assembly) knowledgeBody(content string) string {
-	if a.format == FormatText {
-		return indentLines(EscapeText(content))
-	}
-	return EscapeText(content)
-}
+// knowledgeBody is a knowledge item's text, trimmed, as the format renders it: escaped, and written as the
+// format writes a text in a tag (see formatter.body).
+func (a *assembly) knowledgeBody(content string) string { return a.f.body(EscapeText(content)) }
 
 // RenderedKnowledge is a knowledge item's content as the assembler renders it inside its tag: trimmed of
 // surrounding whitespace and escaped (see [EscapeText]). Knowledge.TokenCounts caches counts of this text,

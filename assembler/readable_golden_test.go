@@ -18,7 +18,8 @@ type goldenCase struct {
 	req         func() Request // a fresh request each time, for the assembler may keep nothing of it
 }
 
-var goldenFormats = []string{FormatOpenAI, FormatAnthropic, FormatText}
+// goldenFormats are every format: the cookbook's without an agent (the engine's goldens show its preset).
+var goldenFormats = []Format{OpenAI, Anthropic, Text, &Cookbook{}}
 
 var goldenTime = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 
@@ -230,18 +231,23 @@ func TestAssemble_ReadableGolden(t *testing.T) {
 	var names []string
 	for _, c := range goldenCases {
 		for _, f := range goldenFormats {
-			names = append(names, c.name+"."+f+".txt")
+			names = append(names, c.name+"."+f.Name()+".txt")
 		}
 	}
 	golden.Stale(t, dir, ".txt", names, *update)
 	for _, c := range goldenCases {
 		for _, f := range goldenFormats {
-			t.Run(c.name+"/"+f, func(t *testing.T) {
+			t.Run(c.name+"/"+f.Name(), func(t *testing.T) {
 				t.Parallel()
 				req := c.req()
-				req.Format = f
-				got := "# " + c.name + " (" + f + "): " + c.about + "\n\n" + renderGolden(t, &req)
-				golden.Check(t, filepath.Join(dir, c.name+"."+f+".txt"), got, *update)
+				req.Formatter = f
+				about := c.about
+				if _, ok := f.(*Cookbook); ok && (req.Tools != nil || req.Policy != nil) {
+					req.Tools, req.Policy = nil, nil
+					about += " (without its tools and policy: the cookbook format takes neither)"
+				}
+				got := "# " + c.name + " (" + f.Name() + "): " + about + "\n\n" + renderGolden(t, &req)
+				golden.Check(t, filepath.Join(dir, c.name+"."+f.Name()+".txt"), got, *update)
 			})
 		}
 	}

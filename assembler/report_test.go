@@ -3,6 +3,7 @@ package assembler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -13,7 +14,8 @@ import (
 
 // reportOverhead is, counted independently of the assembler, what a result's regions do not account for
 // (see Report): the format's reply priming (the text format's closing "Assistant:") and, when the context
-// (memory that is not pinned, tool outputs, knowledge) opens a message of its own, that message's frame.
+// (memory that is not pinned, tool outputs, knowledge) opens a message of its own, that message's frame
+// (in the cookbook format, each message is its region's).
 func reportOverhead(t *testing.T, req *Request, res *Result) int {
 	t.Helper()
 	model, err := tokenizer.ForModel(res.Model)
@@ -21,6 +23,9 @@ func reportOverhead(t *testing.T, req *Request, res *Result) int {
 		t.Fatal(err)
 	}
 	c := model.Counter()
+	if _, ok := req.Formatter.(*Cookbook); ok {
+		return model.ReplyPriming
+	}
 	if res.Format == FormatText {
 		return c.Count(res.Text) - c.Count(strings.TrimSuffix(res.Text, "Assistant:"))
 	}
@@ -67,7 +72,7 @@ func checkReportSums(t *testing.T, req *Request, res *Result) {
 	var regions []string
 	for _, r := range res.Report.Regions {
 		sum += r.Used
-		regions = append(regions, r.Name+":"+strconv.Itoa(r.Used))
+		regions = append(regions, r.Name.String()+":"+strconv.Itoa(r.Used))
 		if len(r.Included) > 0 && r.Used <= 0 && r.Name != RegionMessage {
 			t.Errorf("%s: region %s includes %v but used %d tokens", res.Format, r.Name, r.Included, r.Used)
 		}
@@ -90,11 +95,12 @@ func TestReport_RegionsAddUpToTheTotal(t *testing.T) {
 		req.Knowledge = []Knowledge{{ID: "k1", Content: "Premium costs $20 a month.", Score: 0.9, Source: "pricing.md"}}
 		return req
 	}
-	for _, format := range []string{FormatOpenAI, FormatAnthropic, FormatText} {
-		t.Run(format, func(t *testing.T) {
+	for fi, format := range testFormats {
+		_, cookbook := format.(*Cookbook)
+		t.Run(fmt.Sprint(fi, format.Name()), func(t *testing.T) {
 			t.Parallel()
 			req := withPinned()
-			req.Format = format
+			inFormat(req, format)
 			res, err := AssembleRequest(context.Background(), req)
 			if err != nil {
 				t.Fatal(err)
@@ -102,7 +108,7 @@ func TestReport_RegionsAddUpToTheTotal(t *testing.T) {
 			checkReportSums(t, req, res)
 			// Mid task: for Anthropic, the context joins the user message of the tool results.
 			mid := midTask()
-			mid.Format = format
+			inFormat(mid, format)
 			midRes, err := AssembleRequest(context.Background(), mid)
 			if err != nil {
 				t.Fatal(err)
@@ -115,27 +121,32 @@ func TestReport_RegionsAddUpToTheTotal(t *testing.T) {
 				case RegionInstructions:
 					// The instructions alone, without the pinned memory that follows them.
 					want := model.TokensPerMessage + c.Count(req.Instructions)
-					switch format {
-					case FormatOpenAI:
+					switch f := format.(type) {
+					case openAI:
 						want += c.Count("system")
-					case FormatText:
+					case textFormat:
 						want = c.Count(req.Instructions + "\n\n")
+					case *Cookbook:
+						want += c.Count("system")
+						if f.Agent != nil { // the agent's prompt, a system message of its own
+							want += model.TokensPerMessage + c.Count("system") + c.Count(cookbookPrompt(f.Agent))
+						}
 					}
 					if r.Used != want {
 						t.Errorf("instructions used %d, want %d", r.Used, want)
 					}
 				case RegionTools, RegionMessage, RegionMemory:
-					if r.Used == 0 {
+					if r.Used == 0 && !(cookbook && r.Name == RegionTools) {
 						t.Errorf("%s used 0 tokens, with %v included", r.Name, r.Included)
 					}
 				}
 			}
 
 			// Random requests, of every shape, many trimmed.
-			rng := rand.New(rand.NewPCG(11, uint64(len(format))))
+			rng := rand.New(rand.NewPCG(11, uint64(fi)))
 			fits := 0
 			for range 150 {
-				req := variedRandomRequest(rng, format)
+				req := formatRequest(rng, format)
 				res, err := AssembleRequest(context.Background(), req)
 				var be *BudgetError
 				if errors.As(err, &be) || errors.Is(err, ErrInvalidRequest) {

@@ -19,11 +19,15 @@ type Request struct {
 	// leaves (less a margin), and a MaxTokens may not take it. 0 means the model's output limit, capped at
 	// a quarter of its window.
 	ReserveOutput int `json:"reserve_output,omitempty"`
-	// Format is the output's shape: "openai" (the default), "anthropic" or "text". The text format is one
-	// transcript of turns, each starting with its header ("User: ", "Tool result (id): ", ...) at the start
-	// of a line; every line of a turn's body after its first, and every line of a text inside a tag of the
-	// context, starts with two spaces, so that no text can start a line that reads as a turn header.
+	// Format names the output's format (see [FormatByName]): "openai" (the default), "anthropic" or
+	// "text". The text format is one transcript of turns, each starting with its header ("User: ", "Tool
+	// result (id): ", ...) at the start of a line; every line of a turn's body after its first, and every
+	// line of a text inside a tag of the context, starts with two spaces, so that no text can start a line
+	// that reads as a turn header.
 	Format string `json:"format,omitempty"`
+	// Formatter, when not nil, is the output's format as a value, for a Go caller (see [Format]); Format
+	// must then be "" or its name. It is not part of the wire format.
+	Formatter Format `json:"-"`
 
 	Instructions string       `json:"instructions,omitempty"`
 	Tools        []Tool       `json:"tools,omitempty"`
@@ -68,6 +72,9 @@ const (
 	FormatOpenAI    = "openai"
 	FormatAnthropic = "anthropic"
 	FormatText      = "text"
+	// FormatCookbook is the name of the [Cookbook] format, which a request does not name: engine's
+	// PresetCookbook renders with it, and a Go caller passes it as Request.Formatter.
+	FormatCookbook = "cookbook"
 )
 
 // DefaultModel is the model of a request that names none.

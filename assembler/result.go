@@ -7,6 +7,8 @@ import (
 
 // Result is an assembled context, ready for the provider. It is the JSON that `loom assemble` prints.
 type Result struct {
+	// Format is the shape of Messages, System and Text: "openai", "anthropic" or "text" (the cookbook
+	// format's messages are OpenAI's).
 	Format   string `json:"format"`
 	Model    string `json:"model"`
 	Encoding string `json:"encoding"` // the exact encoding, or "estimate"
@@ -51,18 +53,20 @@ type Reference struct {
 // the format's overhead, which is no region's. The overhead is the reply priming (OpenAI's 3 tokens per
 // request; the text format's closing "Assistant:") and the frame (per-message tokens and role) of a
 // message that the context (memory that is not pinned, tool outputs, knowledge) opens: the system message
-// that carries it in the openai format, the user message it starts in the anthropic format. So the
-// regions' Used add up to TotalTokens less that overhead. Any other message's frame is the region's
-// whose text it opens with (the instructions', or pinned memory's when there are no instructions); a
-// wrapper or separator is the region's that it wraps or follows (pinned memory's wrapper is memory's);
-// and where two regions meet in one text, a token that spans the join is the later region's.
+// that carries it in the openai format, the user message it starts in the anthropic format (the cookbook
+// format's messages each hold one region, and their frames are its). So the regions' Used add up to
+// TotalTokens less that overhead. Any other message's frame is the region's whose text it opens with (the
+// instructions', or pinned memory's when there are no instructions); a wrapper or separator is the
+// region's that it wraps or follows (pinned memory's wrapper is memory's); and where two regions meet in
+// one text, a token that spans the join is the later region's. Every format's output is counted, and its
+// tokens given out, by these rules, by one function of the assembler (see [Format]).
 type Report struct {
 	Regions []RegionReport `json:"regions"`
 }
 
 // RegionReport is one region's account.
 type RegionReport struct {
-	Name   string `json:"name"`
+	Name   Region `json:"name"`
 	Budget int    `json:"budget"` // tokens allotted: the policy's share, or what the region took of the leftover; for required regions, what they need
 	// Used is the tokens of the output that are the region's (see Report).
 	Used     int       `json:"used"`

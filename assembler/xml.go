@@ -7,9 +7,10 @@ import (
 )
 
 // Loom's context markup: untrusted text (knowledge, tool outputs, memory) goes inside elements whose tags
-// only Loom writes. Every tag renderer (Tag and XMLTag, the builder, the region assembler's context,
-// tool_output and user_memory tags, the Valkey cookbook preset) escapes alike, with EscapeText for text
-// and escapeAttr for attribute values.
+// only Loom writes. Each kind of element has one renderer of its open tag (knowledgeElement for <context>,
+// toolOutputElement for <tool_output>, memoryElement for <user_memory>), which Tag and XMLTag, the builder,
+// the region assembler's formats and the cookbook format all use, and every element escapes alike, with
+// EscapeText for text and escapeAttr for attribute values.
 
 // Tag renders text as an element of Loom's context markup: the open tag with its attributes, the text on
 // lines of its own, the close tag.
@@ -24,25 +25,70 @@ import (
 // element, open another, add an attribute or spell one, such as trusted="true", even as inert text. The
 // element's name and the attribute names are the caller's own and are written as given.
 func Tag(name, text string, attrs ...string) string {
-	return openTag(name, attrs...) + "\n" + EscapeText(text) + "\n</" + name + ">"
+	return elem{openTag(name, attrs...), name}.wrap(text)
 }
 
-// XMLTag wraps text in a context tag as Phronomy's builder does (its xml_tag), escaped as [Tag] escapes:
+// XMLTag wraps text in a context tag as Phronomy's builder does (its xml_tag), escaped as [Tag] escapes,
+// with the knowledge items' tag of every other renderer: the type "rag" when typ is empty.
 //
 //	<context type="entity" trusted="false">
 //	The user lives in Tokyo.
 //	</context>
 func XMLTag(text, typ string, trusted bool) string {
-	return Tag("context", text, "type", typ, "trusted", strconv.FormatBool(trusted))
+	return knowledgeElement(typ, "", trusted).wrap(text)
 }
 
-// contextAttrs are the attributes of a knowledge item's context tag: its type, its source when it has
-// one, and whether it is trusted.
-func contextAttrs(typ, source string, trusted bool) []string {
-	if source == "" {
-		return []string{"type", typ, "trusted", strconv.FormatBool(trusted)}
+// elem is one element of Loom's context markup: its open tag, with its attributes, and its name.
+type elem struct{ open, name string }
+
+func (e elem) close() string { return "</" + e.name + ">" }
+
+// wrap renders text as the element: the open tag, the text escaped (see [EscapeText]) on lines of its
+// own, the close tag.
+func (e elem) wrap(text string) string { return e.open + "\n" + EscapeText(text) + "\n" + e.close() }
+
+// itemOpen and itemClose are what a context item of Loom's formats has around its text, which the text
+// format indents (tagEnd: a line break, written as the format writes it): the open tag and the line break,
+// then a space, a line break, the close tag and a blank line. The space lets the meter add the text's
+// count to the close tag's (see meter.adds).
+func (e elem) itemOpen(tagEnd string) string { return e.open + tagEnd }
+func (e elem) itemClose() string             { return " \n" + e.close() + "\n\n" }
+
+// knowledgeElement is the <context> element of a knowledge item: its type ("rag" when it has none), its
+// source when it has one, and whether it is trusted.
+func knowledgeElement(typ, source string, trusted bool) elem {
+	if typ == "" {
+		typ = "rag"
 	}
-	return []string{"type", typ, "source", source, "trusted", strconv.FormatBool(trusted)}
+	if source == "" {
+		return elem{openTag("context", "type", typ, "trusted", strconv.FormatBool(trusted)), "context"}
+	}
+	return elem{openTag("context", "type", typ, "source", source, "trusted", strconv.FormatBool(trusted)), "context"}
+}
+
+// contextElement names the <context> element, for its close tag.
+var contextElement = elem{name: "context"}
+
+// toolOutputElement is the <tool_output> element of a tool's result, always untrusted: the tool's name and
+// the call's id, each when it has one.
+func toolOutputElement(tool, callID string) elem {
+	attrs := make([]string, 0, 6)
+	if tool != "" {
+		attrs = append(attrs, "tool", tool)
+	}
+	if callID != "" {
+		attrs = append(attrs, "call_id", callID)
+	}
+	return elem{openTag("tool_output", append(attrs, "trusted", "false")...), "tool_output"}
+}
+
+// memoryElement is the <user_memory> element of a user's facts, always untrusted, and pinned="true" for
+// those that are pinned.
+func memoryElement(pinned bool) elem {
+	if pinned {
+		return elem{openTag("user_memory", "pinned", "true", "trusted", "false"), "user_memory"}
+	}
+	return elem{openTag("user_memory", "trusted", "false"), "user_memory"}
 }
 
 // openTag renders an element's open tag, <name a="v" ...>, its attribute values escaped (see [Tag]).

@@ -146,30 +146,14 @@ type Request struct {
 
 // Presets.
 const (
-	// PresetCookbook renders as the Valkey cookbook's assemble_context does: a system message with the
-	// agent's role, constraints and format; a system message "User context:" with the facts; a system
-	// message "Relevant knowledge:"; the newest 10 history messages; a system message per tool output ("Tool
-	// 'x' returned: ..."); the user's message. Where the cookbook trims by characters, Loom trims history
-	// oldest-first by the exact count.
-	//
-	// The messages, their order, roles and headers are the cookbook's, but the values that come from
-	// outside (memory, knowledge, tool outputs) are marked untrusted and escaped as Loom's own rendering
-	// marks them, so that none can forge a line, a tag or an instruction. Exactly these differ from the
-	// cookbook's output:
-	//
-	//   - The facts are in a user_memory tag, "User context:\n<user_memory trusted=\"false\">\n- key: value\n
-	//     ...\n</user_memory>", one line each: a key's or value's line breaks are written \n, \r, \v, \f,
-	//     \u0085, \u2028 or \u2029, and a backslash \\.
-	//   - Each knowledge item's content is in a context tag, "[title]: <context type=\"rag\"
-	//     trusted=\"false\">\ncontent\n</context>" (the item's type, "rag" by default; trusted="true" for an
-	//     item marked trusted), and its title is one line as a fact is.
-	//   - Each tool output's result is in a tool_output tag, "Tool 'name' returned: <tool_output
-	//     trusted=\"false\">\nresult\n</tool_output>", and the name is one line as a fact is.
-	//   - In all of these (keys, values, titles, names, contents, results) & < > " ' are written &amp; &lt;
-	//     &gt; &quot; &#39; (see assembler.EscapeText), and invalid UTF-8 as U+FFFD.
-	//
-	// The agent's prompt, the request's instructions, the history and the current message are shown as the
-	// cookbook shows them.
+	// PresetCookbook renders as the Valkey cookbook's assemble_context does, message for message, with the
+	// assembler's cookbook format (assembler.Cookbook, which documents the messages and the one way they
+	// differ from the cookbook's own: untrusted values are marked and escaped): the agent's role,
+	// constraints and format; the request's instructions; the facts (stored, then inline); the knowledge
+	// (stored, inline, then retrieved); the newest 10 messages of the history (HistoryLimit), stored then
+	// inline, as their roles and contents; the tool outputs (stored, then inline); the user's message.
+	// Where the cookbook trims by characters, Loom trims history oldest-first by the exact count. The
+	// preset takes no tools, policy or formatter, and renders OpenAI chat messages only.
 	PresetCookbook = "cookbook"
 )
 
@@ -254,7 +238,7 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 	var res *assembler.Result
 	var err error
 	if req.Preset == PresetCookbook {
-		res, err = assembleCookbook(&req, snap)
+		res, err = assembleCookbook(ctx, &req, snap)
 	} else {
 		degraded = append(degraded, usableToolNames(snap)...)
 		if cut.need > 0 && requiresStored(req.History, cut.newest) {
@@ -522,7 +506,7 @@ func windowOf(req *Request, a *store.Agent) window {
 	// What a message costs at least besides its content: its frame and role (the text format: its label
 	// and blank line, 4).
 	floor := model.TokensPerMessage + 1
-	if req.Format == assembler.FormatText && req.Preset != PresetCookbook {
+	if (req.Format == assembler.FormatText || req.Formatter == assembler.Text) && req.Preset != PresetCookbook {
 		floor = 4
 	}
 	w.budget, w.floor = budget, floor

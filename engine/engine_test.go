@@ -160,7 +160,7 @@ func messagesText(r *assembler.Result) string {
 	return b.String()
 }
 
-func findRegion(r *assembler.Result, name string) assembler.RegionReport {
+func findRegion(r *assembler.Result, name assembler.Region) assembler.RegionReport {
 	for _, rr := range r.Report.Regions {
 		if rr.Name == name {
 			return rr

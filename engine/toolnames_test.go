@@ -102,7 +102,7 @@ func TestAssemble_StoredBadToolNamesDoNotBreakIt(t *testing.T) {
 	}
 }
 
-func reportHasReason(res *assembler.Result, region, reason string) bool {
+func reportHasReason(res *assembler.Result, region assembler.Region, reason string) bool {
 	for _, r := range res.Report.Regions {
 		for _, d := range r.Dropped {
 			if r.Name == region && d.Reason == reason {

@@ -102,6 +102,9 @@ func (s *Server) decode(r *http.Request, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, loom.ErrInvalid) { // well-formed, but a value its type refuses (a region's name)
+			return errorf(http.StatusBadRequest, "invalid_request", "%v", err)
+		}
 		return errorf(http.StatusBadRequest, "invalid_json", "malformed JSON: %v", err)
 	}
 	if dec.More() {

@@ -386,12 +386,17 @@ func TestAPI_EveryTextIsLimited(t *testing.T) {
 			if b.path == "/v1/collections/c/documents" && path == "text" {
 				want = 201 // a document's text is bounded by the body limit
 			}
+			if strings.HasPrefix(path, "policy.regions[") && strings.HasSuffix(path, "].name") {
+				want = 400 // a region's name is one of seven, decoded as a loom.Region: any other is invalid
+			}
 			code, out, _ := ts.call(b.method, b.path, keyAcme, variant)
 			switch {
 			case code != want:
 				t.Errorf("%s %s with %s of %d bytes: %d %v, want %d", b.method, b.path, path, len(big), code, out, want)
 			case want == 413 && errorCode(out) != "too_large":
 				t.Errorf("%s %s with %s over the limit: code %q", b.method, b.path, path, errorCode(out))
+			case want == 400 && errorCode(out) != "invalid_request":
+				t.Errorf("%s %s with an unknown region %s: code %q", b.method, b.path, path, errorCode(out))
 			}
 		}
 	}

@@ -58,7 +58,7 @@ func (m *metrics) assembled(res *engine.Result) {
 	m.tokens.Add(float64(res.TotalTokens))
 	for _, r := range res.Report.Regions {
 		for _, d := range r.Dropped {
-			m.dropped.WithLabelValues(r.Name, d.Reason).Inc()
+			m.dropped.WithLabelValues(r.Name.String(), d.Reason).Inc()
 		}
 	}
 	for _, d := range res.Degraded {

@@ -1,0 +1,250 @@
+package assembler
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// A Format writes a finished plan as a provider's request: it decides how each item of the request is
+// written (what the planner costs), and lays the chosen items out as messages made of (region, text)
+// segments with the format's framing (per-message overhead, roles, reply priming). The assembler's output
+// counts each text a format lays out with the meter, and gives every token to a region or to the format's
+// overhead (see [Report]): that accounting is written once, for every format.
+//
+// The formats are [OpenAI], [Anthropic], [Text] and the Valkey cookbook's layout, [Cookbook]. A request
+// names one of the first three by Request.Format ([FormatByName]); a Go caller may pass any as
+// Request.Formatter (engine's cookbook preset passes a Cookbook). The interface is the assembler's own: a
+// format costs its items with the assembler's memoized counts, which are not exported, so no other package
+// implements it.
+type Format interface {
+	// Name is the format's name: "openai", "anthropic", "text" or "cookbook". Result.Format reports it, but
+	// for the cookbook's, which are OpenAI's messages ("openai").
+	Name() string
+
+	formatter
+}
+
+// formatter is what the assembler asks of a format, in the order it asks.
+type formatter interface {
+	// policy resolves the request's policy (nil: none) as the format plans: it fills the defaults and
+	// checks it.
+	policy(p *Policy) (Policy, error)
+	// prepare checks the request against the format's rules and makes the plan's candidates: the items of
+	// every region written as the format writes them, the history's turns, the required items kept.
+	prepare(a *assembly) error
+	// body returns text as the format writes it in a turn's body or inside a tag (the text format indents
+	// its lines after the first), so that the planner counts it as it is rendered.
+	body(text string) string
+	// turnCost is what the planner counts a history message as, before it renders: content holds the
+	// message's content as written (see body), its count memoized there.
+	turnCost(a *assembly, msg *Message, content []part) int
+	// settle applies the format's last rules of planning once the optional items are chosen, and again
+	// after one is dropped: what a history may start with, how kept knowledge is ordered and numbered.
+	settle(a *assembly)
+	// render lays the settled plan out in out, counting every text it writes with out. It does not change
+	// the plan: rendering it twice gives the same output.
+	render(a *assembly, out *output)
+}
+
+// The formats.
+var (
+	// OpenAI renders Chat Completions messages: a system message with the instructions and pinned memory,
+	// the history, a system message with the context (memory, tool outputs, knowledge), the user's message.
+	OpenAI Format = openAI{}
+	// Anthropic renders a Messages API request: the top-level system prompt, and user and assistant turns
+	// that alternate, the context and the user's message in the last user turn.
+	Anthropic Format = anthropic{}
+	// Text renders one transcript of turns (see Request.Format).
+	Text Format = textFormat{}
+)
+
+// FormatByName returns the format that name names: "openai" ("" too), "anthropic" or "text". Another name
+// is an error wrapping ErrUnknownFormat.
+func FormatByName(name string) (Format, error) {
+	switch name {
+	case "", FormatOpenAI:
+		return OpenAI, nil
+	case FormatAnthropic:
+		return Anthropic, nil
+	case FormatText:
+		return Text, nil
+	}
+	return nil, fmt.Errorf("%w %q (known: openai, anthropic, text)", ErrUnknownFormat, name)
+}
+
+// wireName is the name Result.Format reports for f: the shape of its messages, which is the cookbook
+// format's that of OpenAI's chat messages.
+func wireName(f Format) string {
+	if w, ok := f.(interface{ wire() string }); ok {
+		return w.wire()
+	}
+	return f.Name()
+}
+
+// requestFormat is the format of req: its Formatter, or the one its Format names.
+func requestFormat(req *Request) (Format, error) {
+	if req.Formatter == nil {
+		return FormatByName(req.Format)
+	}
+	if req.Format != "" && req.Format != req.Formatter.Name() {
+		return nil, fmt.Errorf("%w: format %q and a formatter of format %q", ErrInvalidRequest, req.Format, req.Formatter.Name())
+	}
+	return req.Formatter, nil
+}
+
+// numRegions is the size of an array indexed by Region: the regions are 1 to RegionMessage, and index 0,
+// the zero Region, is regionOverhead here.
+const numRegions = int(RegionMessage) + 1
+
+// regionOverhead is what an output holds that is no region's: the format's overhead (see Report).
+const regionOverhead Region = 0
+
+// output is a plan as a format lays it out: the result's fields, and the exact count of what they hold,
+// by region. A format counts nothing itself: it writes each text it returns through add, addPart or
+// addText, each message's framing through frame, and a count the plan holds or a fixed overhead through
+// addTokens, so that every token is counted once, with the meter, and given to a region or to
+// regionOverhead.
+type output struct {
+	a        *assembly // for its meter, model and counts of roles
+	m        *meter
+	messages []ChatMessage
+	system   string
+	tools    []json.RawMessage
+	text     string
+	context  string
+	prefix   string // the stable prefix, hashed into Result.PrefixHash
+	total    int
+	// used is what each region uses of total, as far as the output knows it; the texts in shared hold
+	// more than one region, and are split among them only when the output is reported (see regionsUsed).
+	used   regionTokens
+	shared []segments
+	err    error // the output breaks a rule of the format that trimming cannot fix
+}
+
+// reset empties out for another rendering of a's plan, keeping what it allocated.
+func (o *output) reset(a *assembly) {
+	clear(o.shared)
+	*o = output{a: a, m: a.m, shared: o.shared[:0]}
+}
+
+// segments is one text of an output, made of its regions' parts in order: parts[:ends[0].end] is
+// ends[0].region's, and so on; the last end is at len(parts).
+type segments struct {
+	parts []part
+	ends  [10]bound
+	n     int
+	total int // the text's count, once added to an output
+}
+
+type bound struct {
+	end    int
+	region Region
+}
+
+// add appends parts to the text, as region's.
+func (s *segments) add(region Region, parts ...part) {
+	s.parts = append(s.parts, parts...)
+	s.mark(region)
+}
+
+// mark ends the region that runs from the last end to len(s.parts), if it has any parts.
+func (s *segments) mark(region Region) { s.markAt(len(s.parts), region) }
+
+// markAt ends the region that runs from the last end to end, if it has any parts.
+func (s *segments) markAt(end int, region Region) {
+	if (s.n == 0 && end > 0) || (s.n > 0 && end > s.ends[s.n-1].end) {
+		s.ends[s.n] = bound{end, region}
+		s.n++
+	}
+}
+
+// add counts s, its parts joined, into the output and returns the count. A text of one region is that
+// region's; one of several is split among them when the output is reported (see regionsUsed).
+func (o *output) add(s segments) int {
+	s.total = o.m.join(s.parts)
+	o.total += s.total
+	switch s.n {
+	case 0:
+	case 1:
+		o.used[s.ends[0].region] += s.total
+	default:
+		o.shared = append(o.shared, s)
+	}
+	return s.total
+}
+
+// addPart counts p, a text whose count the plan may hold (a history message's content), as region's.
+func (o *output) addPart(region Region, p part) {
+	o.addTokens(region, o.m.join([]part{p}))
+}
+
+// addText counts text as region's. Its count is remembered for the output's other renderings (tool
+// definitions, ids, the message).
+func (o *output) addText(region Region, text string) {
+	o.addTokens(region, o.m.countShort(text))
+}
+
+// frame adds what framing a message of role costs, the model's per-message overhead and the role, as
+// region's (regionOverhead: the format's).
+func (o *output) frame(region Region, role string) {
+	o.addTokens(region, o.a.model.TokensPerMessage+o.a.roleTokens(role))
+}
+
+// addTokens adds n tokens that region uses: a count the plan holds (a history turn that the planner
+// counted as it is rendered), or a fixed overhead of the format (reply priming).
+func (o *output) addTokens(region Region, n int) {
+	o.total += n
+	o.used[region] += n
+}
+
+// regionsUsed returns what each region uses of the output, the format's overhead at regionOverhead. Each
+// region of a shared text is given what it adds to the count of the text before it, so that the regions
+// add up to the text's count exactly, however its parts merge at their joins (a token that spans a join
+// is the later region's).
+func (o *output) regionsUsed() regionTokens {
+	used := o.used
+	for i := range o.shared {
+		s := &o.shared[i]
+		prev := 0
+		for j, b := range s.ends[:s.n] {
+			n := s.total
+			if j < s.n-1 {
+				n = o.m.join(s.parts[:b.end])
+			}
+			used[b.region] += n - prev
+			prev = n
+		}
+	}
+	return used
+}
+
+func joinText(parts []part) string {
+	only := -1 // the one non-empty part, if there is only one: returned as it is, without a copy
+	for i, p := range parts {
+		if p.text != "" {
+			if only >= 0 {
+				only = -2
+				break
+			}
+			only = i
+		}
+	}
+	switch only {
+	case -1:
+		return ""
+	case -2:
+	default:
+		return parts[only].text
+	}
+	n := 0
+	for _, p := range parts {
+		n += len(p.text)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, p := range parts {
+		b.WriteString(p.text)
+	}
+	return b.String()
+}

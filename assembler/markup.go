@@ -1,0 +1,302 @@
+package assembler
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+)
+
+// markup is the planning that the formats writing Loom's own layout share (openai, anthropic, text): the
+// policy's defaults, the history's turns, each item in its tag of Loom's context markup, a history that
+// starts with the user, knowledge numbered by its markers. Each of them embeds it and adds its body rule,
+// its turn cost and its rendering.
+type markup struct{}
+
+func (markup) policy(p *Policy) (Policy, error) { return resolvePolicy(p) }
+
+func (markup) settle(a *assembly) {
+	a.trimKeptStart()
+	a.settleKnowledge()
+}
+
+// Wrappers of the memory blocks.
+var (
+	pinnedOpen  = memoryElement(true).open + "\n"
+	memoryOpen  = memoryElement(false).open + "\n"
+	memoryClose = memoryElement(false).close() + "\n\n"
+)
+
+// layout is where each region's parts are in a settled plan laid out in Loom's markup: the stable prefix
+// (instructions, then pinned memory), the context (memory that is not pinned, tool outputs, knowledge)
+// and the history's turns.
+type layout struct {
+	instructionParts int    // stable[:instructionParts] is the instructions'
+	ctx              []part // memory, tool outputs, knowledge
+	ctxText          string
+	memoryEnd        int     // ctx[:memoryEnd] is memory's
+	toolsEnd         int     // ctx[memoryEnd:toolsEnd] is the tool outputs', the rest knowledge's
+	knowledge        string  // the knowledge's text: Result.Context
+	history          []group // the kept turns, from the first a provider accepts as a start, then the required exchange
+}
+
+// markupLayout lays the settled plan out. The stable prefix is returned apart from the rest of the layout,
+// which escape analysis would let take it to the heap.
+func (a *assembly) markupLayout() (stable []part, l layout) {
+	// The stable prefix: instructions, then pinned memory.
+	if a.req.Instructions != "" {
+		stable = append(stable, newPart(a.req.Instructions))
+	}
+	l.instructionParts = len(stable)
+	var pinned, recent []*ctxItem
+	for _, it := range a.memory {
+		if it.kept && it.pinned {
+			pinned = append(pinned, it)
+		} else if it.kept {
+			recent = append(recent, it)
+		}
+	}
+	if len(pinned) > 0 {
+		if len(stable) > 0 {
+			stable = append(stable, newPart("\n\n"))
+		}
+		stable = append(stable, newPart(pinnedOpen))
+		for _, it := range pinned {
+			stable = append(stable, it.parts...)
+		}
+		stable = append(stable, newPart(strings.TrimSuffix(memoryClose, "\n\n")))
+	}
+
+	// The volatile context: other memory, tool outputs, knowledge.
+	var ctxParts []part
+	if len(recent) > 0 {
+		ctxParts = append(ctxParts, newPart(memoryOpen))
+		for _, it := range recent {
+			ctxParts = append(ctxParts, it.parts...)
+		}
+		ctxParts = append(ctxParts, newPart(memoryClose))
+	}
+	l.memoryEnd = len(ctxParts)
+	for i := len(a.toolOuts) - 1; i >= 0; i-- { // chronological
+		if it := a.toolOuts[i]; it.kept {
+			ctxParts = append(ctxParts, it.parts...)
+		}
+	}
+	l.toolsEnd = len(ctxParts)
+	// The knowledge, the context's last parts, is also returned alone: the context text is joined once, and
+	// the knowledge's is its end.
+	knowledgeAt := 0 // where the knowledge starts in the context text
+	for _, p := range ctxParts {
+		knowledgeAt += len(p.text)
+	}
+	ctxParts = slices.Grow(ctxParts, 4*len(a.cited))
+	for _, it := range a.cited {
+		ctxParts = append(ctxParts, it.parts...)
+	}
+	ctxText := joinText(ctxParts)
+	l.knowledge = strings.TrimSuffix(ctxText[knowledgeAt:], "\n\n")
+	if n := len(ctxParts); n > 0 && strings.HasSuffix(ctxParts[n-1].text, "\n\n") { // as trimTrailingBlank does
+		ctxText = ctxText[:len(ctxText)-2]
+	}
+	trimTrailingBlank(ctxParts) // ctxParts holds copies of the items' parts
+	l.ctx, l.ctxText = ctxParts, ctxText
+	l.history = a.turns[a.keepFrom:] // the kept turns, then the required ones
+	return stable, l
+}
+
+// stableRegion is the region of the stable prefix's first part, which a message of it is framed for.
+func (l *layout) stableRegion() Region {
+	if l.instructionParts > 0 {
+		return RegionInstructions
+	}
+	return RegionMemory
+}
+
+// stableText is the stable prefix as one text.
+func (l *layout) stableText(stable []part) segments {
+	s := segments{parts: stable}
+	s.markAt(l.instructionParts, RegionInstructions)
+	s.markAt(len(stable), RegionMemory)
+	if s.n > 1 { // to be split: a copy, so that a prefix of instructions alone stays off the heap
+		s.parts = slices.Clone(stable)
+	}
+	return s
+}
+
+// contextText is the context as one text.
+func (l *layout) contextText() segments {
+	s := segments{parts: l.ctx}
+	s.markAt(l.memoryEnd, RegionMemory)
+	s.markAt(l.toolsEnd, RegionToolOutputs)
+	s.markAt(len(l.ctx), RegionKnowledge)
+	return s
+}
+
+// appendStable appends the stable prefix to s, and then sep, marking its regions' bounds.
+func (l *layout) appendStable(s *segments, stable []part, sep ...part) {
+	s.parts = append(s.parts, stable[:l.instructionParts]...)
+	if l.instructionParts == len(stable) {
+		s.parts = append(s.parts, sep...)
+	}
+	s.mark(RegionInstructions)
+	if l.instructionParts < len(stable) {
+		s.parts = append(s.parts, stable[l.instructionParts:]...)
+		s.parts = append(s.parts, sep...)
+		s.mark(RegionMemory)
+	}
+}
+
+// appendContext appends the context to s, and then sep, marking its regions' bounds.
+func (l *layout) appendContext(s *segments, sep ...part) {
+	regions := [3]struct {
+		from, to int
+		region   Region
+	}{
+		{0, l.memoryEnd, RegionMemory}, {l.memoryEnd, l.toolsEnd, RegionToolOutputs}, {l.toolsEnd, len(l.ctx), RegionKnowledge},
+	}
+	last := 2 // the last region with parts, which sep goes with
+	for last > 0 && regions[last].from == regions[last].to {
+		last--
+	}
+	for i, r := range regions {
+		s.parts = append(s.parts, l.ctx[r.from:r.to]...)
+		if i == last {
+			s.parts = append(s.parts, sep...)
+		}
+		s.mark(r.region)
+	}
+}
+
+// stablePrefix is the text hashed into Result.PrefixHash: the tools' JSON and the stable prefix.
+func stablePrefix(tools string, stable []part) string { return tools + "\x00" + joinText(stable) }
+
+// trimKeptStart drops the kept history turns that would start the history with an assistant's message or
+// a tool result, reporting them as orphans.
+func (a *assembly) trimKeptStart() {
+	for a.keepFrom < len(a.groups) {
+		g := &a.groups[a.keepFrom]
+		if role := a.msgs(g)[0].Role; role == "user" || role == "system" {
+			return
+		}
+		if !g.orphaned {
+			g.orphaned = true
+			for i := range g.n {
+				a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(int(g.first + i)), Reason: ReasonOrphan})
+			}
+		}
+		a.keepFrom++
+	}
+}
+
+// settleKnowledge orders the kept knowledge as it is rendered (a.cited), numbers the markers that precede
+// the items, and escapes the text of those not escaped yet (a cached count spared it).
+func (a *assembly) settleKnowledge() {
+	kept := a.cited[:0]
+	for _, it := range a.knowledge {
+		if it.kept {
+			if it.ref == nil { // made for the kept items only
+				k := it.know
+				it.ref = &Reference{
+					ID: k.ID, DocumentID: k.DocumentID, Source: k.Source, Score: k.Score,
+					StartOffset: k.StartOffset, EndOffset: k.EndOffset, Metadata: k.Metadata,
+				}
+			}
+			if it.raw {
+				it.parts[2].text, it.raw = a.knowledgeBody(it.parts[2].text), false
+			}
+			kept = append(kept, it)
+		}
+	}
+	switch a.policy.KnowledgeOrder {
+	case OrderDocument:
+		slices.SortStableFunc(kept, func(x, y *ctxItem) int {
+			if c := strings.Compare(x.ref.DocumentID, y.ref.DocumentID); c != 0 {
+				return c
+			}
+			return x.ref.StartOffset - y.ref.StartOffset
+		})
+	case OrderLostInTheMiddle:
+		// Best first and last, then inwards: ranks 1, 3, 5, ... from the front, 2, 4, ... from the back.
+		out := make([]*ctxItem, len(kept))
+		front, back := 0, len(kept)-1
+		for i, it := range kept {
+			if i%2 == 0 {
+				out[front] = it
+				front++
+			} else {
+				out[back] = it
+				back--
+			}
+		}
+		kept = out
+	}
+	for i, it := range kept {
+		it.ref.Marker = i + 1
+		it.parts[0] = part{text: marker(i + 1), tokens: a.markerCost(i + 1)}
+	}
+	a.cited = kept
+}
+
+// chatCost is what an OpenAI-style chat message costs: the model's per-message overhead, its role, its
+// content and name, tool calls and call id.
+func (a *assembly) chatCost(role string, content []part, name string, calls []ToolCall, callID string) int {
+	n := a.model.TokensPerMessage + a.roleTokens(role) + a.m.join(content)
+	if name != "" {
+		n += a.m.countShort(name) + a.model.TokensPerName
+	}
+	if len(calls) > 0 {
+		n += a.m.count(toolCallsJSON(calls))
+	}
+	if callID != "" {
+		n += a.m.countShort(callID)
+	}
+	return n
+}
+
+// roleTokens is the count of a role, remembered without hashing it for the four roles.
+func (a *assembly) roleTokens(role string) int {
+	i := slices.Index([]string{"user", "assistant", "system", "tool"}, role)
+	if i < 0 {
+		return a.m.countShort(role)
+	}
+	if a.roles[i] == 0 {
+		a.roles[i] = a.m.countShort(role) + 1 // 0: not counted yet
+	}
+	return a.roles[i] - 1
+}
+
+// renderedTools is the request's tool definitions in a format's shape: each one's JSON, and the array's.
+type renderedTools struct {
+	text string
+	raw  []json.RawMessage
+}
+
+// renderTools renders the tool definitions, each by shape.
+func renderTools(tools []Tool, shape func(Tool) []byte) renderedTools {
+	if len(tools) == 0 {
+		return renderedTools{}
+	}
+	var out renderedTools
+	for _, t := range tools {
+		out.raw = append(out.raw, shape(t))
+	}
+	all, _ := marshalRaw(out.raw)
+	out.text = string(all)
+	return out
+}
+
+// openAITool is a tool definition as Chat Completions takes it.
+func openAITool(t Tool) []byte {
+	if t.Type == "" {
+		t.Type = "function"
+	}
+	b, _ := marshalRaw(t)
+	return b
+}
+
+// trimTrailingBlank drops the blank line that ends the last part, if it is a wrapper's, in place: parts
+// must be the caller's own.
+func trimTrailingBlank(parts []part) {
+	if n := len(parts); n > 0 && strings.HasSuffix(parts[n-1].text, "\n\n") {
+		parts[n-1] = newPart(strings.TrimSuffix(parts[n-1].text, "\n\n"))
+	}
+}

@@ -1,0 +1,131 @@
+package assembler
+
+import "strings"
+
+// textFormat is the transcript format (see Text).
+type textFormat struct{ markup }
+
+func (textFormat) Name() string { return FormatText }
+
+func (textFormat) prepare(a *assembly) error { return a.prepareMarkup() }
+
+// body indents every line of text after its first (see textIndent).
+func (textFormat) body(text string) string { return indentLines(text) }
+
+// turnCost is the planner's estimate of a turn: its body, its tool calls' names, ids and arguments, and
+// 4 for its header and the blank line after; the transcript is counted whole once it is rendered.
+func (textFormat) turnCost(a *assembly, msg *Message, content []part) int {
+	n := a.m.join(content)
+	for _, c := range msg.ToolCalls {
+		n += a.m.count(c.Function.Name + c.ID + c.Function.Arguments)
+	}
+	return n + 4
+}
+
+// The text format is a transcript: turns that each start with a header at the start of a line ("User: ",
+// "Assistant: ", "System: ", "Tool result (id): ", "Assistant called name (id): ", "Tools:"), after the
+// instructions (the caller's own, as given) and pinned memory, with the context (memory, tool outputs,
+// knowledge, in their tags) before the current message, and "Assistant:" last.
+//
+// So that no text can forge a turn, every line of a turn's body after its first (the first follows its
+// header; the tools' JSON, on the line after "Tools:", is indented too) starts with textIndent, and so does
+// every line of a text inside a tag of the context; a header never does. Each line break of such a text
+// (CR LF, LF, VT, FF, CR, NEL, LS, PS: see lineBreak) is followed by textIndent; tool names cannot hold one
+// (see CheckToolName), and each memory fact is one line. Every line of the transcript after the
+// instructions is then Loom's own (a header, a tag, a memory line, a marker, a blank line between turns)
+// or starts with textIndent, and removing textIndent after each line break of a body gives the text back.
+const textIndent = "  "
+
+// textLabels are the headers of the text format's turns, by role.
+var textLabels = map[string]string{"user": "User", "assistant": "Assistant", "system": "System", "tool": "Tool result"}
+
+func (textFormat) render(a *assembly, out *output) {
+	stable, l := a.markupLayout()
+	tools := renderTools(a.req.Tools, openAITool) // in the text, not beside it
+	s := segments{}
+	if len(stable) > 0 {
+		l.appendStable(&s, stable, newPart("\n\n"))
+	}
+	if tools.text != "" {
+		s.add(RegionTools, newPart("Tools:\n"+textIndent), newPart(indentLines(tools.text)), newPart("\n\n"))
+	}
+	for gi := range l.history {
+		g := &l.history[gi]
+		contents := a.groupContents(g) // indented (see groupCost)
+		for i, msg := range a.msgs(g) {
+			label := textLabels[msg.Role]
+			if msg.Role == "tool" {
+				label += " (" + indentLines(msg.ToolCallID) + ")"
+			}
+			s.parts = append(s.parts, newPart(label+": "), contents[i], newPart("\n\n"))
+			for _, call := range msg.ToolCalls {
+				s.parts = append(s.parts, newPart("Assistant called "+call.Function.Name+" ("+indentLines(call.ID)+"): "+
+					indentLines(call.Function.Arguments)+"\n\n"))
+			}
+		}
+	}
+	s.mark(RegionHistory)
+	if len(l.ctx) > 0 {
+		l.appendContext(&s, newPart("\n\n"))
+	}
+	if a.message != "" {
+		s.add(RegionMessage, newPart("User: "), newPart(indentLines(a.message)), newPart("\n\n"))
+	}
+	s.add(regionOverhead, newPart("Assistant:"))
+	out.text = joinText(s.parts)
+	out.add(s)
+	out.context = l.knowledge
+	out.prefix = stablePrefix(tools.text, stable)
+}
+
+// lineBreak returns the length of the line break that s starts with, 0 if none: CR LF (one break), LF, VT,
+// FF, CR, NEL (U+0085), LS (U+2028) or PS (U+2029), the breaks of Unicode's line breaking rules.
+func lineBreak(s string) int {
+	if s == "" {
+		return 0
+	}
+	switch s[0] {
+	case '\r':
+		if len(s) > 1 && s[1] == '\n' {
+			return 2
+		}
+		return 1
+	case '\n', '\v', '\f':
+		return 1
+	case 0xC2: // NEL
+		if len(s) > 1 && s[1] == 0x85 {
+			return 2
+		}
+	case 0xE2: // LS, PS
+		if len(s) > 2 && s[1] == 0x80 && (s[2] == 0xA8 || s[2] == 0xA9) {
+			return 3
+		}
+	}
+	return 0
+}
+
+// indentLines returns s with textIndent after each of its line breaks, so that no line of s but its first
+// starts a line of the text format's transcript.
+func indentLines(s string) string {
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); {
+		n := lineBreak(s[i:])
+		if n == 0 {
+			i++
+			continue
+		}
+		if last == 0 {
+			b.Grow(len(s) + 8*len(textIndent))
+		}
+		b.WriteString(s[last : i+n])
+		b.WriteString(textIndent)
+		i += n
+		last = i
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
