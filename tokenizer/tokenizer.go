@@ -13,7 +13,11 @@
 // For models whose tokenizer is not public, [Estimate] gives an approximate count; [ForModel] says which
 // models are counted exactly.
 //
-// Every type in this package is safe for concurrent use.
+// A [Meter] counts a text made of parts exactly from the parts' counts, where the counter can vouch that
+// they add up (see [Splitter]).
+//
+// Every type in this package is safe for concurrent use, but for [Meter], which holds the counts of one
+// task.
 package tokenizer
 
 // Counter counts the tokens of a text. It is Weave's TokenCounter: assembler.TokenCounter is this
@@ -22,11 +26,13 @@ package tokenizer
 //
 // Count is all a Counter needs. A counter that can do more says so by implementing the upgrades named
 // below, as an io.Writer says it can do more by being an io.WriterTo; the chunkers, the assemblers and
-// the meter look for them and take the fast path where they find one:
+// [Meter] look for them and take the fast path where they find one:
 //
 //   - [UpToCounter]: stop counting a text that cannot fit (CountUpTo).
 //   - [Splitter]: vouch that counts add up across a join (SplitsAt), so that a text made of counted parts
 //     is not counted again.
+//   - [LowerBounder]: a lower bound from a byte scan (LowerBound), so that a text plainly too long is not
+//     counted at all.
 //   - [Truncater]: the longest prefix within a budget (Truncate).
 //   - [TokenEnder]: where each token ends (TokenEnds), which exact token windows need.
 //
@@ -57,9 +63,20 @@ type UpToCounter interface {
 // and about a text that holds the window: it may depend only on the character that ends text[:p] and on
 // text[p:] through its first character that is not whitespace (all of text[p:] if it is whitespace), and
 // where it is true, it must be true for every text that agrees with text there, and for every such text
-// cut short after p within the whitespace.
+// cut short after p within the whitespace. [Meter.Adds] asks it about parts joined this way.
 type Splitter interface {
 	SplitsAt(text string, p int) bool
+}
+
+// LowerBounder is implemented by counters that can bound a count from below more cheaply than by
+// counting.
+//
+// LowerBound(parts, limit) returns a lower bound on the counter's Count of the parts' texts joined (see
+// [JoinText]): a number no greater than it, whatever the parts' Tokens say. The limit (negative: none) is
+// the question asked, whether the count exceeds limit: LowerBound may stop once its bound exceeds limit,
+// and return any lower bound (0) when it cannot cheaply tell that it does.
+type LowerBounder interface {
+	LowerBound(parts []Part, limit int) int
 }
 
 // Truncater is implemented by counters that can cut a text to a budget.
@@ -105,8 +122,9 @@ var (
 	_ Counter = CounterFunc(nil)
 	_ Counter = Estimator{}
 
-	_ UpToCounter = (*Encoding)(nil)
-	_ Splitter    = (*Encoding)(nil)
-	_ Truncater   = (*Encoding)(nil)
-	_ TokenEnder  = (*Encoding)(nil)
+	_ UpToCounter  = (*Encoding)(nil)
+	_ Splitter     = (*Encoding)(nil)
+	_ LowerBounder = (*Encoding)(nil)
+	_ Truncater    = (*Encoding)(nil)
+	_ TokenEnder   = (*Encoding)(nil)
 )
