@@ -14,8 +14,6 @@ import (
 	"slices"
 	"strings"
 	"text/template"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/retriever"
@@ -150,10 +148,10 @@ func WithTemplate(t *Template) Option {
 // return an error wrapping [ErrNilCounter].
 //
 // The counter must be deterministic. TotalTokens is exact for any counter: each candidate context is counted
-// as a whole, never as a sum of parts. A counter that also has the methods of [*tokenizer.Encoding]
-// CountUpTo(text string, limit int) (int, bool) and SplitsAt(text string, p int) bool, with their contracts,
-// is counted faster: the assembler then stops counting a chunk that cannot fit, and counts only the text
-// after the last point where counts are known to add up, about one count of each chunk in all. Any other
+// as a whole, never as a sum of parts. A counter that also implements [tokenizer.UpToCounter] and
+// [tokenizer.Splitter], with their contracts, as [*tokenizer.Encoding] does, is counted faster: the
+// assembler then stops counting a chunk that cannot fit, and counts only the text after the last point
+// where counts are known to add up, about one count of each chunk in all. Any other
 // counter costs a count of the whole context so far for every chunk tried: fine for tens of results, slow
 // for hundreds into a large budget (see BenchmarkAssemble).
 func WithTokenCounter(tc TokenCounter) Option {
@@ -336,7 +334,7 @@ func (a *Assembler) Assemble(ctx context.Context, results []retriever.Result) (*
 			DocumentID: c.DocumentID,
 		})
 	}
-	res.Context = string(f.buf[:f.ctxLen])
+	res.Context = f.context()
 	res.TotalTokens = f.total
 	return res, nil
 }
@@ -371,86 +369,79 @@ func fitOrder(results []retriever.Result) []int {
 	return order
 }
 
-// fitUpTo is implemented by counters that can stop counting past a limit, like *tokenizer.Encoding.
-type fitUpTo interface {
-	CountUpTo(text string, limit int) (n int, within bool)
-}
-
-// fitSplitter is implemented by counters that know where the counts of two parts of a text add up to the
-// count of the text, like *tokenizer.Encoding: SplitsAt(text, p) promises
-// Count(text) == Count(text[:p]) + Count(text[p:]).
-type fitSplitter interface {
-	SplitsAt(text string, p int) bool
-}
-
-// fitMark is a prefix of the text being built whose exact count is known: Count(buf[:pos]) == tokens.
+// fitMark is a prefix of the text being built whose exact count is known: Count(text[:pos]) == tokens.
 type fitMark struct{ pos, tokens int }
 
 // chunkFit builds one context, part by part, keeping its exact count.
 //
 // Each candidate part is counted together with the accepted text before it, as one string: counts are not
 // assumed to add up. To keep that cheap, it remembers marks, prefixes with known counts. For a candidate it
-// takes the last mark where the counter's SplitsAt vouches that counts add up, and counts only the text
-// after it (usually just the candidate), with CountUpTo stopping once the rest of the budget is exceeded.
-// After each accepted part (and separator) it adds a mark at the end of the text and one at the last point
-// inside the new text where counts add up whatever follows, so a candidate never needs to be counted with
-// more than the tail of the text before it. A mark is only used where SplitsAt vouches for it in the text
-// at hand, so a mark that later text invalidates costs time, never exactness. A counter without SplitsAt
-// has the single mark {0, 0}: every candidate context is counted whole.
+// takes the last mark where the meter vouches that counts add up (tokenizer.Meter.Adds), and counts only
+// the text after it (usually just the candidate), stopping once the rest of the budget is exceeded. After
+// each accepted part (and separator) it adds a mark at the end of the text and one at the last place inside
+// the new text where counts add up whatever follows (tokenizer.Meter.LastCut), so a candidate never needs
+// to be counted with more than the tail of the text before it. A mark is only used where the meter vouches
+// for it in the text at hand, so a mark that later text invalidates costs time, never exactness. A counter
+// that is no tokenizer.Splitter has the single mark {0, 0}: every candidate context is counted whole.
+//
+// It is not tokenizer.Meter.JoinUpTo over the accepted parts, which would walk every part again for each
+// candidate, and count whole a run of joins that have no cut in reach (a separator has none): the context
+// grows by appending, so its count is kept, and each candidate costs one count of its own text.
 type chunkFit struct {
-	counter tokenizer.Counter
-	upTo    fitUpTo     // nil: Count, then compare
-	split   fitSplitter // nil: no marks beyond {0, 0}
+	m       *tokenizer.Meter
+	split   bool // the counter is a tokenizer.Splitter: marks beyond {0, 0}
 	budget  int
 	sep     string
-	sepDue  bool      // the next candidate follows the separator, not yet in buf
-	buf     []byte    // the accepted context, then the separator once it is due
-	ctxLen  int       // the length of the accepted context in buf
-	total   int       // the exact count of buf[:ctxLen]
-	marks   []fitMark // ascending pos; marks[0] is {0, 0}
-	win     []byte    // scratch for split windows
-	sb      strings.Builder
+	sepDue  bool            // the next candidate follows the separator, not yet in buf
+	buf     strings.Builder // the accepted context, then the separator once it is due
+	ctxLen  int             // the length of the accepted context in buf
+	total   int             // the exact count of the accepted context
+	marks   []fitMark       // ascending pos; marks[0] is {0, 0}
+	scratch []byte          // a mark's tail and a candidate, to count
 }
 
 func newChunkFit(counter tokenizer.Counter, budget int, sep string) *chunkFit {
-	f := &chunkFit{counter: counter, budget: budget, sep: sep, marks: []fitMark{{0, 0}}}
-	f.upTo, _ = counter.(fitUpTo)
-	f.split, _ = counter.(fitSplitter)
+	f := &chunkFit{m: tokenizer.NewMeter(counter), budget: budget, sep: sep, marks: []fitMark{{0, 0}}}
+	_, f.split = counter.(tokenizer.Splitter)
 	return f
 }
+
+// context returns the accepted context.
+func (f *chunkFit) context() string { return f.buf.String()[:f.ctxLen] }
 
 // add appends part (after the separator, if a part was accepted before) if the whole context then fits the
 // budget, and reports whether it did.
 func (f *chunkFit) add(part string) bool {
 	if f.sepDue {
-		from := len(f.buf)
-		f.buf = append(f.buf, f.sep...)
+		from := f.buf.Len()
+		f.buf.WriteString(f.sep)
 		f.sepDue = false
-		if f.split != nil {
-			n, _ := f.countAfterMark(len(f.buf), "", -1)
+		if f.split {
+			n, _ := f.countAfterMark("", -1)
 			f.addMarks(from, n)
 		}
 	}
-	n, ok := f.countAfterMark(len(f.buf), part, f.budget)
+	n, ok := f.countAfterMark(part, f.budget)
 	if !ok {
 		return false
 	}
-	from := len(f.buf)
-	f.buf = append(f.buf, part...)
-	f.ctxLen, f.total = len(f.buf), n
+	from := f.buf.Len()
+	f.buf.WriteString(part)
+	f.ctxLen, f.total = f.buf.Len(), n
 	f.sepDue = f.sep != ""
-	if f.split != nil {
+	if f.split {
 		f.addMarks(from, n)
 	}
 	return true
 }
 
-// countAfterMark counts the text buf[:end]+extra exactly if its count is at most limit (a negative limit is
-// no limit), and reports whether it is; if it is not, n is some count above limit.
-func (f *chunkFit) countAfterMark(end int, extra string, limit int) (n int, within bool) {
+// countAfterMark counts the text buf+extra exactly if its count is at most limit (a negative limit is no
+// limit), and reports whether it is; if it is not, n is some count above limit.
+func (f *chunkFit) countAfterMark(extra string, limit int) (n int, within bool) {
+	text := f.buf.String()
 	m := f.marks[0] // {0, 0}: counts always add up at 0
 	for k := len(f.marks) - 1; k > 0; k-- {
-		if mk := f.marks[k]; mk.pos <= end && f.splitsAt(mk.pos, f.buf[:end], extra) {
+		if mk := f.marks[k]; f.addsAt(text, mk.pos, extra) {
 			m = mk
 			break
 		}
@@ -462,103 +453,39 @@ func (f *chunkFit) countAfterMark(end int, extra string, limit int) (n int, with
 			return m.tokens, false // the text holds at least m.tokens
 		}
 	}
-	text := extra
-	if m.pos < end {
-		f.sb.Reset()
-		f.sb.Grow(end - m.pos + len(extra))
-		f.sb.Write(f.buf[m.pos:end])
-		f.sb.WriteString(extra)
-		text = f.sb.String()
+	after := extra
+	switch {
+	case m.pos == len(text):
+	case extra == "":
+		after = text[m.pos:]
+	default:
+		f.scratch = append(append(f.scratch[:0], text[m.pos:]...), extra...)
+		after = string(f.scratch)
 	}
-	n, within = f.countUpTo(text, rest)
+	n, within = f.m.CountUpTo(after, rest)
 	return m.tokens + n, within
 }
 
-func (f *chunkFit) countUpTo(text string, limit int) (int, bool) {
-	if limit < 0 {
-		return f.counter.Count(text), true
+// addsAt reports whether the meter vouches that counts add up at p in the text text+extra: always at its
+// ends.
+func (f *chunkFit) addsAt(text string, p int, extra string) bool {
+	switch {
+	case p <= 0 || p >= len(text)+len(extra):
+		return true
+	case p == len(text):
+		return f.m.Adds(text, extra)
 	}
-	if f.upTo != nil {
-		return f.upTo.CountUpTo(text, limit)
-	}
-	n := f.counter.Count(text)
-	return n, n <= limit
+	return f.m.Adds(text[:p], text[p:])
 }
 
 // addMarks records that buf, whose bytes from `from` on are new, counts n tokens: a mark at its end, and
-// one at the last point in the new bytes where counts add up whatever text follows.
+// one at the last place in the new bytes, after the last mark, where counts add up whatever follows.
 func (f *chunkFit) addMarks(from, n int) {
-	if q := f.lastFixedSplit(from); q > 0 {
-		tail := f.counter.Count(string(f.buf[q:]))
-		f.marks = append(f.marks, fitMark{q, n - tail})
+	text := f.buf.String()
+	if q := f.m.LastCut(text, max(from, f.marks[len(f.marks)-1].pos)+1); q > 0 {
+		f.marks = append(f.marks, fitMark{q, n - f.m.Count(text[q:])})
 	}
-	if end := len(f.buf); end > f.marks[len(f.marks)-1].pos {
+	if end := len(text); end > f.marks[len(f.marks)-1].pos {
 		f.marks = append(f.marks, fitMark{end, n})
 	}
-}
-
-// lastFixedSplit returns the last position q in buf after from and after the last mark where the counter
-// says counts add up, judging from buf alone (so the answer holds whatever is appended), or 0 for none.
-func (f *chunkFit) lastFixedSplit(from int) int {
-	lo := max(from, f.marks[len(f.marks)-1].pos) + 1
-	for q := len(f.buf) - 1; q >= lo; q-- {
-		// SplitsAt is only ever true after a line break or before a space or tab.
-		if c := f.buf[q]; f.buf[q-1] != '\n' && c != ' ' && c != '\t' {
-			continue
-		}
-		if win, left, closed := f.window(q, f.buf, ""); closed && f.split.SplitsAt(string(win), left) {
-			return q
-		}
-	}
-	return 0
-}
-
-// splitsAt reports whether the counter vouches that counts add up at p in the text a+b: always at its ends,
-// never for a counter without SplitsAt.
-func (f *chunkFit) splitsAt(p int, a []byte, b string) bool {
-	if p <= 0 || p >= len(a)+len(b) {
-		return true
-	}
-	if f.split == nil {
-		return false
-	}
-	win, left, _ := f.window(p, a, b)
-	return f.split.SplitsAt(string(win), left)
-}
-
-// fitWindowBack is how many bytes before a split point the window holds.
-const fitWindowBack = 16
-
-// window returns the text a+b around p, as much of it as SplitsAt reads: the bytes just before p (enough
-// for the character before p), then from p the run of whitespace and the character after it. left is p's
-// position in the window; closed reports whether the whitespace run ends inside the text, before a
-// character that is not whitespace, so that text appended later could not change the answer.
-func (f *chunkFit) window(p int, a []byte, b string) (win []byte, left int, closed bool) {
-	end := len(a) + len(b)
-	win = fitJoined(f.win[:0], a, b, max(0, p-fitWindowBack), p)
-	left = len(win)
-	for i := p; i < end; {
-		var tmp [utf8.UTFMax]byte
-		t := fitJoined(tmp[:0], a, b, i, min(end, i+utf8.UTFMax))
-		r, w := utf8.DecodeRune(t)
-		win = append(win, t[:w]...)
-		i += w
-		if !unicode.Is(unicode.White_Space, r) {
-			closed = true
-			break
-		}
-	}
-	f.win = win
-	return win, left, closed
-}
-
-// fitJoined appends the bytes lo..hi of the text a+b to dst.
-func fitJoined(dst []byte, a []byte, b string, lo, hi int) []byte {
-	if lo < len(a) {
-		dst = append(dst, a[lo:min(hi, len(a))]...)
-	}
-	if hi > len(a) {
-		dst = append(dst, b[max(lo, len(a))-len(a):hi-len(a)]...)
-	}
-	return dst
 }
