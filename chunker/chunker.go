@@ -97,7 +97,8 @@ type Options struct {
 	// "code" or "markdown". A strategy's own chunker accepts "" or its own name.
 	Strategy string
 	// Counter sizes chunks; nil means the exact cl100k_base encoding. The fixed and sliding strategies need
-	// one that reports token offsets, such as a [*tokenizer.Encoding].
+	// one that reports token offsets (a [tokenizer.TokenEnder]), such as a [*tokenizer.Encoding]. Every
+	// strategy counts faster with a [tokenizer.UpToCounter] and a [tokenizer.Splitter].
 	Counter tokenizer.Counter
 
 	// Language is the code strategy's language ("go", "python", "javascript", "typescript", "rust", "java",

@@ -10,22 +10,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/rivo/uniseg"
+
+	"github.com/context-loom/loom/tokenizer"
 )
 
 // Embedder embeds texts; embed.Embedder is one.
 type Embedder interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
-}
-
-// upToCounter is implemented by counters that can stop counting past a limit, like *tokenizer.Encoding.
-type upToCounter interface {
-	CountUpTo(text string, limit int) (int, bool)
-}
-
-// splitter is implemented by counters that know where counts of adjacent texts add up, like
-// *tokenizer.Encoding (see its SplitsAt).
-type splitter interface {
-	SplitsAt(text string, p int) bool
 }
 
 // unit is a span of the text that no chunk boundary may cut, with its exact token count.
@@ -39,8 +30,8 @@ type builder struct {
 	ctx  context.Context
 	text string
 	config
-	upTo   upToCounter
-	split  splitter
+	meter  *tokenizer.Meter   // counts
+	split  tokenizer.Splitter // nil: counts of units never add up
 	chunks []ChunkResult
 
 	boundaries []uint64 // bit p: a grapheme cluster starts at byte p (built when first needed)
@@ -168,20 +159,14 @@ func (b *builder) nextCluster(off int) int {
 
 func newBuilder(ctx context.Context, text string, c config) *builder {
 	b := &builder{ctx: ctx, text: text, config: c}
-	b.upTo, _ = c.counter.(upToCounter)
-	b.split, _ = c.counter.(splitter)
+	b.meter = tokenizer.NewMeter(c.counter)
+	b.split, _ = c.counter.(tokenizer.Splitter)
 	return b
 }
 
 // fits counts s, stopping early once past limit where the counter allows: it returns the exact count and
 // true when s has at most limit tokens.
-func (b *builder) fits(s string, limit int) (int, bool) {
-	if b.upTo != nil {
-		return b.upTo.CountUpTo(s, limit)
-	}
-	n := b.counter.Count(s)
-	return n, n <= limit
-}
+func (b *builder) fits(s string, limit int) (int, bool) { return b.meter.CountUpTo(s, limit) }
 
 // lastChunk returns the last chunk made, or nil.
 func (b *builder) lastChunk() *ChunkResult {
@@ -421,7 +406,9 @@ func (b *builder) tail(u unit, room int) (pos, tokens int) {
 }
 
 // fitsUnits is fits for the text of consecutive units whose counts add up to sum: where the counter
-// vouches that the counts add at every join, sum is the exact count and nothing is counted again.
+// vouches that the counts add at every join, sum is the exact count and nothing is counted again. The
+// joins are asked about in the whole text, which holds each with all that surrounds it; by the
+// [tokenizer.Splitter] contract, the answer holds for the span too.
 func (b *builder) fitsUnits(units []unit, sum, limit int) (int, bool) {
 	return b.fitsRun(unit{}, units, sum, limit)
 }

@@ -7,12 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
-)
 
-// tokenEnder is implemented by counters that report where each token ends, like *tokenizer.Encoding.
-type tokenEnder interface {
-	TokenEnds(text string) []int
-}
+	"github.com/context-loom/loom/tokenizer"
+)
 
 // WindowChunker cuts exact token windows: each chunk is ChunkSize tokens of the text's encoding (the last
 // one what remains) and starts ChunkSize-ChunkOverlap tokens after the one before, so neighbours share
@@ -41,7 +38,7 @@ func (w *WindowChunker) Chunk(ctx context.Context, text string, opts *Options) (
 	if err != nil {
 		return nil, err
 	}
-	te, ok := c.counter.(tokenEnder)
+	te, ok := c.counter.(tokenizer.TokenEnder)
 	if !ok {
 		return nil, fmt.Errorf("%w: the %s strategy, with a %T", ErrNoTokenOffsets, w.name, c.counter)
 	}
@@ -50,7 +47,7 @@ func (w *WindowChunker) Chunk(ctx context.Context, text string, opts *Options) (
 	}
 	b := newBuilder(ctx, text, c)
 	toks := &tokenStream{te: te, text: text}
-	toks.split, _ = c.counter.(splitter)
+	toks.split, _ = c.counter.(tokenizer.Splitter)
 	for start := 0; start < len(text); {
 		if err := b.err(); err != nil {
 			return nil, err
@@ -147,11 +144,11 @@ func charStart(text string, off int) int {
 const tokenSegment = 64 << 10
 
 // tokenStream reads the token ends of a text segment by segment, where the counter vouches that the
-// encoding splits the text (see splitter), so that a window chunker holds the ends of about one segment and
+// encoding splits the text (see tokenizer.Splitter), so that a window chunker holds the ends of about one segment and
 // one window, not of the whole text. Without such a place (one line with no space), a segment runs on.
 type tokenStream struct {
-	te    tokenEnder
-	split splitter // nil: one segment
+	te    tokenizer.TokenEnder
+	split tokenizer.Splitter // nil: one segment
 	text  string
 	ends  []int // the ends of tokens base, base+1, ...: byte offsets in text
 	base  int

@@ -35,11 +35,6 @@ type Chunk = struct {
 	Metadata    map[string]string
 }
 
-// tokenEnder is implemented by counters that report where each token ends, like *tokenizer.Encoding.
-type tokenEnder interface {
-	TokenEnds(text string) []int
-}
-
 // Check asserts the package's promises (see package chunker's documentation) for chunks, made of text as
 // s asks.
 func Check[C ~struct {
@@ -125,7 +120,7 @@ func checkOverlap(t testing.TB, s Spec, text string, prev, next Chunk) {
 		if !isASCII(text) {
 			return // edges may have moved to character boundaries
 		}
-		ends := s.Counter.(tokenEnder).TokenEnds(text)
+		ends := s.Counter.(tokenizer.TokenEnder).TokenEnds(text)
 		n := 0
 		for _, e := range ends {
 			if e > next.StartOffset && e <= prev.EndOffset {
