@@ -388,16 +388,15 @@ type fitMark struct{ pos, tokens int }
 // candidate, and count whole a run of joins that have no cut in reach (a separator has none): the context
 // grows by appending, so its count is kept, and each candidate costs one count of its own text.
 type chunkFit struct {
-	m       *tokenizer.Meter
-	split   bool // the counter is a tokenizer.Splitter: marks beyond {0, 0}
-	budget  int
-	sep     string
-	sepDue  bool            // the next candidate follows the separator, not yet in buf
-	buf     strings.Builder // the accepted context, then the separator once it is due
-	ctxLen  int             // the length of the accepted context in buf
-	total   int             // the exact count of the accepted context
-	marks   []fitMark       // ascending pos; marks[0] is {0, 0}
-	scratch []byte          // a mark's tail and a candidate, to count
+	m      *tokenizer.Meter
+	split  bool // the counter is a tokenizer.Splitter: marks beyond {0, 0}
+	budget int
+	sep    string
+	sepDue bool            // the next candidate follows the separator, not yet in buf
+	buf    strings.Builder // the accepted context, then the separator once it is due
+	ctxLen int             // the length of the accepted context in buf
+	total  int             // the exact count of the accepted context
+	marks  []fitMark       // ascending pos; marks[0] is {0, 0}
 }
 
 func newChunkFit(counter tokenizer.Counter, budget int, sep string) *chunkFit {
@@ -458,9 +457,12 @@ func (f *chunkFit) countAfterMark(extra string, limit int) (n int, within bool) 
 	case m.pos == len(text):
 	case extra == "":
 		after = text[m.pos:]
-	default:
-		f.scratch = append(append(f.scratch[:0], text[m.pos:]...), extra...)
-		after = string(f.scratch)
+	default: // one copy, the string counted
+		var b strings.Builder
+		b.Grow(len(text) - m.pos + len(extra))
+		b.WriteString(text[m.pos:])
+		b.WriteString(extra)
+		after = b.String()
 	}
 	n, within = f.m.CountUpTo(after, rest)
 	return m.tokens + n, within
