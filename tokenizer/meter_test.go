@@ -311,3 +311,42 @@ func BenchmarkMeterJoin(b *testing.B) {
 		})
 	}
 }
+
+// TestMeter_JoinsThatDoNotAdd names the joins that merge tokens across them: inside a whitespace run, a
+// contraction, a CJK run, an emoji and its modifier, a line break before '/', a word cut in two. The meter
+// must not add their counts, and counts each exactly, cached part counts or not.
+func TestMeter_JoinsThatDoNotAdd(t *testing.T) {
+	t.Parallel()
+	joins := [][2]string{
+		{"indented  ", "  code"}, {"line\n", "\n\nnext"}, {"tab\t", "\tx"}, {"don", "'t stop"}, {"it", "'ll be"},
+		{"中文", "文本很长"}, {"👍", "🏽 yes"}, {"path\n", "/usr/bin"}, {"inter", "national"}, {"e", "\u0301tude"},
+		{"1234", "5678"}, {"a\u3000", "\u3000b"}, {"x \n", "  \n y"},
+	}
+	for _, e := range []*Encoding{O200K(), CL100K()} {
+		merged := 0
+		for _, j := range joins {
+			a, b := j[0], j[1]
+			whole := e.Count(a + b)
+			if e.Count(a)+e.Count(b) == whole {
+				continue // this encoding happens to add them
+			}
+			merged++
+			m := NewMeter(e)
+			if m.Adds(a, b) {
+				t.Errorf("%s: Adds(%q, %q), but %d + %d != %d", e.Name(), a, b, e.Count(a), e.Count(b), whole)
+			}
+			for _, counted := range []bool{false, true} {
+				parts := []Part{NewPart(a), NewPart(b)}
+				if counted {
+					parts[0].Tokens, parts[1].Tokens = e.Count(a), e.Count(b)
+				}
+				if got := m.Join(parts); got != whole {
+					t.Errorf("%s: Join(%q, %q) = %d, count %d", e.Name(), a, b, got, whole)
+				}
+			}
+		}
+		if merged < len(joins)/3 {
+			t.Errorf("%s: only %d of the %d joins merge tokens: the test proves little", e.Name(), merged, len(joins))
+		}
+	}
+}
