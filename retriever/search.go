@@ -256,6 +256,9 @@ func (s *searcher) ok(slot uint32) bool {
 	if !e.live {
 		return false
 	}
+	if len(s.filter) == 0 {
+		return true // (ranging over an empty map is not free)
+	}
 	for k, v := range s.filter {
 		if k == FilterDocumentID {
 			if e.chunk.DocumentID != v {
@@ -324,9 +327,11 @@ func (s *searcher) bm25(ctx context.Context, text string, n int) ([]hit, error) 
 			acc[p.slot] += idf * tf * (bm25K1 + 1) / (tf + norm)
 		}
 	}
+	// The touched slots are live: without a filter, none is left out, and their entries (a cache miss
+	// each) need not be read again.
 	top := newTopK(n, ix)
 	for _, slot := range touched {
-		if s.ok(slot) {
+		if len(s.filter) == 0 || s.ok(slot) {
 			top.push(hit{slot: slot, score: acc[slot]})
 		}
 	}
