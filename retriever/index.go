@@ -1,10 +1,13 @@
 package retriever
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
 	"math"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -82,6 +85,14 @@ type Index struct {
 	// BM25 statistics over live entries.
 	terms    map[string]*term
 	totalLen int
+
+	// byID holds the slots below len(byID) in chunk ID order (a dead slot before the slot that replaced it,
+	// which has the same ID), and ord[slot] is the position of slot in byID: searches break ties of score
+	// by comparing ords, two integers, instead of the chunks' IDs, two strings far apart in memory. The
+	// slots added since have no ord yet, and ties between them and others compare IDs; a write that leaves
+	// more than a sixteenth of the slots without one merges them in (see order).
+	byID []uint32
+	ord  []uint32
 
 	// heap is the memory held by the entries' strings and metadata, the terms and their postings and the
 	// documents' slots and metadata, as the writes allocated it (see MemoryBytes).
@@ -346,10 +357,45 @@ func (ix *Index) maintain() {
 	if ix.dead > 0 && 5*ix.dead > len(ix.entries) {
 		ix.compact()
 	}
+	if n := len(ix.entries) - len(ix.ord); n > 0 && 16*n > len(ix.entries) {
+		ix.order()
+	}
 	if ix.graph == nil && ix.build == nil && !ix.closed && ix.wantGraph() {
 		b := &graphBuild{done: make(chan struct{})}
 		ix.build = b
 		go ix.runBuild(b)
+	}
+}
+
+// order gives an ord to the slots that have none, the fresh ones: it sorts them by chunk ID and merges them
+// into byID from the back, which costs f log f comparisons of IDs for f fresh slots and at most one more for
+// each slot whose ID comes after the first fresh one's. As maintain orders only when more than a sixteenth
+// of the slots are fresh, an index built a chunk at a time spends a few tens of comparisons a chunk on it.
+func (ix *Index) order() {
+	n, have := len(ix.entries), len(ix.byID)
+	fresh := make([]uint32, 0, n-have)
+	for s := have; s < n; s++ {
+		fresh = append(fresh, uint32(s))
+	}
+	slices.SortFunc(fresh, func(a, b uint32) int {
+		return cmp.Or(strings.Compare(ix.entries[a].chunk.ID, ix.entries[b].chunk.ID), cmp.Compare(a, b))
+	})
+	// Merge from the back, into byID grown in place; an old slot goes before a fresh one of the same ID.
+	byID := slices.Grow(ix.byID, len(fresh))[:n]
+	i, j, k := have-1, len(fresh)-1, n-1
+	for ; j >= 0; k-- {
+		if i >= 0 && ix.entries[fresh[j]].chunk.ID < ix.entries[byID[i]].chunk.ID {
+			byID[k] = byID[i]
+			i--
+		} else {
+			byID[k] = fresh[j]
+			j--
+		}
+	}
+	// The positions up to k kept their slots.
+	ix.byID, ix.ord = byID, slices.Grow(ix.ord, n-len(ix.ord))[:n]
+	for pos := k + 1; pos < n; pos++ {
+		ix.ord[byID[pos]] = uint32(pos)
 	}
 }
 
@@ -383,6 +429,17 @@ func (ix *Index) compact() {
 	}
 	ix.entries, ix.fps = entries, fps
 	ix.dead = 0
+	// The slots that had an ord keep their order, under their new numbers (which come before the others').
+	byID := ix.byID[:0]
+	for _, s := range ix.byID {
+		if s := remap[s]; s != math.MaxUint32 {
+			byID = append(byID, s)
+		}
+	}
+	ix.byID, ix.ord = byID, ix.ord[:len(byID)]
+	for pos, s := range byID {
+		ix.ord[s] = uint32(pos)
+	}
 	for w, t := range ix.terms {
 		if t.df == 0 {
 			delete(ix.terms, w)

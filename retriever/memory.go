@@ -64,6 +64,7 @@ func (ix *Index) MemoryBytes() int64 {
 	defer ix.mu.RUnlock()
 	b := ix.heap
 	b += int64(cap(ix.entries))*entrySize + int64(cap(ix.fps))*fpSize
+	b += int64(cap(ix.byID)+cap(ix.ord)) * 4
 	// The BM25 accumulator a search keeps in a pool, a float64 a slot.
 	b += int64(len(ix.entries)) * 8
 	b += mapBytes(len(ix.ids), stringHeader+4)

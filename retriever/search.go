@@ -317,6 +317,9 @@ func (s *searcher) ok(slot uint32) bool {
 	if !e.live {
 		return false
 	}
+	if len(s.filter) == 0 {
+		return true // (ranging over an empty map is not free)
+	}
 	for k, v := range s.filter {
 		if k == FilterDocumentID {
 			if e.chunk.DocumentID != v {
@@ -389,9 +392,11 @@ func (s *searcher) bm25(ctx context.Context, text string, n int) ([]hit, error) 
 	for i, slot := range s.scoreAlso {
 		s.alsoScores[i] = acc[slot]
 	}
-	top := newTopK(n, ix.entries)
+	// The touched slots are live: without a filter, none is left out, and their entries (a cache miss
+	// each) need not be read again.
+	top := newTopK(n, ix)
 	for _, slot := range touched {
-		if s.ok(slot) {
+		if len(s.filter) == 0 || s.ok(slot) {
 			top.push(hit{slot: slot, score: acc[slot]})
 		}
 	}
@@ -407,7 +412,7 @@ func (s *searcher) vector(ctx context.Context, n int, exact bool) ([]hit, error)
 			return hits, nil
 		}
 	}
-	top := newTopK(n, ix.entries)
+	top := newTopK(n, ix)
 	for slot := range ix.entries {
 		if slot%4096 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -441,7 +446,7 @@ func (s *searcher) approximate(n int) ([]hit, bool) {
 	if len(s.filter) > 0 {
 		ask *= 4
 	}
-	top := newTopK(n, ix.entries)
+	top := newTopK(n, ix)
 	dropped := false
 	for _, c := range ix.graph.search(&s.q, ask) {
 		if !s.ok(c.id) {
@@ -602,10 +607,11 @@ type topK struct {
 	n       int
 	h       []hit
 	entries []entry
+	ord     []uint32 // the index's ords: see Index.byID
 }
 
-func newTopK(n int, entries []entry) *topK {
-	return &topK{n: n, h: make([]hit, 0, min(n, 1024)), entries: entries}
+func newTopK(n int, ix *Index) *topK {
+	return &topK{n: n, h: make([]hit, 0, min(n, 1024)), entries: ix.entries, ord: ix.ord}
 }
 
 func (t *topK) len() int   { return len(t.h) }
@@ -618,6 +624,9 @@ func (t *topK) worse(a, b hit) bool {
 	}
 	if a.slot == b.slot {
 		return false
+	}
+	if int(a.slot) < len(t.ord) && int(b.slot) < len(t.ord) {
+		return t.ord[a.slot] > t.ord[b.slot]
 	}
 	return t.entries[a.slot].chunk.ID > t.entries[b.slot].chunk.ID
 }
