@@ -4,6 +4,7 @@
 package chunktest
 
 import (
+	"sort"
 	"strings"
 	"testing"
 	"unicode"
@@ -57,6 +58,7 @@ func Check[C ~struct {
 	}
 	bounds := GraphemeStarts(text)
 	covered := make([]bool, len(text))
+	w := &whole{text: text, ascii: isASCII(text), valid: utf8.ValidString(text), counter: s.Counter}
 	for i := range chunks {
 		ch := Chunk(chunks[i])
 		// 1. Offsets into the original text.
@@ -82,7 +84,7 @@ func Check[C ~struct {
 			if ch.StartOffset <= prev.StartOffset || ch.EndOffset <= prev.EndOffset {
 				t.Fatalf("%s: chunk %d [%d, %d) does not follow chunk %d [%d, %d)", s.Strategy, i, ch.StartOffset, ch.EndOffset, i-1, prev.StartOffset, prev.EndOffset)
 			}
-			checkOverlap(t, s, text, prev, ch)
+			checkOverlap(t, s, w, prev, ch)
 		}
 		for k := ch.StartOffset; k < ch.EndOffset; k++ {
 			covered[k] = true
@@ -106,27 +108,42 @@ func Check[C ~struct {
 	}
 }
 
+// whole is what checkOverlap needs to know of the whole text, worked out once for all the chunks: once per
+// pair of neighbours made the check quadratic in the text's length.
+type whole struct {
+	text         string
+	ascii, valid bool
+	counter      tokenizer.Counter
+	ends         []int // the token ends of text, once tokenEnds made them
+}
+
+// tokenEnds returns where each token of the text ends, in order.
+func (w *whole) tokenEnds() []int {
+	if w.ends == nil {
+		w.ends = w.counter.(tokenizer.TokenEnder).TokenEnds(w.text)
+	}
+	return w.ends
+}
+
 // checkOverlap asserts that neighbours share at most the overlap (exactly, with ExactOverlap).
-func checkOverlap(t testing.TB, s Spec, text string, prev, next Chunk) {
+func checkOverlap(t testing.TB, s Spec, w *whole, prev, next Chunk) {
 	t.Helper()
+	text := w.text
 	if next.StartOffset >= prev.EndOffset {
-		if s.Overlap > 0 && s.ExactOverlap && utf8.ValidString(text) && isASCII(text) {
+		if s.Overlap > 0 && s.ExactOverlap && w.valid && w.ascii {
 			t.Fatalf("%s: chunks [%d, %d) and [%d, %d) share nothing, overlap %d", s.Strategy, prev.StartOffset, prev.EndOffset, next.StartOffset, next.EndOffset, s.Overlap)
 		}
 		return
 	}
 	shared := text[next.StartOffset:prev.EndOffset]
 	if s.ExactOverlap {
-		if !isASCII(text) {
+		if !w.ascii {
 			return // edges may have moved to character boundaries
 		}
-		ends := s.Counter.(tokenizer.TokenEnder).TokenEnds(text)
-		n := 0
-		for _, e := range ends {
-			if e > next.StartOffset && e <= prev.EndOffset {
-				n++
-			}
-		}
+		// The tokens that end in (next.StartOffset, prev.EndOffset]: the ends are in order.
+		ends := w.tokenEnds()
+		after := func(off int) int { return sort.Search(len(ends), func(i int) bool { return ends[i] > off }) }
+		n := after(prev.EndOffset) - after(next.StartOffset)
 		if n != s.Overlap && prev.TokenCount == s.Size {
 			t.Fatalf("%s: neighbours share %d tokens (%q), want %d", s.Strategy, n, Clip(shared), s.Overlap)
 		}
@@ -138,9 +155,11 @@ func checkOverlap(t testing.TB, s Spec, text string, prev, next Chunk) {
 }
 
 // GraphemeStarts returns the offsets of text where a grapheme cluster starts, and its end: where
-// segmenting from each cluster start finds the next.
-func GraphemeStarts(text string) map[int]bool {
-	starts := map[int]bool{0: true, len(text): true}
+// segmenting from each cluster start finds the next. starts[off] says whether one starts at off, for off
+// from 0 to len(text).
+func GraphemeStarts(text string) (starts []bool) {
+	starts = make([]bool, len(text)+1)
+	starts[0], starts[len(text)] = true, true
 	for pos := 0; pos < len(text); {
 		cluster, _, _, _ := uniseg.FirstGraphemeClusterInString(text[pos:], -1)
 		pos += len(cluster)
