@@ -81,10 +81,8 @@ func TestSearch_TiesByChunkIDThroughWrites(t *testing.T) {
 				if rng.IntN(8) == 0 {
 					size = 20 + rng.IntN(40)
 				}
-				var batch []string
 				for range size {
 					id, doc, text, vec := randomChunk(rng)
-					batch = append(batch, id)
 					live[id] = []any{doc, text, vec}
 					if err := ix.Add(mk(id, doc, text, vec)); err != nil {
 						t.Fatal(err)
