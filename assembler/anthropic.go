@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/context-loom/loom/tokenizer"
 )
 
 // anthropic is the Messages API format (see Anthropic).
@@ -19,7 +21,7 @@ func (anthropic) body(text string) string { return text }
 
 // turnCost is the OpenAI-style count of the message: the planner's estimate, which the rendering's
 // exact count then verifies (Anthropic merges turns of one role, and frames them once).
-func (anthropic) turnCost(a *assembly, msg *Message, content []part) int {
+func (anthropic) turnCost(a *assembly, msg *Message, content []tokenizer.Part) int {
 	return a.chatCost(msg.Role, content, msg.Name, msg.ToolCalls, msg.ToolCallID)
 }
 
@@ -43,7 +45,7 @@ func (anthropic) render(a *assembly, out *output) {
 	out.tools = tools.raw
 	out.addText(RegionTools, tools.text)
 	if len(stable) > 0 {
-		out.system = joinText(stable)
+		out.system = tokenizer.JoinText(stable)
 		out.addTokens(l.stableRegion(), a.model.TokensPerMessage) // the system prompt has no role
 		out.add(l.stableText(stable))
 	}

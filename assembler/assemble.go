@@ -41,7 +41,7 @@ type assembly struct {
 	hasMessage bool   // the message is rendered (a blank one is not, in Loom's formats)
 	model      tokenizer.Model
 	policy     Policy
-	m          *meter
+	m          *tokenizer.Meter
 	budget     int
 	tagEnd     string // what ends an open tag of the context: a line break, written as the format writes it
 	// reserve is what the planner keeps back of the budget, past what the required items cost, for the
@@ -53,10 +53,10 @@ type assembly struct {
 	memory    []*ctxItem
 	toolOuts  []*ctxItem
 	knowledge []*ctxItem
-	turns     []group // history turns, oldest first: groups, then required
-	groups    []group // the optional turns
-	required  []group // the latest tool exchange, kept whatever it costs
-	contents  []part  // each history message's content, counted once
+	turns     []group          // history turns, oldest first: groups, then required
+	groups    []group          // the optional turns
+	required  []group          // the latest tool exchange, kept whatever it costs
+	contents  []tokenizer.Part // each history message's content, counted once
 
 	keepFrom int        // history: groups[keepFrom:] are kept
 	cited    []*ctxItem // the kept knowledge, in the order it is rendered (see settleKnowledge)
@@ -73,12 +73,12 @@ type assembly struct {
 // ctxItem is one rendered item of the memory, tool output or knowledge region.
 type ctxItem struct {
 	id       string
-	dup      string // knowledge: why it duplicates a kept item
-	rank     int    // knowledge: position by score; it is costed with the marker [rank+1]
-	parts    []part // rendered, with its trailing separator
-	cost     int    // -1: not known yet (knowledge, see cost)
-	lower    int    // knowledge whose cost is not known: a lower bound, counted up to a limit
-	raw      bool   // knowledge: parts[2] holds the unescaped text, escaped when it is counted or kept (see settleKnowledge)
+	dup      string           // knowledge: why it duplicates a kept item
+	rank     int              // knowledge: position by score; it is costed with the marker [rank+1]
+	parts    []tokenizer.Part // rendered, with its trailing separator
+	cost     int              // -1: not known yet (knowledge, see cost)
+	lower    int              // knowledge whose cost is not known: a lower bound, counted up to a limit
+	raw      bool             // knowledge: parts[2] holds the unescaped text, escaped when it is counted or kept (see settleKnowledge)
 	kept     bool
 	pinned   bool
 	order    int        // position for rendering
@@ -98,7 +98,7 @@ type group struct {
 func (a *assembly) msgs(g *group) []Message { return a.req.History[g.first : g.first+g.n] }
 
 // groupContents returns the contents of the group's messages (see groupCost).
-func (a *assembly) groupContents(g *group) []part { return a.contents[g.first : g.first+g.n] }
+func (a *assembly) groupContents(g *group) []tokenizer.Part { return a.contents[g.first : g.first+g.n] }
 
 // appendIDs appends the history ids of the group's messages to ids.
 func (g *group) appendIDs(ids []string) []string {
@@ -126,7 +126,7 @@ func newAssembly(req *Request) (*assembly, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
 	a.model = model
-	a.m = newMeter(model.Counter())
+	a.m = tokenizer.NewMeter(model.Counter())
 	if a.policy, err = f.policy(req.Policy); err != nil {
 		return nil, err
 	}
@@ -345,34 +345,33 @@ func (a *assembly) cost(it *ctxItem, limit int) (n int, exact bool) {
 	}
 	body := &it.parts[2]
 	marker := a.markerCost(it.rank + 1)
-	// Text not counted yet that is plainly too long is neither counted nor escaped (see letterRuns). A text
-	// of b bytes has at most b/2+1 runs: below that, the scan cannot tell. The text may not be escaped yet,
-	// and its bound still bounds the text as it is rendered: escaping (and the text format's indentation)
-	// only adds runs, for it writes & < > " ' as references of non-word bytes and letters (and a run after
-	// an apostrophe, not counted, then follows a ";"), and separates no run from another.
-	if room := limit - marker; body.tokens < 0 && room >= 0 && a.model.Exact() && boundsRuns(a.model.Encoding) &&
-		len(it.parts[1].text)+len(body.text)+len(it.parts[3].text) > 2*room {
-		if runs := letterRuns(it.parts[1:], room); runs > room {
+	// Text not counted yet that is plainly too long is neither counted nor escaped: the meter's lower bound
+	// (the model's encoding's, tokenizer.Encoding.LowerBound) says so from a byte scan. The text may not be
+	// escaped yet, and its bound still bounds the text as it is rendered: escaping (and the text format's
+	// indentation) writes & < > " ' as references that start and end with a separator, and inserts
+	// separators, which never lowers the bound.
+	if room := limit - marker; body.Tokens < 0 && room >= 0 {
+		if runs := a.m.LowerBound(it.parts[1:], room); runs > room {
 			it.lower = runs + marker
 			return it.lower, false
 		}
 	}
-	if it.raw && body.tokens < 0 { // not cached: count the text as it is rendered
-		body.text, it.raw = a.knowledgeBody(body.text), false
+	if it.raw && body.Tokens < 0 { // not cached: count the text as it is rendered
+		body.Text, it.raw = a.knowledgeBody(body.Text), false
 	}
 	// A cached count is of the escaped text, while the parts hold the text unescaped until it is kept. A
-	// join that does not add up is counted from the texts around it (see meter.cutCount): the text is
-	// escaped first, unless escaping changes nothing there.
+	// join that does not add up is counted from the texts around it (see tokenizer.Meter.JoinUpTo): the
+	// text is escaped first, unless escaping changes nothing there.
 	var cuts func() bool
 	if it.raw {
 		cuts = func() bool {
-			if it.raw && edgesNeedEscape(body.text) {
-				body.text, it.raw = a.knowledgeBody(body.text), false
+			if it.raw && edgesNeedEscape(body.Text) {
+				body.Text, it.raw = a.knowledgeBody(body.Text), false
 			}
 			return true
 		}
 	}
-	n, exact = a.m.joinUpTo(it.parts[1:], max(limit-marker, 0), cuts)
+	n, exact = a.m.JoinUpTo(it.parts[1:], max(limit-marker, 0), cuts)
 	if !exact {
 		it.lower = n + marker
 		return it.lower, false
@@ -382,9 +381,9 @@ func (a *assembly) cost(it *ctxItem, limit int) (n int, exact bool) {
 }
 
 // edgesNeedEscape reports whether EscapeText changes s within reach of the meter's counting across a join
-// (cutWindow bytes from either end, and the character before).
+// (tokenizer.CutWindow bytes from either end, and the character before).
 func edgesNeedEscape(s string) bool {
-	const reach = cutWindow + utf8.UTFMax
+	const reach = tokenizer.CutWindow + utf8.UTFMax
 	return hasMarkup(s[:min(len(s), reach)]) || hasMarkup(s[max(0, len(s)-reach):]) || !utf8.ValidString(s)
 }
 

@@ -131,20 +131,20 @@ func (b *Builder) passThrough(ctx context.Context, system string) (*Built, error
 		return nil, err
 	}
 	// An assembly of its own, for its counting: OpenAI's chat format, each text counted once.
-	a := &assembly{f: OpenAI, model: model, m: newMeter(model.Counter())}
+	a := &assembly{f: OpenAI, model: model, m: tokenizer.NewMeter(model.Counter())}
 	built := &Built{System: system, TotalTokens: model.ReplyPriming}
 	if len(b.req.History) > 0 {
 		built.Messages = slices.Clone(b.req.History)
 	}
 	instructions := 0
 	if system != "" {
-		instructions = a.chatCost("system", []part{newPart(system)}, "", nil, "")
+		instructions = a.chatCost("system", []tokenizer.Part{tokenizer.NewPart(system)}, "", nil, "")
 	}
 	history := 0
 	ids := make([]string, len(built.Messages))
 	for i := range built.Messages {
 		m := &built.Messages[i]
-		history += a.chatCost(m.Role, []part{a.cachedPart(m.Content, m.TokenCounts)}, m.Name, m.ToolCalls, m.ToolCallID)
+		history += a.chatCost(m.Role, []tokenizer.Part{a.cachedPart(m.Content, m.TokenCounts)}, m.Name, m.ToolCalls, m.ToolCallID)
 		ids[i] = historyID(i)
 	}
 	built.TotalTokens += instructions + history

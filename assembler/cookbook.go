@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/context-loom/loom"
+	"github.com/context-loom/loom/tokenizer"
 )
 
 // Cookbook lays a request out as the Valkey cookbook's assemble_context does, message for message, as
@@ -87,8 +88,8 @@ func (c *Cookbook) prepare(a *assembly) error {
 		a.instructionIDs = append(a.instructionIDs, "instructions")
 	}
 	required := func(id string, i int, text string) *ctxItem {
-		it := &ctxItem{id: id, order: i, kept: true, required: true, parts: []part{newPart(text)}}
-		it.cost = a.m.join(it.parts)
+		it := &ctxItem{id: id, order: i, kept: true, required: true, parts: []tokenizer.Part{tokenizer.NewPart(text)}}
+		it.cost = a.m.Join(it.parts)
 		return it
 	}
 	for i, f := range req.Memory {
@@ -121,7 +122,7 @@ func (c *Cookbook) prepare(a *assembly) error {
 func (*Cookbook) body(text string) string { return text }
 
 // turnCost is exact: a message is its role and content.
-func (*Cookbook) turnCost(a *assembly, msg *Message, content []part) int {
+func (*Cookbook) turnCost(a *assembly, msg *Message, content []tokenizer.Part) int {
 	return a.chatCost(msg.Role, content, "", nil, "")
 }
 
@@ -131,42 +132,42 @@ func (c *Cookbook) render(a *assembly, out *output) {
 	n := 3 + len(a.toolOuts) + len(a.turns) - a.keepFrom
 	out.messages = make([]ChatMessage, 0, n)
 	// message adds a message of role whose content is parts joined, region's.
-	message := func(region Region, role string, parts ...part) string {
+	message := func(region Region, role string, parts ...tokenizer.Part) string {
 		out.frame(region, role)
 		s := segments{}
 		s.add(region, parts...)
 		out.add(s)
-		content := joinText(parts)
+		content := tokenizer.JoinText(parts)
 		out.messages = append(out.messages, ChatMessage{Role: role, Content: content})
 		return content
 	}
 	agent := c.agent()
 	if agent != nil {
-		out.prefix = message(RegionInstructions, "system", newPart(cookbookPrompt(agent)))
+		out.prefix = message(RegionInstructions, "system", tokenizer.NewPart(cookbookPrompt(agent)))
 	}
 	if a.req.Instructions != "" {
-		if s := message(RegionInstructions, "system", newPart(a.req.Instructions)); agent == nil {
+		if s := message(RegionInstructions, "system", tokenizer.NewPart(a.req.Instructions)); agent == nil {
 			out.prefix = s
 		}
 	}
 	if len(a.memory) > 0 {
 		tag := memoryElement(false)
-		parts := make([]part, 0, 2*len(a.memory)+1)
-		parts = append(parts, newPart("User context:\n"+tag.open+"\n"))
+		parts := make([]tokenizer.Part, 0, 2*len(a.memory)+1)
+		parts = append(parts, tokenizer.NewPart("User context:\n"+tag.open+"\n"))
 		for i, it := range a.memory {
 			if i > 0 {
-				parts = append(parts, newPart("\n"))
+				parts = append(parts, tokenizer.NewPart("\n"))
 			}
 			parts = append(parts, it.parts...)
 		}
-		message(RegionMemory, "system", append(parts, newPart("\n"+tag.close()))...)
+		message(RegionMemory, "system", append(parts, tokenizer.NewPart("\n"+tag.close()))...)
 	}
 	if len(a.knowledge) > 0 {
-		parts := make([]part, 0, 2*len(a.knowledge))
-		parts = append(parts, newPart("Relevant knowledge:\n"))
+		parts := make([]tokenizer.Part, 0, 2*len(a.knowledge))
+		parts = append(parts, tokenizer.NewPart("Relevant knowledge:\n"))
 		for i, it := range a.knowledge {
 			if i > 0 {
-				parts = append(parts, newPart("\n\n"))
+				parts = append(parts, tokenizer.NewPart("\n\n"))
 			}
 			parts = append(parts, it.parts...)
 		}
@@ -180,7 +181,7 @@ func (c *Cookbook) render(a *assembly, out *output) {
 	for _, it := range a.toolOuts {
 		message(RegionToolOutputs, "system", it.parts...)
 	}
-	message(RegionMessage, "user", newPart(a.message))
+	message(RegionMessage, "user", tokenizer.NewPart(a.message))
 	out.addTokens(regionOverhead, a.model.ReplyPriming)
 }
 

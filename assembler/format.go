@@ -3,7 +3,8 @@ package assembler
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
+
+	"github.com/context-loom/loom/tokenizer"
 )
 
 // A Format writes a finished plan as a provider's request: it decides how each item of the request is
@@ -38,7 +39,7 @@ type formatter interface {
 	body(text string) string
 	// turnCost is what the planner counts a history message as, before it renders: content holds the
 	// message's content as written (see body), its count memoized there.
-	turnCost(a *assembly, msg *Message, content []part) int
+	turnCost(a *assembly, msg *Message, content []tokenizer.Part) int
 	// settle applies the format's last rules of planning once the optional items are chosen, and again
 	// after one is dropped: what a history may start with, how kept knowledge is ordered and numbered.
 	settle(a *assembly)
@@ -107,7 +108,7 @@ const regionOverhead Region = 0
 // regionOverhead.
 type output struct {
 	a        *assembly // for its meter, model and counts of roles
-	m        *meter
+	m        *tokenizer.Meter
 	messages []ChatMessage
 	system   string
 	tools    []json.RawMessage
@@ -131,7 +132,7 @@ func (o *output) reset(a *assembly) {
 // segments is one text of an output, made of its regions' parts in order: parts[:ends[0].end] is
 // ends[0].region's, and so on; the last end is at len(parts).
 type segments struct {
-	parts []part
+	parts []tokenizer.Part
 	ends  [10]bound
 	n     int
 	total int // the text's count, once added to an output
@@ -143,7 +144,7 @@ type bound struct {
 }
 
 // add appends parts to the text, as region's.
-func (s *segments) add(region Region, parts ...part) {
+func (s *segments) add(region Region, parts ...tokenizer.Part) {
 	s.parts = append(s.parts, parts...)
 	s.mark(region)
 }
@@ -162,7 +163,7 @@ func (s *segments) markAt(end int, region Region) {
 // add counts s, its parts joined, into the output and returns the count. A text of one region is that
 // region's; one of several is split among them when the output is reported (see regionsUsed).
 func (o *output) add(s segments) int {
-	s.total = o.m.join(s.parts)
+	s.total = o.m.Join(s.parts)
 	o.total += s.total
 	switch s.n {
 	case 0:
@@ -175,14 +176,14 @@ func (o *output) add(s segments) int {
 }
 
 // addPart counts p, a text whose count the plan may hold (a history message's content), as region's.
-func (o *output) addPart(region Region, p part) {
-	o.addTokens(region, o.m.join([]part{p}))
+func (o *output) addPart(region Region, p tokenizer.Part) {
+	o.addTokens(region, o.m.Join([]tokenizer.Part{p}))
 }
 
 // addText counts text as region's. Its count is remembered for the output's other renderings (tool
 // definitions, ids, the message).
 func (o *output) addText(region Region, text string) {
-	o.addTokens(region, o.m.countShort(text))
+	o.addTokens(region, o.m.CountShort(text))
 }
 
 // frame adds what framing a message of role costs, the model's per-message overhead and the role, as
@@ -210,41 +211,11 @@ func (o *output) regionsUsed() regionTokens {
 		for j, b := range s.ends[:s.n] {
 			n := s.total
 			if j < s.n-1 {
-				n = o.m.join(s.parts[:b.end])
+				n = o.m.Join(s.parts[:b.end])
 			}
 			used[b.region] += n - prev
 			prev = n
 		}
 	}
 	return used
-}
-
-func joinText(parts []part) string {
-	only := -1 // the one non-empty part, if there is only one: returned as it is, without a copy
-	for i, p := range parts {
-		if p.text != "" {
-			if only >= 0 {
-				only = -2
-				break
-			}
-			only = i
-		}
-	}
-	switch only {
-	case -1:
-		return ""
-	case -2:
-	default:
-		return parts[only].text
-	}
-	n := 0
-	for _, p := range parts {
-		n += len(p.text)
-	}
-	var b strings.Builder
-	b.Grow(n)
-	for _, p := range parts {
-		b.WriteString(p.text)
-	}
-	return b.String()
 }

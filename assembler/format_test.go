@@ -21,13 +21,13 @@ func planState(a *assembly) string {
 		fmt.Fprintf(&b, "turn %d+%d cost %d orphaned %v\n", g.first, g.n, g.cost, g.orphaned)
 	}
 	for i, p := range a.contents {
-		fmt.Fprintf(&b, "content %d %q %d\n", i, p.text, p.tokens)
+		fmt.Fprintf(&b, "content %d %q %d\n", i, p.Text, p.Tokens)
 	}
 	for _, r := range []Region{RegionMemory, RegionToolOutputs, RegionKnowledge} {
 		for _, it := range a.items(r) {
 			fmt.Fprintf(&b, "%s %s kept %v required %v dup %q cost %d lower %d raw %v order %d rank %d", r, it.id, it.kept, it.required, it.dup, it.cost, it.lower, it.raw, it.order, it.rank)
 			for _, p := range it.parts {
-				fmt.Fprintf(&b, " [%q %d]", p.text, p.tokens)
+				fmt.Fprintf(&b, " [%q %d]", p.Text, p.Tokens)
 			}
 			if it.ref != nil {
 				fmt.Fprintf(&b, " marker %d", it.ref.Marker)

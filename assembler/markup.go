@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+
+	"github.com/context-loom/loom/tokenizer"
 )
 
 // markup is the planning that the formats writing Loom's own layout share (openai, anthropic, text): the
@@ -30,8 +32,8 @@ var (
 // (instructions, then pinned memory), the context (memory that is not pinned, tool outputs, knowledge)
 // and the history's turns.
 type layout struct {
-	instructionParts int    // stable[:instructionParts] is the instructions'
-	ctx              []part // memory, tool outputs, knowledge
+	instructionParts int              // stable[:instructionParts] is the instructions'
+	ctx              []tokenizer.Part // memory, tool outputs, knowledge
 	ctxText          string
 	memoryEnd        int     // ctx[:memoryEnd] is memory's
 	toolsEnd         int     // ctx[memoryEnd:toolsEnd] is the tool outputs', the rest knowledge's
@@ -41,10 +43,10 @@ type layout struct {
 
 // markupLayout lays the settled plan out. The stable prefix is returned apart from the rest of the layout,
 // which escape analysis would let take it to the heap.
-func (a *assembly) markupLayout() (stable []part, l layout) {
+func (a *assembly) markupLayout() (stable []tokenizer.Part, l layout) {
 	// The stable prefix: instructions, then pinned memory.
 	if a.req.Instructions != "" {
-		stable = append(stable, newPart(a.req.Instructions))
+		stable = append(stable, tokenizer.NewPart(a.req.Instructions))
 	}
 	l.instructionParts = len(stable)
 	var pinned, recent []*ctxItem
@@ -57,23 +59,23 @@ func (a *assembly) markupLayout() (stable []part, l layout) {
 	}
 	if len(pinned) > 0 {
 		if len(stable) > 0 {
-			stable = append(stable, newPart("\n\n"))
+			stable = append(stable, tokenizer.NewPart("\n\n"))
 		}
-		stable = append(stable, newPart(pinnedOpen))
+		stable = append(stable, tokenizer.NewPart(pinnedOpen))
 		for _, it := range pinned {
 			stable = append(stable, it.parts...)
 		}
-		stable = append(stable, newPart(strings.TrimSuffix(memoryClose, "\n\n")))
+		stable = append(stable, tokenizer.NewPart(strings.TrimSuffix(memoryClose, "\n\n")))
 	}
 
 	// The volatile context: other memory, tool outputs, knowledge.
-	var ctxParts []part
+	var ctxParts []tokenizer.Part
 	if len(recent) > 0 {
-		ctxParts = append(ctxParts, newPart(memoryOpen))
+		ctxParts = append(ctxParts, tokenizer.NewPart(memoryOpen))
 		for _, it := range recent {
 			ctxParts = append(ctxParts, it.parts...)
 		}
-		ctxParts = append(ctxParts, newPart(memoryClose))
+		ctxParts = append(ctxParts, tokenizer.NewPart(memoryClose))
 	}
 	l.memoryEnd = len(ctxParts)
 	for i := len(a.toolOuts) - 1; i >= 0; i-- { // chronological
@@ -86,15 +88,15 @@ func (a *assembly) markupLayout() (stable []part, l layout) {
 	// the knowledge's is its end.
 	knowledgeAt := 0 // where the knowledge starts in the context text
 	for _, p := range ctxParts {
-		knowledgeAt += len(p.text)
+		knowledgeAt += len(p.Text)
 	}
 	ctxParts = slices.Grow(ctxParts, 4*len(a.cited))
 	for _, it := range a.cited {
 		ctxParts = append(ctxParts, it.parts...)
 	}
-	ctxText := joinText(ctxParts)
+	ctxText := tokenizer.JoinText(ctxParts)
 	l.knowledge = strings.TrimSuffix(ctxText[knowledgeAt:], "\n\n")
-	if n := len(ctxParts); n > 0 && strings.HasSuffix(ctxParts[n-1].text, "\n\n") { // as trimTrailingBlank does
+	if n := len(ctxParts); n > 0 && strings.HasSuffix(ctxParts[n-1].Text, "\n\n") { // as trimTrailingBlank does
 		ctxText = ctxText[:len(ctxText)-2]
 	}
 	trimTrailingBlank(ctxParts) // ctxParts holds copies of the items' parts
@@ -112,7 +114,7 @@ func (l *layout) stableRegion() Region {
 }
 
 // stableText is the stable prefix as one text.
-func (l *layout) stableText(stable []part) segments {
+func (l *layout) stableText(stable []tokenizer.Part) segments {
 	s := segments{parts: stable}
 	s.markAt(l.instructionParts, RegionInstructions)
 	s.markAt(len(stable), RegionMemory)
@@ -132,7 +134,7 @@ func (l *layout) contextText() segments {
 }
 
 // appendStable appends the stable prefix to s, and then sep, marking its regions' bounds.
-func (l *layout) appendStable(s *segments, stable []part, sep ...part) {
+func (l *layout) appendStable(s *segments, stable []tokenizer.Part, sep ...tokenizer.Part) {
 	s.parts = append(s.parts, stable[:l.instructionParts]...)
 	if l.instructionParts == len(stable) {
 		s.parts = append(s.parts, sep...)
@@ -146,7 +148,7 @@ func (l *layout) appendStable(s *segments, stable []part, sep ...part) {
 }
 
 // appendContext appends the context to s, and then sep, marking its regions' bounds.
-func (l *layout) appendContext(s *segments, sep ...part) {
+func (l *layout) appendContext(s *segments, sep ...tokenizer.Part) {
 	regions := [3]struct {
 		from, to int
 		region   Region
@@ -167,7 +169,9 @@ func (l *layout) appendContext(s *segments, sep ...part) {
 }
 
 // stablePrefix is the text hashed into Result.PrefixHash: the tools' JSON and the stable prefix.
-func stablePrefix(tools string, stable []part) string { return tools + "\x00" + joinText(stable) }
+func stablePrefix(tools string, stable []tokenizer.Part) string {
+	return tools + "\x00" + tokenizer.JoinText(stable)
+}
 
 // trimKeptStart drops the kept history turns that would start the history with an assistant's message or
 // a tool result, reporting them as orphans.
@@ -201,7 +205,7 @@ func (a *assembly) settleKnowledge() {
 				}
 			}
 			if it.raw {
-				it.parts[2].text, it.raw = a.knowledgeBody(it.parts[2].text), false
+				it.parts[2].Text, it.raw = a.knowledgeBody(it.parts[2].Text), false
 			}
 			kept = append(kept, it)
 		}
@@ -231,23 +235,23 @@ func (a *assembly) settleKnowledge() {
 	}
 	for i, it := range kept {
 		it.ref.Marker = i + 1
-		it.parts[0] = part{text: marker(i + 1), tokens: a.markerCost(i + 1)}
+		it.parts[0] = tokenizer.Part{Text: marker(i + 1), Tokens: a.markerCost(i + 1)}
 	}
 	a.cited = kept
 }
 
 // chatCost is what an OpenAI-style chat message costs: the model's per-message overhead, its role, its
 // content and name, tool calls and call id.
-func (a *assembly) chatCost(role string, content []part, name string, calls []ToolCall, callID string) int {
-	n := a.model.TokensPerMessage + a.roleTokens(role) + a.m.join(content)
+func (a *assembly) chatCost(role string, content []tokenizer.Part, name string, calls []ToolCall, callID string) int {
+	n := a.model.TokensPerMessage + a.roleTokens(role) + a.m.Join(content)
 	if name != "" {
-		n += a.m.countShort(name) + a.model.TokensPerName
+		n += a.m.CountShort(name) + a.model.TokensPerName
 	}
 	if len(calls) > 0 {
-		n += a.m.count(toolCallsJSON(calls))
+		n += a.m.Count(toolCallsJSON(calls))
 	}
 	if callID != "" {
-		n += a.m.countShort(callID)
+		n += a.m.CountShort(callID)
 	}
 	return n
 }
@@ -256,10 +260,10 @@ func (a *assembly) chatCost(role string, content []part, name string, calls []To
 func (a *assembly) roleTokens(role string) int {
 	i := slices.Index([]string{"user", "assistant", "system", "tool"}, role)
 	if i < 0 {
-		return a.m.countShort(role)
+		return a.m.CountShort(role)
 	}
 	if a.roles[i] == 0 {
-		a.roles[i] = a.m.countShort(role) + 1 // 0: not counted yet
+		a.roles[i] = a.m.CountShort(role) + 1 // 0: not counted yet
 	}
 	return a.roles[i] - 1
 }
@@ -295,8 +299,8 @@ func openAITool(t Tool) []byte {
 
 // trimTrailingBlank drops the blank line that ends the last part, if it is a wrapper's, in place: parts
 // must be the caller's own.
-func trimTrailingBlank(parts []part) {
-	if n := len(parts); n > 0 && strings.HasSuffix(parts[n-1].text, "\n\n") {
-		parts[n-1] = newPart(strings.TrimSuffix(parts[n-1].text, "\n\n"))
+func trimTrailingBlank(parts []tokenizer.Part) {
+	if n := len(parts); n > 0 && strings.HasSuffix(parts[n-1].Text, "\n\n") {
+		parts[n-1] = tokenizer.NewPart(strings.TrimSuffix(parts[n-1].Text, "\n\n"))
 	}
 }

@@ -1,5 +1,7 @@
 package assembler
 
+import "github.com/context-loom/loom/tokenizer"
+
 // openAI is the Chat Completions format (see OpenAI).
 type openAI struct{ markup }
 
@@ -17,7 +19,7 @@ func (f openAI) prepare(a *assembly) error {
 
 func (openAI) body(text string) string { return text }
 
-func (openAI) turnCost(a *assembly, msg *Message, content []part) int {
+func (openAI) turnCost(a *assembly, msg *Message, content []tokenizer.Part) int {
 	return a.chatCost(msg.Role, content, msg.Name, msg.ToolCalls, msg.ToolCallID)
 }
 
@@ -34,7 +36,7 @@ func (openAI) render(a *assembly, out *output) {
 	if len(stable) > 0 {
 		out.frame(l.stableRegion(), "system")
 		out.add(l.stableText(stable))
-		out.messages = append(out.messages, ChatMessage{Role: "system", Content: joinText(stable)})
+		out.messages = append(out.messages, ChatMessage{Role: "system", Content: tokenizer.JoinText(stable)})
 	}
 	for gi := range l.history {
 		g := &l.history[gi]
@@ -47,7 +49,7 @@ func (openAI) render(a *assembly, out *output) {
 			if msg.Role == "tool" { // Chat Completions' tool messages have no name
 				named, name = named || name != "", ""
 			}
-			out.messages = append(out.messages, ChatMessage{Role: msg.Role, Content: contents[i].text, Name: name, ToolCalls: msg.ToolCalls, ToolCallID: msg.ToolCallID})
+			out.messages = append(out.messages, ChatMessage{Role: msg.Role, Content: contents[i].Text, Name: name, ToolCalls: msg.ToolCalls, ToolCallID: msg.ToolCallID})
 		}
 		if g.cost >= 0 && !named { // what groupCost counted, message by message, as they are rendered
 			out.addTokens(RegionHistory, int(g.cost))

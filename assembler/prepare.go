@@ -190,7 +190,7 @@ func (a *assembly) groupCost(g *group) int {
 		msg := &a.req.History[int(g.first)+i]
 		contents[i] = a.cachedPart(msg.Content, msg.TokenCounts)
 		if text := a.f.body(msg.Content); len(text) != len(msg.Content) { // a cached count is of the content as given
-			contents[i] = newPart(text)
+			contents[i] = tokenizer.NewPart(text)
 		}
 		n += a.f.turnCost(a, msg, contents[i:i+1])
 	}
@@ -199,16 +199,16 @@ func (a *assembly) groupCost(g *group) int {
 }
 
 // cachedPart is a part for text whose count may be cached under the model's encoding.
-func (a *assembly) cachedPart(text string, counts map[string]int) part {
+func (a *assembly) cachedPart(text string, counts map[string]int) tokenizer.Part {
 	return a.cachedPartAt(text, counts, a.model.Encoding)
 }
 
 // cachedPartAt is a part for text whose count may be cached under key.
-func (a *assembly) cachedPartAt(text string, counts map[string]int, key string) part {
+func (a *assembly) cachedPartAt(text string, counts map[string]int, key string) tokenizer.Part {
 	if n, ok := counts[key]; ok && a.model.Exact() && n >= 0 {
-		return part{text: text, tokens: n}
+		return tokenizer.Part{Text: text, Tokens: n}
 	}
-	return newPart(text)
+	return tokenizer.NewPart(text)
 }
 
 // prepareMemory renders each fact as a line; pinned facts first (they go in the stable prefix), then the
@@ -231,8 +231,8 @@ func (a *assembly) prepareMemory() {
 			continue
 		}
 		it := &ctxItem{id: id, pinned: f.Pinned, order: i}
-		it.parts = []part{newPart("- " + EscapeText(oneLine(f.Key)) + ": " + EscapeText(oneLine(f.Value)) + "\n")}
-		it.cost = a.m.join(it.parts)
+		it.parts = []tokenizer.Part{tokenizer.NewPart("- " + EscapeText(oneLine(f.Key)) + ": " + EscapeText(oneLine(f.Value)) + "\n")}
+		it.cost = a.m.Join(it.parts)
 		a.memory = append(a.memory, it)
 	}
 }
@@ -248,25 +248,25 @@ func (a *assembly) prepareToolOutputs() {
 		if result == "" {
 			result = "(no output)"
 		}
-		body := part{text: EscapeText(result)}
-		if body.tokens = a.m.count(body.text); body.tokens > a.policy.MaxToolOutputTokens {
-			body = newPart(a.cutMiddle(body.text, body.tokens, a.policy.MaxToolOutputTokens))
+		body := tokenizer.Part{Text: EscapeText(result)}
+		if body.Tokens = a.m.Count(body.Text); body.Tokens > a.policy.MaxToolOutputTokens {
+			body = tokenizer.NewPart(a.cutMiddle(body.Text, body.Tokens, a.policy.MaxToolOutputTokens))
 			a.dropped[RegionToolOutputs] = append(a.dropped[RegionToolOutputs], Dropped{ID: id, Reason: ReasonTruncated})
 		}
-		if text := a.f.body(body.text); len(text) != len(body.text) { // its lines after the first, as the format writes them
-			body = newPart(text)
+		if text := a.f.body(body.Text); len(text) != len(body.Text) { // its lines after the first, as the format writes them
+			body = tokenizer.NewPart(text)
 		}
 		tag := toolOutputElement(o.Tool, o.CallID)
 		it := &ctxItem{id: id, order: i}
-		it.parts = []part{newPart(tag.itemOpen(a.tagEnd)), body, newPart(tag.itemClose())}
-		it.cost = a.m.join(it.parts)
+		it.parts = []tokenizer.Part{tokenizer.NewPart(tag.itemOpen(a.tagEnd)), body, tokenizer.NewPart(tag.itemClose())}
+		it.cost = a.m.Join(it.parts)
 		a.toolOuts = append(a.toolOuts, it)
 	}
 }
 
 // cutMiddle keeps the head and tail of text (n tokens) within limit tokens, with a marker between them.
 func (a *assembly) cutMiddle(text string, n, limit int) string {
-	enc, ok := a.m.counter.(interface{ Truncate(string, int) string })
+	enc, ok := a.m.Counter().(tokenizer.Truncater)
 	keep := (limit - 16) / 2
 	if !ok || keep <= 0 {
 		r := []rune(text)
@@ -281,13 +281,13 @@ func (a *assembly) cutMiddle(text string, n, limit int) string {
 		for mid < hi && !isRuneStart(text, mid) {
 			mid++
 		}
-		if mid < hi && a.m.count(text[mid:]) <= keep {
+		if mid < hi && a.m.Count(text[mid:]) <= keep {
 			hi = mid
 		} else {
 			lo = mid + 1
 		}
 	}
-	omitted := n - a.m.count(head) - a.m.count(text[hi:])
+	omitted := n - a.m.Count(head) - a.m.Count(text[hi:])
 	return head + "\n[... " + strconv.Itoa(max(omitted, 0)) + " tokens cut ...]\n" + text[hi:]
 }
 
@@ -318,7 +318,7 @@ func (a *assembly) prepareKnowledge() {
 			it := ctxItem{id: id, order: i, know: k, raw: true, cost: -1, parts: parts[n : n+4 : n+4]}
 			it.parts[2] = a.cachedPartAt(content, k.TokenCounts, countKey)
 			if a.f.body(content) != content { // the format writes it otherwise: the cached count is not of it
-				it.parts[2] = newPart(content)
+				it.parts[2] = tokenizer.NewPart(content)
 			}
 			items = append(items, it)
 		}
@@ -338,11 +338,11 @@ func (a *assembly) prepareKnowledge() {
 	})
 
 	// The tags, counted once: most items share one.
-	tags := map[[3]string]part{}
+	tags := map[[3]string]tokenizer.Part{}
 	var lastKey [3]string
-	var open part
-	closeTag := part{text: contextElement.itemClose()}
-	closeTag.tokens = a.m.countShort(closeTag.text)
+	var open tokenizer.Part
+	closeTag := tokenizer.Part{Text: contextElement.itemClose()}
+	closeTag.Tokens = a.m.CountShort(closeTag.Text)
 	a.knowledge = slices.Grow(sc.knowledge[:0], len(items))
 	for n, r := range order {
 		it := &items[r.item]
@@ -355,14 +355,14 @@ func (a *assembly) prepareKnowledge() {
 			var ok bool
 			if open, ok = tags[key]; !ok {
 				text := " " + knowledgeElement(typ, k.Source, k.Trusted).itemOpen(a.tagEnd)
-				open = part{text: text, tokens: a.m.countShort(text)}
+				open = tokenizer.Part{Text: text, Tokens: a.m.CountShort(text)}
 				tags[key] = open
 			}
 			lastKey = key
 		}
 		it.rank = n
 		// The marker "[n]" is a part of its own: it changes with the order, the rest does not.
-		it.parts[0], it.parts[1], it.parts[3] = newPart(""), open, closeTag
+		it.parts[0], it.parts[1], it.parts[3] = tokenizer.NewPart(""), open, closeTag
 		a.knowledge = append(a.knowledge, it)
 	}
 	sc.knowledge = a.knowledge
@@ -433,14 +433,14 @@ func markerTableFor(encoding string) *markerTable {
 	return t.(*markerTable)
 }
 
-func (t *markerTable) tokens(n int, m *meter) int {
+func (t *markerTable) tokens(n int, m *tokenizer.Meter) int {
 	if !t.cached || n >= len(t.counts) {
-		return m.countShort(marker(n))
+		return m.CountShort(marker(n))
 	}
 	if c := t.counts[n].Load(); c > 0 {
 		return int(c - 1)
 	}
-	c := m.count(marker(n))
+	c := m.Count(marker(n))
 	t.counts[n].Store(int32(c + 1))
 	return c
 }

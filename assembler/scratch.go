@@ -1,16 +1,20 @@
 package assembler
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/context-loom/loom/tokenizer"
+)
 
 // scratch is an assembly's working memory that no Result refers to: the knowledge candidates and their
 // parts, the history turns and their contents. Assemblies take it from a pool and give it back emptied
 // (see assembly.release), so that a request of the same size allocates none of it again.
 type scratch struct {
 	items     []ctxItem
-	parts     []part
+	parts     []tokenizer.Part
 	order     []ranked
 	knowledge []*ctxItem
-	contents  []part
+	contents  []tokenizer.Part
 	turns     []group
 }
 

@@ -1,6 +1,10 @@
 package assembler
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/context-loom/loom/tokenizer"
+)
 
 // textFormat is the transcript format (see Text).
 type textFormat struct{ markup }
@@ -14,10 +18,10 @@ func (textFormat) body(text string) string { return indentLines(text) }
 
 // turnCost is the planner's estimate of a turn: its body, its tool calls' names, ids and arguments, and
 // 4 for its header and the blank line after; the transcript is counted whole once it is rendered.
-func (textFormat) turnCost(a *assembly, msg *Message, content []part) int {
-	n := a.m.join(content)
+func (textFormat) turnCost(a *assembly, msg *Message, content []tokenizer.Part) int {
+	n := a.m.Join(content)
 	for _, c := range msg.ToolCalls {
-		n += a.m.count(c.Function.Name + c.ID + c.Function.Arguments)
+		n += a.m.Count(c.Function.Name + c.ID + c.Function.Arguments)
 	}
 	return n + 4
 }
@@ -44,10 +48,10 @@ func (textFormat) render(a *assembly, out *output) {
 	tools := renderTools(a.req.Tools, openAITool) // in the text, not beside it
 	s := segments{}
 	if len(stable) > 0 {
-		l.appendStable(&s, stable, newPart("\n\n"))
+		l.appendStable(&s, stable, tokenizer.NewPart("\n\n"))
 	}
 	if tools.text != "" {
-		s.add(RegionTools, newPart("Tools:\n"+textIndent), newPart(indentLines(tools.text)), newPart("\n\n"))
+		s.add(RegionTools, tokenizer.NewPart("Tools:\n"+textIndent), tokenizer.NewPart(indentLines(tools.text)), tokenizer.NewPart("\n\n"))
 	}
 	for gi := range l.history {
 		g := &l.history[gi]
@@ -57,22 +61,22 @@ func (textFormat) render(a *assembly, out *output) {
 			if msg.Role == "tool" {
 				label += " (" + indentLines(msg.ToolCallID) + ")"
 			}
-			s.parts = append(s.parts, newPart(label+": "), contents[i], newPart("\n\n"))
+			s.parts = append(s.parts, tokenizer.NewPart(label+": "), contents[i], tokenizer.NewPart("\n\n"))
 			for _, call := range msg.ToolCalls {
-				s.parts = append(s.parts, newPart("Assistant called "+call.Function.Name+" ("+indentLines(call.ID)+"): "+
+				s.parts = append(s.parts, tokenizer.NewPart("Assistant called "+call.Function.Name+" ("+indentLines(call.ID)+"): "+
 					indentLines(call.Function.Arguments)+"\n\n"))
 			}
 		}
 	}
 	s.mark(RegionHistory)
 	if len(l.ctx) > 0 {
-		l.appendContext(&s, newPart("\n\n"))
+		l.appendContext(&s, tokenizer.NewPart("\n\n"))
 	}
 	if a.message != "" {
-		s.add(RegionMessage, newPart("User: "), newPart(indentLines(a.message)), newPart("\n\n"))
+		s.add(RegionMessage, tokenizer.NewPart("User: "), tokenizer.NewPart(indentLines(a.message)), tokenizer.NewPart("\n\n"))
 	}
-	s.add(regionOverhead, newPart("Assistant:"))
-	out.text = joinText(s.parts)
+	s.add(regionOverhead, tokenizer.NewPart("Assistant:"))
+	out.text = tokenizer.JoinText(s.parts)
 	out.add(s)
 	out.context = l.knowledge
 	out.prefix = stablePrefix(tools.text, stable)
