@@ -53,6 +53,7 @@ func TestSplitsAt_IsLocal(t *testing.T) {
 		texts = append(texts, randomText(r, 60))
 	}
 	forEachEncoding(t, func(t *testing.T, e *Encoding) {
+		r := rand.New(rand.NewPCG(9, 10)) // the subtests run in parallel: each has its own source
 		adds := func(text string, p int) {
 			t.Helper()
 			if a, b, w := e.Count(text[:p]), e.Count(text[p:]), e.Count(text); a+b != w {
