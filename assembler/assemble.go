@@ -10,6 +10,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/context-loom/loom/internal/xmltext"
+
 	"github.com/context-loom/loom/tokenizer"
 
 	"github.com/context-loom/loom"
@@ -384,7 +386,7 @@ func (a *assembly) cost(it *ctxItem, limit int) (n int, exact bool) {
 // (tokenizer.CutWindow bytes from either end, and the character before).
 func edgesNeedEscape(s string) bool {
 	const reach = tokenizer.CutWindow + utf8.UTFMax
-	return hasMarkup(s[:min(len(s), reach)]) || hasMarkup(s[max(0, len(s)-reach):]) || !utf8.ValidString(s)
+	return xmltext.HasMarkup(s[:min(len(s), reach)]) || xmltext.HasMarkup(s[max(0, len(s)-reach):]) || !utf8.ValidString(s)
 }
 
 func (a *assembly) items(region Region) []*ctxItem {

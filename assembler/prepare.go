@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"unicode"
 
+	"github.com/context-loom/loom/internal/xmltext"
+
 	"github.com/context-loom/loom/tokenizer"
 )
 
@@ -375,29 +377,18 @@ func (a *assembly) knowledgeBody(content string) string { return a.f.body(Escape
 // RenderedKnowledge is a knowledge item's content as the assembler renders it inside its tag: trimmed of
 // surrounding whitespace and escaped (see [EscapeText]). Knowledge.TokenCounts caches counts of this text,
 // under [KnowledgeCountKey].
-func RenderedKnowledge(content string) string { return EscapeText(strings.TrimSpace(content)) }
-
-// knowledgeRendering is the version of RenderedKnowledge's text, which changes whenever the text does. 2:
-// quotes are escaped too (1, whose counts were kept under the bare encoding name, escaped only & < >).
-const knowledgeRendering = "2"
+func RenderedKnowledge(content string) string { return xmltext.Knowledge(content) }
 
 // KnowledgeCountKey is the key of Knowledge.TokenCounts under which the count of an item's
 // [RenderedKnowledge] text in the named encoding is cached: the encoding's name and the version of the
 // rendering, as in "o200k_base/2". A count that a store kept for an earlier rendering of the text is then
 // never taken for this one's: it is not found, and the text is counted.
-func KnowledgeCountKey(encoding string) string { return encoding + "/" + knowledgeRendering }
+func KnowledgeCountKey(encoding string) string { return xmltext.KnowledgeCountKey(encoding) }
 
 // KnowledgeCounts returns the counts of content's [RenderedKnowledge] text in o200k_base and cl100k_base
-// under their [KnowledgeCountKey]s: what a store caches on a session's knowledge when it is set
-// (store.Options.CountKnowledge), so that an assembly does not count the items again.
-func KnowledgeCounts(content string) map[string]int {
-	rendered := RenderedKnowledge(content)
-	counts := make(map[string]int, 2)
-	for _, enc := range []*tokenizer.Encoding{tokenizer.O200K(), tokenizer.CL100K()} {
-		counts[KnowledgeCountKey(enc.Name())] = enc.Count(rendered)
-	}
-	return counts
-}
+// under their [KnowledgeCountKey]s: what a store caches on every knowledge item it writes, so that an
+// assembly does not count the items again.
+func KnowledgeCounts(content string) map[string]int { return xmltext.KnowledgeCounts(content) }
 
 // markerCost is the count of "[n]".
 func (a *assembly) markerCost(n int) int {

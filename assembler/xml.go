@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/context-loom/loom/internal/xmltext"
 )
 
 // Loom's context markup: untrusted text (knowledge, tool outputs, memory) goes inside elements whose tags
@@ -111,11 +113,7 @@ func openTag(name string, attrs ...string) string {
 	return b.String()
 }
 
-// The characters that Ruby's CGI.escapeHTML escapes (which Phronomy's builder applies), and the references
-// it writes for them.
 var (
-	markupChars = [...]byte{'&', '<', '>', '"', '\''}
-	markupRefs  = [...]string{"&amp;", "&lt;", "&gt;", "&quot;", "&#39;"}
 	// An attribute value stays on its line: every line break (see lineBreak) and tab is a reference too.
 	attrEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#39;",
 		"\n", "&#10;", "\r", "&#13;", "\t", "&#9;", "\v", "&#11;", "\f", "&#12;",
@@ -126,58 +124,7 @@ var (
 // &gt; &quot; &#39;, as Phronomy's builder escapes (Ruby's CGI.escapeHTML), so that untrusted text can
 // neither open nor close a tag, nor spell an attribute such as trusted="true", even as inert text. Invalid
 // UTF-8 becomes U+FFFD. Line breaks and other white space are kept.
-func EscapeText(s string) string {
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	// Sized first, then written run by run between the characters, each found with IndexByte: texts are
-	// long (knowledge, tool outputs) and their characters to escape few.
-	size := len(s)
-	var next [len(markupChars)]int // where the next of each character is, len(s) when there is none
-	for i, c := range markupChars {
-		if n := strings.Count(s, string(c)); n > 0 {
-			size += n * (len(markupRefs[i]) - 1)
-			next[i] = strings.IndexByte(s, c)
-		} else {
-			next[i] = len(s)
-		}
-	}
-	if size == len(s) {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(size)
-	for at := 0; ; {
-		k := 0 // the character that comes first
-		for i := 1; i < len(next); i++ {
-			if next[i] < next[k] {
-				k = i
-			}
-		}
-		p := next[k]
-		b.WriteString(s[at:p])
-		if p == len(s) {
-			return b.String()
-		}
-		b.WriteString(markupRefs[k])
-		at = p + 1
-		if j := strings.IndexByte(s[at:], markupChars[k]); j >= 0 {
-			next[k] = at + j
-		} else {
-			next[k] = len(s)
-		}
-	}
-}
-
-// hasMarkup reports whether s has a character that EscapeText escapes.
-func hasMarkup(s string) bool {
-	for _, c := range markupChars {
-		if strings.IndexByte(s, c) >= 0 {
-			return true
-		}
-	}
-	return false
-}
+func EscapeText(s string) string { return xmltext.Escape(s) }
 
 // escapeAttr escapes text for a double-quoted attribute value.
 func escapeAttr(s string) string {

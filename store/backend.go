@@ -9,7 +9,7 @@ import (
 // Backend is the raw persistence a [Store] sits on: it keeps what the Store hands it and reads it back,
 // and applies none of the Store's rules. The Store calls a method only with a tenant and ids that
 // [ValidateID] accepts, with values it has checked against its [Limits] and prepared (times set, in UTC;
-// messages' token counts counted and their Seq zero; knowledge counted by Options.CountKnowledge), with a
+// messages' token counts counted and their Seq zero; knowledge counted as the assembler renders it), with a
 // context that is not done yet, and never after Close. Methods are called concurrently.
 //
 // A missing agent, fact or session is an error wrapping ErrNotFound; a server or file that cannot be

@@ -26,21 +26,20 @@ type Store struct {
 	loader Loader          // b's, or nil
 	colls  collection.Store
 	limits Limits
-	count  func(content string) map[string]int
 	sorted bool // facts are ordered by key (b is no OrderedFacts that keeps its own order)
 	now    func() time.Time
 	closed atomic.Bool
 }
 
-// New returns a Store over b, which it owns from then on (Close closes it). opts' Limits and
-// CountKnowledge are the Store's; its SessionTTL and ChangesKept are the backend's, which its own
+// New returns a Store over b, which it owns from then on (Close closes it). opts' Limits are the
+// Store's; its SessionTTL and ChangesKept are the backend's, which its own
 // constructor took (a backend's Open passes the same Options to both). It returns an error wrapping
 // ErrInvalid for a nil backend.
 func New(b Backend, opts Options) (*Store, error) {
 	if b == nil {
 		return nil, fmt.Errorf("%w: no backend", ErrInvalid)
 	}
-	s := &Store{b: b, limits: opts.Limits.WithDefaults(), count: opts.CountKnowledge, sorted: true, now: time.Now}
+	s := &Store{b: b, limits: opts.Limits.WithDefaults(), sorted: true, now: time.Now}
 	s.sel, _ = b.(MessageSelector)
 	s.loader, _ = b.(Loader)
 	if o, ok := b.(OrderedFacts); ok && o.FactsOrdered() {
@@ -214,13 +213,14 @@ func (s *Store) ToolOutputs(ctx context.Context, tenant, session string) ([]Tool
 	return s.b.ToolOutputs(ctx, tenant, session)
 }
 
-// SetKnowledge replaces the session's pre-retrieved knowledge (nil clears it), each item counted by
-// Options.CountKnowledge (counts given are not kept).
+// SetKnowledge replaces the session's pre-retrieved knowledge (nil clears it), each item's content counted as
+// the assembler renders it (assembler.KnowledgeCounts; counts given are not kept), so that an assembly
+// does not count it again.
 func (s *Store) SetKnowledge(ctx context.Context, tenant, session string, items []Knowledge) error {
 	if err := s.check(ctx, "tenant", tenant, "session", session); err != nil {
 		return err
 	}
-	items, err := prepareKnowledge(s.limits, s.count, items)
+	items, err := prepareKnowledge(s.limits, items)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/context-loom/loom/assembler"
 	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/store/memory"
+	"github.com/context-loom/loom/tokenizer"
 )
 
 // spy is a backend that keeps nothing and counts the calls that reach it.
@@ -185,5 +188,33 @@ func TestNew(t *testing.T) {
 	}
 	if c, ok := s.Collections(); ok || c != nil {
 		t.Errorf("a backend that keeps no collections has collections %v", c)
+	}
+}
+
+// TestStore_CountsKnowledgeAsTheAssemblerRendersIt: a Store opened with no options at all keeps, on every
+// knowledge item it writes, the counts of the item as the assembler renders it, under the keys the
+// assembler reads, so that an assembly from a store never counts a session's knowledge again; counts a
+// caller gave are replaced.
+func TestStore_CountsKnowledgeAsTheAssemblerRendersIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := memory.Open(ctx, memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	content := `  She said "it's <fine>" & left.  `
+	if err := s.SetKnowledge(ctx, "t", "s", []store.Knowledge{{Content: content, TokenCounts: map[string]int{"o200k_base/2": 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Knowledge(ctx, "t", "s")
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Knowledge: %v, %v", got, err)
+	}
+	for _, enc := range []*tokenizer.Encoding{tokenizer.O200K(), tokenizer.CL100K()} {
+		key, want := assembler.KnowledgeCountKey(enc.Name()), enc.Count(assembler.RenderedKnowledge(content))
+		if n, ok := got[0].TokenCounts[key]; !ok || n != want {
+			t.Errorf("counts %v, want %d under %q", got[0].TokenCounts, want, key)
+		}
 	}
 }

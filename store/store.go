@@ -135,19 +135,14 @@ type Snapshot struct {
 	Errors      map[Source]error
 }
 
-// Options are the settings of a Store and of every backend under one: the Store applies Limits and
-// CountKnowledge, the backend SessionTTL and ChangesKept. Each backend's Open takes them in its own
+// Options are the settings of a Store and of every backend under one: the Store applies Limits, the
+// backend SessionTTL and ChangesKept. Each backend's Open takes them in its own
 // options. The zero value means the documented defaults.
 type Options struct {
 	// SessionTTL expires a session this long after its last write. 0 means never.
 	SessionTTL time.Duration
 	// Limits bound what one write may hold.
 	Limits Limits
-	// CountKnowledge counts a knowledge item's content as the assembler renders it, under the keys it reads
-	// (assembler.KnowledgeCounts), so that a session's knowledge is counted once, when it is set. nil keeps
-	// no counts: the assembler then counts the items at every assembly, which gives the same result, slower.
-	// Package storeurl sets it; a caller that opens a backend itself passes assembler.KnowledgeCounts.
-	CountKnowledge func(content string) map[string]int
 	// ChangesKept is about how many of the newest collection changes the change feed keeps (older ones
 	// are trimmed); 0 means DefaultChangesKept. A follower that falls further behind gets
 	// collection.ErrFeedTrimmed and rebuilds.

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/context-loom/loom"
+	"github.com/context-loom/loom/internal/xmltext"
 	"github.com/context-loom/loom/tokenizer"
 )
 
@@ -201,9 +202,9 @@ func prepareToolOutput(l Limits, now time.Time, o ToolOutput) (ToolOutput, error
 	return o, nil
 }
 
-// prepareKnowledge validates a session's knowledge items and returns copies whose token counts are
-// count's of each item's content (Options.CountKnowledge), whatever counts were given: none if count is nil.
-func prepareKnowledge(l Limits, count func(content string) map[string]int, items []Knowledge) ([]Knowledge, error) {
+// prepareKnowledge validates a session's knowledge items and returns copies whose token counts are those
+// of each item's content as the assembler renders it, whatever counts were given.
+func prepareKnowledge(l Limits, items []Knowledge) ([]Knowledge, error) {
 	l = l.WithDefaults()
 	if len(items) > l.MaxBatch {
 		return nil, fmt.Errorf("%w: %d knowledge items, the limit is %d", ErrTooLarge, len(items), l.MaxBatch)
@@ -220,10 +221,7 @@ func prepareKnowledge(l Limits, count func(content string) map[string]int, items
 		}
 		out[i].Metadata = maps.Clone(k.Metadata)
 		// Always counted here, as messages are: given counts are not trusted.
-		out[i].TokenCounts = nil
-		if count != nil {
-			out[i].TokenCounts = count(k.Content)
-		}
+		out[i].TokenCounts = xmltext.KnowledgeCounts(k.Content)
 	}
 	return out, nil
 }

@@ -18,7 +18,7 @@ func TestPrepareKnowledge_CountsTheRenderedTextUnderItsKey(t *testing.T) {
 	t.Parallel()
 	content := `  She said "it's <fine>" & left.  `
 	given := []Knowledge{{Content: content, TokenCounts: map[string]int{"o200k_base": 1}}}
-	got, err := prepareKnowledge(Limits{}, assembler.KnowledgeCounts, given)
+	got, err := prepareKnowledge(Limits{}, given)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,16 +31,6 @@ func TestPrepareKnowledge_CountsTheRenderedTextUnderItsKey(t *testing.T) {
 		if n, ok := counts[assembler.KnowledgeCountKey(name)]; !ok || n != enc.Count(assembler.RenderedKnowledge(content)) {
 			t.Errorf("%s: counts %v, want %d under %q", name, counts, enc.Count(assembler.RenderedKnowledge(content)), assembler.KnowledgeCountKey(name))
 		}
-	}
-}
-
-// TestPrepareKnowledge_KeepsNoGivenCounts: without a counter (Options.CountKnowledge nil), a store
-// keeps no counts at all, not the ones it was given, which nobody vouches for.
-func TestPrepareKnowledge_KeepsNoGivenCounts(t *testing.T) {
-	t.Parallel()
-	got, err := prepareKnowledge(Limits{}, nil, []Knowledge{{Content: "x", TokenCounts: map[string]int{"o200k_base/2": 1}}})
-	if err != nil || got[0].TokenCounts != nil {
-		t.Fatalf("got %v, %v; want no counts", got, err)
 	}
 }
 

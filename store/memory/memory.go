@@ -13,8 +13,8 @@ import (
 	"github.com/context-loom/loom/store"
 )
 
-// Options configure a memory store: the settings every store takes (its SessionTTL, Limits,
-// CountKnowledge and ChangesKept); a memory store has none of its own.
+// Options configure a memory store: the settings every store takes (its SessionTTL, Limits
+// and ChangesKept); a memory store has none of its own.
 type Options struct {
 	store.Options
 }

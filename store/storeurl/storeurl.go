@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/context-loom/loom"
-	"github.com/context-loom/loom/assembler"
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/store/memory"
 	"github.com/context-loom/loom/store/sqlite"
@@ -34,8 +33,7 @@ type Options struct {
 	// the native layout. "" leaves it to the URL's layout= (native when it has none); set both, they must
 	// agree.
 	Layout string
-	// Store are the options every backend takes (TTL, limits); a nil Store.CountKnowledge is
-	// assembler.KnowledgeCounts. A Valkey URL's ttl= holds when
+	// Store are the options every backend takes (TTL, limits). A Valkey URL's ttl= holds when
 	// Store.SessionTTL is 0.
 	Store store.Options
 	// Logger receives what the store has to say as it runs: the Valkey store says how the server persists
@@ -47,9 +45,6 @@ type Options struct {
 // Open opens the store rawURL names. It returns an error wrapping ErrBadURL for a URL it cannot use, and the
 // backend's error (wrapping store.ErrUnavailable when a server cannot be reached) otherwise.
 func Open(ctx context.Context, rawURL string, opts Options) (*store.Store, error) {
-	if opts.Store.CountKnowledge == nil {
-		opts.Store.CountKnowledge = assembler.KnowledgeCounts
-	}
 	layout := cmp.Or(opts.Layout, LayoutNative)
 	if layout != LayoutNative && layout != LayoutCookbook {
 		return nil, fmt.Errorf("%w: layout %q (known: native, cookbook)", ErrBadURL, layout)
