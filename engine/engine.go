@@ -194,9 +194,10 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 			return nil, err
 		}
 	}
-	// The sources are read concurrently, each under its own deadline: the store's state in one Load (one
-	// round trip), and the knowledge retrieved for the message. A source whose failure ends the assembly
-	// cancels the other, and Wait joins both before any return.
+	// The sources are read concurrently when there are two, each under its own deadline: the store's state
+	// in one Load (one round trip), and the knowledge retrieved for the message. A source whose failure ends
+	// the assembly cancels the other, and Wait joins both before any return. One source is read on this
+	// goroutine: a goroutine for it would only add its cost to every assembly.
 	var got struct { // what the sources gave, each written by its goroutine, read after Wait
 		snap      *store.Snapshot
 		cut       historyCut
@@ -204,31 +205,39 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 		retrieved []assembler.Knowledge
 		retDeg    []Degradation
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	if r := req.Retrieve; r != nil {
-		g.Go(func() error {
-			k, err := e.retrieveKnowledge(gctx, tenant, r, req.Message)
-			switch {
-			case err == nil:
-				got.retrieved = k
-			case isRequestError(err) || gctx.Err() != nil:
-				return err
-			case req.Strict:
-				return fmt.Errorf("%w: retrieval: %w", ErrSourceFailed, err)
-			default:
-				got.retDeg = []Degradation{{Source: "retrieval", Cause: err.Error()}}
-			}
-			return nil
-		})
-	}
-	if req.Agent != "" || req.User != "" || req.Session != "" {
-		g.Go(func() error {
-			var err error
-			got.snap, got.cut, got.degraded, err = e.loadSources(gctx, tenant, &req)
+	retrieve := func(ctx context.Context) error {
+		k, err := e.retrieveKnowledge(ctx, tenant, req.Retrieve, req.Message)
+		switch {
+		case err == nil:
+			got.retrieved = k
+		case isRequestError(err) || ctx.Err() != nil:
 			return err
-		})
+		case req.Strict:
+			return fmt.Errorf("%w: retrieval: %w", ErrSourceFailed, err)
+		default:
+			got.retDeg = []Degradation{{Source: "retrieval", Cause: err.Error()}}
+		}
+		return nil
 	}
-	if err := g.Wait(); err != nil {
+	load := func(ctx context.Context) error {
+		var err error
+		got.snap, got.cut, got.degraded, err = e.loadSources(ctx, tenant, &req)
+		return err
+	}
+	stored := req.Agent != "" || req.User != "" || req.Session != ""
+	var err error
+	switch {
+	case req.Retrieve != nil && stored:
+		g, gctx := errgroup.WithContext(ctx)
+		g.Go(func() error { return retrieve(gctx) })
+		g.Go(func() error { return load(gctx) })
+		err = g.Wait()
+	case req.Retrieve != nil:
+		err = retrieve(ctx)
+	case stored:
+		err = load(ctx)
+	}
+	if err != nil {
 		return nil, err
 	}
 	snap, cut, degraded := cmp.Or(got.snap, &store.Snapshot{}), got.cut, append(got.degraded, got.retDeg...)
@@ -236,7 +245,6 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 		snap.Knowledge = append(slices.Clip(snap.Knowledge), got.retrieved...)
 	}
 	var res *assembler.Result
-	var err error
 	if req.Preset == PresetCookbook {
 		res, err = assembleCookbook(ctx, &req, snap)
 	} else {
