@@ -29,8 +29,9 @@ type Request struct {
 	// must then be "" or its name. It is not part of the wire format.
 	Formatter Format `json:"-"`
 
-	// Instructions are the system prompt, shown as they are given; instructions that are only white space
-	// say nothing and are not rendered (reported dropped as empty), as a blank Message is not.
+	// Instructions are the system prompt, shown as they are given. Instructions that are only white space
+	// say nothing: the openai, anthropic and text formats do not render them (they are reported dropped as
+	// empty), as they do not render a blank Message; the cookbook format shows them as the cookbook does.
 	Instructions string       `json:"instructions,omitempty"`
 	Tools        []Tool       `json:"tools,omitempty"`
 	Memory       []MemoryFact `json:"memory,omitempty"`
