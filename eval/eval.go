@@ -8,8 +8,19 @@
 // when it is a chunk of that document and its text contains the gold phrase; a question's rank is the
 // position of its first hit among the top results (0 when none of them is one).
 //
-// The committed corpus and dev set are under testdata/ (see testdata/corpus/SOURCES.md); `go test
-// ./eval` runs them on every store and logs the table, and `go run ./eval/cmd/evaltable` prints it.
+// The committed corpus and question sets are under testdata/ (see testdata/corpus/SOURCES.md); `go test
+// ./eval` runs them on every store and logs the table, and `go run ./eval/cmd/evaltable` prints it. The
+// sets, and what each was used for:
+//
+//   - dev.jsonl (86 questions): the development set. Fusion's formula and the embedders' fusion weights
+//     were chosen on it, and only on it.
+//   - heldout.jsonl (43): written apart from the dev set, without looking at it, to judge the first
+//     weighted fusion. That fusion missed its goal there, and the figures were looked at: the set is seen
+//     now. It is still scored and logged, and judged for MMR's goal, not for fusion's.
+//   - heldout2.jsonl (50): written after that, on passages neither other set asks about, and committed
+//     before anything was retrieved for it, to judge the fusion that weighs each side by the spread of
+//     its scores. It is the unseen set on which fusion's goal is judged. A change of the fusion judged
+//     again needs a new unseen set, written and committed before it is measured.
 package eval
 
 import (
