@@ -14,23 +14,17 @@ var ErrInvalidFusionWeights = NewError(ErrInvalid, "loom: invalid fusion weights
 // FusionWeights weigh the two rankings that hybrid and MMR retrieval fuse: Keyword the keyword (BM25) one,
 // Vector the embedder's. A chunk's fused score is the weighted mean of its two relevances,
 //
-//	fused = (Keyword·dk·k + Vector·dv·v) / (Keyword·dk + Vector·dv)
+//	fused = (Keyword·k + Vector·v) / (Keyword + Vector)
 //
 // where k is its BM25 score divided by the best BM25 score of the query (1 for the best match, 0 for a
 // chunk without the query's words) and v its cosine similarity to the query (0 when negative): a relevance
-// in [0, 1]. dk and dv measure, for this query, how much each side tells the candidates apart: the
-// coefficient of variation (standard deviation over mean) of k, and of v, over all the chunks being fused
-// (the candidates of both rankings). A side whose scores are flat, such as an embedder that finds every
-// candidate about as similar, then barely moves the other's order, and a side that singles out a few
-// chunks counts for more; when both are flat (dk and dv 0), the weights alone are used. Only the ratio of
-// the weights matters: {1, 0} ranks by keywords alone, {0, 1} by vectors alone.
+// in [0, 1]. Only the ratio of the weights matters: {1, 0} ranks by keywords alone, {0, 1} by vectors alone.
 //
 // The weights of a retrieval are, each on its own, the query's if it sets it, else its collection's
 // (Collection.KeywordWeight, VectorWeight), else the default: 1 for the keywords and the embedder's own
-// weight for the vectors (embed.FusionWeight: 0.6 for the offline lexical embedders, 1 for a model
-// server's, 1 for an embedder that does not say). The zero value means "not set" where a FusionWeights is
-// optional (retriever.Query.Weights). Weights in use must be finite, non-negative, and not both 0 (see
-// Validate).
+// weight for the vectors (embed.FusionWeight: 0.4 for the offline lexical embedder, 1 for a model server's,
+// 1 for an embedder that does not say). The zero value means "not set" where a FusionWeights is optional
+// (retriever.Query.Weights). Weights in use must be finite, non-negative, and not both 0 (see Validate).
 type FusionWeights struct {
 	Keyword float64 `json:"keyword"`
 	Vector  float64 `json:"vector"`

@@ -50,10 +50,9 @@ var (
 
 // FusionWeighter is implemented by an [Embedder] that says how much its ranking is worth where hybrid and
 // MMR retrieval fuse it with the keyword (BM25) ranking, whose weight is 1. A fused score is
-// (dk·k + w·dv·v) / (dk + w·dv), k the chunk's BM25 score relative to the query's best, v its cosine
-// similarity to the query, and dk, dv how much each side's scores spread over the candidates of this query
-// (see loom.FusionWeights): a weight w of 1 counts both sides by their spread alone, a smaller one makes
-// the vectors count less than their spread says, a larger one more.
+// (1·k + w·v) / (1 + w), k the chunk's BM25 score relative to the query's best and v its cosine similarity
+// to the query (see loom.FusionWeights): a weight w of 1 counts both alike, 0.2 makes the vectors a
+// tie-breaker among chunks of close keyword scores, 3 makes the keywords one.
 //
 // FusionWeight returns a finite, non-negative weight. The weight is the embedder's default: a collection
 // or a query can set weights of its own.
@@ -67,15 +66,15 @@ const (
 	// a weight that is negative, NaN or infinite: the vectors count as much as the keywords, as for a
 	// semantic model.
 	DefaultFusionWeight = 1.0
-	// LexicalFusionWeight is [Lexical]'s: less than the keywords', since its vectors are a weaker kind of
-	// keyword match. Measured on Loom's evaluation set (package eval's dev questions, not its held-out
-	// ones): with the vectors weighted up to 0.7, hybrid search ranks the answer lower than the keywords
-	// alone do for none of 86 questions, and higher for 3 from 0.6 on; from 0.725, one ranks lower.
-	LexicalFusionWeight = 0.6
-	// LexicalV1FusionWeight is the weight of [NewLexicalV1]'s vectors, measured alike: up to 0.65 none
-	// ranks lower (one or two higher), from 0.7 on one does. It is the second version's: the spread of
-	// each query's cosines, which the fused score weighs, tells the weaker first version apart by itself.
-	LexicalV1FusionWeight = 0.6
+	// LexicalFusionWeight is [Lexical]'s: little, since its vectors are a weaker kind of keyword match.
+	// Measured on Loom's evaluation set (package eval's dev questions): with the vectors weighted from
+	// 0.35 to 0.45, hybrid search ranks the answer higher than the keywords alone do for 3 to 5 questions
+	// of 86 and lower for none; from 0.5 on, the vectors start to push good keyword matches down (at 1,
+	// 6 questions rank lower and 7 higher).
+	LexicalFusionWeight = 0.4
+	// LexicalV1FusionWeight is the weight of [NewLexicalV1]'s vectors, measured alike: from 0.15 to 0.2
+	// none ranks lower, from 0.25 on some do.
+	LexicalV1FusionWeight = 0.2
 	// DefaultOpenAIFusionWeight is [OpenAI]'s when OpenAIConfig.FusionWeight is 0: a semantic model's
 	// ranking counts as much as the keywords'.
 	DefaultOpenAIFusionWeight = 1.0

@@ -104,7 +104,7 @@ func lexicalName(dims int, v1 bool) string {
 func (l *Lexical) Dimensions() int { return l.dims }
 
 // FusionWeight returns [LexicalFusionWeight] ([LexicalV1FusionWeight] for [NewLexicalV1]'s): the lexical
-// vectors are worth less than the keywords.
+// vectors are worth little beside the keywords.
 func (l *Lexical) FusionWeight() float64 {
 	if l.v1 {
 		return LexicalV1FusionWeight

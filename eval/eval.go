@@ -14,13 +14,16 @@
 //
 //   - dev.jsonl (86 questions): the development set. Fusion's formula and the embedders' fusion weights
 //     were chosen on it, and only on it.
-//   - heldout.jsonl (43): written apart from the dev set, without looking at it, to judge the first
-//     weighted fusion. That fusion missed its goal there, and the figures were looked at: the set is seen
-//     now. It is still scored and logged, and judged for MMR's goal, not for fusion's.
+//   - heldout.jsonl (43): written apart from the dev set, without looking at it, to judge the weighted
+//     fusion. The fusion missed its goal there (one answer ranked second rather than first), and the
+//     figures were looked at: the set is seen now. It is still scored and logged, and judged for MMR's
+//     goal, not for fusion's.
 //   - heldout2.jsonl (50): written after that, on passages neither other set asks about, and committed
-//     before anything was retrieved for it, to judge the fusion that weighs each side by the spread of
-//     its scores. It is the unseen set on which fusion's goal is judged. A change of the fusion judged
-//     again needs a new unseen set, written and committed before it is measured.
+//     before anything was retrieved for it. It judged the weighted fusion as it stands (chosen on the dev
+//     set before this set was written) and one variant of it (each side's weight times the spread of its
+//     scores, per query), which ranked no answer higher and was left out. It is the set on which fusion's
+//     goal is judged; having judged two fusions, it is spent for a third: a changed fusion needs a new
+//     unseen set, written and committed before it is measured.
 package eval
 
 import (

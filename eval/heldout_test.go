@@ -14,16 +14,16 @@ import (
 	"testing"
 )
 
-// The held-out questions are the sets on which fusion is judged, never tuned on. Each question names the
+// The held-out questions are the sets fusion is judged on, never tuned on. Each question names the
 // document it is about and a gold phrase that occurs exactly once in that document's text, inside the
 // passage that answers it; a retrieved chunk is a hit when it contains the gold phrase.
 //
 //   - heldout.jsonl (ids ho-NNN, 43 questions) was written apart from the dev set, without looking at it,
-//     and judged the first weighted fusion. Its figures were looked at when that fusion missed its goal
+//     and judged the weighted fusion. Its figures were looked at when that fusion missed its goal
 //     on it, so it is seen now: it is still scored, but no longer the unseen set.
 //   - heldout2.jsonl (ids h2-NNN, 50 questions) was written after that, on passages neither other set
-//     asks about, to judge the fusion that replaced the first, and committed before anything was
-//     measured on it: it is the unseen set.
+//     asks about, and committed before anything was measured on it: fusion is judged on it (see the
+//     package doc for what it has judged).
 var heldoutSets = []struct {
 	path string
 	id   *regexp.Regexp

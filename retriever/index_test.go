@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -256,13 +255,6 @@ func TestSearch_HybridFusesBothRankings(t *testing.T) {
 			bm25[r.Chunk.ID] = r.Score
 		}
 		top := bm25["both"] // the shorter chunk of the same words
-		// The candidates are the three results: each side's weight goes with the spread of its relevances.
-		var ks, vs []float64
-		for _, r := range rs {
-			ks = append(ks, bm25[r.Chunk.ID]/top)
-			vs = append(vs, max(float64(embed.Cosine(vec2(0), angles[r.Chunk.ID])), 0))
-		}
-		wk, wv := eff.Keyword*coefVar(ks), eff.Vector*coefVar(vs)
 		for i, r := range rs {
 			if r.Kind != KindFused {
 				t.Fatalf("kind %q", r.Kind)
@@ -274,7 +266,7 @@ func TestSearch_HybridFusesBothRankings(t *testing.T) {
 			if math.Abs(r.Keyword-bm25[r.Chunk.ID]) > 1e-12 {
 				t.Fatalf("%s: keyword %v, want its BM25 score %v", r.Chunk.ID, r.Keyword, bm25[r.Chunk.ID])
 			}
-			want := (wk*bm25[r.Chunk.ID]/top + wv*max(cos, 0)) / (wk + wv)
+			want := (eff.Keyword*bm25[r.Chunk.ID]/top + eff.Vector*max(cos, 0)) / (eff.Keyword + eff.Vector)
 			if math.Abs(r.Score-want) > 1e-6 {
 				t.Fatalf("weights %+v, %s: fused %v, want %v", w, r.Chunk.ID, r.Score, want)
 			}
@@ -283,19 +275,6 @@ func TestSearch_HybridFusesBothRankings(t *testing.T) {
 			}
 		}
 	}
-}
-
-// coefVar is the population standard deviation of xs over their mean, computed apart from the package's.
-func coefVar(xs []float64) float64 {
-	var mean float64
-	for _, x := range xs {
-		mean += x / float64(len(xs))
-	}
-	var v float64
-	for _, x := range xs {
-		v += (x - mean) * (x - mean) / float64(len(xs))
-	}
-	return math.Sqrt(v) / mean
 }
 
 func TestSearch_FusionWeightsShiftTheRanking(t *testing.T) {
@@ -872,46 +851,4 @@ func scoresOf(rs []Result) []string {
 		out[i] = fmt.Sprintf("%s %x %x %d %x %d", r.Chunk.ID, math.Float64bits(r.Score), math.Float64bits(r.Keyword), r.KeywordRank, math.Float64bits(r.Vector), r.VectorRank)
 	}
 	return out
-}
-
-// TestSearch_FusionFollowsTheSideThatTellsChunksApart: a side whose scores are the same for every candidate
-// says nothing about which is better, so hybrid search ranks as the other side does, whatever the weights
-// (but a zero one): with every vector alike it returns the keyword ranking, with the query's only word in
-// every chunk once and chunks of one length, the vector ranking. Random indexes, many weights.
-func TestSearch_FusionFollowsTheSideThatTellsChunksApart(t *testing.T) {
-	t.Parallel()
-	rng := rand.New(rand.NewPCG(13, 13))
-	words := []string{"raft", "paxos", "gossip", "leader", "quorum", "ledger", "shard", "epoch"}
-	for trial := range 200 {
-		w := loom.FusionWeights{Keyword: 0.05 + 3*rng.Float64(), Vector: 0.05 + 3*rng.Float64()}
-		n := 3 + rng.IntN(30)
-		// Flat vectors: every chunk's vector the same, at a random angle from the query.
-		same := vec2(float64(rng.IntN(80)))
-		flatVec := NewIndex(IndexOptions{})
-		// Flat keywords: every chunk holds "epoch" once among as many other words; vectors at random angles.
-		flatKw := NewIndex(IndexOptions{})
-		for i := range n {
-			var text []string
-			for range 1 + rng.IntN(8) {
-				text = append(text, words[rng.IntN(len(words)-1)])
-			}
-			id := fmt.Sprintf("c%02d", i)
-			if err := flatVec.Add(mk(id, "d", strings.Join(text, " "), same)); err != nil {
-				t.Fatal(err)
-			}
-			if err := flatKw.Add(mk(id, "d", "epoch "+strings.Repeat("w ", 3), vec2(float64(rng.IntN(85))))); err != nil {
-				t.Fatal(err)
-			}
-		}
-		q := Query{Text: words[rng.IntN(len(words)-1)] + " " + words[rng.IntN(len(words)-1)], Vector: vec2(0), Weights: w, TopK: n}
-		kw := search(t, flatVec, Query{Text: q.Text, Mode: ModeKeyword, TopK: n})
-		if got, want := ids(search(t, flatVec, q)), ids(kw); !slices.Equal(got, want) {
-			t.Fatalf("trial %d, weights %+v, flat vectors: hybrid %v, keyword %v", trial, w, got, want)
-		}
-		q.Text = "epoch"
-		vec := search(t, flatKw, Query{Vector: q.Vector, Mode: ModeVector, TopK: n})
-		if got, want := ids(search(t, flatKw, q)), ids(vec); !slices.Equal(got, want) {
-			t.Fatalf("trial %d, weights %+v, flat keywords: hybrid %v, vector %v", trial, w, got, want)
-		}
-	}
 }

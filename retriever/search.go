@@ -25,11 +25,6 @@ const (
 // (embed.FusionWeight), which knows better.
 var DefaultFusionWeights = loom.FusionWeights{Keyword: 1, Vector: 1}
 
-// spreadCandidates is how many of each ranking's best candidates fusion measures the spread of scores
-// over (see fuse): DefaultMinCandidates, the number a query of the default TopK fuses, whatever the
-// query's TopK and Candidates, so that a chunk's fused score does not change with them.
-const spreadCandidates = DefaultMinCandidates
-
 // The pool MMR picks from: the mmrPoolFactor*TopK most relevant distinct candidates, at least mmrMinPool.
 const (
 	mmrPoolFactor = 4
@@ -472,68 +467,42 @@ func (s *searcher) approximate(n int) ([]hit, bool) {
 const rrfK = 60
 
 // fuse orders the candidates of the keyword and vector rankings (kw and vec, kwOf holding the BM25 score of
-// each of vec) by their fused score (see loom.FusionWeights): for each candidate, k its BM25 score over
-// kwTop and v its cosine similarity to the query, not below 0,
-//
-//	fused = (Wk·k + Wv·v) / (Wk + Wv),  Wk = wk·dispersion(k), Wv = wv·dispersion(v)
-//
-// where a side's dispersion is the coefficient of variation (standard deviation over mean) of its values
-// over the candidates among the first spreadCandidates of either ranking: how much that side tells the
-// best candidates apart for this query. A side whose values are flat barely moves the other's order. When
-// both dispersions are 0 (the candidates all alike on both sides), the weights are wk and wv as given.
-// Ties rank by chunk ID; chunks of fused score 0 are left out, and so is everything when both weights
-// are 0.
+// each of vec) by their fused score: (wk*k + wv*v) / (wk + wv), k the chunk's BM25 score over kwTop and v
+// its cosine similarity to the query, not below 0 (see loom.FusionWeights). Ties rank by chunk ID; chunks
+// of fused score 0 are left out, and so is everything when both weights are 0.
 func (s *searcher) fuse(kw, vec []hit, kwOf []float64, kwTop, wk, wv float64) []hit {
 	if wk+wv <= 0 {
 		return nil
 	}
-	// The candidates and their two relevances: the vector ones first, then the keyword ones that the
-	// vectors did not bring. The spread of each side is measured over the chunks among the first
-	// spreadCandidates of either ranking (in spread), so that it does not depend on how many candidates
-	// the query asked for.
-	n := len(kw) + len(vec)
-	slots, ks, vs := make([]uint32, 0, n), make([]float64, 0, n), make([]float64, 0, n)
-	spread := make([]bool, 0, n)
-	add := func(slot uint32, bm25, cos float64, first bool) {
+	out := make([]hit, 0, len(kw)+len(vec))
+	fusedScore := func(bm25, cos float64) float64 {
 		k := 0.0
 		if kwTop > 0 {
 			k = bm25 / kwTop
 		}
-		slots, ks, vs, spread = append(slots, slot), append(ks, k), append(vs, max(cos, 0)), append(spread, first)
+		return (wk*k + wv*max(cos, 0)) / (wk + wv)
 	}
-	at := make(map[uint32]int, len(vec)) // the vector candidates' places in slots
+	seen := make(map[uint32]struct{}, len(vec))
 	for i, h := range vec {
-		at[h.slot] = i
+		seen[h.slot] = struct{}{}
 		bm := 0.0
 		if kwOf != nil {
 			bm = kwOf[i]
 		}
-		add(h.slot, bm, h.score, i < spreadCandidates)
+		if f := fusedScore(bm, h.score); f > 0 {
+			out = append(out, hit{slot: h.slot, score: f})
+		}
 	}
-	for j, h := range kw {
-		if i, ok := at[h.slot]; ok {
-			spread[i] = spread[i] || j < spreadCandidates
+	for _, h := range kw {
+		if _, ok := seen[h.slot]; ok {
 			continue
 		}
 		cos := 0.0
 		if s.qvec != nil && s.ix.entries[h.slot].hasVec {
 			cos = float64(s.q.dot(s.ix.vec(h.slot)))
 		}
-		add(h.slot, h.score, cos, j < spreadCandidates)
-	}
-	var sk, sv []float64
-	for i, in := range spread {
-		if in {
-			sk, sv = append(sk, ks[i]), append(sv, vs[i])
-		}
-	}
-	if a, b := wk*dispersion(sk), wv*dispersion(sv); a+b > 0 {
-		wk, wv = a, b
-	}
-	out := make([]hit, 0, len(slots))
-	for i, slot := range slots {
-		if f := (wk*ks[i] + wv*vs[i]) / (wk + wv); f > 0 {
-			out = append(out, hit{slot: slot, score: f})
+		if f := fusedScore(h.score, cos); f > 0 {
+			out = append(out, hit{slot: h.slot, score: f})
 		}
 	}
 	entries := s.ix.entries
@@ -544,32 +513,6 @@ func (s *searcher) fuse(kw, vec []hit, kwOf []float64, kwTop, wk, wv float64) []
 		return strings.Compare(entries[a.slot].chunk.ID, entries[b.slot].chunk.ID)
 	})
 	return out
-}
-
-// dispersion returns the coefficient of variation of xs, values not below 0: their population standard
-// deviation over their mean. It is 0 for no values, for values all 0, and for values alike to within
-// rounding (a deviation under 1e-9 of the mean).
-func dispersion(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	var sum float64
-	for _, x := range xs {
-		sum += x
-	}
-	mean := sum / float64(len(xs))
-	if mean <= 0 {
-		return 0
-	}
-	var ss float64
-	for _, x := range xs {
-		ss += (x - mean) * (x - mean)
-	}
-	cv := math.Sqrt(ss/float64(len(xs))) / mean
-	if cv < 1e-9 {
-		return 0
-	}
-	return cv
 }
 
 // rrf is the reciprocal rank fusion of rankings of items keyed by key: the keys best first, and their scores.

@@ -223,11 +223,10 @@ start and end are byte offsets of text in the document's text; metadata, and the
 and ranks behind a hybrid score, follow when there are any.
 
 hybrid (the default) fuses the keyword (BM25) and vector rankings by the weighted mean of their relevances:
-(kw*dk*k + vw*dv*v) / (kw*dk + vw*dv), k a chunk's BM25 score relative to the best match, v its cosine
-similarity to the query, and dk, dv how much each side's scores spread over the query's candidates (their
-standard deviation over their mean), so that a side whose scores are flat for this query barely counts.
-The weights are --keyword-weight and --vector-weight, else the collection's, else 1 for the keywords and
-the embedder's own for the vectors (0.6 for the offline lexical embedders, 1 for a model server's). mmr drops duplicates and near-duplicates of the hybrid candidates and re-ranks them for
+(kw*k + vw*v) / (kw + vw), k a chunk's BM25 score relative to the best match, v its cosine similarity to
+the query. The weights are --keyword-weight and --vector-weight, else the collection's, else 1 for the
+keywords and the embedder's own for the vectors (0.4 for the offline lexical embedder, 1 for a model
+server's). mmr drops duplicates and near-duplicates of the hybrid candidates and re-ranks them for
 diversity (--mmr-lambda from 0, most diverse, to 1, most relevant; default 0.7).
 
 --min-score (0 to 1) drops results less relevant than it, relevance being what ranks them: in keyword mode
