@@ -25,8 +25,15 @@ import (
 // of whole turns (a tool call stays with its results); knowledge by score, first fit, without duplicates.
 //
 // The result's TotalTokens is the exact count of what it returns (estimated for models without a public
-// tokenizer), per-message overhead included, and never exceeds the budget: after the plan is rendered, a
-// verification pass counts it again and drops what does not fit.
+// tokenizer), per-message overhead included, and never exceeds the budget. The planner costs each item
+// alone; once the plan is rendered, its count is taken again from what the rendering holds: each text
+// returned (a message's content, the system prompt, the tools' JSON) is counted from its parts, the
+// counts of the parts added where the tokenizer vouches that counts add up at their join
+// ([tokenizer.Splitter]) and the texts around every other join counted, plus the format's framing of each
+// message. While that count exceeds the budget (framing and joins the planner did not see), the least
+// valuable optional item is dropped and the plan rendered and counted again. A part's count is counted
+// once per assembly, or taken from the cache that a store keeps (Message.TokenCounts,
+// Knowledge.TokenCounts; see [Request.DropTokenCounts]): a cached count is trusted, not counted again.
 func AssembleRequest(ctx context.Context, req *Request) (*Result, error) {
 	a, err := newAssembly(req)
 	if err != nil {
