@@ -26,7 +26,9 @@ type Knowledge struct {
 	StartOffset int               `json:"start,omitempty"`
 	EndOffset   int               `json:"end,omitempty"`
 	Metadata    map[string]string `json:"metadata,omitempty"`
-	// TokenCounts are counts of the content as the assembler renders it, cached under the assembler's
-	// KnowledgeCountKey of each encoding as a store keeps them, so that assembling does not count it again.
+	// TokenCounts are counts of the content as the assembler renders it in its tag (escaped, and ended by
+	// the line break before the close tag: the assembler's RenderedKnowledge), cached under the
+	// assembler's KnowledgeCountKey of each encoding as a store keeps them, so that assembling does not
+	// count it again.
 	TokenCounts map[string]int `json:"token_counts,omitempty"`
 }

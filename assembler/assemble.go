@@ -28,8 +28,15 @@ import (
 // of whole turns (a tool call stays with its results); knowledge by score, first fit, without duplicates.
 //
 // The result's TotalTokens is the exact count of what it returns (estimated for models without a public
-// tokenizer), per-message overhead included, and never exceeds the budget: after the plan is rendered, a
-// verification pass counts it again and drops what does not fit.
+// tokenizer), per-message overhead included, and never exceeds the budget. The planner costs each item
+// alone; once the plan is rendered, its count is taken again from what the rendering holds: each text
+// returned (a message's content, the system prompt, the tools' JSON) is counted from its parts, the
+// counts of the parts added where the tokenizer vouches that counts add up at their join
+// ([tokenizer.Splitter]) and the texts around every other join counted, plus the format's framing of each
+// message. While that count exceeds the budget (framing and joins the planner did not see), the least
+// valuable optional item is dropped and the plan rendered and counted again. A part's count is counted
+// once per assembly, or taken from the cache that a store keeps (Message.TokenCounts,
+// Knowledge.TokenCounts; see [Request.DropTokenCounts]): a cached count is trusted, not counted again.
 func AssembleRequest(ctx context.Context, req *Request) (*Result, error) {
 	a, err := newAssembly(req)
 	if err != nil {
@@ -74,6 +81,9 @@ type assembly struct {
 	alloc   regionTokens
 	roles   [4]int // counts of the roles, plus one (see roleTokens)
 	markers *markerTable
+	// closeAdds: the counts of a knowledge item's text, which ends with a line break, and of the close tag
+	// after it add up, whatever the text (see cost).
+	closeAdds bool
 }
 
 // ctxItem is one rendered item of the memory, tool output or knowledge region.
@@ -84,7 +94,7 @@ type ctxItem struct {
 	parts    []tokenizer.Part // rendered, with its trailing separator
 	cost     int              // -1: not known yet (knowledge, see cost)
 	lower    int              // knowledge whose cost is not known: a lower bound, counted up to a limit
-	raw      bool             // knowledge: parts[2] holds the unescaped text, escaped when it is counted or kept (see settleKnowledge)
+	raw      bool             // knowledge: parts[2] holds the content, trimmed, until it is costed or kept (see knowledgeBody)
 	kept     bool
 	pinned   bool
 	order    int        // position for rendering
@@ -356,30 +366,33 @@ func (a *assembly) cost(it *ctxItem, limit int) (n int, exact bool) {
 	// Text not counted yet that is plainly too long is neither counted nor escaped: the meter's lower bound
 	// (the model's encoding's, tokenizer.Encoding.LowerBound) says so from a byte scan. The text may not be
 	// escaped yet, and its bound still bounds the text as it is rendered: escaping (and the text format's
-	// indentation) writes & < > " ' as references that start and end with a separator, and inserts
-	// separators, which never lowers the bound.
+	// indentation, and the line break that ends the text) writes & < > " ' as references that start and
+	// end with a separator, and inserts separators, which never lowers the bound.
 	if room := limit - marker; body.Tokens < 0 && room >= 0 {
 		if runs := a.m.LowerBound(it.parts[1:], room); runs > room {
 			it.lower = runs + marker
 			return it.lower, false
 		}
 	}
-	if it.raw && body.Tokens < 0 { // not cached: count the text as it is rendered
-		body.Text, it.raw = a.knowledgeBody(body.Text), false
-	}
-	// A cached count is of the escaped text, while the parts hold the text unescaped until it is kept. A
-	// join that does not add up is counted from the texts around it (see tokenizer.Meter.JoinUpTo): the
-	// text is escaped first, unless escaping changes nothing there.
-	var cuts func() bool
-	if it.raw {
-		cuts = func() bool {
-			if it.raw && edgesNeedEscape(body.Text) {
-				body.Text, it.raw = a.knowledgeBody(body.Text), false
-			}
+	if closeTag := &it.parts[3]; it.raw && body.Tokens >= 0 && a.closeAdds && startsAsRendered(body.Text) {
+		// A count that a store cached is of the text as it is rendered: escaped, and ended by its line break
+		// (see RenderedKnowledge), after which the close tag's count adds (see closeAdds). The text is costed
+		// with its open tag as it stands, not yet written so, which would copy every candidate's text: the
+		// meter asks about its first character alone, which escaping leaves as it is, whether their counts
+		// add up; where they may not, it counts texts of the two joined, and the text is written as it is
+		// rendered first.
+		n, exact = a.m.JoinUpTo(it.parts[1:3], max(limit-marker-closeTag.Tokens, 0), func() bool {
+			body.Text, it.raw = a.knowledgeBody(body.Text), false
 			return true
+		})
+		n += closeTag.Tokens
+	} else {
+		// The text is counted as it is rendered, which the raw text is not.
+		if it.raw {
+			body.Text, it.raw = a.knowledgeBody(body.Text), false
 		}
+		n, exact = a.m.JoinUpTo(it.parts[1:], max(limit-marker, 0), nil)
 	}
-	n, exact = a.m.JoinUpTo(it.parts[1:], max(limit-marker, 0), cuts)
 	if !exact {
 		it.lower = n + marker
 		return it.lower, false
@@ -388,11 +401,10 @@ func (a *assembly) cost(it *ctxItem, limit int) (n int, exact bool) {
 	return it.cost, true
 }
 
-// edgesNeedEscape reports whether EscapeText changes s within reach of the meter's counting across a join
-// (tokenizer.CutWindow bytes from either end, and the character before).
-func edgesNeedEscape(s string) bool {
-	const reach = tokenizer.CutWindow + utf8.UTFMax
-	return xmltext.HasMarkup(s[:min(len(s), reach)]) || xmltext.HasMarkup(s[max(0, len(s)-reach):]) || !utf8.ValidString(s)
+// startsAsRendered reports whether s starts with a character that EscapeText leaves as it is.
+func startsAsRendered(s string) bool {
+	r, n := utf8.DecodeRuneInString(s)
+	return !(r == utf8.RuneError && n <= 1) && !xmltext.HasMarkup(s[:n])
 }
 
 func (a *assembly) items(region Region) []*ctxItem {

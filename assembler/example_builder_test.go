@@ -108,7 +108,7 @@ func ExampleAssembleRequest() {
 	// system: "You are a helpful assistant. Cite sources as [n].\n\n<user_memory pinned=\"true\" trusted=\"false\">\n- name: Bob\n</user_memory>"
 	// user: "Hi, I want to upgrade."
 	// assistant: "Sure! To which plan?"
-	// system: "[1] <context type=\"rag\" source=\"pricing.md\" trusted=\"false\">\nPremium costs $20 a month. \n</context>\n\n[2] <context type=\"rag\" source=\"plans.md\" trusted=\"false\">\nPremium includes priority support. \n</context>"
+	// system: "[1] <context type=\"rag\" source=\"pricing.md\" trusted=\"false\">\nPremium costs $20 a month.\n</context>\n\n[2] <context type=\"rag\" source=\"plans.md\" trusted=\"false\">\nPremium includes priority support.\n</context>"
 	// user: "How much is premium?"
 	// [1] k1 pricing.md
 	// [2] k2 plans.md
@@ -118,8 +118,8 @@ func ExampleAssembleRequest() {
 	// memory: used 20, included [name], dropped []
 	// tool_outputs: used 0, included [], dropped []
 	// history: used 21, included [history[0] history[1]], dropped []
-	// knowledge: used 56, included [k1 k2], dropped [{k3 duplicate}]
-	// 129 tokens of a budget of 2000; the regions use 122, the format's overhead 7
+	// knowledge: used 54, included [k1 k2], dropped [{k3 duplicate}]
+	// 127 tokens of a budget of 2000; the regions use 120, the format's overhead 7
 }
 
 // ResolveMarkers maps the [n] markers of a model's answer back to the citations of the assembled context,

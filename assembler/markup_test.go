@@ -359,7 +359,7 @@ func TestAssemble_UntrustedTextNeverForgesMarkup(t *testing.T) {
 				if want == "" {
 					want = "(no output)"
 				}
-				if tool, _ := e.attr("tool"); id != valid(o.CallID) || tool != o.Tool || e.body != "\n"+want+" \n" {
+				if tool, _ := e.attr("tool"); id != valid(o.CallID) || tool != o.Tool || e.body != "\n"+want+"\n" {
 					t.Fatalf("tool_output %q, body %q; want call %q, body %q", e.attrs, e.body, o.CallID, want)
 				}
 				outs++
@@ -373,7 +373,7 @@ func TestAssemble_UntrustedTextNeverForgesMarkup(t *testing.T) {
 				typ, _ := e.attr("type")
 				source, hasSource := e.attr("source")
 				if typ != valid(k.Type) && !(k.Type == "" && typ == "rag") || source != valid(k.Source) || hasSource != (k.Source != "") ||
-					e.body != "\n"+valid(strings.TrimSpace(k.Content))+" \n" {
+					e.body != "\n"+valid(strings.TrimSpace(k.Content))+"\n" {
 					t.Fatalf("context %q, body %q; want item %+v", e.attrs, e.body, k)
 				}
 				knowledge++
@@ -390,20 +390,24 @@ func TestAssemble_UntrustedTextNeverForgesMarkup(t *testing.T) {
 	}
 }
 
-// TestAssemble_CountsOfAnEarlierRenderingAreNotTaken: a count cached under the bare encoding name is of the
-// text as an earlier rendering escaped it (& < > only), which a store may keep across an upgrade; it is not
-// taken for the text as it is rendered now (quotes escaped too), so the count stays exact.
+// TestAssemble_CountsOfAnEarlierRenderingAreNotTaken: counts that a store may keep across an upgrade are
+// of the text as an earlier rendering wrote it: under the bare encoding name, escaped for & < > only; under
+// "<encoding>/2", escaped for quotes too but without the line break that now ends the text. Neither is
+// taken for the text as it is rendered now, so the count stays exact.
 func TestAssemble_CountsOfAnEarlierRenderingAreNotTaken(t *testing.T) {
 	t.Parallel()
-	content := `She said "it's 'fine'" & left.`
+	content := `She said "it's 'fine'" & left` // no final '.', which the line break would share a token with
 	enc := tokenizer.O200K()
-	earlier := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(content)
-	if enc.Count(earlier) == enc.Count(RenderedKnowledge(content)) {
-		t.Fatal("the test needs a text whose two renderings count differently")
+	first := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(content)
+	second := EscapeText(content)
+	current := enc.Count(RenderedKnowledge(content))
+	if enc.Count(first) == current || enc.Count(second) == current {
+		t.Fatal("the test needs a text whose renderings count differently")
 	}
 	for name, counts := range map[string]map[string]int{
-		"earlier rendering": {"o200k_base": enc.Count(earlier)},
-		"current rendering": {KnowledgeCountKey("o200k_base"): enc.Count(RenderedKnowledge(content))},
+		"first rendering":   {"o200k_base": enc.Count(first)},
+		"second rendering":  {"o200k_base/2": enc.Count(second)},
+		"current rendering": {KnowledgeCountKey("o200k_base"): current},
 	} {
 		res, err := AssembleRequest(context.Background(), &Request{Model: "gpt-4o", Message: "q",
 			Knowledge: []Knowledge{{ID: "k", Content: content, TokenCounts: counts}}})

@@ -326,9 +326,9 @@ func (a *assembly) prepareKnowledge() {
 		case a.policy.MinScore != 0 && k.Score < a.policy.MinScore:
 			a.dropped[RegionKnowledge] = append(a.dropped[RegionKnowledge], Dropped{ID: id, Reason: ReasonMinScore})
 		default:
-			// The text is escaped only if the item is counted (see cost) or kept (see settleKnowledge); a cached
-			// count is of the escaped text, and escaping changes no character at the edges from space to not.
-			// (In the text format, a text of more than one line is indented too, and counted.)
+			// The text is written as it is rendered (see knowledgeBody) only if the item is costed (see cost)
+			// or kept (see settleKnowledge); a cached count is of it so written. (In the text format, a text of
+			// more than one line is indented too, and counted.)
 			n := 4 * len(items)
 			it := ctxItem{id: id, order: i, know: k, raw: true, cost: -1, parts: parts[n : n+4 : n+4]}
 			it.parts[2] = a.cachedPartAt(content, k.TokenCounts, countKey)
@@ -356,8 +356,9 @@ func (a *assembly) prepareKnowledge() {
 	tags := map[[3]string]tokenizer.Part{}
 	var lastKey [3]string
 	var open tokenizer.Part
-	closeTag := tokenizer.Part{Text: contextElement.itemClose()}
+	closeTag := tokenizer.Part{Text: contextElement.lineClose()} // the text ends with its line break
 	closeTag.Tokens = a.m.CountShort(closeTag.Text)
+	a.closeAdds = a.m.Adds("\n", closeTag.Text) // as the tokenizer answers for any text before the line break
 	a.knowledge = slices.Grow(sc.knowledge[:0], len(items))
 	for n, r := range order {
 		it := &items[r.item]
@@ -383,18 +384,27 @@ func (a *assembly) prepareKnowledge() {
 	sc.knowledge = a.knowledge
 }
 
-// knowledgeBody is a knowledge item's text, trimmed, as the format renders it: escaped, and written as the
-// format writes a text in a tag (see formatter.body).
-func (a *assembly) knowledgeBody(content string) string { return a.f.body(EscapeText(content)) }
+// knowledgeBody is a knowledge item's text, trimmed, as the format renders it: escaped, written as the
+// format writes a text in a tag (see formatter.body), and ended by its line break (see RenderedKnowledge).
+func (a *assembly) knowledgeBody(content string) string {
+	text := xmltext.Knowledge(content)
+	if body := a.f.body(text[:len(text)-1]); len(body) != len(text)-1 {
+		return body + "\n"
+	}
+	return text
+}
 
 // RenderedKnowledge is a knowledge item's content as the assembler renders it inside its tag: trimmed of
-// surrounding whitespace and escaped (see [EscapeText]). Knowledge.TokenCounts caches counts of this text,
-// under [KnowledgeCountKey].
+// surrounding whitespace, escaped (see [EscapeText]), and ended by the line break before the close tag, as
+// in "Premium costs $20.\n". Knowledge.TokenCounts caches counts of this text, under [KnowledgeCountKey].
+// The content's last character may share a token with the line break ("." does in o200k_base); with the
+// line break counted in the text, the close tag's count adds to the text's, and an item whose count is
+// cached is costed in its tags without counting its text.
 func RenderedKnowledge(content string) string { return xmltext.Knowledge(content) }
 
 // KnowledgeCountKey is the key of Knowledge.TokenCounts under which the count of an item's
 // [RenderedKnowledge] text in the named encoding is cached: the encoding's name and the version of the
-// rendering, as in "o200k_base/2". A count that a store kept for an earlier rendering of the text is then
+// rendering, as in "o200k_base/3". A count that a store kept for an earlier rendering of the text is then
 // never taken for this one's: it is not found, and the text is counted.
 func KnowledgeCountKey(encoding string) string { return xmltext.KnowledgeCountKey(encoding) }
 

@@ -51,10 +51,12 @@ func (e elem) wrap(text string) string { return e.open + "\n" + EscapeText(text)
 
 // itemOpen and itemClose are what a context item of Loom's formats has around its text, which the text
 // format indents (tagEnd: a line break, written as the format writes it): the open tag and the line break,
-// then a space, a line break, the close tag and a blank line. The space lets the meter add the text's
-// count to the close tag's (see meter.adds).
+// then a line break, the close tag and a blank line, as [Tag] writes an element and a blank line after it.
+// A knowledge item's text holds its own last line break (see [RenderedKnowledge]), so that the count that
+// stores cache covers it; the item ends with lineClose.
 func (e elem) itemOpen(tagEnd string) string { return e.open + tagEnd }
-func (e elem) itemClose() string             { return " \n" + e.close() + "\n\n" }
+func (e elem) itemClose() string             { return "\n" + e.lineClose() }
+func (e elem) lineClose() string             { return e.close() + "\n\n" }
 
 // knowledgeElement is the <context> element of a knowledge item: its type ("rag" when it has none), its
 // source when it has one, and whether it is trusted.

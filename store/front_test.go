@@ -204,7 +204,7 @@ func TestStore_CountsKnowledgeAsTheAssemblerRendersIt(t *testing.T) {
 	}
 	defer s.Close()
 	content := `  She said "it's <fine>" & left.  `
-	if err := s.SetKnowledge(ctx, "t", "s", []store.Knowledge{{Content: content, TokenCounts: map[string]int{"o200k_base/2": 1}}}); err != nil {
+	if err := s.SetKnowledge(ctx, "t", "s", []store.Knowledge{{Content: content, TokenCounts: map[string]int{assembler.KnowledgeCountKey("o200k_base"): 1}}}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Knowledge(ctx, "t", "s")

@@ -18,7 +18,7 @@ func (c splitOnly) SplitsAt(text string, p int) bool { return c.e.SplitsAt(text,
 
 // meterGlue is what joins text in a rendering, and what defeats a sum at a join: a line break then '/',
 // words cut in two, a tag then text, whitespace runs cut in the middle.
-var meterGlue = []string{"", "\n", "/", "\n/", " ", "  ", "\t", " \n", "\n\n", "\u3000", "<context>\n", " \n</context>\n\n", "[1]", "x",
+var meterGlue = []string{"", "\n", "/", "\n/", " ", "  ", "\t", " \n", "\n\n", "\u3000", "<context>\n", " \n</context>\n\n", "\n</context>\n\n", "</context>\n\n", "[1]", "x",
 	"'s", "'ll", "n't", "😀", "👍🏽", "中文", "。", "é", "\u0301", "12", "&amp;"}
 
 func meterCorpus(t testing.TB) []string {
@@ -222,7 +222,7 @@ func TestMeter_AddsAndCutsHoldAnywhere(t *testing.T) {
 // FuzzMeterJoin cuts a text into up to four parts anywhere and checks Join, and JoinUpTo with a limit,
 // against the count of the text, with the parts' counts known or not.
 func FuzzMeterJoin(f *testing.F) {
-	for _, s := range []string{"hello world\n  next", "a  \n\n b", "don't 'll", "中文。\n/x", "😀👍🏽 e\u0301", "<context>\nx \n</context>\n\n"} {
+	for _, s := range []string{"hello world\n  next", "a  \n\n b", "don't 'll", "中文。\n/x", "😀👍🏽 e\u0301", "<context>\nx \n</context>\n\n", "<context>\nx.\n</context>\n\n"} {
 		f.Add(s, uint16(3), uint16(7), uint16(11), uint8(5))
 	}
 	encs := []*Encoding{O200K(), CL100K()}
@@ -274,7 +274,9 @@ func meterBenchParts(tb testing.TB, e *Encoding) []Part {
 		if i == 200 {
 			break
 		}
-		parts = append(parts, NewPart("<context>\n"), Part{Text: para, Tokens: e.Count(para)}, NewPart(" \n</context>\n\n"))
+		// Each text is counted with the line break that ends it, as the region assembler renders an item.
+		para += "\n"
+		parts = append(parts, NewPart("<context>\n"), Part{Text: para, Tokens: e.Count(para)}, NewPart("</context>\n\n"))
 	}
 	return parts
 }

@@ -23,7 +23,11 @@ var (
 // &gt; &quot; &#39;, as Phronomy's builder escapes (Ruby's CGI.escapeHTML), so that untrusted text can
 // neither open nor close a tag, nor spell an attribute such as trusted="true", even as inert text. Invalid
 // UTF-8 becomes U+FFFD. Line breaks and other white space are kept.
-func Escape(s string) string {
+func Escape(s string) string { return escape(s, "") }
+
+// escape returns Escape(s) followed by end, in one allocation (none when s needs no escape and end is
+// empty).
+func escape(s, end string) string {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
@@ -39,11 +43,11 @@ func Escape(s string) string {
 			next[i] = len(s)
 		}
 	}
-	if size == len(s) {
+	if size == len(s) && end == "" {
 		return s
 	}
 	var b strings.Builder
-	b.Grow(size)
+	b.Grow(size + len(end))
 	for at := 0; ; {
 		k := 0 // the character that comes first
 		for i := 1; i < len(next); i++ {
@@ -54,6 +58,7 @@ func Escape(s string) string {
 		p := next[k]
 		b.WriteString(s[at:p])
 		if p == len(s) {
+			b.WriteString(end)
 			return b.String()
 		}
 		b.WriteString(markupRefs[k])
@@ -77,15 +82,20 @@ func HasMarkup(s string) bool {
 }
 
 // Knowledge is a knowledge item's content as the assembler renders it inside its tag: trimmed of
-// surrounding whitespace and escaped (see [Escape]).
-func Knowledge(content string) string { return Escape(strings.TrimSpace(content)) }
+// surrounding whitespace, escaped (see [Escape]), and ended by the line break that puts the close tag on a
+// line of its own. The count of this text covers the join of the content's last character and that line
+// break, which a tokenizer may write as one token (o200k_base writes ".\n" as one), so that the join after
+// it, before the close tag, is one whose counts add up whatever the content: a cached count then makes the
+// item's count known without counting its text.
+func Knowledge(content string) string { return escape(strings.TrimSpace(content), "\n") }
 
-// knowledgeRendering is the version of Knowledge's text, which changes whenever the text does. 2: quotes
-// are escaped too (1, whose counts were kept under the bare encoding name, escaped only & < >).
-const knowledgeRendering = "2"
+// knowledgeRendering is the version of Knowledge's text, which changes whenever the text does. 3: the text
+// ends with its line break (2, which ended with the content, was followed by a space in the output; 1, whose
+// counts were kept under the bare encoding name, escaped only & < >).
+const knowledgeRendering = "3"
 
 // KnowledgeCountKey is the key under which the count of an item's [Knowledge] text in the named encoding
-// is cached: the encoding's name and the version of the rendering, as in "o200k_base/2". A count kept for
+// is cached: the encoding's name and the version of the rendering, as in "o200k_base/3". A count kept for
 // an earlier rendering of the text is then never taken for this one's.
 func KnowledgeCountKey(encoding string) string { return encoding + "/" + knowledgeRendering }
 
