@@ -34,6 +34,9 @@ type Model struct {
 	// ReplyPriming is what the chat format adds once per request: OpenAI's chat models count 3, for every
 	// reply is primed with <|start|>assistant<|message|>.
 	ReplyPriming int
+	// Tools is how the model's provider counts tool definitions, calls and results (see [ToolRule]): OpenAI's
+	// rules for the built-in OpenAI chat models, the zero ToolRule (their JSON, an estimate) for the others.
+	Tools ToolRule
 }
 
 // Exact reports whether the model's tokens are counted exactly, with an encoding of this package; if not,
@@ -84,8 +87,8 @@ func ForModel(name string) (Model, error) {
 // Register adds m to the models that [ForModel] knows, replacing a model of the same name (regardless of
 // case), built-in or not. It returns an error wrapping [ErrInvalidModel] if the name is empty or has
 // surrounding spaces, the context window is not positive, MaxOutputTokens is negative or not less than
-// the window, or an overhead is negative; and one wrapping [ErrUnknownEncoding] if m.Encoding is neither ""
-// nor an encoding of this package ([Encodings]). Register is safe to call concurrently with ForModel.
+// the window, or an overhead (of the chat format or of Tools) is negative; and one wrapping
+// [ErrUnknownEncoding] if m.Encoding is neither "" nor an encoding of this package ([Encodings]). Register is safe to call concurrently with ForModel.
 func Register(m Model) error {
 	if err := validate(m); err != nil {
 		return err
@@ -120,6 +123,8 @@ func validate(m Model) error {
 	case m.TokensPerMessage < 0 || m.TokensPerName < 0 || m.ReplyPriming < 0:
 		return fmt.Errorf("%w %q: negative chat overhead (per message %d, per name %d, reply priming %d)",
 			ErrInvalidModel, m.Name, m.TokensPerMessage, m.TokensPerName, m.ReplyPriming)
+	case m.Tools.Overhead < 0 || m.Tools.SystemOverhead < 0 || m.Tools.CallOverhead < 0 || m.Tools.ResultOverhead < 0:
+		return fmt.Errorf("%w %q: negative tool overhead %+v", ErrInvalidModel, m.Name, m.Tools)
 	}
 	if _, ok := encodings[m.Encoding]; m.Encoding != "" && !ok {
 		return fmt.Errorf("register model %q: %w %q (known: %s)",
@@ -183,6 +188,7 @@ func chatModel(provider, name, enc string, window, output int) Model {
 		TokensPerMessage: estimatedPerMessage, TokensPerName: estimatedPerName, ReplyPriming: estimatedPriming}
 	if provider == "openai" {
 		m.TokensPerMessage, m.TokensPerName, m.ReplyPriming = openAIPerMessage, openAIPerName, openAIPriming
+		m.Tools = openAITools(enc)
 	}
 	return m
 }
