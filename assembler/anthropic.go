@@ -41,9 +41,12 @@ func anthropicTool(t Tool) []byte {
 
 func (anthropic) render(a *assembly, out *output) {
 	stable, l := a.markupLayout()
-	tools := renderTools(a.req.Tools, anthropicTool)
+	tools := a.tools.rendered("anthropic")
 	out.tools = tools.raw
-	out.addText(RegionTools, tools.text)
+	if a.tools != nil { // their JSON: an estimate, for Anthropic also writes a system prompt for tools
+		out.addTokens(RegionTools, a.toolTokens("anthropic", tools.text).n)
+		out.estimate(RegionTools)
+	}
 	if len(stable) > 0 {
 		out.system = tokenizer.JoinText(stable)
 		out.addTokens(l.stableRegion(), a.model.TokensPerMessage) // the system prompt has no role
@@ -119,7 +122,7 @@ func (anthropic) render(a *assembly, out *output) {
 	}
 	out.addTokens(regionOverhead, a.model.ReplyPriming)
 	out.context = l.knowledge
-	out.prefix = stablePrefix(tools.text, stable)
+	out.prefix = stablePrefix(a.tools.prefixID(), stable)
 }
 
 // anthropicID maps a tool call id to one that Anthropic accepts ([a-zA-Z0-9_-]+), the same way for a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -24,9 +25,13 @@ import (
 // outputs newest first, long ones cut head and tail; history trimmed oldest first as a contiguous suffix
 // of whole turns (a tool call stays with its results); knowledge by score, first fit, without duplicates.
 //
-// The result's TotalTokens is the exact count of what it returns (estimated for models without a public
-// tokenizer), per-message overhead included, and never exceeds the budget: after the plan is rendered, a
-// verification pass counts it again and drops what does not fit.
+// The result's TotalTokens is the exact count of what it returns, per-message overhead included, and never
+// exceeds the budget: after the plan is rendered, a verification pass counts it again and drops what does
+// not fit. Tools count as the model's provider bills them (see tokenizer.ToolRule): in the openai format,
+// the definitions as the function namespace that OpenAI's models read, with its overhead, and each tool
+// call and result by the rule. Where a count is an estimate (a model without a public tokenizer, a rule
+// known only from published counts), it errs high, and the result's report says so per region
+// (RegionReport.Exact).
 func AssembleRequest(ctx context.Context, req *Request) (*Result, error) {
 	a, err := newAssembly(req)
 	if err != nil {
@@ -70,6 +75,9 @@ type assembly struct {
 	alloc   regionTokens
 	roles   [4]int // counts of the roles, plus one (see roleTokens)
 	markers *markerTable
+
+	tools     *toolSet          // the request's tools, rendered (nil: none)
+	callNames map[string]string // the function each tool call of the history calls, by call id
 }
 
 // ctxItem is one rendered item of the memory, tool output or knowledge region.
@@ -465,12 +473,12 @@ func (a *assembly) result(out *output) *Result {
 		Exact:       a.model.Exact(),
 		Messages:    out.messages,
 		System:      out.system,
-		Tools:       out.tools,
+		Tools:       cloneRaw(out.tools), // the set's own stay the cache's
 		Text:        out.text,
 		Context:     out.context,
 		Citations:   []Reference{},
 	}
-	if !res.Exact {
+	if !a.model.Exact() {
 		res.Encoding = "estimate"
 	}
 	sum := sha256.Sum256([]byte(out.prefix))
@@ -484,8 +492,10 @@ func (a *assembly) result(out *output) *Result {
 	// The report: required regions, then the optional ones in priority order.
 	used := out.regionsUsed()
 	add := func(name Region, budget, used int, included []string, dropped []Dropped) {
+		exact := a.model.Exact() && !out.estimated[name]
+		res.Exact = res.Exact && exact
 		res.Report.Regions = append(res.Report.Regions, RegionReport{
-			Name: name, Budget: budget, Used: used, Included: nonNil(included), Dropped: nonNilDropped(dropped),
+			Name: name, Budget: budget, Used: used, Exact: exact, Included: nonNil(included), Dropped: nonNilDropped(dropped),
 		})
 	}
 	add(RegionInstructions, used[RegionInstructions], used[RegionInstructions], a.instructionIDs, a.dropped[RegionInstructions])
@@ -544,6 +554,24 @@ func (a *assembly) result(out *output) *Result {
 		add(r.Name, max(a.alloc[r.Name], n), n, included, drops)
 	}
 	return res
+}
+
+// cloneRaw copies raw JSON values into one allocation of bytes.
+func cloneRaw(raw []json.RawMessage) []json.RawMessage {
+	if raw == nil {
+		return nil
+	}
+	size := 0
+	for _, r := range raw {
+		size += len(r)
+	}
+	buf := make([]byte, 0, size)
+	out := make([]json.RawMessage, len(raw))
+	for i, r := range raw {
+		buf = append(buf, r...)
+		out[i] = buf[len(buf)-len(r) : len(buf) : len(buf)]
+	}
+	return out
 }
 
 func idsIf(cond bool, id string) []string {
