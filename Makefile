@@ -56,7 +56,7 @@ test-deps:
 bench:
 	cd bench && $(GO) test -run '^$$' -bench . -benchmem ./...
 
-# generate regenerates the tokenizer's vocabularies, Unicode tables and test vectors from npm's tiktoken
+# generate regenerates the tokenizer's vocabularies, Unicode tables, test vectors and model map from npm's tiktoken
 # (needs Node.js and npm; see scripts/gen-tokenizer).
 generate:
 	$(GO) generate ./tokenizer

@@ -258,6 +258,10 @@ func RunAPI(t *testing.T, st *store.Store) {
 	if got["tokens"] != float64(4) || got["encoding"] != "o200k_base" || got["exact"] != true {
 		t.Errorf("count: %v", got)
 	}
+	got = ts.must("POST", "/v1/tokens/count", keyAcme, map[string]any{"text": "Hello, world!", "model": "gpt-35-turbo-0613.ft-5fd1918ee65d4cd38a5dcf6835066ed7"}, 200)
+	if got["model"] != "gpt-3.5-turbo-0613" || got["encoding"] != "cl100k_base" || got["tokens"] != float64(4) {
+		t.Errorf("count for an Azure OpenAI fine-tune: %v", got)
+	}
 	got = ts.must("POST", "/v1/chunk", keyAcme, map[string]any{"text": strings.Repeat("Loom weaves context. ", 200), "chunk_size": 64}, 200)
 	if chunks, _ := got["chunks"].([]any); len(chunks) < 2 {
 		t.Errorf("chunk: %v", got)

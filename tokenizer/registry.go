@@ -5,7 +5,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
+
+// tiktoken's model map, which the registry's tests hold ForModel to (testdata/tiktoken_models.json).
+//go:generate sh -c "cd ../scripts/gen-tokenizer && npm ci --no-audit --no-fund && node models.mjs"
 
 // Model is what Loom needs to know of a language model to fit a request into it: how to count its tokens,
 // how many it accepts, and what its chat format adds to each message.
@@ -29,7 +33,10 @@ type Model struct {
 	// TokensPerMessage is what the chat format adds to each message besides its content: 3 for OpenAI's
 	// chat models, which frame every message with special tokens and its role.
 	TokensPerMessage int
-	// TokensPerName is what a message's name field adds besides the name's own tokens: 1 for OpenAI.
+	// TokensPerName is what a message's name field adds besides the name's own tokens: 1 for OpenAI. It
+	// may be negative, down to -TokensPerMessage, where a name takes the place of the role:
+	// gpt-3.5-turbo-0301 frames a message as <|im_start|>{role or name}\n{content}<|im_end|>\n, 4 tokens
+	// a message and -1 for a name.
 	TokensPerName int
 	// ReplyPriming is what the chat format adds once per request: OpenAI's chat models count 3, for every
 	// reply is primed with <|start|>assistant<|message|>.
@@ -63,10 +70,28 @@ func (m Model) Counter() Counter {
 // "gpt-4o-mini-2024-07-18" is gpt-4o-mini and "claude-sonnet-4-5-20250929" is claude-sonnet-4-5. The
 // returned Model's Name is the registered name.
 //
+// ForModel also knows the other names of a model, those that OpenAI's tiktoken maps and Azure OpenAI's,
+// and resolves them to the model they stand for, tried after the registered names:
+//   - a fine-tuned model, "ft:<base>:<org>:<suffix>:<id>" (Azure OpenAI: "<base>.ft-<id>"), is its base
+//     model: "ft:gpt-4o-mini:org::id" is gpt-4o-mini, with its encoding and limits;
+//   - Azure OpenAI's spelling of GPT-3.5, "gpt-35-turbo" and its variants ("gpt-35-turbo-16k"), is
+//     OpenAI's ("gpt-3.5-turbo", "gpt-3.5-turbo-16k"), and the shorthand "gpt-3.5" is gpt-3.5-turbo;
+//   - a GPT-5 point release that is not registered, "gpt-5.<n>" with any suffix, is the GPT-5 model of the
+//     same suffix: "gpt-5.9" is gpt-5 and "gpt-5.9-chat-latest" is gpt-5-chat, with their limits.
+//
+// Every model name in tiktoken's map whose encoding this package has resolves to a model of that encoding;
+// the others (the retired GPT-3 models, counted with r50k_base or p50k_base) are unknown.
+//
 // For a name it cannot resolve, ForModel returns an error wrapping [ErrUnknownModel] that lists the known
-// names; add others with [Register].
+// names; add others with [Register]. A name longer than 256 bytes (besides surrounding spaces) is unknown.
 func ForModel(name string) (Model, error) {
-	key := strings.ToLower(strings.TrimSpace(name))
+	trimmed := strings.TrimSpace(name)
+	if len(trimmed) > maxModelName {
+		// No model has such a name, and trying its every prefix would take time that grows with its cube.
+		return Model{}, fmt.Errorf("%w: a name of %d bytes, %q... (model names have at most %d)",
+			ErrUnknownModel, len(trimmed), clip(trimmed, 64), maxModelName)
+	}
+	key := strings.ToLower(trimmed)
 	registry.mu.RLock()
 	defer registry.mu.RUnlock()
 	// Try the whole name, then what follows each '/', so that "openai/gpt-4o" finds gpt-4o.
@@ -84,11 +109,29 @@ func ForModel(name string) (Model, error) {
 		ErrUnknownModel, name, strings.Join(registry.names(), ", "))
 }
 
+// maxModelName is the longest model name, in bytes, that [ForModel] resolves and [Register] takes: room
+// for provider prefixes and fine-tune names ("ft:<base>:<org>:<suffix>:<id>"), a bound on the work a name
+// costs.
+const maxModelName = 256
+
+// clip returns s cut to at most n bytes, at a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
 // Register adds m to the models that [ForModel] knows, replacing a model of the same name (regardless of
-// case), built-in or not. It returns an error wrapping [ErrInvalidModel] if the name is empty or has
-// surrounding spaces, the context window is not positive, MaxOutputTokens is negative or not less than
-// the window, or an overhead (of the chat format or of Tools) is negative; and one wrapping
-// [ErrUnknownEncoding] if m.Encoding is neither "" nor an encoding of this package ([Encodings]). Register is safe to call concurrently with ForModel.
+// case), built-in or not. It returns an error wrapping [ErrInvalidModel] if the name is empty, has
+// surrounding spaces or is longer than 256 bytes, the context window is not positive, MaxOutputTokens is
+// negative or not less than the window, TokensPerMessage or ReplyPriming is negative, TokensPerName is
+// less than -TokensPerMessage, or an overhead of Tools is negative; and one wrapping [ErrUnknownEncoding]
+// if m.Encoding is neither "" nor an encoding of this package ([Encodings]). Register is safe to call
+// concurrently with ForModel.
 func Register(m Model) error {
 	if err := validate(m); err != nil {
 		return err
@@ -115,13 +158,17 @@ func validate(m Model) error {
 	switch {
 	case m.Name == "" || strings.TrimSpace(m.Name) != m.Name:
 		return fmt.Errorf("%w %q: the name must be non-empty, without surrounding spaces", ErrInvalidModel, m.Name)
+	case len(m.Name) > maxModelName:
+		return fmt.Errorf("%w %q...: a name of %d bytes (at most %d)",
+			ErrInvalidModel, clip(m.Name, 64), len(m.Name), maxModelName)
 	case m.ContextWindow <= 0:
 		return fmt.Errorf("%w %q: context window %d is not positive", ErrInvalidModel, m.Name, m.ContextWindow)
 	case m.MaxOutputTokens < 0 || m.MaxOutputTokens >= m.ContextWindow:
 		return fmt.Errorf("%w %q: max output tokens %d is not in [0, context window %d)",
 			ErrInvalidModel, m.Name, m.MaxOutputTokens, m.ContextWindow)
-	case m.TokensPerMessage < 0 || m.TokensPerName < 0 || m.ReplyPriming < 0:
-		return fmt.Errorf("%w %q: negative chat overhead (per message %d, per name %d, reply priming %d)",
+	case m.TokensPerMessage < 0 || m.TokensPerMessage+m.TokensPerName < 0 || m.ReplyPriming < 0:
+		return fmt.Errorf("%w %q: negative chat overhead (per message %d, per name %d, reply priming %d; "+
+			"a name may take back at most the per-message overhead)",
 			ErrInvalidModel, m.Name, m.TokensPerMessage, m.TokensPerName, m.ReplyPriming)
 	case m.Tools.Overhead < 0 || m.Tools.SystemOverhead < 0 || m.Tools.CallOverhead < 0 || m.Tools.ResultOverhead < 0:
 		return fmt.Errorf("%w %q: negative tool overhead %+v", ErrInvalidModel, m.Name, m.Tools)
@@ -147,9 +194,27 @@ type modelRegistry struct {
 	models map[string]Model
 }
 
-// resolve returns the model registered as key, or else as its longest prefix that ends before a '-'.
-// The caller holds r.mu.
+// resolve returns the model that key names: a fine-tune's base model, or the model key (or else its other
+// spelling, see [respell]) names as a family. The caller holds r.mu.
 func (r *modelRegistry) resolve(key string) (Model, bool) {
+	if base, ok := strings.CutPrefix(key, "ft:"); ok {
+		// OpenAI names a fine-tune "ft:<base>:<org>:<suffix>:<id>" (a checkpoint adds ":ckpt-step-<n>").
+		key, _, _ = strings.Cut(base, ":")
+	} else if base, _, ok := strings.Cut(key, ".ft-"); ok {
+		key = base // and Azure OpenAI "<base>.ft-<job id>"
+	}
+	if m, ok := r.family(key); ok {
+		return m, true
+	}
+	if other, ok := respell(key); ok {
+		return r.family(other)
+	}
+	return Model{}, false
+}
+
+// family returns the model registered as key, or else as its longest prefix that ends before a '-'.
+// The caller holds r.mu.
+func (r *modelRegistry) family(key string) (Model, bool) {
 	if m, ok := r.models[key]; ok {
 		return m, true
 	}
@@ -159,6 +224,29 @@ func (r *modelRegistry) resolve(key string) (Model, bool) {
 		}
 	}
 	return Model{}, false
+}
+
+// respell returns the name that key stands for when it spells a model otherwise than the registry does,
+// as tiktoken's model map and prefix rules (tiktoken/model.py) accept it: Azure's "gpt-35-turbo", the
+// shorthand "gpt-3.5", and a GPT-5 point release ("gpt-5.2-mini", tiktoken's "gpt-5" prefix) that is not
+// registered, which is the GPT-5 model of the same suffix.
+func respell(key string) (string, bool) {
+	switch {
+	case key == "gpt-3.5":
+		return "gpt-3.5-turbo", true
+	case key == "gpt-35-turbo" || strings.HasPrefix(key, "gpt-35-turbo-"):
+		return "gpt-3.5" + strings.TrimPrefix(key, "gpt-35"), true
+	}
+	if rest, ok := strings.CutPrefix(key, "gpt-5."); ok {
+		n := 0
+		for n < len(rest) && '0' <= rest[n] && rest[n] <= '9' {
+			n++
+		}
+		if n > 0 && (n == len(rest) || rest[n] == '-') {
+			return "gpt-5" + rest[n:], true
+		}
+	}
+	return "", false
 }
 
 // names returns the registered names, sorted. The caller holds r.mu.
@@ -204,19 +292,31 @@ func estimated(provider, name string, window, output int) Model {
 // builtinModels are the models known without [Register]. Windows and output limits are from each
 // provider's documentation (model pages and API references, as of late 2026), except where a comment says.
 var builtinModels = []Model{
-	// OpenAI, counted exactly.
-	openAI("gpt-3.5-turbo", CL100KBase, 16385, 4096),
-	openAI("gpt-3.5-turbo-instruct", CL100KBase, 4096, 2048), // or it would resolve to gpt-3.5-turbo
-	// GPT-4's documented output limit is its whole window; we reserve half of it, as an output limit must
+	// OpenAI, counted exactly. Where a model's documented output limit is its whole window (GPT-4, the
+	// 2023 GPT-3.5 Turbo snapshots, the GPT-3 base models), we reserve half of it, as an output limit must
 	// leave room for the prompt.
+	openAI("gpt-3.5-turbo", CL100KBase, 16385, 4096),
+	// The first snapshot frames a message as <|im_start|>{role or name}\n{content}<|im_end|>\n: 4 tokens a
+	// message, and a name replaces the role (the OpenAI Cookbook, "How to count tokens with tiktoken").
+	{Name: "gpt-3.5-turbo-0301", Provider: "openai", Encoding: CL100KBase, ContextWindow: 4096, MaxOutputTokens: 2048,
+		TokensPerMessage: 4, TokensPerName: -1, ReplyPriming: openAIPriming},
+	openAI("gpt-3.5-turbo-0613", CL100KBase, 4096, 2048), // or it would resolve to the larger window
+	openAI("gpt-3.5-turbo-16k", CL100KBase, 16385, 8192),
+	openAI("gpt-3.5-turbo-instruct", CL100KBase, 4096, 2048), // or it would resolve to gpt-3.5-turbo
+	openAI("davinci-002", CL100KBase, 16384, 8192),           // base models of the completions API
+	openAI("babbage-002", CL100KBase, 16384, 8192),
 	openAI("gpt-4", CL100KBase, 8192, 4096),
 	openAI("gpt-4-32k", CL100KBase, 32768, 16384),
 	openAI("gpt-4-turbo", CL100KBase, 128000, 4096),
 	openAI("gpt-4-1106-preview", CL100KBase, 128000, 4096), // GPT-4 Turbo previews, not gpt-4
 	openAI("gpt-4-0125-preview", CL100KBase, 128000, 4096),
+	openAI("gpt-4-vision-preview", CL100KBase, 128000, 4096),
 	openAI("gpt-4o", O200KBase, 128000, 16384),
 	openAI("gpt-4o-2024-05-13", O200KBase, 128000, 4096), // the first snapshot had a smaller output limit
 	openAI("gpt-4o-mini", O200KBase, 128000, 16384),
+	openAI("gpt-4o-realtime", O200KBase, 32000, 4096), // the Realtime API's smaller windows, not gpt-4o's
+	openAI("gpt-4o-mini-realtime", O200KBase, 16000, 4096),
+	openAI("chatgpt-4o", O200KBase, 128000, 16384), // chatgpt-4o-latest, ChatGPT's GPT-4o
 	openAI("gpt-4.1", O200KBase, 1047576, 32768),
 	openAI("gpt-4.1-mini", O200KBase, 1047576, 32768),
 	openAI("gpt-4.1-nano", O200KBase, 1047576, 32768),
@@ -231,6 +331,13 @@ var builtinModels = []Model{
 	openAI("gpt-5-mini", O200KBase, 400000, 128000),
 	openAI("gpt-5-nano", O200KBase, 400000, 128000),
 	openAI("gpt-5-chat", O200KBase, 128000, 16384), // gpt-5-chat-latest, or it would resolve to gpt-5
+	// GPT-5 point releases. A later one resolves to the GPT-5 model of its suffix (see ForModel), whose
+	// limits are at most its own where they are published (gpt-5.4's window is 1,050,000; its mini's,
+	// 400,000): registering gpt-5.4 alone would give its window to gpt-5.4-mini.
+	openAI("gpt-5.1", O200KBase, 400000, 128000),
+	openAI("gpt-5.1-chat", O200KBase, 128000, 16384),
+	openAI("gpt-5.2", O200KBase, 400000, 128000),
+	openAI("gpt-5.2-chat", O200KBase, 128000, 16384),
 	{Name: "text-embedding-3-small", Provider: "openai", Encoding: CL100KBase, ContextWindow: 8191},
 	{Name: "text-embedding-3-large", Provider: "openai", Encoding: CL100KBase, ContextWindow: 8191},
 	{Name: "text-embedding-ada-002", Provider: "openai", Encoding: CL100KBase, ContextWindow: 8191},

@@ -134,6 +134,18 @@ func TestTokens_Output(t *testing.T) {
 				c, o.Count(textC), len(textC)),
 		},
 		{
+			name: "JSONFineTuneNamesItsBaseModel",
+			args: []string{"tokens", "--json", "--model", "ft:gpt-4o-mini-2024-07-18:org::id", c},
+			wantStdout: fmt.Sprintf(`{"file":%q,"encoding":"o200k_base","model":"gpt-4o-mini","tokens":%d,"bytes":%d}`+"\n",
+				c, o.Count(textC), len(textC)),
+		},
+		{
+			name: "JSONAzureNameIsOpenAIs",
+			args: []string{"tokens", "--json", "--model", "gpt-35-turbo-16k", c},
+			wantStdout: fmt.Sprintf(`{"file":%q,"encoding":"cl100k_base","model":"gpt-3.5-turbo-16k","tokens":%d,"bytes":%d}`+"\n",
+				c, cl.Count(textC), len(textC)),
+		},
+		{
 			name: "JSONEstimatedModelIsApproximate",
 			args: []string{"tokens", "--json", "--model", "gemini-2.5-pro", b},
 			wantStdout: fmt.Sprintf(`{"file":%q,"encoding":"estimate","model":"gemini-2.5-pro","tokens":%d,"bytes":%d,"approximate":true}`+"\n",
