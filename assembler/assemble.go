@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -473,7 +472,7 @@ func (a *assembly) result(out *output) *Result {
 		Exact:       a.model.Exact(),
 		Messages:    out.messages,
 		System:      out.system,
-		Tools:       cloneRaw(out.tools), // the set's own stay the cache's
+		Tools:       slices.Clone(out.tools), // the bytes are the tool set's: see Result.Tools
 		Text:        out.text,
 		Context:     out.context,
 		Citations:   []Reference{},
@@ -499,7 +498,7 @@ func (a *assembly) result(out *output) *Result {
 		})
 	}
 	add(RegionInstructions, used[RegionInstructions], used[RegionInstructions], a.instructionIDs, a.dropped[RegionInstructions])
-	var toolNames []string
+	toolNames := make([]string, 0, len(a.req.Tools))
 	for _, t := range a.req.Tools {
 		toolNames = append(toolNames, t.Function.Name)
 	}
@@ -554,24 +553,6 @@ func (a *assembly) result(out *output) *Result {
 		add(r.Name, max(a.alloc[r.Name], n), n, included, drops)
 	}
 	return res
-}
-
-// cloneRaw copies raw JSON values into one allocation of bytes.
-func cloneRaw(raw []json.RawMessage) []json.RawMessage {
-	if raw == nil {
-		return nil
-	}
-	size := 0
-	for _, r := range raw {
-		size += len(r)
-	}
-	buf := make([]byte, 0, size)
-	out := make([]json.RawMessage, len(raw))
-	for i, r := range raw {
-		buf = append(buf, r...)
-		out[i] = buf[len(buf)-len(r) : len(buf) : len(buf)]
-	}
-	return out
 }
 
 func idsIf(cond bool, id string) []string {

@@ -194,3 +194,28 @@ func TestAssemble_CountsEachTextOnce(t *testing.T) {
 		t.Logf("CountUpTo %v: counted %d of %d knowledge and history texts, included %d items", upTo, counted, len(req.Knowledge)+len(req.History), kept)
 	}
 }
+
+// BenchmarkAssembleTools isolates what tools cost an assembly once their set is cached: a request of
+// instructions, a short history and a message, without tools and with the 20 of benchTools, whose
+// difference is measurable where BenchmarkAssembleRequest's noise would hide it.
+func BenchmarkAssembleTools(b *testing.B) {
+	for _, tools := range []bool{false, true} {
+		name := "no-tools"
+		if tools {
+			name = "20-tools"
+		}
+		b.Run(name, func(b *testing.B) {
+			req := &Request{Model: "gpt-4o", Instructions: "You are a helpful assistant.", Message: "Find the latest report.",
+				History: []Message{{Role: "user", Content: "Hello"}, {Role: "assistant", Content: "Hi! How can I help?"}}}
+			if tools {
+				req.Tools = benchTools()
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := AssembleRequest(context.Background(), req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,10 +1,6 @@
 package assembler
 
-import (
-	"slices"
-
-	"github.com/context-loom/loom/tokenizer"
-)
+import "github.com/context-loom/loom/tokenizer"
 
 // openAI is the Chat Completions format (see OpenAI).
 type openAI struct{ markup }
@@ -72,16 +68,19 @@ func (openAI) render(a *assembly, out *output) {
 	rule := a.model.Tools
 	pad := a.tools != nil && rule.Namespace && rule.PadSystem
 	hasSystem := len(stable) > 0 || len(l.ctx) > 0
+	// padTokens is what the line break after the first system message's text adds to its count, n.
+	padTokens := func(text string, n int) int {
+		return a.m.Join([]tokenizer.Part{{Text: text, Tokens: n}, tokenizer.NewPart("\n")}) - n
+	}
 	if len(stable) > 0 {
 		out.frame(l.stableRegion(), "system")
-		s := l.stableText(stable)
+		n := out.add(l.stableText(stable))
+		text := tokenizer.JoinText(stable)
 		if pad {
-			s.parts = slices.Clip(s.parts) // the line break is counted, not added to the layout's parts
-			s.add(RegionTools, tokenizer.NewPart("\n"))
+			out.addTokens(RegionTools, padTokens(text, n))
 			pad = false
 		}
-		out.add(s)
-		out.messages = append(out.messages, ChatMessage{Role: "system", Content: tokenizer.JoinText(stable)})
+		out.messages = append(out.messages, ChatMessage{Role: "system", Content: text})
 	}
 	for gi := range l.history {
 		g := &l.history[gi]
@@ -96,8 +95,8 @@ func (openAI) render(a *assembly, out *output) {
 			out.messages = append(out.messages, ChatMessage{Role: msg.Role, Content: contents[i].Text, Name: name, ToolCalls: msg.ToolCalls, ToolCallID: msg.ToolCallID})
 			if msg.Role == "system" {
 				hasSystem = true
-				if pad { // the first system message: what the line break after it adds
-					out.addTokens(RegionTools, a.m.Join([]tokenizer.Part{contents[i], tokenizer.NewPart("\n")})-a.m.Join(contents[i:i+1]))
+				if pad { // the first system message
+					out.addTokens(RegionTools, padTokens(contents[i].Text, a.m.Join(contents[i:i+1])))
 					pad = false
 				}
 			}
@@ -109,12 +108,10 @@ func (openAI) render(a *assembly, out *output) {
 	}
 	if len(l.ctx) > 0 { // the context's own message, whose frame is no region's
 		out.frame(regionOverhead, "system")
-		s := l.contextText()
+		n := out.add(l.contextText())
 		if pad {
-			s.parts = slices.Clip(s.parts)
-			s.add(RegionTools, tokenizer.NewPart("\n"))
+			out.addTokens(RegionTools, padTokens(l.ctxText, n))
 		}
-		out.add(s)
 		out.messages = append(out.messages, ChatMessage{Role: "system", Content: l.ctxText})
 	}
 	if a.tools != nil {

@@ -22,10 +22,12 @@ type Result struct {
 	// the budget holds.
 	Exact bool `json:"exact"`
 
-	Messages []ChatMessage     `json:"messages,omitzero"` // openai and anthropic: always an array, if empty; none for text
-	System   string            `json:"system,omitempty"`  // anthropic: the top-level system prompt
-	Tools    []json.RawMessage `json:"tools,omitempty"`   // in the format's shape
-	Text     string            `json:"text,omitempty"`    // text: the whole prompt
+	Messages []ChatMessage `json:"messages,omitzero"` // openai and anthropic: always an array, if empty; none for text
+	System   string        `json:"system,omitempty"`  // anthropic: the top-level system prompt
+	// Tools are the tool definitions in the format's shape. Their bytes are shared by the results of the
+	// same tool set (see AssembleRequest) and must not be modified.
+	Tools []json.RawMessage `json:"tools,omitempty"`
+	Text  string            `json:"text,omitempty"` // text: the whole prompt
 
 	// Context is the knowledge region as rendered (the <context> tags), also inside Messages or Text.
 	Context   string      `json:"context,omitempty"`

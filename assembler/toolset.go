@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"hash/maphash"
 	"slices"
 	"sync"
 
@@ -16,9 +15,10 @@ import (
 // toolSet is a request's tool definitions, rendered and counted once for all the assemblies that send the
 // same set: an agent sends its tools with every turn, and rendering and counting them again each time
 // would cost more than the rest of an assembly. A set is identified by the SHA-256 of its canonical JSON
-// (the Chat Completions array, compact); it is found by a fast hash of the definitions as given, and told
-// from another set of that hash by comparing the definitions themselves, so that no collision can give a
-// set another's counts. It is immutable but for its counts, which are added under mu.
+// (the Chat Completions array, compact), which Result.PrefixHash holds; it is found by a fingerprint of
+// the definitions (toolsHash) and told from the other sets of that fingerprint by comparing the
+// definitions themselves, so that no collision can give a set another's counts. It is immutable but for
+// its counts, which are added under mu.
 type toolSet struct {
 	tools  []Tool // a copy of the definitions
 	openai renderedTools
@@ -53,9 +53,8 @@ var toolSets = struct {
 	n    int
 }{sets: map[uint64][]*toolSet{}}
 
-const maxToolSets = 1024
-
-var toolSeed = maphash.MakeSeed()
+// maxToolSets bounds the cache, and maxToolSetsPerKey the sets a lookup may compare.
+const maxToolSets, maxToolSetsPerKey = 1024, 8
 
 // cachedToolSet returns the set of tools, from the cache or made and added; nil for no tools. A set is
 // checked when it is made: a tool's name must be one providers accept (CheckToolName) and its parameters,
@@ -90,7 +89,7 @@ func cachedToolSet(tools []Tool) (*toolSet, error) {
 			return other, nil
 		}
 	}
-	if toolSets.n >= maxToolSets {
+	if toolSets.n >= maxToolSets || len(toolSets.sets[key]) >= maxToolSetsPerKey {
 		toolSets.sets, toolSets.n = map[uint64][]*toolSet{}, 0
 	}
 	toolSets.sets[key] = append(toolSets.sets[key], s)
@@ -114,27 +113,21 @@ func newToolSet(tools []Tool) *toolSet {
 	return s
 }
 
-// toolsHash hashes the definitions as given.
+// toolsHash is the fingerprint that finds a set: FNV-1a of the definitions' names and of the lengths of
+// their other fields. It leaves their bytes to sameTools, which compares them whole, so that a lookup
+// reads them once.
 func toolsHash(tools []Tool) uint64 {
-	var h maphash.Hash
-	h.SetSeed(toolSeed)
+	const prime = 0x100000001b3
+	h := uint64(0xcbf29ce484222325)
 	for _, t := range tools {
-		for _, s := range [...]string{t.Type, t.Function.Name, t.Function.Description} {
-			h.WriteString(s)
-			h.WriteByte(0)
+		for i := 0; i < len(t.Function.Name); i++ {
+			h = (h ^ uint64(t.Function.Name[i])) * prime
 		}
-		h.Write(t.Function.Parameters)
-		h.WriteByte(0)
-		switch {
-		case t.Function.Strict == nil:
-			h.WriteByte(0)
-		case *t.Function.Strict:
-			h.WriteByte(1)
-		default:
-			h.WriteByte(2)
+		for _, n := range [...]int{len(t.Type), len(t.Function.Description), len(t.Function.Parameters)} {
+			h = (h ^ uint64(n)) * prime
 		}
 	}
-	return h.Sum64()
+	return h
 }
 
 // sameTools reports whether two lists of definitions are the same, field by field.
@@ -153,41 +146,39 @@ func (s *toolSet) anthropicTools() renderedTools {
 	return s.anthropic
 }
 
-// count returns the set's count for key, counting it with count the first time.
-func (s *toolSet) count(key toolCountKey, count func() toolCount) toolCount {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c, ok := s.counts[key]; ok {
-		return c
-	}
-	c := count()
-	s.counts[key] = c
-	return c
-}
-
 // toolTokens is what the tools' definitions cost the assembly rendered as render: the function namespace
 // of the model's tool rule ("namespace"), or the JSON text of a format's shape (text, by render), the
 // rule's overheads aside. The count is cached in the set when the assembly counts with its model's own
 // counter (a test may meter with another).
 func (a *assembly) toolTokens(render, text string) toolCount {
-	count := func() toolCount {
-		if render == "namespace" {
-			rule := a.model.Tools
-			rule.Exact = true // for whether the rendering of every schema is known
-			n, known := rule.DefinitionTokens(a.m, a.tools.tools)
-			return toolCount{n, known}
-		}
-		return toolCount{a.m.Count(text), false}
-	}
-	var enc string
+	key := toolCountKey{render: render}
 	switch c := a.m.Counter().(type) {
 	case *tokenizer.Encoding:
-		enc = c.Name()
+		key.encoding = c.Name()
 	case tokenizer.Estimator:
 	default:
-		return count()
+		return a.countTools(render, text)
 	}
-	return a.tools.count(toolCountKey{render, enc}, count)
+	s := a.tools
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.counts[key]
+	if !ok {
+		c = a.countTools(render, text)
+		s.counts[key] = c
+	}
+	return c
+}
+
+// countTools counts the tools' definitions (see toolTokens).
+func (a *assembly) countTools(render, text string) toolCount {
+	if render != "namespace" {
+		return toolCount{a.m.Count(text), false}
+	}
+	rule := a.model.Tools
+	rule.Exact = true // for whether the rendering of every schema is known
+	n, known := rule.DefinitionTokens(a.m, a.tools.tools)
+	return toolCount{n, known}
 }
 
 // prefixID is what Result.PrefixHash holds of the set: its id, or "" for no tools (s nil).
