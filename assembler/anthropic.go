@@ -43,8 +43,12 @@ func (anthropic) render(a *assembly, out *output) {
 	stable, l := a.markupLayout()
 	tools := a.tools.rendered("anthropic")
 	out.tools = tools.raw
-	if a.tools != nil { // their JSON: an estimate, for Anthropic also writes a system prompt for tools
-		out.addTokens(RegionTools, a.toolTokens("anthropic", tools.text).n)
+	if a.tools != nil { // their JSON and, by a JSON rule, its overhead (Claude's: Anthropic's system prompt for tools): an estimate
+		n := a.toolTokens("anthropic", tools.text).n
+		if rule := a.model.Tools; !rule.Namespace {
+			n += rule.DefinitionOverhead(len(stable) > 0)
+		}
+		out.addTokens(RegionTools, n)
 		out.estimate(RegionTools)
 	}
 	if len(stable) > 0 {

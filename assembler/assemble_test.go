@@ -110,7 +110,7 @@ func openAICount(t *testing.T, res *Result) int {
 		}
 	} else if len(tools) > 0 {
 		b, _ := marshalRaw(res.Tools)
-		n += c.Count(string(b))
+		n += c.Count(string(b)) + rule.DefinitionOverhead(hasSystem)
 	}
 	return n
 }

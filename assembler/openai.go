@@ -121,8 +121,8 @@ func (openAI) render(a *assembly, out *output) {
 			if !c.known || !rule.Exact {
 				out.estimate(RegionTools)
 			}
-		} else {
-			out.addTokens(RegionTools, a.toolTokens("openai", tools.text).n)
+		} else { // their JSON and the rule's overhead (Anthropic's system prompt for tools): an estimate
+			out.addTokens(RegionTools, a.toolTokens("openai", tools.text).n+rule.DefinitionOverhead(hasSystem))
 			out.estimate(RegionTools)
 		}
 	}

@@ -332,3 +332,22 @@ func TestAssemble_ToolSetCachedAndIdentified(t *testing.T) {
 		t.Error("two tool sets, one prefix hash")
 	}
 }
+
+// TestAssemble_ClaudeToolsCountAnthropicsSystemPrompt checks that tools sent to a Claude model count the
+// system prompt Anthropic adds for them (346 tokens for Claude Sonnet 4.5, by Anthropic's documentation)
+// besides their JSON, in the anthropic format and the openai one, and say they are estimates.
+func TestAssemble_ClaudeToolsCountAnthropicsSystemPrompt(t *testing.T) {
+	t.Parallel()
+	tools := []Tool{{Type: "function", Function: ToolFunction{Name: "lookup", Parameters: json.RawMessage(`{"type":"object"}`)}}}
+	for _, format := range []string{FormatAnthropic, FormatOpenAI} {
+		res, err := AssembleRequest(context.Background(), &Request{Model: "claude-sonnet-4-5", Format: format, Message: "hi", Tools: tools})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res.Report.Regions {
+			if r.Name == RegionTools && (r.Used < 346+tokenizer.Estimate(`{"name":"lookup"}`) || r.Exact) {
+				t.Errorf("%s: tools used %d (exact %v), want Anthropic's 346 and their JSON, an estimate", format, r.Used, r.Exact)
+			}
+		}
+	}
+}

@@ -286,7 +286,11 @@ func openAI(name, enc string, window, output int) Model {
 }
 
 func estimated(provider, name string, window, output int) Model {
-	return chatModel(provider, name, "", window, output)
+	m := chatModel(provider, name, "", window, output)
+	if provider == "anthropic" {
+		m.Tools = anthropicTools(name)
+	}
+	return m
 }
 
 // builtinModels are the models known without [Register]. Windows and output limits are from each

@@ -77,7 +77,8 @@ func TestForModel_ReturnsTheRegisteredLimits(t *testing.T) {
 		{"text-embedding-ada-002", tokenizer.Model{Name: "text-embedding-ada-002", Provider: "openai",
 			Encoding: tokenizer.CL100KBase, ContextWindow: 8191}},
 		{"claude-sonnet-4-5", tokenizer.Model{Name: "claude-sonnet-4-5", Provider: "anthropic",
-			ContextWindow: 200000, MaxOutputTokens: 64000, TokensPerMessage: 5, TokensPerName: 1, ReplyPriming: 5}},
+			ContextWindow: 200000, MaxOutputTokens: 64000, TokensPerMessage: 5, TokensPerName: 1, ReplyPriming: 5,
+			Tools: tokenizer.ToolRule{Overhead: 346, SystemOverhead: 346}}},
 		{"gemini-2.5-pro", tokenizer.Model{Name: "gemini-2.5-pro", Provider: "google",
 			ContextWindow: 1048576, MaxOutputTokens: 65536, TokensPerMessage: 5, TokensPerName: 1, ReplyPriming: 5}},
 	}

@@ -10,8 +10,9 @@ import (
 )
 
 // ToolRule is how a model's provider counts what tools add to a chat request: the tool definitions, which
-// it writes into the prompt in a form of its own, and the tool calls and results of the history. The zero
-// ToolRule knows neither: a caller counts the definitions' JSON text, as an estimate.
+// it writes into the prompt in a form of its own, and the tool calls and results of the history. A rule
+// that is not a Namespace rule counts the definitions' JSON text and its overheads, as an estimate: the
+// zero ToolRule, or a Claude model's, whose Overhead is the system prompt Anthropic adds for tools.
 //
 // OpenAI's chat models (the built-in OpenAI models) read function definitions as a TypeScript-like
 // namespace ([RenderFunctions]) in a system message. What that costs was measured against the API's
@@ -60,6 +61,22 @@ var (
 	o200kTools = ToolRule{Namespace: true, Overhead: 9, SystemOverhead: 5, PadSystem: true,
 		CallOverhead: 3, ResultOverhead: 3}
 )
+
+// anthropicTools returns the tool rule of a Claude model: the definitions' JSON (an estimate) and the
+// system prompt that Anthropic adds to a request with tools, whose size its documentation ("Tool use
+// pricing and tokens") gives per model and tool choice: the larger of the two, as the tool choice is not
+// known here (Claude 3 Opus: 530 for auto; Claude 3 Haiku and 3.5 Haiku: 340 for any or a tool; Claude
+// 3.5 Sonnet and the later models: 346 for auto).
+func anthropicTools(name string) ToolRule {
+	n := 346
+	switch name {
+	case "claude-3-opus":
+		n = 530
+	case "claude-3-haiku", "claude-3-5-haiku":
+		n = 340
+	}
+	return ToolRule{Overhead: n, SystemOverhead: n}
+}
 
 // openAITools returns the tool rule of an OpenAI chat model counted with enc.
 func openAITools(enc string) ToolRule {
