@@ -77,6 +77,7 @@ type assembly struct {
 
 	tools     *toolSet          // the request's tools, rendered (nil: none)
 	callNames map[string]string // the function each tool call of the history calls, by call id
+	pad       padCount          // the openai format's last count of the line break after the first system message
 }
 
 // ctxItem is one rendered item of the memory, tool output or knowledge region.

@@ -68,9 +68,14 @@ func (openAI) render(a *assembly, out *output) {
 	rule := a.model.Tools
 	pad := a.tools != nil && rule.Namespace && rule.PadSystem
 	hasSystem := len(stable) > 0 || len(l.ctx) > 0
-	// padTokens is what the line break after the first system message's text adds to its count, n.
+	// padTokens is what the line break after the first system message's text adds to its count, n: the
+	// same for each rendering of the plan, while the text is.
 	padTokens := func(text string, n int) int {
-		return a.m.Join([]tokenizer.Part{{Text: text, Tokens: n}, tokenizer.NewPart("\n")}) - n
+		if p := &a.pad; !p.set || p.text != text || p.n != n {
+			*p = padCount{text: text, n: n, set: true,
+				tokens: a.m.Join([]tokenizer.Part{{Text: text, Tokens: n}, tokenizer.NewPart("\n")}) - n}
+		}
+		return a.pad.tokens
 	}
 	if len(stable) > 0 {
 		out.frame(l.stableRegion(), "system")
@@ -134,4 +139,11 @@ func (openAI) render(a *assembly, out *output) {
 	out.addTokens(regionOverhead, a.model.ReplyPriming)
 	out.context = l.knowledge
 	out.prefix = stablePrefix(a.tools.prefixID(), stable)
+}
+
+// padCount is what the line break after a text of n tokens adds to its count (see openAI.render).
+type padCount struct {
+	text      string
+	n, tokens int
+	set       bool
 }
