@@ -22,7 +22,7 @@ type Result struct {
 	// the budget holds.
 	Exact bool `json:"exact"`
 
-	Messages []ChatMessage `json:"messages,omitzero"` // openai and anthropic: always an array, if empty; none for text
+	Messages []ChatMessage `json:"messages,omitzero"` // openai and anthropic: at least one (see ErrNoMessages); none for text
 	System   string        `json:"system,omitempty"`  // anthropic: the top-level system prompt
 	// Tools are the tool definitions in the format's shape. Their bytes are shared by the results of the
 	// same tool set (see AssembleRequest) and must not be modified.
