@@ -351,3 +351,51 @@ func TestAssemble_ClaudeToolsCountAnthropicsSystemPrompt(t *testing.T) {
 		}
 	}
 }
+
+// TestAssemble_ToolSetsShared assembles requests with a few new tool sets from many goroutines at once
+// (run with -race), so that sets are made and counted while others read them: every result is the one
+// a lone assembly gives afterwards.
+func TestAssemble_ToolSetsShared(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(7, 7))
+	sets := [][]Tool{randomTools(r), randomTools(r), randomTools(r)}
+	for _, tools := range sets {
+		tools[0].Function.Description = fmt.Sprintf("shared %p", tools) // new to the cache
+	}
+	type total struct{ set, n int }
+	totals := make(chan total, 8*30)
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			for i := range 30 {
+				k := (g + i) % len(sets)
+				res, err := AssembleRequest(context.Background(), &Request{Model: []string{"gpt-4", "gpt-4o"}[g%2], Message: "hi", Tools: sets[k]})
+				if err != nil {
+					errs <- err
+					return
+				}
+				totals <- total{k + len(sets)*(g%2), res.TotalTokens}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(totals)
+	want := map[int]int{}
+	for k := range 2 * len(sets) {
+		res, err := AssembleRequest(context.Background(), &Request{Model: []string{"gpt-4", "gpt-4o"}[k/len(sets)], Message: "hi", Tools: sets[k%len(sets)]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[k] = res.TotalTokens
+	}
+	for got := range totals {
+		if got.n != want[got.set] {
+			t.Errorf("set %d: total %d, alone %d", got.set, got.n, want[got.set])
+		}
+	}
+}
