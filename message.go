@@ -39,7 +39,9 @@ type ToolCallFunction struct {
 	Arguments string `json:"arguments"` // JSON text
 }
 
-// Tool is an OpenAI function tool definition. Its JSON is counted as it is sent.
+// Tool is an OpenAI function tool definition. It is counted as the model's provider bills it: for OpenAI's
+// chat models, as the TypeScript-like namespace that they read (package tokenizer's RenderFunctions and
+// ToolRule); for the others, as its JSON, an estimate.
 type Tool struct {
 	Type     string       `json:"type"` // "function"
 	Function ToolFunction `json:"function"`

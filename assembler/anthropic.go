@@ -44,9 +44,16 @@ func anthropicTool(t Tool) []byte {
 
 func (anthropic) render(a *assembly, out *output) {
 	stable, l := a.markupLayout()
-	tools := renderTools(a.req.Tools, anthropicTool)
+	tools := a.tools.rendered("anthropic")
 	out.tools = tools.raw
-	out.addText(RegionTools, tools.text)
+	if a.tools != nil { // their JSON and, by a JSON rule, its overhead (Claude's: Anthropic's system prompt for tools): an estimate
+		n := a.toolTokens("anthropic", tools.text).n
+		if rule := a.model.Tools; !rule.Namespace {
+			n += rule.DefinitionOverhead(len(stable) > 0)
+		}
+		out.addTokens(RegionTools, n)
+		out.estimate(RegionTools)
+	}
 	if len(stable) > 0 {
 		out.system = tokenizer.JoinText(stable)
 		out.addTokens(l.stableRegion(), a.model.TokensPerMessage) // the system prompt has no role
@@ -139,7 +146,7 @@ func (anthropic) render(a *assembly, out *output) {
 	out.messages = msgs
 	out.addTokens(regionOverhead, a.model.ReplyPriming)
 	out.context = l.knowledge
-	out.prefix = stablePrefix(tools.text, stable)
+	out.prefix = stablePrefix(a.tools.prefixID(), stable)
 }
 
 // check holds the request to the Messages API's rules (https://platform.claude.com/docs/en/api/messages,

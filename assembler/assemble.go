@@ -30,13 +30,19 @@ import (
 // The result's TotalTokens is the exact count of what it returns (estimated for models without a public
 // tokenizer), per-message overhead included, and never exceeds the budget. The planner costs each item
 // alone; once the plan is rendered, its count is taken again from what the rendering holds: each text
-// returned (a message's content, the system prompt, the tools' JSON) is counted from its parts, the
+// returned (a message's content, the system prompt, the tools) is counted from its parts, the
 // counts of the parts added where the tokenizer vouches that counts add up at their join
 // ([tokenizer.Splitter]) and the texts around every other join counted, plus the format's framing of each
 // message. While that count exceeds the budget (framing and joins the planner did not see), the least
 // valuable optional item is dropped and the plan rendered and counted again. A part's count is counted
 // once per assembly, or taken from the cache that a store keeps (Message.TokenCounts,
 // Knowledge.TokenCounts; see [Request.DropTokenCounts]): a cached count is trusted, not counted again.
+//
+// Tools count as the model's provider bills them (see tokenizer.ToolRule): in the openai format, the
+// definitions as the function namespace that OpenAI's models read, with its overhead, and each tool call
+// and result by the rule. Where a count is an estimate (a model without a public tokenizer, a rule known
+// only from published counts), it errs high, and the result's report says so per region
+// (RegionReport.Exact).
 func AssembleRequest(ctx context.Context, req *Request) (*Result, error) {
 	a, err := newAssembly(req)
 	if err != nil {
@@ -84,6 +90,10 @@ type assembly struct {
 	// closeAdds: the counts of a knowledge item's text, which ends with a line break, and of the close tag
 	// after it add up, whatever the text (see cost).
 	closeAdds bool
+
+	tools     *toolSet          // the request's tools, rendered (nil: none)
+	callNames map[string]string // the function each tool call of the history calls, by call id
+	pad       padCount          // the openai format's last count of the line break after the first system message
 }
 
 // ctxItem is one rendered item of the memory, tool output or knowledge region.
@@ -483,12 +493,12 @@ func (a *assembly) result(out *output) *Result {
 		Exact:       a.model.Exact(),
 		Messages:    out.messages,
 		System:      out.system,
-		Tools:       out.tools,
+		Tools:       slices.Clone(out.tools), // the bytes are the tool set's: see Result.Tools
 		Text:        out.text,
 		Context:     out.context,
 		Citations:   []Reference{},
 	}
-	if !res.Exact {
+	if !a.model.Exact() {
 		res.Encoding = "estimate"
 	}
 	sum := sha256.Sum256([]byte(out.prefix))
@@ -502,12 +512,14 @@ func (a *assembly) result(out *output) *Result {
 	// The report: required regions, then the optional ones in priority order.
 	used := out.regionsUsed()
 	add := func(name Region, budget, used int, included []string, dropped []Dropped) {
+		exact := a.model.Exact() && !out.estimated[name]
+		res.Exact = res.Exact && exact
 		res.Report.Regions = append(res.Report.Regions, RegionReport{
-			Name: name, Budget: budget, Used: used, Included: nonNil(included), Dropped: nonNilDropped(dropped),
+			Name: name, Budget: budget, Used: used, Exact: exact, Included: nonNil(included), Dropped: nonNilDropped(dropped),
 		})
 	}
 	add(RegionInstructions, used[RegionInstructions], used[RegionInstructions], a.instructionIDs, a.dropped[RegionInstructions])
-	var toolNames []string
+	toolNames := make([]string, 0, len(a.req.Tools))
 	for _, t := range a.req.Tools {
 		toolNames = append(toolNames, t.Function.Name)
 	}

@@ -33,9 +33,13 @@ func seed003() *Request {
 	}
 }
 
-// openAICount counts rendered OpenAI messages independently of the assembler, by OpenAI's rule: per message
-// 3 + tokens(role) + tokens(content) (+ name + 1, + tool calls, + tool call id), plus 3 for the reply, plus
-// the tools' JSON.
+// openAICount counts rendered OpenAI messages independently of the assembler, as OpenAI bills them (see
+// tokenizer.ToolRule): per message 3 + tokens(role) + tokens(content) (+ name + 1), plus 3 for the reply;
+// with the model's tool rule, the definitions rendered as tokenizer.RenderFunctions renders them (and
+// the JSON of the schema parts it does not know) with their overhead, the first system message counted
+// with a line break after it, each tool call a message of the assistant's with the function's name and
+// the compact arguments, each result one with the name of the function it answers; without it, the
+// tools' JSON and the tool calls' JSON and ids.
 func openAICount(t *testing.T, res *Result) int {
 	t.Helper()
 	model, err := tokenizer.ForModel(res.Model)
@@ -43,21 +47,70 @@ func openAICount(t *testing.T, res *Result) int {
 		t.Fatal(err)
 	}
 	c := model.Counter()
+	rule := model.Tools
+	var tools []Tool
+	for _, raw := range res.Tools {
+		var tool Tool
+		if err := json.Unmarshal(raw, &tool); err != nil {
+			t.Fatal(err)
+		}
+		tools = append(tools, tool)
+	}
 	n := model.ReplyPriming
+	hasSystem, padded := false, false
+	callNames := map[string]string{}
 	for _, m := range res.Messages {
-		n += model.TokensPerMessage + c.Count(m.Role) + c.Count(m.Content)
+		hasSystem = hasSystem || m.Role == "system"
+		for _, call := range m.ToolCalls {
+			callNames[call.ID] = call.Function.Name
+		}
+	}
+	for _, m := range res.Messages {
+		if !rule.Namespace {
+			n += model.TokensPerMessage + c.Count(m.Role) + c.Count(m.Content)
+			if m.Name != "" {
+				n += c.Count(m.Name) + model.TokensPerName
+			}
+			if len(m.ToolCalls) > 0 {
+				b, _ := marshalRaw(m.ToolCalls)
+				n += c.Count(string(b))
+			}
+			n += c.Count(m.ToolCallID)
+			continue
+		}
+		if m.Role == "tool" && m.ToolCallID != "" { // the cookbook format's tool messages answer no call
+			called, ok := callNames[m.ToolCallID]
+			if !ok { // a result of no call, counted with its id
+				called = m.ToolCallID
+			}
+			n += model.TokensPerMessage + rule.ResultOverhead + c.Count(called) + c.Count(m.Content)
+			continue
+		}
+		for _, call := range m.ToolCalls {
+			n += model.TokensPerMessage + c.Count("assistant") + rule.CallOverhead + c.Count(call.Function.Name) +
+				tokenizer.ArgumentTokens(c, call.Function.Arguments)
+		}
+		if len(m.ToolCalls) > 0 && m.Content == "" && m.Name == "" {
+			continue
+		}
+		content := m.Content
+		if m.Role == "system" && len(tools) > 0 && rule.PadSystem && !padded {
+			content, padded = content+"\n", true
+		}
+		n += model.TokensPerMessage + c.Count(m.Role) + c.Count(content)
 		if m.Name != "" {
 			n += c.Count(m.Name) + model.TokensPerName
 		}
-		if len(m.ToolCalls) > 0 {
-			b, _ := marshalRaw(m.ToolCalls)
-			n += c.Count(string(b))
-		}
-		n += c.Count(m.ToolCallID)
 	}
-	if len(res.Tools) > 0 {
+	if len(tools) > 0 && rule.Namespace {
+		text, unknown := tokenizer.RenderFunctions(tools)
+		n += c.Count(text) + rule.DefinitionOverhead(hasSystem)
+		for _, u := range unknown {
+			n += c.Count(u)
+		}
+	} else if len(tools) > 0 {
 		b, _ := marshalRaw(res.Tools)
-		n += c.Count(string(b))
+		n += c.Count(string(b)) + rule.DefinitionOverhead(hasSystem)
 	}
 	return n
 }
@@ -618,7 +671,7 @@ func FuzzAssembleRequest(f *testing.F) {
 		if res.TotalTokens > res.Budget {
 			t.Fatalf("total %d over budget %d", res.TotalTokens, res.Budget)
 		}
-		if res.Format == FormatOpenAI && res.Exact {
+		if res.Format == FormatOpenAI && res.Encoding != "estimate" {
 			if got := openAICount(t, res); got != res.TotalTokens {
 				t.Fatalf("TotalTokens %d, recount %d", res.TotalTokens, got)
 			}

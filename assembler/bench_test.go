@@ -2,6 +2,7 @@ package assembler
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -53,21 +54,57 @@ func benchRequest(b *testing.B, cached bool) *Request {
 	return req
 }
 
+// benchTools is 20 tool definitions of an agent, each with a description and a schema of three to five
+// properties (a nested object, an array, an enum), about 500 bytes of JSON each.
+func benchTools() []Tool {
+	tools := make([]Tool, 20)
+	for i := range tools {
+		params := fmt.Sprintf(`{"type":"object","properties":{`+
+			`"query":{"type":"string","description":"What to look for in the %[1]d-th source, in plain words"},`+
+			`"limit":{"type":"integer","description":"How many results to return, at most"},`+
+			`"order":{"type":"string","enum":["relevance","date","title"],"description":"How to order the results"},`+
+			`"filter":{"type":"object","properties":{"after":{"type":"string"},"tags":{"type":"array","items":{"type":"string"}}}},`+
+			`"fields":{"type":"array","items":{"type":"string","enum":["id","title","body","url"]}}},`+
+			`"required":["query"],"additionalProperties":false}`, i)
+		tools[i] = Tool{Type: "function", Function: ToolFunction{
+			Name:        fmt.Sprintf("search_source_%d", i),
+			Description: fmt.Sprintf("Search the %d-th knowledge source of the workspace and return matching records with their ids.", i),
+			Parameters:  json.RawMessage(params),
+		}}
+	}
+	return tools
+}
+
+// BenchmarkAssembleRequest assembles benchRequest with counts cached, then the same with the 20 tools of
+// benchTools (cached once per tool set: the difference is what tools cost an assembly), then counted from
+// scratch.
 func BenchmarkAssembleRequest(b *testing.B) {
-	for _, cached := range []bool{true, false} {
-		name := "counted-from-scratch"
-		if cached {
-			name = "counts-cached"
-		}
-		b.Run(name, func(b *testing.B) {
-			req := benchRequest(b, cached)
+	for _, tc := range []struct {
+		name          string
+		cached, tools bool
+	}{{"counts-cached", true, false}, {"counts-cached-20-tools", true, true}, {"counted-from-scratch", false, false}} {
+		b.Run(tc.name, func(b *testing.B) {
+			req := benchRequest(b, tc.cached)
+			if tc.tools {
+				// The budget grows by what the tools take, so that the rest of the plan is the same.
+				req.Tools = benchTools()
+				res, err := AssembleRequest(context.Background(), req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, r := range res.Report.Regions {
+					if r.Name == RegionTools {
+						req.MaxTokens += r.Used
+					}
+				}
+			}
 			b.ReportAllocs()
 			for b.Loop() {
 				res, err := AssembleRequest(context.Background(), req)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if res.TotalTokens > 16000 {
+				if res.TotalTokens > req.MaxTokens {
 					b.Fatal("over budget")
 				}
 			}
@@ -155,6 +192,31 @@ func TestAssemble_CountsEachTextOnce(t *testing.T) {
 			t.Errorf("counted %d of %d texts, when fewer than half fit", counted, items)
 		}
 		t.Logf("CountUpTo %v: counted %d of %d knowledge and history texts, included %d items", upTo, counted, len(req.Knowledge)+len(req.History), kept)
+	}
+}
+
+// BenchmarkAssembleTools isolates what tools cost an assembly once their set is cached: a request of
+// instructions, a short history and a message, without tools and with the 20 of benchTools, whose
+// difference is measurable where BenchmarkAssembleRequest's noise would hide it.
+func BenchmarkAssembleTools(b *testing.B) {
+	for _, tools := range []bool{false, true} {
+		name := "no-tools"
+		if tools {
+			name = "20-tools"
+		}
+		b.Run(name, func(b *testing.B) {
+			req := &Request{Model: "gpt-4o", Instructions: "You are a helpful assistant.", Message: "Find the latest report.",
+				History: []Message{{Role: "user", Content: "Hello"}, {Role: "assistant", Content: "Hi! How can I help?"}}}
+			if tools {
+				req.Tools = benchTools()
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := AssembleRequest(context.Background(), req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

@@ -140,16 +140,26 @@ func (b *Builder) passThrough(ctx context.Context, system string) (*Built, error
 	if system != "" {
 		instructions = a.chatCost("system", []tokenizer.Part{tokenizer.NewPart(system)}, "", nil, "")
 	}
-	history := 0
+	history, calls := 0, false
 	ids := make([]string, len(built.Messages))
+	for _, m := range built.Messages {
+		for _, call := range m.ToolCalls {
+			if a.callNames == nil {
+				a.callNames = map[string]string{}
+			}
+			a.callNames[call.ID] = call.Function.Name
+		}
+	}
 	for i := range built.Messages {
 		m := &built.Messages[i]
-		history += a.chatCost(m.Role, []tokenizer.Part{a.cachedPart(m.Content, m.TokenCounts)}, m.Name, m.ToolCalls, m.ToolCallID)
+		history += a.f.turnCost(a, m, []tokenizer.Part{a.cachedPart(m.Content, m.TokenCounts)})
+		calls = calls || len(m.ToolCalls) > 0 || m.Role == "tool"
 		ids[i] = historyID(i)
 	}
 	built.TotalTokens += instructions + history
 	region := func(name Region, used int, included []string) RegionReport {
-		return RegionReport{Name: name, Budget: used, Used: used, Included: nonNil(included), Dropped: []Dropped{}}
+		exact := model.Exact() && (name != RegionHistory || !calls || model.Tools.CallsExact)
+		return RegionReport{Name: name, Budget: used, Used: used, Exact: exact, Included: nonNil(included), Dropped: []Dropped{}}
 	}
 	built.Report.Regions = []RegionReport{
 		region(RegionInstructions, instructions, idsIf(system != "", "instructions")),

@@ -137,6 +137,9 @@ type output struct {
 	// more than one region, and are split among them only when the output is reported (see regionsUsed).
 	used   regionTokens
 	shared []segments
+	// estimated marks the regions whose count follows a rule known only as an estimate, which errs high
+	// (the model's tool rule: tokenizer.ToolRule).
+	estimated [numRegions]bool
 }
 
 // reset empties out for another rendering of a's plan, keeping what it allocated.
@@ -207,6 +210,9 @@ func (o *output) addText(region Region, text string) {
 func (o *output) frame(region Region, role string) {
 	o.addTokens(region, o.a.model.TokensPerMessage+o.a.roleTokens(role))
 }
+
+// estimate marks region's count as an estimate (see output.estimated).
+func (o *output) estimate(region Region) { o.estimated[region] = true }
 
 // addTokens adds n tokens that region uses: a count the plan holds (a history turn that the planner
 // counted as it is rendered), or a fixed overhead of the format (reply priming).

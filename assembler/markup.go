@@ -168,7 +168,8 @@ func (l *layout) appendContext(s *segments, sep ...tokenizer.Part) {
 	}
 }
 
-// stablePrefix is the text hashed into Result.PrefixHash: the tools' JSON and the stable prefix.
+// stablePrefix is the text hashed into Result.PrefixHash: the tools' id (the SHA-256 of their canonical
+// JSON, see toolSet) and the stable prefix.
 func stablePrefix(tools string, stable []tokenizer.Part) string {
 	return tools + "\x00" + tokenizer.JoinText(stable)
 }

@@ -26,62 +26,117 @@ func (f openAI) prepare(a *assembly) error {
 
 func (openAI) body(text string) string { return text }
 
+// turnCost is what a message costs as Chat Completions bills it. A tool message's name is not sent. With
+// the model's tool rule (tokenizer.ToolRule), each tool call is a message of its own (the assistant's
+// text, if any, another), its arguments counted as compact JSON, and a tool result is counted with the
+// name of the function it answers, the call's id with neither; without one, the calls' JSON and the id
+// are counted, which errs high.
 func (openAI) turnCost(a *assembly, msg *Message, content []tokenizer.Part) int {
-	return a.chatCost(msg.Role, content, msg.Name, msg.ToolCalls, msg.ToolCallID)
+	name := msg.Name
+	if msg.Role == "tool" {
+		name = ""
+	}
+	rule := a.model.Tools
+	if !rule.Namespace || (msg.Role != "tool" && len(msg.ToolCalls) == 0) {
+		return a.chatCost(msg.Role, content, name, msg.ToolCalls, msg.ToolCallID)
+	}
+	if msg.Role == "tool" {
+		called, ok := a.callNames[msg.ToolCallID]
+		if !ok { // answers no call of the history (the builder passes such a result through): err high
+			called = msg.ToolCallID
+		}
+		return a.model.TokensPerMessage + rule.ResultOverhead + a.m.CountShort(called) + a.m.Join(content)
+	}
+	n := 0
+	if msg.Content != "" || name != "" {
+		n = a.chatCost(msg.Role, content, name, nil, "")
+	}
+	for _, call := range msg.ToolCalls {
+		n += a.model.TokensPerMessage + a.roleTokens("assistant") + rule.CallOverhead + a.m.CountShort(call.Function.Name) +
+			tokenizer.ArgumentTokens(a.m, call.Function.Arguments)
+	}
+	return n
 }
 
 func (openAI) render(a *assembly, out *output) {
 	stable, l := a.markupLayout()
-	tools := renderTools(a.req.Tools, openAITool)
+	var tools renderedTools
+	if a.tools != nil {
+		tools = a.tools.openai
+	}
 	out.tools = tools.raw
-	out.addText(RegionTools, tools.text)
 	n := 3
 	for _, g := range l.history {
 		n += int(g.n)
 	}
 	out.messages = make([]ChatMessage, 0, n)
+	// The model's tool rule writes the definitions into a system message: one of their own, or the first
+	// one, which it counts with a line break after its text (tokenizer.ToolRule.PadSystem).
+	rule := a.model.Tools
+	pad := a.tools != nil && rule.Namespace && rule.PadSystem
+	hasSystem := len(stable) > 0 || len(l.ctx) > 0
+	// padTokens is what the line break after the first system message's text adds to its count, n: the
+	// same for each rendering of the plan, while the text is.
+	padTokens := func(text string, n int) int {
+		if p := &a.pad; !p.set || p.text != text || p.n != n {
+			*p = padCount{text: text, n: n, set: true,
+				tokens: a.m.Join([]tokenizer.Part{{Text: text, Tokens: n}, tokenizer.NewPart("\n")}) - n}
+		}
+		return a.pad.tokens
+	}
 	if len(stable) > 0 {
 		out.frame(l.stableRegion(), "system")
-		out.add(l.stableText(stable))
-		out.messages = append(out.messages, ChatMessage{Role: "system", Content: tokenizer.JoinText(stable)})
+		n := out.add(l.stableText(stable))
+		text := tokenizer.JoinText(stable)
+		if pad {
+			out.addTokens(RegionTools, padTokens(text, n))
+			pad = false
+		}
+		out.messages = append(out.messages, ChatMessage{Role: "system", Content: text})
 	}
 	for gi := range l.history {
 		g := &l.history[gi]
 		contents := a.groupContents(g)
 		msgs := a.msgs(g)
-		named := false // a tool message with a name, which costs less here than in groupCost
 		for i := range msgs {
 			msg := &msgs[i]
 			name := msg.Name
 			if msg.Role == "tool" { // Chat Completions' tool messages have no name
-				named, name = named || name != "", ""
+				name = ""
 			}
 			out.messages = append(out.messages, ChatMessage{Role: msg.Role, Content: contents[i].Text, Name: name, ToolCalls: msg.ToolCalls, ToolCallID: msg.ToolCallID})
-		}
-		if g.cost >= 0 && !named { // what groupCost counted, message by message, as they are rendered
-			out.addTokens(RegionHistory, int(g.cost))
-			continue
-		}
-		for i := range msgs { // as chatCost counts a message, its tool message's name left out
-			msg := &msgs[i]
-			out.frame(RegionHistory, msg.Role)
-			out.addPart(RegionHistory, contents[i])
-			if msg.Name != "" && msg.Role != "tool" {
-				out.addText(RegionHistory, msg.Name)
-				out.addTokens(RegionHistory, a.model.TokensPerName)
+			if msg.Role == "system" {
+				hasSystem = true
+				if pad { // the first system message
+					out.addTokens(RegionTools, padTokens(contents[i].Text, a.m.Join(contents[i:i+1])))
+					pad = false
+				}
 			}
-			if len(msg.ToolCalls) > 0 {
-				out.addText(RegionHistory, toolCallsJSON(msg.ToolCalls))
-			}
-			if msg.ToolCallID != "" {
-				out.addText(RegionHistory, msg.ToolCallID)
+			if (msg.Role == "tool" || len(msg.ToolCalls) > 0) && !(rule.Namespace && rule.CallsExact) {
+				out.estimate(RegionHistory)
 			}
 		}
+		out.addTokens(RegionHistory, a.groupCost(g)) // what turnCost counts, message by message, as they are rendered
 	}
 	if len(l.ctx) > 0 { // the context's own message, whose frame is no region's
 		out.frame(regionOverhead, "system")
-		out.add(l.contextText())
+		n := out.add(l.contextText())
+		if pad {
+			out.addTokens(RegionTools, padTokens(l.ctxText, n))
+		}
 		out.messages = append(out.messages, ChatMessage{Role: "system", Content: l.ctxText})
+	}
+	if a.tools != nil {
+		if rule.Namespace {
+			c := a.toolTokens("namespace", "")
+			out.addTokens(RegionTools, c.n+rule.DefinitionOverhead(hasSystem))
+			if !c.known || !rule.Exact {
+				out.estimate(RegionTools)
+			}
+		} else { // their JSON and the rule's overhead (Anthropic's system prompt for tools): an estimate
+			out.addTokens(RegionTools, a.toolTokens("openai", tools.text).n+rule.DefinitionOverhead(hasSystem))
+			out.estimate(RegionTools)
+		}
 	}
 	if a.message != "" {
 		out.frame(RegionMessage, "user")
@@ -90,7 +145,14 @@ func (openAI) render(a *assembly, out *output) {
 	}
 	out.addTokens(regionOverhead, a.model.ReplyPriming)
 	out.context = l.knowledge
-	out.prefix = stablePrefix(tools.text, stable)
+	out.prefix = stablePrefix(a.tools.prefixID(), stable)
+}
+
+// padCount is what the line break after a text of n tokens adds to its count (see openAI.render).
+type padCount struct {
+	text      string
+	n, tokens int
+	set       bool
 }
 
 // check holds the request to the rules of Chat Completions (https://platform.openai.com/docs/api-reference/

@@ -2,7 +2,6 @@ package assembler
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"hash/maphash"
 	"slices"
@@ -36,17 +35,23 @@ func (a *assembly) prepareMarkup() error {
 		a.instructions = ""
 		a.dropped[RegionInstructions] = []Dropped{{ID: "instructions", Reason: ReasonEmpty}}
 	}
-	for i, t := range req.Tools {
-		if err := CheckToolName(t.Function.Name); err != nil {
-			return fmt.Errorf("tools[%d]: %w", i, err)
-		}
-		if len(t.Function.Parameters) > 0 && !json.Valid(t.Function.Parameters) {
-			return fmt.Errorf("%w: tools[%d] parameters are not JSON", ErrInvalidRequest, i)
-		}
+	var err error
+	if a.tools, err = cachedToolSet(req.Tools); err != nil { // checked when the set is made
+		return err
 	}
 	for i, o := range req.ToolOutputs {
 		if err := CheckToolName(o.Tool); err != nil {
 			return fmt.Errorf("tool_outputs[%d]: %w", i, err)
+		}
+	}
+	for _, msg := range req.History {
+		for _, call := range msg.ToolCalls {
+			if a.callNames == nil {
+				a.callNames = map[string]string{}
+			}
+			if len(call.Function.Name) > len(a.callNames[call.ID]) { // ids used twice: err high
+				a.callNames[call.ID] = call.Function.Name
+			}
 		}
 	}
 	if a.instructions != "" {

@@ -227,7 +227,8 @@ func providerViolation(format Format, res *Result) string {
 // anthropicCount counts a rendered Messages API request independently of the assembler, as the assembler
 // documents it counts one: per message (the system prompt one too) the model's per-message overhead and its
 // role (none for the system prompt), each block's text, tool_use id, name and input, tool_result id and
-// content; the tools' JSON; the reply priming.
+// content; the tools' JSON, and for a Claude model the system prompt Anthropic adds for them; the reply
+// priming.
 func anthropicCount(t *testing.T, res *Result) int {
 	t.Helper()
 	model, err := tokenizer.ForModel(res.Model)
@@ -242,6 +243,9 @@ func anthropicCount(t *testing.T, res *Result) int {
 	if len(res.Tools) > 0 {
 		b, _ := marshalRaw(res.Tools)
 		n += c.Count(string(b))
+		if !model.Tools.Namespace { // a Claude model's: the system prompt Anthropic adds for tools
+			n += model.Tools.DefinitionOverhead(res.System != "")
+		}
 	}
 	for _, m := range res.Messages {
 		n += model.TokensPerMessage + c.Count(m.Role)

@@ -17,13 +17,17 @@ type Result struct {
 	// exceeds Budget.
 	Budget      int `json:"budget"`
 	TotalTokens int `json:"total_tokens"`
-	// Exact is false when the model's tokenizer is not public and counts are estimates.
+	// Exact is false when some count is an estimate: the model's tokenizer is not public, or a region
+	// follows a rule known only as an estimate (see RegionReport.Exact). An estimate errs high, so that
+	// the budget holds.
 	Exact bool `json:"exact"`
 
-	Messages []ChatMessage     `json:"messages,omitzero"` // openai and anthropic: at least one (see ErrNoMessages); none for text
-	System   string            `json:"system,omitempty"`  // anthropic: the top-level system prompt
-	Tools    []json.RawMessage `json:"tools,omitempty"`   // in the format's shape
-	Text     string            `json:"text,omitempty"`    // text: the whole prompt
+	Messages []ChatMessage `json:"messages,omitzero"` // openai and anthropic: at least one (see ErrNoMessages); none for text
+	System   string        `json:"system,omitempty"`  // anthropic: the top-level system prompt
+	// Tools are the tool definitions in the format's shape. Their bytes are shared by the results of the
+	// same tool set (see AssembleRequest) and must not be modified.
+	Tools []json.RawMessage `json:"tools,omitempty"`
+	Text  string            `json:"text,omitempty"` // text: the whole prompt
 
 	// Context is the knowledge region as rendered (the <context> tags), also inside Messages or Text.
 	Context   string      `json:"context,omitempty"`
@@ -58,8 +62,10 @@ type Reference struct {
 // TotalTokens less that overhead. Any other message's frame is the region's whose text it opens with (the
 // instructions', or pinned memory's when there are no instructions); a wrapper or separator is the
 // region's that it wraps or follows (pinned memory's wrapper is memory's); and where two regions meet in
-// one text, a token that spans the join is the later region's. Every format's output is counted, and its
-// tokens given out, by these rules, by one function of the assembler (see [Format]).
+// one text, a token that spans the join is the later region's. What the model's tool rule adds for the
+// tool definitions (the system message they are written in, the line break it counts after the first
+// system message) is the tools region's. Every format's output is counted, and its tokens given out, by
+// these rules, by one function of the assembler (see [Format]).
 type Report struct {
 	Regions []RegionReport `json:"regions"`
 }
@@ -69,7 +75,12 @@ type RegionReport struct {
 	Name   Region `json:"name"`
 	Budget int    `json:"budget"` // tokens allotted: the policy's share, or what the region took of the leftover; for required regions, what they need
 	// Used is the tokens of the output that are the region's (see Report).
-	Used     int       `json:"used"`
+	Used int `json:"used"`
+	// Exact is false when Used is an estimate, which errs high: the model's tokenizer is not public, or the
+	// region holds what the provider counts by a rule known only from its published counts and not in
+	// every case (tool definitions for o200k_base models, schema keywords whose rendering is not known,
+	// tool calls and results in the history: see tokenizer.ToolRule).
+	Exact    bool      `json:"exact"`
 	Included []string  `json:"included"`
 	Dropped  []Dropped `json:"dropped"`
 }

@@ -45,7 +45,7 @@ var textLabels = map[string]string{"user": "User", "assistant": "Assistant", "sy
 
 func (textFormat) render(a *assembly, out *output) {
 	stable, l := a.markupLayout()
-	tools := renderTools(a.req.Tools, openAITool) // in the text, not beside it
+	tools := a.tools.rendered("openai") // in the text, not beside it
 	s := segments{}
 	if len(stable) > 0 {
 		l.appendStable(&s, stable, tokenizer.NewPart("\n\n"))
@@ -79,7 +79,7 @@ func (textFormat) render(a *assembly, out *output) {
 	out.text = tokenizer.JoinText(s.parts)
 	out.add(s)
 	out.context = l.knowledge
-	out.prefix = stablePrefix(tools.text, stable)
+	out.prefix = stablePrefix(a.tools.prefixID(), stable)
 }
 
 // check has no provider's rules to keep: the transcript is the caller's to send. Its own rules (every

@@ -1,8 +1,10 @@
 package tokenizer_test
 
 import (
+	"encoding/json"
 	"fmt"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/tokenizer"
 )
 
@@ -64,4 +66,33 @@ func Example_upgrades() {
 	// Output:
 	// true true true
 	// false
+}
+
+// The OpenAI Cookbook's tool, as gpt-4o reads it, and what its definition adds to a request with a system
+// message: the namespace's tokens and the rule's overhead.
+func ExampleRenderFunctions() {
+	tools := []loom.Tool{{Type: "function", Function: loom.ToolFunction{
+		Name:        "get_current_weather",
+		Description: "Get the current weather in a given location",
+		Parameters: json.RawMessage(`{"type":"object","properties":{
+			"location":{"type":"string","description":"The city and state, e.g. San Francisco, CA"},
+			"unit":{"type":"string","enum":["celsius","fahrenheit"]}},"required":["location"]}`),
+	}}}
+	text, _ := tokenizer.RenderFunctions(tools)
+	fmt.Println(text)
+	m, _ := tokenizer.ForModel("gpt-4o")
+	n, exact := m.Tools.DefinitionTokens(m.Counter(), tools)
+	fmt.Println(n+m.Tools.DefinitionOverhead(true), "tokens, exact:", exact)
+	// Output:
+	// namespace functions {
+	//
+	// // Get the current weather in a given location
+	// type get_current_weather = (_: {
+	// // The city and state, e.g. San Francisco, CA
+	// location: string,
+	// unit?: "celsius" | "fahrenheit",
+	// }) => any;
+	//
+	// } // namespace functions
+	// 61 tokens, exact: false
 }

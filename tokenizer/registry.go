@@ -41,6 +41,9 @@ type Model struct {
 	// ReplyPriming is what the chat format adds once per request: OpenAI's chat models count 3, for every
 	// reply is primed with <|start|>assistant<|message|>.
 	ReplyPriming int
+	// Tools is how the model's provider counts tool definitions, calls and results (see [ToolRule]): OpenAI's
+	// rules for the built-in OpenAI chat models, the zero ToolRule (their JSON, an estimate) for the others.
+	Tools ToolRule
 }
 
 // Exact reports whether the model's tokens are counted exactly, with an encoding of this package; if not,
@@ -125,9 +128,10 @@ func clip(s string, n int) string {
 // Register adds m to the models that [ForModel] knows, replacing a model of the same name (regardless of
 // case), built-in or not. It returns an error wrapping [ErrInvalidModel] if the name is empty, has
 // surrounding spaces or is longer than 256 bytes, the context window is not positive, MaxOutputTokens is
-// negative or not less than the window, TokensPerMessage or ReplyPriming is negative, or TokensPerName is
-// less than -TokensPerMessage; and one wrapping [ErrUnknownEncoding] if m.Encoding is neither "" nor an
-// encoding of this package ([Encodings]). Register is safe to call concurrently with ForModel.
+// negative or not less than the window, TokensPerMessage or ReplyPriming is negative, TokensPerName is
+// less than -TokensPerMessage, or an overhead of Tools is negative; and one wrapping [ErrUnknownEncoding]
+// if m.Encoding is neither "" nor an encoding of this package ([Encodings]). Register is safe to call
+// concurrently with ForModel.
 func Register(m Model) error {
 	if err := validate(m); err != nil {
 		return err
@@ -166,6 +170,8 @@ func validate(m Model) error {
 		return fmt.Errorf("%w %q: negative chat overhead (per message %d, per name %d, reply priming %d; "+
 			"a name may take back at most the per-message overhead)",
 			ErrInvalidModel, m.Name, m.TokensPerMessage, m.TokensPerName, m.ReplyPriming)
+	case m.Tools.Overhead < 0 || m.Tools.SystemOverhead < 0 || m.Tools.CallOverhead < 0 || m.Tools.ResultOverhead < 0:
+		return fmt.Errorf("%w %q: negative tool overhead %+v", ErrInvalidModel, m.Name, m.Tools)
 	}
 	if _, ok := encodings[m.Encoding]; m.Encoding != "" && !ok {
 		return fmt.Errorf("register model %q: %w %q (known: %s)",
@@ -270,6 +276,7 @@ func chatModel(provider, name, enc string, window, output int) Model {
 		TokensPerMessage: estimatedPerMessage, TokensPerName: estimatedPerName, ReplyPriming: estimatedPriming}
 	if provider == "openai" {
 		m.TokensPerMessage, m.TokensPerName, m.ReplyPriming = openAIPerMessage, openAIPerName, openAIPriming
+		m.Tools = openAITools(enc)
 	}
 	return m
 }
@@ -279,7 +286,11 @@ func openAI(name, enc string, window, output int) Model {
 }
 
 func estimated(provider, name string, window, output int) Model {
-	return chatModel(provider, name, "", window, output)
+	m := chatModel(provider, name, "", window, output)
+	if provider == "anthropic" {
+		m.Tools = anthropicTools(name)
+	}
+	return m
 }
 
 // builtinModels are the models known without [Register]. Windows and output limits are from each

@@ -69,13 +69,16 @@ func TestForModel_ReturnsTheRegisteredLimits(t *testing.T) {
 		want  tokenizer.Model
 	}{
 		{"gpt-4o-2024-08-06", tokenizer.Model{Name: "gpt-4o", Provider: "openai", Encoding: tokenizer.O200KBase,
-			ContextWindow: 128000, MaxOutputTokens: 16384, TokensPerMessage: 3, TokensPerName: 1, ReplyPriming: 3}},
+			ContextWindow: 128000, MaxOutputTokens: 16384, TokensPerMessage: 3, TokensPerName: 1, ReplyPriming: 3,
+			Tools: tokenizer.ToolRule{Namespace: true, Overhead: 9, SystemOverhead: 5, PadSystem: true, CallOverhead: 3, ResultOverhead: 3}}},
 		{"gpt-3.5-turbo-0125", tokenizer.Model{Name: "gpt-3.5-turbo", Provider: "openai", Encoding: tokenizer.CL100KBase,
-			ContextWindow: 16385, MaxOutputTokens: 4096, TokensPerMessage: 3, TokensPerName: 1, ReplyPriming: 3}},
+			ContextWindow: 16385, MaxOutputTokens: 4096, TokensPerMessage: 3, TokensPerName: 1, ReplyPriming: 3,
+			Tools: tokenizer.ToolRule{Namespace: true, Overhead: 9, SystemOverhead: 5, PadSystem: true, CallOverhead: 3, ResultOverhead: 4, Exact: true}}},
 		{"text-embedding-ada-002", tokenizer.Model{Name: "text-embedding-ada-002", Provider: "openai",
 			Encoding: tokenizer.CL100KBase, ContextWindow: 8191}},
 		{"claude-sonnet-4-5", tokenizer.Model{Name: "claude-sonnet-4-5", Provider: "anthropic",
-			ContextWindow: 200000, MaxOutputTokens: 64000, TokensPerMessage: 5, TokensPerName: 1, ReplyPriming: 5}},
+			ContextWindow: 200000, MaxOutputTokens: 64000, TokensPerMessage: 5, TokensPerName: 1, ReplyPriming: 5,
+			Tools: tokenizer.ToolRule{Overhead: 346, SystemOverhead: 346}}},
 		{"gemini-2.5-pro", tokenizer.Model{Name: "gemini-2.5-pro", Provider: "google",
 			ContextWindow: 1048576, MaxOutputTokens: 65536, TokensPerMessage: 5, TokensPerName: 1, ReplyPriming: 5}},
 	}
@@ -188,6 +191,7 @@ func TestRegister_RejectsInvalidModels(t *testing.T) {
 		{"name with surrounding spaces", func(m *tokenizer.Model) { m.Name = " x " }, tokenizer.ErrInvalidModel},
 		{"zero window", func(m *tokenizer.Model) { m.ContextWindow, m.MaxOutputTokens = 0, 0 }, tokenizer.ErrInvalidModel},
 		{"negative window", func(m *tokenizer.Model) { m.ContextWindow = -1 }, tokenizer.ErrInvalidModel},
+		{"negative tool overhead", func(m *tokenizer.Model) { m.Tools.SystemOverhead = -1 }, tokenizer.ErrInvalidModel},
 		{"negative output", func(m *tokenizer.Model) { m.MaxOutputTokens = -1 }, tokenizer.ErrInvalidModel},
 		{"output equal to window", func(m *tokenizer.Model) { m.MaxOutputTokens = 1000 }, tokenizer.ErrInvalidModel},
 		{"output above window", func(m *tokenizer.Model) { m.MaxOutputTokens = 1001 }, tokenizer.ErrInvalidModel},

@@ -24,8 +24,9 @@
 //   - Each tool definition is one line of compact JSON.
 //   - The context, which is also inside a message or the text, is named by where it is, or written as a
 //     block if it is nowhere else.
-//   - The report is one line per region ("name  budget B  used U"), then a line of its included ids and a
-//     line of its dropped ids with their reasons, each only if there are any.
+//   - The report is one line per region ("name  budget B  used U", and "(estimate)" when the region's count
+//     is not exact), then a line of its included ids and a line of its dropped ids with their reasons, each
+//     only if there are any.
 package golden
 
 import (
@@ -508,10 +509,14 @@ func (w *writer) report(v *node) {
 			w.item(1, r)
 			continue
 		}
-		w.line(fmt.Sprintf("  %s  budget %s  used %s", plain(name), plain(budget), plain(used)))
+		line := fmt.Sprintf("  %s  budget %s  used %s", plain(name), plain(budget), plain(used))
+		if exact := r.get("exact"); exact != nil && plain(exact) == "false" {
+			line += "  (estimate)"
+		}
+		w.line(line)
 		for i, k := range r.keys {
 			switch k {
-			case "name", "budget", "used":
+			case "name", "budget", "used", "exact":
 			case "included", "dropped":
 				w.ids(k, r.vals[i])
 			default:

@@ -1,0 +1,401 @@
+package assembler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/context-loom/loom/tokenizer"
+)
+
+// publishedPair is a Chat Completions request and the prompt_tokens OpenAI's API billed for it, from
+// tokenizer/testdata/tool_counts.json, which cites the source of each (see tokenizer's
+// TestToolRule_PublishedPairs).
+type publishedPair struct {
+	Source       string `json:"source"`
+	Model        string `json:"model"`
+	PromptTokens int    `json:"prompt_tokens"`
+	Estimate     bool   `json:"estimate"`
+	Request      struct {
+		Messages []struct {
+			Role       string     `json:"role"`
+			Content    *string    `json:"content"`
+			Name       string     `json:"name"`
+			ToolCalls  []ToolCall `json:"tool_calls"`
+			ToolCallID string     `json:"tool_call_id"`
+		} `json:"messages"`
+		Tools        []Tool          `json:"tools"`
+		Functions    []ToolFunction  `json:"functions"`
+		ToolChoice   json.RawMessage `json:"tool_choice"`
+		FunctionCall json.RawMessage `json:"function_call"`
+	} `json:"request"`
+}
+
+// asRequest returns the pair's request as an assembler's request that renders the same Chat Completions
+// messages (a first system message as the instructions, a last user message as the message, the rest as
+// the history), and false when the assembler cannot: a tool choice other than auto, a message the
+// assembler drops (a blank one) or changes.
+func (p *publishedPair) asRequest() (*Request, bool) {
+	r := &p.Request
+	if (r.ToolChoice != nil && string(r.ToolChoice) != `"auto"`) || r.FunctionCall != nil {
+		return nil, false
+	}
+	req := &Request{Model: p.Model, Tools: r.Tools}
+	for _, f := range r.Functions {
+		req.Tools = append(req.Tools, Tool{Type: "function", Function: f})
+	}
+	msgs := r.Messages
+	if len(msgs) > 0 && msgs[0].Role == "system" && msgs[0].Content != nil {
+		req.Instructions, msgs = *msgs[0].Content, msgs[1:]
+	}
+	if n := len(msgs); n > 0 && msgs[n-1].Role == "user" && msgs[n-1].Content != nil {
+		req.Message, msgs = *msgs[n-1].Content, msgs[:n-1]
+	}
+	for _, m := range msgs {
+		content := ""
+		if m.Content != nil {
+			content = *m.Content
+		}
+		if (strings.TrimSpace(content) == "" && len(m.ToolCalls) == 0 && m.Role != "tool") || (m.Name != "" && m.Role != "tool") {
+			return nil, false
+		}
+		req.History = append(req.History, Message{Role: m.Role, Content: content, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID})
+	}
+	if len(req.History) > 0 && req.History[0].Role != "user" && req.History[0].Role != "system" {
+		return nil, false // a conversation the assembler does not start mid-turn
+	}
+	return req, true
+}
+
+// TestAssemble_CountsToolsAsOpenAIBills assembles every published request with tools that the assembler
+// can render as it was sent, and checks that the result's count is what the API billed: exactly where
+// the tokenizer's rule is exact (the Cookbook's example gives 105 for gpt-3.5-turbo and gpt-4, 101 for
+// gpt-4o and gpt-4o-mini), at most 2 more where it is an estimate, which the report then says.
+func TestAssemble_CountsToolsAsOpenAIBills(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join("..", "tokenizer", "testdata", "tool_counts.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pairs []publishedPair
+	if err := json.Unmarshal(data, &pairs); err != nil {
+		t.Fatal(err)
+	}
+	assembled, cookbook := 0, 0
+	for i := range pairs {
+		p := &pairs[i]
+		req, ok := p.asRequest()
+		if !ok {
+			continue
+		}
+		res, err := AssembleRequest(context.Background(), req)
+		if err != nil {
+			t.Errorf("pair %d (%s): %v", i, p.Model, err)
+			continue
+		}
+		assembled++
+		if strings.HasPrefix(p.Source, "openai/openai-cookbook") {
+			cookbook++
+		}
+		if len(res.Messages) != len(p.Request.Messages) {
+			t.Errorf("pair %d: %d messages rendered of %d", i, len(res.Messages), len(p.Request.Messages))
+		}
+		switch {
+		case !p.Estimate && res.TotalTokens != p.PromptTokens:
+			t.Errorf("pair %d (%s, %s): total %d, the API billed %d", i, p.Model, p.Source, res.TotalTokens, p.PromptTokens)
+		case p.Estimate && (res.TotalTokens < p.PromptTokens || res.TotalTokens > p.PromptTokens+2):
+			t.Errorf("pair %d (%s, %s): total %d, the API billed %d: want that or at most 2 more", i, p.Model, p.Source, res.TotalTokens, p.PromptTokens)
+		}
+		model, _ := tokenizer.ForModel(p.Model)
+		for _, r := range res.Report.Regions {
+			if r.Name == RegionTools && r.Exact != model.Tools.Exact {
+				t.Errorf("pair %d (%s): tools exact %v, want the rule's %v", i, p.Model, r.Exact, model.Tools.Exact)
+			}
+		}
+		if res.Exact && p.Estimate {
+			t.Errorf("pair %d (%s): an estimate reported exact", i, p.Model)
+		}
+	}
+	if assembled < 30 || cookbook != 4 {
+		t.Errorf("assembled %d published pairs, %d of the Cookbook's 4", assembled, cookbook)
+	}
+}
+
+// randomSchema returns a random JSON schema of the shapes the rendering knows, and now and then a keyword
+// it does not, at depth.
+func randomSchema(r *rand.Rand, depth int) map[string]any {
+	s := map[string]any{}
+	switch k := r.IntN(9); {
+	case k == 0 && depth < 3:
+		s["type"] = "object"
+		props := map[string]any{}
+		var required []string
+		for i := range r.IntN(4) {
+			name := fmt.Sprintf("p%d_%s", i, randomWord(r))
+			props[name] = randomSchema(r, depth+1)
+			if r.IntN(2) == 0 {
+				required = append(required, name)
+			}
+		}
+		s["properties"] = props
+		if required != nil {
+			s["required"] = required
+		}
+	case k == 1 && depth < 3:
+		s["type"] = "array"
+		s["items"] = randomSchema(r, depth+1)
+	case k == 2:
+		s["type"] = "string"
+		s["enum"] = []string{randomWord(r), randomWord(r) + " " + randomWord(r)}
+	case k == 3 && depth < 3:
+		s["anyOf"] = []any{randomSchema(r, depth+1), randomSchema(r, depth+1)}
+	case k == 4:
+		s["type"] = []string{"integer", "number"}[r.IntN(2)]
+	case k == 5:
+		s["type"] = []string{"boolean", "null"}[r.IntN(2)]
+	default:
+		s["type"] = "string"
+	}
+	if r.IntN(2) == 0 {
+		s["description"] = randomText(r)
+	}
+	if r.IntN(8) == 0 {
+		s["format"] = "date-time" // a keyword whose rendering is not known
+	}
+	return s
+}
+
+func randomWord(r *rand.Rand) string {
+	words := []string{"city", "unit", "Zürich", "東京", "count", "id", "x", "é", "query", "limit"}
+	return words[r.IntN(len(words))]
+}
+
+func randomText(r *rand.Rand) string {
+	parts := []string{"The", " city", " name.", "\n", " 😀", " e.g. Lyon", ":", "  ", "東京", "<b>", "&"}
+	var b strings.Builder
+	for range 1 + r.IntN(6) {
+		b.WriteString(parts[r.IntN(len(parts))])
+	}
+	return b.String()
+}
+
+// randomTools returns 1 to 20 random tool definitions.
+func randomTools(r *rand.Rand) []Tool {
+	tools := make([]Tool, 1+r.IntN(20))
+	for i := range tools {
+		params := randomSchema(r, 0)
+		params["type"] = "object"
+		if _, ok := params["properties"]; !ok && r.IntN(2) == 0 {
+			params["properties"] = map[string]any{"q": randomSchema(r, 1)}
+		}
+		b, _ := json.Marshal(params)
+		tools[i] = Tool{Type: "function", Function: ToolFunction{Name: fmt.Sprintf("tool_%d", i), Parameters: b}}
+		if r.IntN(3) > 0 {
+			tools[i].Function.Description = randomText(r)
+		}
+		if r.IntN(5) == 0 {
+			tools[i].Function.Parameters = nil
+		}
+	}
+	return tools
+}
+
+// TestAssemble_RandomToolsCountAsRendered assembles random tool sets with random requests, for a model of
+// each encoding and every budget from tight to ample: the tools region's count is the definitions as
+// tokenizer.RenderFunctions renders them, counted apart (with the schema parts it does not know, the
+// rule's overhead and the line break after the first system message), the whole count is the independent
+// recount of the messages, and no budget is exceeded.
+func TestAssemble_RandomToolsCountAsRendered(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(15, 1))
+	checked, trimmed := 0, 0
+	defer func() {
+		if checked < 75 || trimmed == 0 {
+			t.Errorf("checked %d of 150 requests, %d trimmed: the test does not see enough", checked, trimmed)
+		}
+	}()
+	for i := range 150 {
+		req := randomRequest(r)
+		req.Format, req.Formatter = "", nil
+		req.Model = []string{"gpt-4o", "gpt-4", "gpt-4.1-mini"}[i%3]
+		req.Tools = randomTools(r)
+		if r.IntN(3) == 0 {
+			req.Instructions = ""
+		}
+		req.MaxTokens = 200 + r.IntN(4000)
+		res, err := AssembleRequest(context.Background(), req)
+		var budgetErr *BudgetError
+		if errors.As(err, &budgetErr) || errors.Is(err, ErrNoUserTurn) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if res.TotalTokens > res.Budget {
+			t.Fatalf("request %d: total %d over budget %d", i, res.TotalTokens, res.Budget)
+		}
+		checked++
+		for _, reg := range res.Report.Regions {
+			if len(reg.Dropped) > 0 {
+				trimmed++
+				break
+			}
+		}
+		if got := openAICount(t, res); got != res.TotalTokens {
+			t.Fatalf("request %d: total %d, recount %d", i, res.TotalTokens, got)
+		}
+		model, _ := tokenizer.ForModel(req.Model)
+		c := model.Counter()
+		text, unknown := tokenizer.RenderFunctions(req.Tools)
+		want := c.Count(text)
+		for _, u := range unknown {
+			want += c.Count(u)
+		}
+		hasSystem := false
+		firstSystem := ""
+		for _, m := range res.Messages {
+			if m.Role == "system" && !hasSystem {
+				hasSystem, firstSystem = true, m.Content
+			}
+		}
+		want += model.Tools.DefinitionOverhead(hasSystem)
+		if hasSystem {
+			want += c.Count(firstSystem+"\n") - c.Count(firstSystem)
+		}
+		for _, reg := range res.Report.Regions {
+			if reg.Name != RegionTools {
+				continue
+			}
+			if reg.Used != want {
+				t.Fatalf("request %d (%s): tools used %d, rendered and counted apart %d", i, req.Model, reg.Used, want)
+			}
+			if wantExact := model.Tools.Exact && len(unknown) == 0; reg.Exact != wantExact {
+				t.Fatalf("request %d (%s): tools exact %v, want %v (unknown %q)", i, req.Model, reg.Exact, wantExact, unknown)
+			}
+		}
+	}
+}
+
+// TestAssemble_ToolSetCachedAndIdentified checks that one tool set is rendered once for the assemblies that
+// send it, that a set that differs in any field is another, and that the prefix hash names the set.
+func TestAssemble_ToolSetCachedAndIdentified(t *testing.T) {
+	t.Parallel()
+	tools := randomTools(rand.New(rand.NewPCG(3, 3)))
+	again := make([]Tool, len(tools))
+	copy(again, tools)
+	set := func(tools []Tool) *toolSet {
+		s, err := cachedToolSet(tools)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if set(tools) != set(again) {
+		t.Error("the same tools made two sets")
+	}
+	changed := make([]Tool, len(tools))
+	copy(changed, tools)
+	changed[0].Function.Description += "!"
+	if s := set(changed); s == set(tools) || s.id == set(tools).id {
+		t.Error("a changed description found the first set")
+	}
+	strict := true
+	changed[0] = tools[0]
+	changed[0].Function.Strict = &strict
+	if set(changed) == set(tools) {
+		t.Error("a changed strict flag found the first set")
+	}
+	// A set is checked when it is made, and a bad one is not kept.
+	bad := []Tool{{Function: ToolFunction{Name: "ok", Parameters: json.RawMessage(`{"type":`)}}}
+	for range 2 {
+		if _, err := cachedToolSet(bad); !errors.Is(err, ErrInvalidRequest) {
+			t.Errorf("parameters that are not JSON: %v", err)
+		}
+	}
+	req := &Request{Model: "gpt-4o", Message: "hi", Tools: tools}
+	first, err := AssembleRequest(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Tools = changed
+	second, err := AssembleRequest(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.PrefixHash == second.PrefixHash {
+		t.Error("two tool sets, one prefix hash")
+	}
+}
+
+// TestAssemble_ClaudeToolsCountAnthropicsSystemPrompt checks that tools sent to a Claude model count the
+// system prompt Anthropic adds for them (346 tokens for Claude Sonnet 4.5, by Anthropic's documentation)
+// besides their JSON, in the anthropic format and the openai one, and say they are estimates.
+func TestAssemble_ClaudeToolsCountAnthropicsSystemPrompt(t *testing.T) {
+	t.Parallel()
+	tools := []Tool{{Type: "function", Function: ToolFunction{Name: "lookup", Parameters: json.RawMessage(`{"type":"object"}`)}}}
+	for _, format := range []string{FormatAnthropic, FormatOpenAI} {
+		res, err := AssembleRequest(context.Background(), &Request{Model: "claude-sonnet-4-5", Format: format, Message: "hi", Tools: tools})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res.Report.Regions {
+			if r.Name == RegionTools && (r.Used < 346+tokenizer.Estimate(`{"name":"lookup"}`) || r.Exact) {
+				t.Errorf("%s: tools used %d (exact %v), want Anthropic's 346 and their JSON, an estimate", format, r.Used, r.Exact)
+			}
+		}
+	}
+}
+
+// TestAssemble_ToolSetsShared assembles requests with a few new tool sets from many goroutines at once
+// (run with -race), so that sets are made and counted while others read them: every result is the one
+// a lone assembly gives afterwards.
+func TestAssemble_ToolSetsShared(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(7, 7))
+	sets := [][]Tool{randomTools(r), randomTools(r), randomTools(r)}
+	for _, tools := range sets {
+		tools[0].Function.Description = fmt.Sprintf("shared %p", tools) // new to the cache
+	}
+	type total struct{ set, n int }
+	totals := make(chan total, 8*30)
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			for i := range 30 {
+				k := (g + i) % len(sets)
+				res, err := AssembleRequest(context.Background(), &Request{Model: []string{"gpt-4", "gpt-4o"}[g%2], Message: "hi", Tools: sets[k]})
+				if err != nil {
+					errs <- err
+					return
+				}
+				totals <- total{k + len(sets)*(g%2), res.TotalTokens}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(totals)
+	want := map[int]int{}
+	for k := range 2 * len(sets) {
+		res, err := AssembleRequest(context.Background(), &Request{Model: []string{"gpt-4", "gpt-4o"}[k/len(sets)], Message: "hi", Tools: sets[k%len(sets)]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[k] = res.TotalTokens
+	}
+	for got := range totals {
+		if got.n != want[got.set] {
+			t.Errorf("set %d: total %d, alone %d", got.set, got.n, want[got.set])
+		}
+	}
+}
