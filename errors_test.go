@@ -39,6 +39,8 @@ var sentinels = map[string]error{
 	"assembler.ErrInvalidRequest":   assembler.ErrInvalidRequest,
 	"assembler.ErrUnknownFormat":    assembler.ErrUnknownFormat,
 	"assembler.ErrNoUserTurn":       assembler.ErrNoUserTurn,
+	"assembler.ErrProviderRule":     assembler.ErrProviderRule,
+	"assembler.ErrNoMessages":       assembler.ErrNoMessages,
 	"chunker.ErrNegativeSize":       chunker.ErrNegativeSize,
 	"chunker.ErrNegativeOverlap":    chunker.ErrNegativeOverlap,
 	"chunker.ErrOverlapTooLarge":    chunker.ErrOverlapTooLarge,

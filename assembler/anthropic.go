@@ -5,8 +5,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/tokenizer"
 )
 
@@ -59,14 +62,33 @@ func (anthropic) render(a *assembly, out *output) {
 		msgs = append(msgs, ChatMessage{Role: role, Blocks: blocks})
 		out.frame(region, role)
 	}
+	// The history's last message ends the conversation when neither context nor a message follows it; an
+	// assistant's message there is a prefill that the reply continues, and its text may not end in white
+	// space ("final assistant content cannot end with trailing whitespace"): it is sent without it.
+	last := len(l.history) - 1
+	prefill := len(l.ctx) == 0 && a.message == ""
 	for gi := range l.history {
 		g := &l.history[gi]
 		contents := a.groupContents(g)
-		for i, msg := range a.msgs(g) {
+		history := a.msgs(g)
+		for i := range history {
+			msg := &history[i]
 			switch msg.Role {
 			case "assistant":
 				var blocks []Block
-				if msg.Content != "" {
+				switch {
+				case blank(msg.Content):
+					// Only beside tool calls (a blank message is dropped as empty): no text block, for the API
+					// refuses one of white space ("text content blocks must contain non-whitespace text").
+				case prefill && gi == last && i == len(history)-1:
+					text := strings.TrimRightFunc(msg.Content, isSpace)
+					blocks = append(blocks, Block{Type: "text", Text: text})
+					if len(text) == len(msg.Content) {
+						out.addPart(RegionHistory, contents[i])
+					} else {
+						out.addPart(RegionHistory, tokenizer.NewPart(text))
+					}
+				default:
 					blocks = append(blocks, Block{Type: "text", Text: msg.Content})
 					out.addPart(RegionHistory, contents[i])
 				}
@@ -86,8 +108,12 @@ func (anthropic) render(a *assembly, out *output) {
 			case "tool":
 				id := anthropicID(msg.ToolCallID)
 				out.addText(RegionHistory, id)
-				out.addPart(RegionHistory, contents[i])
-				push("user", []Block{{Type: "tool_result", ToolUseID: id, Content: msg.Content}}, RegionHistory)
+				result := Block{Type: "tool_result", ToolUseID: id}
+				if !blank(msg.Content) { // a result of white space is sent as none, which the API takes
+					result.Content = msg.Content
+					out.addPart(RegionHistory, contents[i])
+				}
+				push("user", []Block{result}, RegionHistory)
 			default: // user, and system messages of the history (Anthropic has only the top-level system)
 				out.addPart(RegionHistory, contents[i])
 				push("user", []Block{{Type: "text", Text: msg.Content}}, RegionHistory)
@@ -96,30 +122,123 @@ func (anthropic) render(a *assembly, out *output) {
 	}
 	// The context and the message, in a user message of their own, or the history's last one. A message
 	// the context opens is framed for no region.
-	var last []Block
+	var final []Block
 	frame := RegionMessage
 	if len(l.ctx) > 0 {
-		last = append(last, Block{Type: "text", Text: l.ctxText})
+		final = append(final, Block{Type: "text", Text: l.ctxText})
 		out.add(l.contextText())
 		frame = regionOverhead
 	}
 	if a.message != "" {
-		last = append(last, Block{Type: "text", Text: a.message})
+		final = append(final, Block{Type: "text", Text: a.message})
 		out.addText(RegionMessage, a.message)
 	}
-	if len(last) > 0 {
-		push("user", last, frame)
-	}
-	if msgs == nil { // the Messages API requires the array, even empty
-		msgs = []ChatMessage{}
+	if len(final) > 0 {
+		push("user", final, frame)
 	}
 	out.messages = msgs
-	if len(msgs) > 0 && msgs[0].Role != "user" { // cannot happen: kept history starts with the user (see run)
-		out.err = fmt.Errorf("%w: an Anthropic conversation starts with the user, and this one starts with the %s", ErrNoUserTurn, msgs[0].Role)
-	}
 	out.addTokens(regionOverhead, a.model.ReplyPriming)
 	out.context = l.knowledge
 	out.prefix = stablePrefix(tools.text, stable)
+}
+
+// check holds the request to the Messages API's rules (https://platform.claude.com/docs/en/api/messages,
+// "messages"; the quoted texts are the API's answers to a request that breaks them):
+//
+//   - "messages: at least one message is required": the system prompt is not one (ErrNoMessages);
+//   - the roles are user and assistant, the first the user's, and they alternate (the API would merge
+//     consecutive turns of one role; Loom merges them itself);
+//   - "all messages must have non-empty content", and "text content blocks must contain non-whitespace
+//     text" (the system prompt's too);
+//   - "final assistant content cannot end with trailing whitespace";
+//   - each tool_use block is answered by a tool_result in the next message, whose tool_result blocks come
+//     first ("tool_use ids were found without tool_result blocks immediately after"; the tool use guide,
+//     https://platform.claude.com/docs/en/agents-and-tools/tool-use/implement-tool-use), and a tool_result
+//     answers a tool_use of the message before it;
+//   - a tool_use id matches ^[a-zA-Z0-9_-]+$ (see anthropicID), its input is a JSON object, and a tool's
+//     name matches ^[a-zA-Z0-9_-]{1,128}$ (Loom holds tool names to the stricter loom.CheckToolName).
+//
+// The rendering keeps each of them by construction; check proves it on every output.
+func (anthropic) check(a *assembly, out *output) error {
+	if out.system != "" && blank(out.system) {
+		return fmt.Errorf("%w: anthropic: a system prompt of white space", ErrProviderRule)
+	}
+	if len(out.messages) == 0 {
+		return fmt.Errorf("%w: anthropic: there is no message, context or history within the budget to send (the instructions are the system prompt, not a message)", ErrNoMessages)
+	}
+	for i, t := range a.req.Tools {
+		if err := loom.CheckToolName(t.Function.Name); err != nil {
+			return fmt.Errorf("%w: anthropic: tools[%d]: %w", ErrProviderRule, i, err)
+		}
+	}
+	var asked, uses []string // the tool_use ids of the message before, and of this one
+	for i := range out.messages {
+		m := &out.messages[i]
+		switch {
+		case m.Role != "user" && m.Role != "assistant":
+			return fmt.Errorf("%w: anthropic: messages[%d] has the role %q", ErrProviderRule, i, m.Role)
+		case i == 0 && m.Role != "user":
+			return fmt.Errorf("%w: an Anthropic conversation starts with the user, and this one starts with the %s", ErrNoUserTurn, m.Role)
+		case i > 0 && out.messages[i-1].Role == m.Role:
+			return fmt.Errorf("%w: anthropic: messages[%d] and [%d] are both the %s's", ErrProviderRule, i-1, i, m.Role)
+		case len(m.Blocks) == 0:
+			return fmt.Errorf("%w: anthropic: messages[%d] has no content", ErrProviderRule, i)
+		}
+		uses = uses[:0]
+		results := true // the tool_result blocks come first
+		for j := range m.Blocks {
+			b := &m.Blocks[j]
+			switch b.Type {
+			case "text":
+				if blank(b.Text) {
+					return fmt.Errorf("%w: anthropic: messages[%d].content[%d] is a text block of white space", ErrProviderRule, i, j)
+				}
+				results = false
+			case "tool_use":
+				if m.Role != "assistant" || b.ID == "" || anthropicID(b.ID) != b.ID || loom.CheckToolName(b.Name) != nil || !jsonObject(b.Input) {
+					return fmt.Errorf("%w: anthropic: messages[%d].content[%d] is not a tool_use the API takes (id %q, name %q)", ErrProviderRule, i, j, b.ID, b.Name)
+				}
+				uses = append(uses, b.ID)
+			case "tool_result":
+				k := slices.Index(asked, b.ToolUseID)
+				if m.Role != "user" || !results || k < 0 {
+					return fmt.Errorf("%w: anthropic: messages[%d].content[%d] is a tool_result for %q, which does not answer the message before it first",
+						ErrProviderRule, i, j, b.ToolUseID)
+				}
+				if b.Content != "" && blank(b.Content) {
+					return fmt.Errorf("%w: anthropic: messages[%d].content[%d] is a tool_result of white space", ErrProviderRule, i, j)
+				}
+				asked = slices.Delete(asked, k, k+1)
+			default:
+				return fmt.Errorf("%w: anthropic: messages[%d].content[%d] has the type %q", ErrProviderRule, i, j, b.Type)
+			}
+		}
+		if len(asked) > 0 {
+			return fmt.Errorf("%w: anthropic: tool_use %q of messages[%d] has no tool_result right after it", ErrProviderRule, asked[0], i-1)
+		}
+		asked, uses = uses, asked
+	}
+	if len(asked) > 0 {
+		return fmt.Errorf("%w: anthropic: tool_use %q of the final message has no tool_result after it", ErrProviderRule, asked[0])
+	}
+	if m := &out.messages[len(out.messages)-1]; m.Role == "assistant" {
+		if r, _ := utf8.DecodeLastRuneInString(m.Blocks[len(m.Blocks)-1].Text); isSpace(r) {
+			return fmt.Errorf("%w: anthropic: the final assistant content ends with white space", ErrProviderRule)
+		}
+	}
+	return nil
+}
+
+// jsonObject reports whether b, valid JSON, is an object.
+func jsonObject(b []byte) bool {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return c == '{'
+	}
+	return false
 }
 
 // anthropicID maps a tool call id to one that Anthropic accepts ([a-zA-Z0-9_-]+), the same way for a

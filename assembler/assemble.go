@@ -20,7 +20,10 @@ import (
 // AssembleRequest fits req into its budget and renders it in its format. Required items (instructions,
 // tools, the current message, the latest tool exchange and the user message that asked for it) are always
 // kept, or the call fails with a *[BudgetError]; a latest tool exchange with no user message before it is
-// [ErrNoUserTurn], in every format, for a conversation starts with the user. The optional regions share the rest by req.Policy: memory by pinned, then recency; tool
+// [ErrNoUserTurn], in every format, for a conversation starts with the user; a request with no message to
+// send in the openai or anthropic format is [ErrNoMessages], and an output that would break another rule
+// of the format's provider is [ErrProviderRule] (see [Format]); all of these wrap ErrInvalidRequest and
+// loom.ErrInvalid. The optional regions share the rest by req.Policy: memory by pinned, then recency; tool
 // outputs newest first, long ones cut head and tail; history trimmed oldest first as a contiguous suffix
 // of whole turns (a tool call stays with its results); knowledge by score, first fit, without duplicates.
 //
@@ -50,6 +53,7 @@ type assembly struct {
 	// framing that the optional items bring (the openai format's system message of the context).
 	reserve        int
 	instructionIDs []string // the instructions' items, for the report
+	instructions   string   // the instructions as Loom's formats render them: none when they are blank
 
 	// Candidates per optional region, best first, and the chosen ones.
 	memory    []*ctxItem
@@ -210,9 +214,6 @@ func (a *assembly) plan(ctx context.Context) (*output, error) {
 	// What the required items cost, rendered alone (nothing optional is chosen yet), and what that leaves.
 	out := &output{}
 	a.render(out)
-	if out.err != nil {
-		return nil, out.err
-	}
 	required := out.total
 	if required > a.budget {
 		return nil, &BudgetError{Required: required, Available: a.budget}
@@ -249,6 +250,11 @@ func (a *assembly) plan(ctx context.Context) (*output, error) {
 		a.render(out)
 	}
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// Last, the format holds what it rendered to its provider's rules: an output the provider would
+	// refuse is an error here, not a request sent.
+	if err := a.f.check(a, out); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -167,6 +167,10 @@ func TestAssemble_NeverExceedsTheBudgetAndCountsExactly(t *testing.T) {
 			if got := openAICount(t, res); got != res.TotalTokens {
 				t.Fatalf("%s: TotalTokens %d, recount %d", format.Name(), res.TotalTokens, got)
 			}
+		case anthropic:
+			if got := anthropicCount(t, res); got != res.TotalTokens {
+				t.Fatalf("anthropic: TotalTokens %d, recount %d", res.TotalTokens, got)
+			}
 		case textFormat:
 			if got := countWith(t, res.Model, res.Text); got != res.TotalTokens {
 				t.Fatalf("text: TotalTokens %d, recount %d", res.TotalTokens, got)
@@ -597,6 +601,17 @@ func FuzzAssembleRequest(f *testing.F) {
 			checkCookbookShape(t, &cookbook, res)
 		}
 		res, err := AssembleRequest(context.Background(), &req)
+		if errors.Is(err, ErrProviderRule) && !errors.Is(err, ErrNoMessages) {
+			// The formats keep their providers' rules by construction, but for a participant's name that
+			// Chat Completions refuses, which is the caller's.
+			named := false
+			for _, m := range req.History {
+				named = named || m.Name != "" && !participantName(m.Name)
+			}
+			if !named || req.Format != FormatOpenAI && req.Format != "" {
+				t.Fatalf("the rendering broke its provider's rules: %v", err)
+			}
+		}
 		if err != nil {
 			return
 		}
@@ -606,6 +621,16 @@ func FuzzAssembleRequest(f *testing.F) {
 		if res.Format == FormatOpenAI && res.Exact {
 			if got := openAICount(t, res); got != res.TotalTokens {
 				t.Fatalf("TotalTokens %d, recount %d", res.TotalTokens, got)
+			}
+		}
+		if res.Format == FormatAnthropic && res.Exact {
+			if got := anthropicCount(t, res); got != res.TotalTokens {
+				t.Fatalf("TotalTokens %d, recount %d", res.TotalTokens, got)
+			}
+		}
+		if f, err := FormatByName(res.Format); err == nil {
+			if v := providerViolation(f, res); v != "" {
+				t.Fatalf("the provider rejects this: %s", v)
 			}
 		}
 		checkHistoryShape(t, res)

@@ -157,3 +157,34 @@ func TestAssemble_CountsEachTextOnce(t *testing.T) {
 		t.Logf("CountUpTo %v: counted %d of %d knowledge and history texts, included %d items", upTo, counted, len(req.Knowledge)+len(req.History), kept)
 	}
 }
+
+// BenchmarkFormatCheck is the last step of an assembly alone, each format's check of its output against
+// its provider's rules, on the benchmark request's verified rendering with the whole history kept (500
+// messages), so that its share of BenchmarkAssembleRequest can be read beside it.
+func BenchmarkFormatCheck(b *testing.B) {
+	for _, format := range []Format{OpenAI, Anthropic} {
+		b.Run(format.Name(), func(b *testing.B) {
+			req := benchRequest(b, true)
+			req.MaxTokens, req.Formatter = 110000, format
+			a, err := newAssembly(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			a.scratch = getScratch()
+			defer a.release()
+			out, err := a.plan(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(out.messages) < 250 {
+				b.Fatalf("%d messages", len(out.messages))
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := format.check(a, out); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

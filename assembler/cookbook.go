@@ -32,7 +32,9 @@ import (
 //     &gt; &quot; &#39; (see EscapeText), and invalid UTF-8 as U+FFFD.
 //
 // The agent's prompt, the request's instructions, the history and the current message are shown as the
-// cookbook shows them.
+// cookbook shows them: the history's roles too, so that a tool message (without its call's id) or a role
+// Chat Completions does not know is passed on as the cookbook passes it, and the format holds its output
+// to none of Chat Completions' rules but that it has a message.
 type Cookbook struct {
 	// Agent, when not nil, is the agent whose configuration the first message shows as the cookbook
 	// writes it: "role\n\nConstraints: constraints\nFormat: output format", every field named even when
@@ -183,6 +185,17 @@ func (c *Cookbook) render(a *assembly, out *output) {
 	}
 	message(RegionMessage, "user", tokenizer.NewPart(a.message))
 	out.addTokens(regionOverhead, a.model.ReplyPriming)
+}
+
+// check keeps Chat Completions' one rule that the cookbook's layout is sure to keep, at least one message
+// (the user's message ends every one), and no other: the cookbook shows the history's roles and contents
+// as assemble_context does, a tool message without its call or a role Chat Completions does not know
+// included (see Cookbook), and holding them to OpenAI's rules would be another layout.
+func (*Cookbook) check(_ *assembly, out *output) error {
+	if len(out.messages) == 0 { // cannot happen
+		return fmt.Errorf("%w: the cookbook's layout has no message", ErrNoMessages)
+	}
+	return nil
 }
 
 // cookbookPrompt is the Valkey cookbook's system prompt for agent, which names the three fields even when

@@ -8,14 +8,21 @@ import (
 	"testing"
 )
 
-// TestAssemble_AnthropicAlwaysHasMessages: the Messages API requires a messages array, so the anthropic
-// output carries one even when there is nothing to put in it (no history, no message, no context); so does
-// the openai output. The text format has none.
-func TestAssemble_AnthropicAlwaysHasMessages(t *testing.T) {
+// TestAssemble_MessagesAreAnArray: the openai and anthropic outputs carry their messages as an array (the
+// Messages API and Chat Completions both require one, of at least one message: a request with none to send
+// is ErrNoMessages, see TestAnthropic_TheThreeRejectedRequests); the text format has none.
+func TestAssemble_MessagesAreAnArray(t *testing.T) {
 	t.Parallel()
 	for _, format := range []string{FormatAnthropic, FormatOpenAI, FormatText} {
-		for _, instructions := range []string{"", "Be brief."} {
-			res, err := AssembleRequest(context.Background(), &Request{Format: format, Instructions: instructions})
+		for _, req := range []Request{{Instructions: "Be brief.", Message: "Hi."}, {Message: "Hi."}, {Instructions: "Be brief."}} {
+			req.Format = format
+			res, err := AssembleRequest(context.Background(), &req)
+			if format == FormatAnthropic && req.Message == "" {
+				if !errors.Is(err, ErrNoMessages) {
+					t.Errorf("anthropic, instructions alone: %v, want ErrNoMessages", err)
+				}
+				continue
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -30,11 +37,9 @@ func TestAssemble_AnthropicAlwaysHasMessages(t *testing.T) {
 			msgs, ok := out["messages"]
 			switch {
 			case format == FormatText && ok:
-				t.Errorf("text, instructions %q: messages %s, want none", instructions, msgs)
-			case format != FormatText && !ok:
-				t.Errorf("%s, instructions %q: no messages key in %s", format, instructions, b)
-			case format != FormatText && !strings.HasPrefix(string(msgs), "["):
-				t.Errorf("%s, instructions %q: messages %s, want an array", format, instructions, msgs)
+				t.Errorf("text, %+v: messages %s, want none", req, msgs)
+			case format != FormatText && (!ok || !strings.HasPrefix(string(msgs), "[{")):
+				t.Errorf("%s, %+v: messages %s, want an array of messages", format, req, msgs)
 			}
 		}
 	}

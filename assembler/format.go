@@ -11,7 +11,10 @@ import (
 // written (what the planner costs), and lays the chosen items out as messages made of (region, text)
 // segments with the format's framing (per-message overhead, roles, reply priming). The assembler's output
 // counts each text a format lays out with the meter, and gives every token to a region or to the format's
-// overhead (see [Report]): that accounting is written once, for every format.
+// overhead (see [Report]): that accounting is written once, for every format. Last, a format holds its
+// output to its provider's rules (roles, turn order, tool calls and their results, non-empty content,
+// names), and an output that breaks one is an error wrapping [ErrProviderRule] rather than a request the
+// provider would refuse: see each format's variable for the rules, and what it does to keep them.
 //
 // The formats are [OpenAI], [Anthropic], [Text] and the Valkey cookbook's layout, [Cookbook]. A request
 // names one of the first three by Request.Format ([FormatByName]); a Go caller may pass any as
@@ -46,15 +49,29 @@ type formatter interface {
 	// render lays the settled plan out in out, counting every text it writes with out. It does not change
 	// the plan: rendering it twice gives the same output.
 	render(a *assembly, out *output)
+	// check holds the verified rendering of a's plan to the rules of the format's provider, the last step
+	// of an assembly: it returns an error wrapping ErrProviderRule (ErrNoMessages for a request with no
+	// message to send) for an output the provider would refuse, rather than let it be sent. A format keeps
+	// the rules it can by construction; check says so for the others, and proves the rest.
+	check(a *assembly, out *output) error
 }
 
 // The formats.
 var (
 	// OpenAI renders Chat Completions messages: a system message with the instructions and pinned memory,
 	// the history, a system message with the context (memory, tool outputs, knowledge), the user's message.
+	// A request with nothing to send (no instructions, message, context or history within the budget) is
+	// [ErrNoMessages], for Chat Completions takes at least one message; a history message whose name
+	// Chat Completions refuses (^[a-zA-Z0-9_-]{1,64}$) is [ErrProviderRule].
 	OpenAI Format = openAI{}
 	// Anthropic renders a Messages API request: the top-level system prompt, and user and assistant turns
-	// that alternate, the context and the user's message in the last user turn.
+	// that alternate, the context and the user's message in the last user turn. So that the API takes every
+	// request it renders: an assistant message's text that is only white space, beside its tool calls, is
+	// not sent (no text block of white space); neither is a tool result that is only white space (its
+	// tool_result has no content); an assistant message that ends the conversation (no context or message
+	// after it: a prefill the reply continues) is sent without the white space it ends with; and a request
+	// with no message to send (the instructions alone are the system prompt, and no message, context or
+	// history within the budget is left) is [ErrNoMessages]. TotalTokens counts what is sent.
 	Anthropic Format = anthropic{}
 	// Text renders one transcript of turns (see Request.Format).
 	Text Format = textFormat{}
@@ -120,7 +137,6 @@ type output struct {
 	// more than one region, and are split among them only when the output is reported (see regionsUsed).
 	used   regionTokens
 	shared []segments
-	err    error // the output breaks a rule of the format that trimming cannot fix
 }
 
 // reset empties out for another rendering of a's plan, keeping what it allocated.

@@ -45,8 +45,8 @@ type layout struct {
 // which escape analysis would let take it to the heap.
 func (a *assembly) markupLayout() (stable []tokenizer.Part, l layout) {
 	// The stable prefix: instructions, then pinned memory.
-	if a.req.Instructions != "" {
-		stable = append(stable, tokenizer.NewPart(a.req.Instructions))
+	if a.instructions != "" {
+		stable = append(stable, tokenizer.NewPart(a.instructions))
 	}
 	l.instructionParts = len(stable)
 	var pinned, recent []*ctxItem

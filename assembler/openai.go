@@ -1,6 +1,13 @@
 package assembler
 
-import "github.com/context-loom/loom/tokenizer"
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/context-loom/loom"
+	"github.com/context-loom/loom/tokenizer"
+)
 
 // openAI is the Chat Completions format (see OpenAI).
 type openAI struct{ markup }
@@ -84,4 +91,92 @@ func (openAI) render(a *assembly, out *output) {
 	out.addTokens(regionOverhead, a.model.ReplyPriming)
 	out.context = l.knowledge
 	out.prefix = stablePrefix(tools.text, stable)
+}
+
+// check holds the request to the rules of Chat Completions (https://platform.openai.com/docs/api-reference/
+// chat/create, "messages", and the OpenAPI document of the API; the quoted texts are the API's answers to a
+// request that breaks them):
+//
+//   - messages has at least one message ("minItems": 1; ErrNoMessages): the instructions are one;
+//   - the roles are system, user, assistant and tool;
+//   - an assistant message's content is "required unless tool_calls ... is specified";
+//   - "messages with role 'tool' must be a response to a preceding message with 'tool_calls'", and "an
+//     assistant message with 'tool_calls' must be followed by tool messages responding to each
+//     'tool_call_id'";
+//   - a function's name is "a-z, A-Z, 0-9, or contain underscores and dashes, with a maximum length of 64"
+//     (loom.CheckToolName), and so is a participant's name (the API answers one that is not with "does not
+//     match '^[a-zA-Z0-9_-]{1,64}$'"): a history's names are the caller's, and one that breaks the rule is
+//     an error here.
+//
+// The history's turns keep the others by construction (see prepareHistory); check proves them.
+func (openAI) check(a *assembly, out *output) error {
+	if len(out.messages) == 0 {
+		return fmt.Errorf("%w: openai: there are no instructions, message, context or history within the budget to send", ErrNoMessages)
+	}
+	for i, t := range a.req.Tools {
+		if err := loom.CheckToolName(t.Function.Name); err != nil {
+			return fmt.Errorf("%w: openai: tools[%d]: %w", ErrProviderRule, i, err)
+		}
+	}
+	var open []string // the tool calls of the assistant message before, not answered yet
+	for i := range out.messages {
+		m := &out.messages[i]
+		if m.Role != "tool" && len(open) > 0 {
+			return fmt.Errorf("%w: openai: messages[%d] follows the tool call %q, which no tool message answers", ErrProviderRule, i, open[0])
+		}
+		if m.Name != "" && !participantName(m.Name) {
+			return fmt.Errorf("%w: openai: messages[%d].name %q is not 1 to 64 letters, digits, _ or - (^[a-zA-Z0-9_-]{1,64}$)",
+				ErrProviderRule, i, truncateName(m.Name))
+		}
+		switch m.Role {
+		case "system", "user":
+		case "assistant":
+			if m.Content == "" && len(m.ToolCalls) == 0 {
+				return fmt.Errorf("%w: openai: messages[%d] is an assistant message with neither content nor tool calls", ErrProviderRule, i)
+			}
+			for j, c := range m.ToolCalls {
+				if err := loom.CheckToolName(c.Function.Name); err != nil {
+					return fmt.Errorf("%w: openai: messages[%d].tool_calls[%d]: %w", ErrProviderRule, i, j, err)
+				}
+				if c.ID == "" || slices.Contains(open, c.ID) {
+					return fmt.Errorf("%w: openai: messages[%d].tool_calls[%d] has no id of its own", ErrProviderRule, i, j)
+				}
+				open = append(open, c.ID)
+			}
+		case "tool":
+			k := slices.Index(open, m.ToolCallID)
+			if k < 0 {
+				return fmt.Errorf("%w: openai: messages[%d] is a tool message for %q, which is not a call of the assistant message before it", ErrProviderRule, i, m.ToolCallID)
+			}
+			open = slices.Delete(open, k, k+1)
+		default:
+			return fmt.Errorf("%w: openai: messages[%d] has the role %q", ErrProviderRule, i, m.Role)
+		}
+	}
+	if len(open) > 0 {
+		return fmt.Errorf("%w: openai: the tool call %q is never answered", ErrProviderRule, open[0])
+	}
+	return nil
+}
+
+// participantName reports whether name is one Chat Completions takes for a message's author:
+// ^[a-zA-Z0-9_-]{1,64}$.
+func participantName(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if !isToolNameByte(name[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// truncateName is name cut after 80 bytes, for an error message.
+func truncateName(name string) string {
+	if len(name) <= 80 {
+		return name
+	}
+	return strings.ToValidUTF8(name[:80], "") + "..."
 }

@@ -25,9 +25,16 @@ func (a *assembly) prepareMarkup() error {
 		return err
 	}
 	a.message, a.hasMessage = req.Message, req.Message != ""
-	if strings.TrimSpace(req.Message) == "" && req.Message != "" { // nothing to send: no message
+	if req.Message != "" && blank(req.Message) { // nothing to send: no message
 		a.message, a.hasMessage = "", false
 		a.dropped[RegionMessage] = []Dropped{{ID: "message", Reason: ReasonEmpty}}
+	}
+	// Instructions that are only white space say nothing either, and a provider may refuse them as a
+	// system prompt of white space (the Messages API refuses text blocks of white space).
+	a.instructions = req.Instructions
+	if req.Instructions != "" && blank(req.Instructions) {
+		a.instructions = ""
+		a.dropped[RegionInstructions] = []Dropped{{ID: "instructions", Reason: ReasonEmpty}}
 	}
 	for i, t := range req.Tools {
 		if err := CheckToolName(t.Function.Name); err != nil {
@@ -42,7 +49,7 @@ func (a *assembly) prepareMarkup() error {
 			return fmt.Errorf("tool_outputs[%d]: %w", i, err)
 		}
 	}
-	if req.Instructions != "" {
+	if a.instructions != "" {
 		a.instructionIDs = []string{"instructions"}
 	}
 	a.prepareHistory()
@@ -122,16 +129,22 @@ func (a *assembly) setTurns(turns []group, required int) {
 	}
 }
 
-// blank reports whether s is only white space, as strings.TrimSpace(s) == "" does, without looking past
-// its first other character.
+// blank reports whether s is only white space (see isSpace), without looking past its first other
+// character. A blank message, instruction or text says nothing, and providers refuse some of them (the
+// Messages API: "text content blocks must contain non-whitespace text").
 func blank(s string) bool {
 	for _, r := range s {
-		if !unicode.IsSpace(r) {
+		if !isSpace(r) {
 			return false
 		}
 	}
 	return true
 }
+
+// isSpace reports whether r is white space to a provider: Unicode's white space (unicode.IsSpace), and the
+// information separators U+001C to U+001F, which Python's str.isspace counts too. Which definition a
+// provider applies is not documented; text that is white space by either is taken for white space.
+func isSpace(r rune) bool { return unicode.IsSpace(r) || r >= 0x1c && r <= 0x1f }
 
 func uniqueCalls(calls []ToolCall) map[string]bool {
 	ids := make(map[string]bool, len(calls))

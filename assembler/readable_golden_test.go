@@ -203,6 +203,18 @@ var goldenCases = []goldenCase{
 			},
 		}
 	}},
+	{"blank_texts", "instructions that are only white space, an assistant's text of white space beside its tool call, a tool result of white space, and a last assistant message that ends in white space, with no new message", func() Request {
+		return Request{
+			Instructions: " \n\t",
+			Tools:        []Tool{{Type: "function", Function: ToolFunction{Name: "lookup", Description: "Look an order up."}}},
+			History: []Message{
+				{Role: "user", Content: "Is order 18 packed?"},
+				{Role: "assistant", Content: "\n", ToolCalls: []ToolCall{{ID: "call_1", Type: "function", Function: ToolCallFunction{Name: "lookup", Arguments: `{"order":"18"}`}}}},
+				{Role: "tool", ToolCallID: "call_1", Content: " \n"},
+				{Role: "assistant", Content: "The lookup returned nothing, so \n"},
+			},
+		}
+	}},
 	{"claude_model", "a model whose tokenizer is not public: estimated counts, and an Anthropic-shaped conversation", func() Request {
 		return Request{
 			Model:        "claude-sonnet-4-5",

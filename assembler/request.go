@@ -29,6 +29,9 @@ type Request struct {
 	// must then be "" or its name. It is not part of the wire format.
 	Formatter Format `json:"-"`
 
+	// Instructions are the system prompt, shown as they are given. Instructions that are only white space
+	// say nothing: the openai, anthropic and text formats do not render them (they are reported dropped as
+	// empty), as they do not render a blank Message; the cookbook format shows them as the cookbook does.
 	Instructions string       `json:"instructions,omitempty"`
 	Tools        []Tool       `json:"tools,omitempty"`
 	Memory       []MemoryFact `json:"memory,omitempty"`
@@ -91,6 +94,17 @@ var (
 	// refused in every format. It wraps ErrInvalidRequest. An older exchange without a user message before
 	// it is not required: it is dropped, reported as orphaned.
 	ErrNoUserTurn = fmt.Errorf("%w: the latest tool exchange has no user message before it", ErrInvalidRequest)
+	// ErrProviderRule is returned, wrapped with the rule and where the output breaks it, when the request's
+	// rendering would break a rule of its format's provider that the format cannot keep by construction (a
+	// participant's name that Chat Completions refuses, say): each format checks its output as the last step
+	// of an assembly (see [Format]), so that a request the provider would answer with a 400 is an error
+	// here instead. It wraps ErrInvalidRequest.
+	ErrProviderRule = fmt.Errorf("%w: the output would break its provider's rules", ErrInvalidRequest)
+	// ErrNoMessages is returned for a request that keeps no message to send, in the openai and anthropic
+	// formats: no current message (a blank one is none), no context, and no history within the budget, and
+	// in the anthropic format no instructions either count, for they are the top-level system prompt.
+	// Chat Completions and the Messages API both take at least one message. It wraps ErrProviderRule.
+	ErrNoMessages = fmt.Errorf("%w: a request needs at least one message", ErrProviderRule)
 )
 
 // BudgetError is returned when the required items (instructions, tools, the current message, the latest

@@ -20,7 +20,7 @@ type Result struct {
 	// Exact is false when the model's tokenizer is not public and counts are estimates.
 	Exact bool `json:"exact"`
 
-	Messages []ChatMessage     `json:"messages,omitzero"` // openai and anthropic: always an array, if empty; none for text
+	Messages []ChatMessage     `json:"messages,omitzero"` // openai and anthropic: at least one (see ErrNoMessages); none for text
 	System   string            `json:"system,omitempty"`  // anthropic: the top-level system prompt
 	Tools    []json.RawMessage `json:"tools,omitempty"`   // in the format's shape
 	Text     string            `json:"text,omitempty"`    // text: the whole prompt

@@ -551,3 +551,46 @@ func FuzzHandlers(f *testing.F) {
 		}
 	})
 }
+
+// TestAssemble_AnthropicRequestsTheAPITakes: POST /v1/assemble with "format": "anthropic" answers the
+// three requests whose rendering the Messages API refused with a request it takes, or a 400 that says what
+// is missing: an assistant's text of white space beside its tool call is no text block, instructions alone
+// are no message to send, and a final assistant message is sent without its trailing white space.
+func TestAssemble_AnthropicRequestsTheAPITakes(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, newMemory(), server.Limits{})
+	call := map[string]any{"id": "call_1", "type": "function", "function": map[string]any{"name": "lookup", "arguments": `{"order":"18"}`}}
+	res := ts.must("POST", "/v1/assemble", keyAcme, map[string]any{"format": "anthropic", "instructions": "You look orders up.", "history": []map[string]any{
+		{"role": "user", "content": "Where is order 18?"},
+		{"role": "assistant", "content": " \n ", "tool_calls": []any{call}},
+		{"role": "tool", "tool_call_id": "call_1", "content": "packing"},
+	}}, 200)
+	msgs, _ := res["messages"].([]any)
+	if len(msgs) != 3 {
+		t.Fatalf("messages %v", res["messages"])
+	}
+	if blocks, _ := msgs[1].(map[string]any)["content"].([]any); len(blocks) != 1 || blocks[0].(map[string]any)["type"] != "tool_use" {
+		t.Errorf("the assistant's content is %v, want its tool_use alone", blocks)
+	}
+
+	for _, body := range []map[string]any{
+		{"format": "anthropic", "instructions": "You are a helpful assistant."},
+		{"format": "anthropic", "instructions": "You are a helpful assistant.", "message": " \n\t "},
+	} {
+		out := ts.must("POST", "/v1/assemble", keyAcme, body, 400)
+		if errorCode(out) != "invalid_request" || !strings.Contains(fmt.Sprint(out), "at least one message") {
+			t.Errorf("%v: %v, want invalid_request saying a message is needed", body, out)
+		}
+	}
+
+	res = ts.must("POST", "/v1/assemble", keyAcme, map[string]any{"format": "anthropic", "history": []map[string]any{
+		{"role": "user", "content": "Write a haiku about autumn."},
+		{"role": "assistant", "content": "Leaves fall on the pond,\nripples carry them away  \n"},
+	}}, 200)
+	msgs, _ = res["messages"].([]any)
+	last, _ := msgs[len(msgs)-1].(map[string]any)
+	if blocks, _ := last["content"].([]any); last["role"] != "assistant" || len(blocks) != 1 ||
+		blocks[0].(map[string]any)["text"] != "Leaves fall on the pond,\nripples carry them away" {
+		t.Errorf("the final message is %v, want the assistant's text without its trailing white space", last)
+	}
+}

@@ -151,3 +151,65 @@ func TestAssemble_UsesEveryField(t *testing.T) {
 		}
 	}
 }
+
+// anthropicCases are three requests whose anthropic rendering the Messages API refused with a 400: an
+// assistant's text of white space beside its tool call (sent as a text block of white space), instructions
+// alone ("messages": []), and a final assistant message ending in white space. want checks the result of
+// the first and last; the second has no message to send, and is a bad request.
+var anthropicCases = []struct {
+	name string
+	req  string
+	want func(res assembler.Result) string // what is wrong, or ""
+}{
+	{"whitespace beside a tool call", `{"instructions": "You look orders up.", "history": [
+		{"role": "user", "content": "Where is order 18?"},
+		{"role": "assistant", "content": " \n ", "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": "{\"order\":\"18\"}"}}]},
+		{"role": "tool", "tool_call_id": "call_1", "content": "packing"}]}`,
+		func(res assembler.Result) string {
+			if len(res.Messages) != 3 || len(res.Messages[1].Blocks) != 1 || res.Messages[1].Blocks[0].Type != "tool_use" {
+				return fmt.Sprintf("want the assistant's tool_use alone: %+v", res.Messages)
+			}
+			return ""
+		}},
+	{"instructions alone", `{"instructions": "You are a helpful assistant."}`, nil},
+	{"instructions and a blank message", `{"instructions": "You are a helpful assistant.", "message": " \n\t "}`, nil},
+	{"a final assistant message ending in white space", `{"history": [
+		{"role": "user", "content": "Write a haiku about autumn."},
+		{"role": "assistant", "content": "Leaves fall on the pond,\nripples carry them away  \n"}]}`,
+		func(res assembler.Result) string {
+			last := res.Messages[len(res.Messages)-1]
+			if last.Role != "assistant" || len(last.Blocks) != 1 || last.Blocks[0].Text != "Leaves fall on the pond,\nripples carry them away" {
+				return fmt.Sprintf("want the assistant's text without its trailing white space: %+v", last)
+			}
+			return ""
+		}},
+}
+
+// TestAssemble_AnthropicRequestsTheAPITakes: with --format anthropic, the three requests the Messages API
+// refused are a request it takes, or exit status 2 with a message that says what is missing.
+func TestAssemble_AnthropicRequestsTheAPITakes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range anthropicCases {
+		out, errOut, code := runLoom(t, tc.req, "assemble", "--request", "-", "--format", "anthropic")
+		if tc.want == nil {
+			if code != 2 || !strings.Contains(errOut, "at least one message") {
+				t.Errorf("%s: exit %d, stderr %q; want 2 and a message that none is there", tc.name, code, errOut)
+			}
+			continue
+		}
+		if code != 0 {
+			t.Errorf("%s: exit %d: %s", tc.name, code, errOut)
+			continue
+		}
+		var res assembler.Result
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if res.Format != "anthropic" {
+			t.Errorf("%s: format %q", tc.name, res.Format)
+		}
+		if msg := tc.want(res); msg != "" {
+			t.Errorf("%s: %s", tc.name, msg)
+		}
+	}
+}

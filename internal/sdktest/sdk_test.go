@@ -465,7 +465,12 @@ func TestSDK_EdgeHistories(t *testing.T) {
 		"assistant message with no text":  {[]assembler.Message{user("Hi."), assistant(""), user("Hello?")}, "Anyone?"},
 		"whitespace-only assistant text":  {[]assembler.Message{user("Hi."), assistant("\n")}, "Hello?"},
 		"whitespace-only message":         {[]assembler.Message{user("Hi."), assistant("Hello.")}, "\n"},
-		"result answered twice":           {[]assembler.Message{user("Look it up."), call("c1"), result("c1"), result("c1"), assistant("Done.")}, "Thanks."},
+		"whitespace-only text beside a call": {[]assembler.Message{user("Look it up."),
+			{Role: "assistant", Content: " \n ", ToolCalls: call("c1").ToolCalls}, result("c1")}, ""},
+		"final assistant text ending in whitespace":    {[]assembler.Message{user("Write a haiku."), assistant("Leaves fall  \n")}, ""},
+		"nothing but instructions":                     {nil, ""},
+		"nothing but instructions and a blank message": {nil, " \t\n"},
+		"result answered twice":                        {[]assembler.Message{user("Look it up."), call("c1"), result("c1"), result("c1"), assistant("Done.")}, "Thanks."},
 		"tool result with a name": {[]assembler.Message{user("Look it up."), call("c1"),
 			{Role: "tool", ToolCallID: "c1", Name: "lookup", Content: "found it"}, assistant("Done.")}, "Thanks."},
 		"call ids outside [a-zA-Z0-9_-]": {[]assembler.Message{user("Look it up."), call("functions.lookup:0"), result("functions.lookup:0"), assistant("Done.")}, "Thanks."},
@@ -534,6 +539,11 @@ func TestSDK_ChecksCatchBrokenOutput(t *testing.T) {
 		"anthropic: unanswered tool use": {&assembler.Result{Format: assembler.FormatAnthropic, Messages: []assembler.ChatMessage{
 			{Role: "user", Blocks: []assembler.Block{text("q")}}, {Role: "assistant", Blocks: []assembler.Block{use}}, {Role: "user", Blocks: []assembler.Block{text("x")}}}}, "not answered"},
 		"anthropic: empty text": {&assembler.Result{Format: assembler.FormatAnthropic, Messages: []assembler.ChatMessage{{Role: "user", Blocks: []assembler.Block{{Type: "text"}}}}}, "empty text"},
+		"anthropic: a whitespace text beside a tool use": {&assembler.Result{Format: assembler.FormatAnthropic, Messages: []assembler.ChatMessage{
+			{Role: "user", Blocks: []assembler.Block{text("q")}}, {Role: "assistant", Blocks: []assembler.Block{text(" \n"), use}}, {Role: "user", Blocks: []assembler.Block{answer}}}}, "text block of whitespace"},
+		"anthropic: a final assistant text ending in whitespace": {&assembler.Result{Format: assembler.FormatAnthropic, Messages: []assembler.ChatMessage{
+			{Role: "user", Blocks: []assembler.Block{text("q")}}, {Role: "assistant", Blocks: []assembler.Block{text("a ")}}}}, "ends with whitespace"},
+		"anthropic: no messages": {&assembler.Result{Format: assembler.FormatAnthropic, Messages: []assembler.ChatMessage{}, System: "s"}, "no messages"},
 		"anthropic: input not an object": {&assembler.Result{Format: assembler.FormatAnthropic, Messages: []assembler.ChatMessage{
 			{Role: "user", Blocks: []assembler.Block{text("q")}}, {Role: "assistant", Blocks: []assembler.Block{{Type: "tool_use", ID: "c1", Name: "f", Input: json.RawMessage(`"x"`)}}}}}, "not a JSON object"},
 		"anthropic: string content": {&assembler.Result{Format: assembler.FormatAnthropic, Messages: []assembler.ChatMessage{{Role: "user", Content: "q"}}}, "not an array of blocks"},
@@ -958,8 +968,8 @@ func sdkNormalizeAnthropic(msgs []any) []any {
 }
 
 // sdkAnthropicRules checks the Messages API's rules: the first message is the user's; roles alternate
-// user/assistant; content is a non-empty array of blocks; text blocks are not empty, and a message's
-// text is not all whitespace; tool_use blocks are the assistant's, with ids matching ^[a-zA-Z0-9_-]+$,
+// user/assistant; content is a non-empty array of blocks; text blocks are not empty, nor only
+// whitespace; tool_use blocks are the assistant's, with ids matching ^[a-zA-Z0-9_-]+$,
 // used once, and an object input; every tool_use is answered in the next message when the conversation
 // goes on; every tool_result is the user's, answers an unanswered tool_use of the message just before,
 // and comes before the message's other blocks; a final assistant message does not end with whitespace.
@@ -994,15 +1004,13 @@ func sdkAnthropicRules(msgs, tools []json.RawMessage) []string {
 			fail("messages[%d] (%s) has no content blocks", i, m.Role)
 		}
 		answered := map[string]bool{}
-		textOnlyWhitespace, hasText := true, false
 		for j, b := range m.Content {
 			switch b.Type {
 			case "text":
-				hasText = true
 				if b.Text == nil || *b.Text == "" {
 					fail("messages[%d].content[%d]: empty text block", i, j)
-				} else if strings.TrimSpace(*b.Text) != "" {
-					textOnlyWhitespace = false
+				} else if strings.TrimSpace(*b.Text) == "" { // "text content blocks must contain non-whitespace text"
+					fail("messages[%d].content[%d]: a text block of whitespace", i, j)
 				}
 			case "tool_use":
 				var input any
@@ -1038,9 +1046,6 @@ func sdkAnthropicRules(msgs, tools []json.RawMessage) []string {
 			default:
 				fail("messages[%d].content[%d]: block type %q", i, j, b.Type)
 			}
-		}
-		if hasText && textOnlyWhitespace {
-			fail("messages[%d] (%s): its text blocks are all whitespace", i, m.Role)
 		}
 		if len(open) > 0 {
 			fail("tool_use %v of messages[%d] not answered in messages[%d]", sdkKeys(open), i-1, i)
