@@ -5,6 +5,7 @@ package loom
 import (
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/context-loom/loom/internal/imagesize"
@@ -124,7 +125,7 @@ func (im *Image) ContentType() string {
 
 // CheckParts returns an error wrapping ErrInvalid, which names the part, unless parts are parts that a
 // message of role may have. Only a user message has parts (providers take images from the user alone),
-// at most MaxParts of them. A text part has text, valid UTF-8, and no image. An image part has an Image
+// at most MaxParts of them. A text part has text that is not white space alone, valid UTF-8, and no image. An image part has an Image
 // and no text, and the image has either a URL or Data:
 //   - a URL of http or https, of at most MaxImageURL bytes, with no space or control character (a data: URL's
 //     bytes go in Data instead);
@@ -163,8 +164,8 @@ func checkPart(p *Part) error {
 		switch {
 		case p.Image != nil:
 			return NewError(ErrInvalid, "a text part with an image")
-		case p.Text == "":
-			return NewError(ErrInvalid, "a text part without text")
+		case blankText(p.Text):
+			return NewError(ErrInvalid, "a text part without text (or of white space alone, which providers refuse)")
 		case !utf8.ValidString(p.Text):
 			return NewError(ErrInvalid, "a text part that is not valid UTF-8")
 		}
@@ -248,6 +249,17 @@ func checkImageURL(u string) error {
 		}
 	}
 	return nil
+}
+
+// blankText reports whether s is empty or white space alone: Unicode's, and the information separators
+// U+001C to U+001F, which Python's str.isspace counts too.
+func blankText(s string) bool {
+	for _, r := range s {
+		if !unicode.IsSpace(r) && (r < 0x1c || r > 0x1f) {
+			return false
+		}
+	}
+	return true
 }
 
 func contains(list []string, s string) bool {

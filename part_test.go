@@ -48,6 +48,7 @@ func TestCheckParts(t *testing.T) {
 		"too many":            {"user", many, "101 content parts, the limit is 100", true},
 		"unknown type":        {"user", []loom.Part{{Type: "audio"}}, `part 0: a part of type "audio"`, false},
 		"empty text":          {"user", []loom.Part{loom.TextPart("")}, "a text part without text", false},
+		"blank text":          {"user", []loom.Part{loom.TextPart(" \n\u3000\x1f")}, "a text part without text", false},
 		"bad utf-8":           {"user", []loom.Part{loom.TextPart("\xff")}, "not valid UTF-8", false},
 		"text with image":     {"user", []loom.Part{{Type: loom.PartText, Text: "x", Image: &loom.Image{}}}, "a text part with an image", false},
 		"image without image": {"user", []loom.Part{{Type: loom.PartImage}}, "an image part without an image", false},

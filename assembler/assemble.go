@@ -74,6 +74,11 @@ type assembly struct {
 	alloc   regionTokens
 	roles   [4]int // counts of the roles, plus one (see roleTokens)
 	markers *markerTable
+	// The history's content parts, for a format that sends them (see prepareParts): what each message's
+	// parts cost and their rendering, by the message's index; nil when no message has parts.
+	partTokens    []int
+	rendered      []renderedParts
+	imageEstimate bool // an image is counted by an estimated rule
 }
 
 // ctxItem is one rendered item of the memory, tool output or knowledge region.
@@ -468,7 +473,7 @@ func (a *assembly) result(out *output) *Result {
 		Encoding:    a.model.Encoding,
 		Budget:      a.budget,
 		TotalTokens: out.total,
-		Exact:       a.model.Exact(),
+		Exact:       a.model.Exact() && !a.keptEstimatedImages(),
 		Messages:    out.messages,
 		System:      out.system,
 		Tools:       out.tools,

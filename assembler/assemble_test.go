@@ -46,6 +46,17 @@ func openAICount(t *testing.T, res *Result) int {
 	n := model.ReplyPriming
 	for _, m := range res.Messages {
 		n += model.TokensPerMessage + c.Count(m.Role) + c.Count(m.Content)
+		for _, p := range m.Parts { // each text a text of its own, each image as the model bills it
+			if p.Type == "text" {
+				n += c.Count(p.Text)
+			} else {
+				url, data := p.ImageURL.URL, ""
+				if rest, ok := strings.CutPrefix(url, "data:"); ok {
+					_, data, _ = strings.Cut(rest, ";base64,")
+				}
+				n += testImageTokens(t, model, url, data, p.ImageURL.Detail)
+			}
+		}
 		if m.Name != "" {
 			n += c.Count(m.Name) + model.TokensPerName
 		}

@@ -56,7 +56,11 @@ func (openAI) render(a *assembly, out *output) {
 			if msg.Role == "tool" { // Chat Completions' tool messages have no name
 				named, name = named || name != "", ""
 			}
-			out.messages = append(out.messages, ChatMessage{Role: msg.Role, Content: contents[i].Text, Name: name, ToolCalls: msg.ToolCalls, ToolCallID: msg.ToolCallID})
+			cm := ChatMessage{Role: msg.Role, Content: contents[i].Text, Name: name, ToolCalls: msg.ToolCalls, ToolCallID: msg.ToolCallID}
+			if len(msg.Parts) > 0 { // the content is its parts, Content's text the first of them
+				cm.Content, cm.Parts = "", a.rendered[int(g.first)+i].openAI
+			}
+			out.messages = append(out.messages, cm)
 		}
 		if g.cost >= 0 && !named { // what groupCost counted, message by message, as they are rendered
 			out.addTokens(RegionHistory, int(g.cost))
@@ -66,6 +70,7 @@ func (openAI) render(a *assembly, out *output) {
 			msg := &msgs[i]
 			out.frame(RegionHistory, msg.Role)
 			out.addPart(RegionHistory, contents[i])
+			out.addTokens(RegionHistory, a.partCost(int(g.first)+i))
 			if msg.Name != "" && msg.Role != "tool" {
 				out.addText(RegionHistory, msg.Name)
 				out.addTokens(RegionHistory, a.model.TokensPerName)
