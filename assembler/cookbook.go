@@ -182,8 +182,9 @@ func (c *Cookbook) render(a *assembly, out *output) {
 	}
 	for _, g := range a.turns[a.keepFrom:] {
 		msg := &a.msgs(&g)[0]
-		out.addTokens(RegionHistory, int(g.cost))                                                     // counted by the planner as it is rendered (see turnCost)
-		out.messages = append(out.messages, ChatMessage{Role: msg.Role, Content: a.messageText(msg)}) // counted as groupCost wrote it
+		// Counted by the planner as it is rendered (see turnCost), its content as groupCost wrote it.
+		out.addTokens(RegionHistory, int(g.cost))
+		out.messages = append(out.messages, ChatMessage{Role: msg.Role, Content: a.messageText(msg)})
 	}
 	for _, it := range a.toolOuts {
 		message(RegionToolOutputs, "system", it.parts...)
