@@ -14,11 +14,23 @@ import (
 	"testing"
 )
 
-// The held-out questions are the unseen set on which fusion is judged: they were written apart from the
-// dev set, without looking at it, and are not to be tuned on. Each question names the document it is
-// about and a gold phrase that occurs exactly once in that document's text, inside the passage that
-// answers it; a retrieved chunk is a hit when it contains the gold phrase.
-const heldoutPath = "testdata/heldout.jsonl"
+// The held-out questions are the sets fusion is judged on, never tuned on. Each question names the
+// document it is about and a gold phrase that occurs exactly once in that document's text, inside the
+// passage that answers it; a retrieved chunk is a hit when it contains the gold phrase.
+//
+//   - heldout.jsonl (ids ho-NNN, 43 questions) was written apart from the dev set, without looking at it,
+//     and judged the weighted fusion. Its figures were looked at when that fusion missed its goal
+//     on it, so it is seen now: it is still scored, but no longer the unseen set.
+//   - heldout2.jsonl (ids h2-NNN, 50 questions) was written after that, on passages neither other set
+//     asks about, and committed before anything was measured on it: fusion is judged on it (see the
+//     package doc for what it has judged).
+var heldoutSets = []struct {
+	path string
+	id   *regexp.Regexp
+}{
+	{"testdata/heldout.jsonl", regexp.MustCompile(`^ho-[0-9]{3}$`)},
+	{"testdata/heldout2.jsonl", regexp.MustCompile(`^h2-[0-9]{3}$`)},
+}
 
 // corpusDir holds the documents the questions are about, under the names the questions use.
 const corpusDir = "testdata/corpus"
@@ -33,10 +45,9 @@ type heldoutQuestion struct {
 	Gold     string `json:"gold"`
 }
 
-var heldoutID = regexp.MustCompile(`^ho-[0-9]{3}$`)
-
-// readHeldout parses the file strictly: one JSON object per line, known fields only, nothing after it.
-func readHeldout(t *testing.T) []heldoutQuestion {
+// readHeldout parses a held-out file strictly: one JSON object per line, known fields only, nothing after
+// it.
+func readHeldout(t *testing.T, heldoutPath string) []heldoutQuestion {
 	t.Helper()
 	f, err := os.Open(heldoutPath)
 	if err != nil {
@@ -65,7 +76,16 @@ func readHeldout(t *testing.T) []heldoutQuestion {
 
 func TestHeldout_WellFormed(t *testing.T) {
 	t.Parallel()
-	qs := readHeldout(t)
+	for _, set := range heldoutSets {
+		t.Run(filepath.Base(set.path), func(t *testing.T) {
+			t.Parallel()
+			heldoutWellFormed(t, readHeldout(t, set.path), set.id)
+		})
+	}
+}
+
+// heldoutWellFormed checks the questions of one held-out set, whose ids match id.
+func heldoutWellFormed(t *testing.T, qs []heldoutQuestion, heldoutID *regexp.Regexp) {
 	if len(qs) < 40 {
 		t.Errorf("%d questions, want at least 40", len(qs))
 	}
@@ -76,7 +96,7 @@ func TestHeldout_WellFormed(t *testing.T) {
 	seen := map[string]bool{}
 	for _, q := range qs {
 		if !heldoutID.MatchString(q.ID) {
-			t.Errorf("id %q: want ho-NNN", q.ID)
+			t.Errorf("id %q: want one matching %s", q.ID, heldoutID)
 		}
 		if seen[q.ID] {
 			t.Errorf("id %q used twice", q.ID)
@@ -112,7 +132,10 @@ func TestHeldout_WellFormed(t *testing.T) {
 
 func TestHeldout_GoldOccursOnceInItsDocument(t *testing.T) {
 	t.Parallel()
-	qs := readHeldout(t)
+	var qs []heldoutQuestion
+	for _, set := range heldoutSets {
+		qs = append(qs, readHeldout(t, set.path)...)
+	}
 	for _, doc := range heldoutDocs {
 		t.Run(doc, func(t *testing.T) {
 			t.Parallel()

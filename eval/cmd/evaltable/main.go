@@ -2,8 +2,8 @@
 // hit@1, hit@5 and MRR@5 per question set, store and mode, in Markdown.
 //
 // It ingests the corpus (eval/testdata/corpus) once per store with the engine's defaults and asks every
-// question of the dev set (eval/testdata/dev.jsonl), and of the held-out set (eval/testdata/heldout.jsonl)
-// when that file is there, in the keyword, vector, hybrid and mmr modes, top 5 each. The stores are an
+// question of the dev set (eval/testdata/dev.jsonl), and of the held-out sets (eval/testdata/heldout.jsonl
+// and heldout2.jsonl) whose files are there, in the keyword, vector, hybrid and mmr modes, top 5 each. The stores are an
 // in-process memory store, an SQLite file in a temporary directory and a Valkey-protocol server of its
 // own on a free loopback port (valkey-server or redis-server on PATH, or $LOOM_VALKEY_SERVER), stopped at
 // the end. Run it from the repository's root:
@@ -63,8 +63,8 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("evaltable", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	testdata := fs.String("testdata", filepath.Join("eval", "testdata"), "the `directory` of the corpus (corpus/) and the question sets (dev.jsonl, heldout.jsonl)")
-	questions := fs.String("questions", "", "question set `files`, comma-separated, each named by its base name without .jsonl (default: dev.jsonl, and heldout.jsonl when it is there)")
+	testdata := fs.String("testdata", filepath.Join("eval", "testdata"), "the `directory` of the corpus (corpus/) and the question sets (dev.jsonl, heldout.jsonl, heldout2.jsonl)")
+	questions := fs.String("questions", "", "question set `files`, comma-separated, each named by its base name without .jsonl (default: dev.jsonl, and heldout.jsonl and heldout2.jsonl where they are there)")
 	storeList := fs.String("stores", "memory,sqlite,valkey", "the `stores` to measure, comma-separated: memory, sqlite, valkey")
 	valkeyBin := fs.String("valkey-server", "", "the Valkey or Redis server `binary` (default: $LOOM_VALKEY_SERVER, valkey-server or redis-server on PATH)")
 	ranks := fs.Bool("ranks", false, "print each question's rank in every mode, per set, on the first store")
@@ -148,19 +148,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// loadSets reads the question sets: the files of list, or else dev.jsonl and (when it is there)
-// heldout.jsonl in dir.
+// loadSets reads the question sets: the files of list, or else dev.jsonl and (where they are there)
+// heldout.jsonl and heldout2.jsonl in dir.
 func loadSets(dir, list string, stderr io.Writer) ([]string, map[string][]eval.Question, error) {
 	var paths []string
 	if list != "" {
 		paths = strings.Split(list, ",")
 	} else {
 		paths = []string{filepath.Join(dir, "dev.jsonl")}
-		held := filepath.Join(dir, "heldout.jsonl")
-		if _, err := os.Stat(held); err == nil {
-			paths = append(paths, held)
-		} else {
-			fmt.Fprintf(stderr, "evaltable: no %s: the held-out set is not measured\n", held)
+		for _, name := range []string{"heldout.jsonl", "heldout2.jsonl"} {
+			held := filepath.Join(dir, name)
+			if _, err := os.Stat(held); err == nil {
+				paths = append(paths, held)
+			} else {
+				fmt.Fprintf(stderr, "evaltable: no %s: that held-out set is not measured\n", held)
+			}
 		}
 	}
 	var names []string
