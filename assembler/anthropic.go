@@ -66,7 +66,7 @@ func (anthropic) render(a *assembly, out *output) {
 	// assistant's message there is a prefill that the reply continues, and its text may not end in white
 	// space ("final assistant content cannot end with trailing whitespace"): it is sent without it.
 	last := len(l.history) - 1
-	prefill := len(l.ctx) == 0 && a.message == ""
+	prefill := len(l.ctx) == 0 && a.message == "" && a.messageRendered == nil
 	for gi := range l.history {
 		g := &l.history[gi]
 		contents := a.groupContents(g)
@@ -145,6 +145,10 @@ func (anthropic) render(a *assembly, out *output) {
 	if a.message != "" {
 		final = append(final, Block{Type: "text", Text: a.message})
 		out.addText(RegionMessage, a.message)
+	}
+	if r := a.messageRendered; r != nil {
+		final = append(final, r.blocks...)
+		out.addTokens(RegionMessage, a.messageParts)
 	}
 	if len(final) > 0 {
 		push("user", final, frame)

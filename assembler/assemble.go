@@ -79,6 +79,10 @@ type assembly struct {
 	partTokens    []int
 	rendered      []renderedParts
 	imageEstimate bool // an image is counted by an estimated rule
+	// The current message's parts (Request.MessageParts) for a format that sends them: their count and
+	// rendering (nil: none).
+	messageParts    int
+	messageRendered *renderedParts
 }
 
 // ctxItem is one rendered item of the memory, tool output or knowledge region.

@@ -88,6 +88,9 @@ func (c *Cookbook) prepare(a *assembly) error {
 		return err
 	}
 	a.message, a.hasMessage = req.Message, true
+	if err := a.prepareMessage(); err != nil {
+		return err
+	}
 	if c.agent() != nil {
 		a.instructionIDs = append(a.instructionIDs, "agent")
 	}

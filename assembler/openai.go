@@ -88,10 +88,17 @@ func (openAI) render(a *assembly, out *output) {
 		out.add(l.contextText())
 		out.messages = append(out.messages, ChatMessage{Role: "system", Content: l.ctxText})
 	}
-	if a.message != "" {
+	if a.message != "" || a.messageRendered != nil {
 		out.frame(RegionMessage, "user")
-		out.addText(RegionMessage, a.message)
-		out.messages = append(out.messages, ChatMessage{Role: "user", Content: a.message})
+		cm := ChatMessage{Role: "user", Content: a.message}
+		if a.message != "" {
+			out.addText(RegionMessage, a.message)
+		}
+		if r := a.messageRendered; r != nil { // its content is its parts, the message's text the first
+			cm.Content, cm.Parts = "", r.openAI
+			out.addTokens(RegionMessage, a.messageParts)
+		}
+		out.messages = append(out.messages, cm)
 	}
 	out.addTokens(regionOverhead, a.model.ReplyPriming)
 	out.context = l.knowledge

@@ -71,41 +71,76 @@ func (a *assembly) prepareParts() error {
 			a.partTokens = make([]int, len(h))
 			a.rendered = make([]renderedParts, len(h))
 		}
-		n := 0
-		r := &a.rendered[i]
-		if msg.Content != "" {
-			r.openAI = append(r.openAI, ContentPart{Type: "text", Text: msg.Content})
+		n, r, err := a.renderParts(msg.Content, msg.Parts, fmt.Sprintf("history[%d]", i))
+		if err != nil {
+			return err
 		}
-		for j := range msg.Parts {
-			p := &msg.Parts[j]
-			if p.Type == loom.PartText {
-				n += a.m.Count(p.Text)
-				r.openAI = append(r.openAI, ContentPart{Type: "text", Text: p.Text})
-				r.blocks = append(r.blocks, Block{Type: "text", Text: p.Text})
-				continue
-			}
-			im := p.Image
-			w, ht, err := im.Size()
-			if err != nil {
-				return fmt.Errorf("history[%d].parts[%d]: %w", i, j, invalidRequest(err))
-			}
-			tokens, err := a.model.ImageTokens(w, ht, im.Detail)
-			if err != nil {
-				return fmt.Errorf("history[%d].parts[%d]: %w", i, j, err)
-			}
-			n += tokens
-			a.imageEstimate = a.imageEstimate || a.model.Image.Estimate
-			url, source := im.URL, ImageSource{Type: "url", URL: im.URL}
-			if len(im.Data) > 0 {
-				data := base64.StdEncoding.EncodeToString(im.Data)
-				mt := im.ContentType()
-				url, source = "data:"+mt+";base64,"+data, ImageSource{Type: "base64", MediaType: mt, Data: data}
-			}
-			r.openAI = append(r.openAI, ContentPart{Type: "image_url", ImageURL: ImageURL{URL: url, Detail: im.Detail}})
-			r.blocks = append(r.blocks, Block{Type: "image", Source: source})
-		}
-		a.partTokens[i] = n
+		a.partTokens[i], a.rendered[i] = n, r
 	}
+	return nil
+}
+
+// renderParts counts parts, a user message's after content, and renders them in the shapes of the formats
+// that send them (what names the message in an error).
+func (a *assembly) renderParts(content string, parts []loom.Part, what string) (int, renderedParts, error) {
+	var r renderedParts
+	n := 0
+	if content != "" {
+		r.openAI = append(r.openAI, ContentPart{Type: "text", Text: content})
+	}
+	for j := range parts {
+		p := &parts[j]
+		if p.Type == loom.PartText {
+			n += a.m.Count(p.Text)
+			r.openAI = append(r.openAI, ContentPart{Type: "text", Text: p.Text})
+			r.blocks = append(r.blocks, Block{Type: "text", Text: p.Text})
+			continue
+		}
+		im := p.Image
+		w, h, err := im.Size()
+		if err != nil {
+			return 0, r, fmt.Errorf("%s.parts[%d]: %w", what, j, invalidRequest(err))
+		}
+		tokens, err := a.model.ImageTokens(w, h, im.Detail)
+		if err != nil {
+			return 0, r, fmt.Errorf("%s.parts[%d]: %w", what, j, err)
+		}
+		n += tokens
+		a.imageEstimate = a.imageEstimate || a.model.Image.Estimate
+		url, source := im.URL, ImageSource{Type: "url", URL: im.URL}
+		if len(im.Data) > 0 {
+			data := base64.StdEncoding.EncodeToString(im.Data)
+			mt := im.ContentType()
+			url, source = "data:"+mt+";base64,"+data, ImageSource{Type: "base64", MediaType: mt, Data: data}
+		}
+		r.openAI = append(r.openAI, ContentPart{Type: "image_url", ImageURL: ImageURL{URL: url, Detail: im.Detail}})
+		r.blocks = append(r.blocks, Block{Type: "image", Source: source})
+	}
+	return n, r, nil
+}
+
+// prepareMessage sets the current message as the format renders it (a.message, a.hasMessage set from its
+// text), with its content parts (Request.MessageParts): counted and rendered for a format that sends them,
+// written into a.message for one that sends text alone.
+func (a *assembly) prepareMessage() error {
+	parts := a.req.MessageParts
+	if len(parts) == 0 {
+		return nil
+	}
+	if err := loom.CheckParts("user", parts); err != nil {
+		return fmt.Errorf("message: %w", invalidRequest(err))
+	}
+	a.hasMessage = true
+	a.dropped[RegionMessage] = nil // not empty: it has parts
+	if !sendsImages(a.f) {
+		a.message = messageText(a.message, parts)
+		return nil
+	}
+	n, r, err := a.renderParts(a.message, parts, "message")
+	if err != nil {
+		return err
+	}
+	a.messageParts, a.messageRendered = n, &r
 	return nil
 }
 
@@ -132,11 +167,16 @@ func (a *assembly) messageText(msg *Message) string {
 	if len(msg.Parts) == 0 || sendsImages(a.f) {
 		return msg.Content
 	}
-	lines := make([]string, 0, len(msg.Parts)+1)
-	if msg.Content != "" {
-		lines = append(lines, msg.Content)
+	return messageText(msg.Content, msg.Parts)
+}
+
+// messageText is content, then each of parts, on lines of their own, an image as ImagePlaceholder.
+func messageText(content string, parts []loom.Part) string {
+	lines := make([]string, 0, len(parts)+1)
+	if content != "" {
+		lines = append(lines, content)
 	}
-	for _, p := range msg.Parts {
+	for _, p := range parts {
 		if p.Type == loom.PartImage {
 			lines = append(lines, ImagePlaceholder)
 		} else {

@@ -136,6 +136,23 @@ func TestAssemble_ImagesCostWhatTheModelBills(t *testing.T) {
 			t.Errorf("%s: Exact %v", c.model, b.Exact)
 		}
 	}
+	// The current message's parts count as the history's do.
+	for _, f := range []string{FormatOpenAI, FormatAnthropic} {
+		plain := Request{Model: "gpt-4o", Format: f, Message: "What is this?"}
+		with := plain
+		with.MessageParts = []loom.Part{sizedURLPart(2048, 4096, "high"), loom.TextPart("Be brief.")}
+		a, err := AssembleRequest(context.Background(), &plain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := AssembleRequest(context.Background(), &with)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := b.TotalTokens-a.TotalTokens, 1105+3; got != want { // "Be brief." is 3 tokens
+			t.Errorf("%s: the message's image and text add %d tokens, want %d", f, got, want)
+		}
+	}
 	// gpt-5.2's rule is an estimate: a result with one of its images is not exact.
 	req := Request{Model: "gpt-5.2", History: []Message{{Role: "user", Content: "See:", Parts: []loom.Part{sizedURLPart(100, 100, "")}}}, Message: "Well?"}
 	if res, err := AssembleRequest(context.Background(), &req); err != nil || res.Exact {
@@ -180,6 +197,11 @@ func TestAssemble_ImageErrors(t *testing.T) {
 // random sizes and details, and text parts.
 func withImages(t testing.TB, r *rand.Rand, req *Request, pngs [][]byte) int {
 	added := 0
+	if r.IntN(3) == 0 { // the current message's parts, the message's text blank or none at times
+		req.MessageParts = []loom.Part{sizedURLPart(1+r.IntN(3000), 1+r.IntN(3000), "high"), loom.ImageDataPart(pngs[r.IntN(len(pngs))], "low")}
+		req.Message = []string{"", " ", "What is this?"}[r.IntN(3)]
+		added += 2
+	}
 	for i := range req.History {
 		m := &req.History[i]
 		if m.Role != "user" || r.IntN(2) == 0 {

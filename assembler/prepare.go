@@ -32,6 +32,9 @@ func (a *assembly) prepareMarkup() error {
 		a.message, a.hasMessage = "", false
 		a.dropped[RegionMessage] = []Dropped{{ID: "message", Reason: ReasonEmpty}}
 	}
+	if err := a.prepareMessage(); err != nil {
+		return err
+	}
 	// Instructions that are only white space say nothing either, and a provider may refuse them as a
 	// system prompt of white space (the Messages API refuses text blocks of white space).
 	a.instructions = req.Instructions

@@ -249,7 +249,7 @@ func goldenPNG(w, h int) []byte {
 
 func init() {
 	goldenCases = append(goldenCases, goldenCase{"images",
-		"a history's user message with a text part and images, one as data and one at a URL of a given size; the text and cookbook formats write a placeholder for each",
+		"a history's user message with a text part and images, one as data and one at a URL of a given size, and the message with an image; the text and cookbook formats write a placeholder for each",
 		func() Request {
 			url := loom.ImageURLPart("https://example.com/receipt.jpg", loom.DetailLow)
 			url.Image.Width, url.Image.Height = 1024, 768
@@ -261,7 +261,8 @@ func init() {
 					}},
 					{Role: "assistant", Content: "Got them."},
 				},
-				Message: "What is the total of both?",
+				Message:      "What is the total of both, and of this one?",
+				MessageParts: []loom.Part{loom.ImageDataPart(goldenPNG(3, 1), loom.DetailAuto)},
 			}
 		}})
 }

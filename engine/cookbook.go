@@ -49,6 +49,7 @@ func assembleCookbook(ctx context.Context, req *Request, snap *store.Snapshot) (
 		Knowledge:    append(slices.Clip(snap.Knowledge), req.Knowledge...),
 		ToolOutputs:  append(slices.Clip(snap.ToolOutputs), req.ToolOutputs...),
 		Message:      req.Message,
+		MessageParts: req.MessageParts,
 	}
 	if a := snap.Agent; a != nil {
 		out.Model, out.MaxTokens = cmp.Or(out.Model, a.Model), cmp.Or(out.MaxTokens, a.MaxTokens)
