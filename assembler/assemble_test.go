@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/tokenizer"
 )
 
@@ -590,6 +592,11 @@ func FuzzAssembleRequest(f *testing.F) {
 	}
 	seed, _ := json.Marshal(seed003())
 	f.Add(seed)
+	images := seed003()
+	images.History[0].Parts = []loom.Part{sizedURLPart(1024, 768, "low"), loom.ImageDataPart(testPNG(f, 3, 2), "high"), loom.TextPart("and")}
+	images.MessageParts = []loom.Part{sizedURLPart(2048, 4096, "")}
+	seed, _ = json.Marshal(images)
+	f.Add(seed)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var req Request
 		if json.Unmarshal(data, &req) != nil {
@@ -597,6 +604,15 @@ func FuzzAssembleRequest(f *testing.F) {
 		}
 		if req.MaxTokens == 0 || req.MaxTokens > 100000 {
 			req.MaxTokens = 4000 // keep the model's whole window out of a fuzzer's reach
+		}
+		// The recounts read an image's size from its rendering (testImageTokens): one at a URL says it only
+		// as sizedURLPart writes it.
+		for _, m := range append(slices.Clone(req.History), Message{Parts: req.MessageParts}) {
+			for _, p := range m.Parts {
+				if p.Image != nil && p.Image.URL != "" && !strings.HasPrefix(p.Image.URL, "https://img.test/") {
+					return
+				}
+			}
 		}
 		// The request in the cookbook format too (which takes no tools or policy), then as it was given.
 		cookbook := req
