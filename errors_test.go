@@ -87,6 +87,7 @@ var sentinels = map[string]error{
 	"tokenizer.ErrUnknownEncoding":  tokenizer.ErrUnknownEncoding,
 	"tokenizer.ErrUnknownModel":     tokenizer.ErrUnknownModel,
 	"tokenizer.ErrInvalidModel":     tokenizer.ErrInvalidModel,
+	"tokenizer.ErrNoImageRule":      tokenizer.ErrNoImageRule,
 }
 
 // unkinded are the sentinels that are no kind of the caller's business on purpose: a protocol state

@@ -13,15 +13,18 @@ import (
 type Message struct {
 	// Seq numbers a session's messages from 1 in the order they were appended. The store assigns it; the
 	// assembler does not read it.
-	Seq        int64      `json:"seq,omitempty"`
-	Role       string     `json:"role"` // "user", "assistant", "tool" or "system"
-	Content    string     `json:"content"`
+	Seq     int64  `json:"seq,omitempty"`
+	Role    string `json:"role"` // "user", "assistant", "tool" or "system"
+	Content string `json:"content"`
+	// Parts are a user message's content after Content: texts and images (see [Part], [CheckParts]).
+	// Content alone is the content of a message without them.
+	Parts      []Part     `json:"parts,omitempty"`
 	Name       string     `json:"name,omitempty"`
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`   // an assistant's calls
 	ToolCallID string     `json:"tool_call_id,omitempty"` // the call a tool message answers
 	// Time is when the message was appended (the store sets it if zero); the assembler does not read it.
 	Time time.Time `json:"ts,omitzero"`
-	// TokenCounts are counts of Content cached by encoding name, counted when a store wrote the message so
+	// TokenCounts are counts of Content (not of Parts) cached by encoding name, counted when a store wrote the message so
 	// that no assembly counts it again.
 	TokenCounts map[string]int `json:"token_counts,omitempty"`
 }

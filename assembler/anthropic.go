@@ -73,7 +73,7 @@ func (anthropic) render(a *assembly, out *output) {
 	// assistant's message there is a prefill that the reply continues, and its text may not end in white
 	// space ("final assistant content cannot end with trailing whitespace"): it is sent without it.
 	last := len(l.history) - 1
-	prefill := len(l.ctx) == 0 && a.message == ""
+	prefill := len(l.ctx) == 0 && a.message == "" && a.messageRendered == nil
 	for gi := range l.history {
 		g := &l.history[gi]
 		contents := a.groupContents(g)
@@ -122,8 +122,21 @@ func (anthropic) render(a *assembly, out *output) {
 				}
 				push("user", []Block{result}, RegionHistory)
 			default: // user, and system messages of the history (Anthropic has only the top-level system)
-				out.addPart(RegionHistory, contents[i])
-				push("user", []Block{{Type: "text", Text: msg.Content}}, RegionHistory)
+				if len(msg.Parts) == 0 {
+					out.addPart(RegionHistory, contents[i])
+					push("user", []Block{{Type: "text", Text: msg.Content}}, RegionHistory)
+					break
+				}
+				// A user message's parts, after its Content's text unless that is blank (which the API
+				// refuses as a block).
+				var blocks []Block
+				if !blank(msg.Content) {
+					blocks = append(blocks, Block{Type: "text", Text: msg.Content})
+					out.addPart(RegionHistory, contents[i])
+				}
+				blocks = append(blocks, a.rendered[int(g.first)+i].blocks...)
+				out.addTokens(RegionHistory, a.partCost(int(g.first)+i))
+				push("user", blocks, RegionHistory)
 			}
 		}
 	}
@@ -139,6 +152,10 @@ func (anthropic) render(a *assembly, out *output) {
 	if a.message != "" {
 		final = append(final, Block{Type: "text", Text: a.message})
 		out.addText(RegionMessage, a.message)
+	}
+	if r := a.messageRendered; r != nil {
+		final = append(final, r.blocks...)
+		out.addTokens(RegionMessage, a.messageParts)
 	}
 	if len(final) > 0 {
 		push("user", final, frame)
@@ -163,7 +180,9 @@ func (anthropic) render(a *assembly, out *output) {
 //     https://platform.claude.com/docs/en/agents-and-tools/tool-use/implement-tool-use), and a tool_result
 //     answers a tool_use of the message before it;
 //   - a tool_use id matches ^[a-zA-Z0-9_-]+$ (see anthropicID), its input is a JSON object, and a tool's
-//     name matches ^[a-zA-Z0-9_-]{1,128}$ (Loom holds tool names to the stricter loom.CheckToolName).
+//     name matches ^[a-zA-Z0-9_-]{1,128}$ (Loom holds tool names to the stricter loom.CheckToolName);
+//   - an image block is the user's, with a base64 source (its media type and data) or a url source
+//     (https://platform.claude.com/docs/en/build-with-claude/vision).
 //
 // The rendering keeps each of them by construction; check proves it on every output.
 func (anthropic) check(a *assembly, out *output) error {
@@ -199,6 +218,11 @@ func (anthropic) check(a *assembly, out *output) error {
 			case "text":
 				if blank(b.Text) {
 					return fmt.Errorf("%w: anthropic: messages[%d].content[%d] is a text block of white space", ErrProviderRule, i, j)
+				}
+				results = false
+			case "image":
+				if m.Role != "user" || (b.Source.Type != "base64" || b.Source.Data == "" || b.Source.MediaType == "") && (b.Source.Type != "url" || b.Source.URL == "") {
+					return fmt.Errorf("%w: anthropic: messages[%d].content[%d] is not an image block the API takes", ErrProviderRule, i, j)
 				}
 				results = false
 			case "tool_use":

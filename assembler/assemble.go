@@ -94,6 +94,15 @@ type assembly struct {
 	tools     *toolSet          // the request's tools, rendered (nil: none)
 	callNames map[string]string // the function each tool call of the history calls, by call id
 	pad       padCount          // the openai format's last count of the line break after the first system message
+	// The history's content parts, for a format that sends them (see prepareParts): what each message's
+	// parts cost and their rendering, by the message's index; nil when no message has parts.
+	partTokens    []int
+	rendered      []renderedParts
+	imageEstimate bool // an image is counted by an estimated rule
+	// The current message's parts (Request.MessageParts) for a format that sends them: their count and
+	// rendering (nil: none).
+	messageParts    int
+	messageRendered *renderedParts
 }
 
 // ctxItem is one rendered item of the memory, tool output or knowledge region.
@@ -509,6 +518,13 @@ func (a *assembly) result(out *output) *Result {
 	}
 	res.Report.Regions = make([]RegionReport, 0, 3+len(a.policy.Regions))
 
+	// An image counted by an estimated rule makes its region's count an estimate.
+	if a.keptEstimatedImages() {
+		out.estimate(RegionHistory)
+	}
+	if a.messageRendered != nil && a.model.Image.Estimate && hasImage(a.req.MessageParts) {
+		out.estimate(RegionMessage)
+	}
 	// The report: required regions, then the optional ones in priority order.
 	used := out.regionsUsed()
 	add := func(name Region, budget, used int, included []string, dropped []Dropped) {

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/tokenizer"
 )
 
@@ -56,6 +58,21 @@ func openAICount(t *testing.T, res *Result) int {
 		}
 		tools = append(tools, tool)
 	}
+	partTokens := func(m ChatMessage) int { // each text a text of its own, each image as the model bills it
+		n := 0
+		for _, p := range m.Parts {
+			if p.Type == "text" {
+				n += c.Count(p.Text)
+			} else {
+				url, data := p.ImageURL.URL, ""
+				if rest, ok := strings.CutPrefix(url, "data:"); ok {
+					_, data, _ = strings.Cut(rest, ";base64,")
+				}
+				n += testImageTokens(t, model, url, data, p.ImageURL.Detail)
+			}
+		}
+		return n
+	}
 	n := model.ReplyPriming
 	hasSystem, padded := false, false
 	callNames := map[string]string{}
@@ -67,7 +84,7 @@ func openAICount(t *testing.T, res *Result) int {
 	}
 	for _, m := range res.Messages {
 		if !rule.Namespace {
-			n += model.TokensPerMessage + c.Count(m.Role) + c.Count(m.Content)
+			n += model.TokensPerMessage + c.Count(m.Role) + c.Count(m.Content) + partTokens(m)
 			if m.Name != "" {
 				n += c.Count(m.Name) + model.TokensPerName
 			}
@@ -97,7 +114,7 @@ func openAICount(t *testing.T, res *Result) int {
 		if m.Role == "system" && len(tools) > 0 && rule.PadSystem && !padded {
 			content, padded = content+"\n", true
 		}
-		n += model.TokensPerMessage + c.Count(m.Role) + c.Count(content)
+		n += model.TokensPerMessage + c.Count(m.Role) + c.Count(content) + partTokens(m)
 		if m.Name != "" {
 			n += c.Count(m.Name) + model.TokensPerName
 		}
@@ -632,6 +649,11 @@ func FuzzAssembleRequest(f *testing.F) {
 	}
 	seed, _ := json.Marshal(seed003())
 	f.Add(seed)
+	images := seed003()
+	images.History[0].Parts = []loom.Part{sizedURLPart(1024, 768, "low"), loom.ImageDataPart(testPNG(f, 3, 2), "high"), loom.TextPart("and")}
+	images.MessageParts = []loom.Part{sizedURLPart(2048, 4096, "")}
+	seed, _ = json.Marshal(images)
+	f.Add(seed)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var req Request
 		if json.Unmarshal(data, &req) != nil {
@@ -639,6 +661,15 @@ func FuzzAssembleRequest(f *testing.F) {
 		}
 		if req.MaxTokens == 0 || req.MaxTokens > 100000 {
 			req.MaxTokens = 4000 // keep the model's whole window out of a fuzzer's reach
+		}
+		// The recounts read an image's size from its rendering (testImageTokens): one at a URL says it only
+		// as sizedURLPart writes it.
+		for _, m := range append(slices.Clone(req.History), Message{Parts: req.MessageParts}) {
+			for _, p := range m.Parts {
+				if p.Image != nil && p.Image.URL != "" && !strings.HasPrefix(p.Image.URL, "https://img.test/") {
+					return
+				}
+			}
 		}
 		// The request in the cookbook format too (which takes no tools or policy), then as it was given.
 		cookbook := req

@@ -34,7 +34,9 @@ import (
 // The agent's prompt, the request's instructions, the history and the current message are shown as the
 // cookbook shows them: the history's roles too, so that a tool message (without its call's id) or a role
 // Chat Completions does not know is passed on as the cookbook passes it, and the format holds its output
-// to none of Chat Completions' rules but that it has a message.
+// to none of Chat Completions' rules but that it has a message. A user message's content parts, which the
+// cookbook does not know, are lines after its content: a text part's text, and ImagePlaceholder for an
+// image, which the format does not send.
 type Cookbook struct {
 	// Agent, when not nil, is the agent whose configuration the first message shows as the cookbook
 	// writes it: "role\n\nConstraints: constraints\nFormat: output format", every field named even when
@@ -82,7 +84,13 @@ func (c *Cookbook) prepare(a *assembly) error {
 	if len(req.Tools) > 0 {
 		return fmt.Errorf("%w: the cookbook format renders no tools", ErrInvalidRequest)
 	}
+	if err := a.prepareParts(); err != nil {
+		return err
+	}
 	a.message, a.hasMessage = req.Message, true
+	if err := a.prepareMessage(); err != nil {
+		return err
+	}
 	if c.agent() != nil {
 		a.instructionIDs = append(a.instructionIDs, "agent")
 	}
@@ -177,8 +185,9 @@ func (c *Cookbook) render(a *assembly, out *output) {
 	}
 	for _, g := range a.turns[a.keepFrom:] {
 		msg := &a.msgs(&g)[0]
-		out.addTokens(RegionHistory, int(g.cost)) // counted by the planner as it is rendered (see turnCost)
-		out.messages = append(out.messages, ChatMessage{Role: msg.Role, Content: msg.Content})
+		// Counted by the planner as it is rendered (see turnCost), its content as groupCost wrote it.
+		out.addTokens(RegionHistory, int(g.cost))
+		out.messages = append(out.messages, ChatMessage{Role: msg.Role, Content: a.messageText(msg)})
 	}
 	for _, it := range a.toolOuts {
 		message(RegionToolOutputs, "system", it.parts...)

@@ -150,8 +150,9 @@ func checkCookbookShape(t *testing.T, req *Request, res *Result) {
 		t.Fatalf("%d messages for %d before the history and %d after: %q", len(msgs), head, tail, msgs)
 	}
 	for i, m := range req.History[len(req.History)-kept:] {
-		if got := msgs[head+i]; got.Role != m.Role || got.Content != m.Content {
-			t.Fatalf("history message %d is %+v, want %s %q", i, got, m.Role, m.Content)
+		// Content parts are lines after the content, an image the placeholder.
+		if got, want := msgs[head+i], messageText(m.Content, m.Parts); got.Role != m.Role || got.Content != want {
+			t.Fatalf("history message %d is %+v, want %s %q", i, got, m.Role, want)
 		}
 	}
 	for i, o := range req.ToolOutputs {
@@ -159,13 +160,13 @@ func checkCookbookShape(t *testing.T, req *Request, res *Result) {
 			t.Fatalf("tool output %+v as %+v", o, m)
 		}
 	}
-	if last := msgs[len(msgs)-1]; last.Role != "user" || last.Content != req.Message {
-		t.Fatalf("last message %+v, want the user's %q", last, req.Message)
+	if last, want := msgs[len(msgs)-1], messageText(req.Message, req.MessageParts); last.Role != "user" || last.Content != want {
+		t.Fatalf("last message %+v, want the user's %q", last, want)
 	}
 	if kept < len(req.History) { // the next older message would not have fit
 		model, _ := tokenizer.ForModel(res.Model)
 		m := req.History[len(req.History)-kept-1]
-		if cost := model.TokensPerMessage + countWith(t, res.Model, m.Role) + countWith(t, res.Model, m.Content); res.TotalTokens+cost <= res.Budget {
+		if cost := model.TokensPerMessage + countWith(t, res.Model, m.Role) + countWith(t, res.Model, messageText(m.Content, m.Parts)); res.TotalTokens+cost <= res.Budget {
 			t.Fatalf("history cut before %+v (%d tokens), with %d of %d used", m, cost, res.TotalTokens, res.Budget)
 		}
 	}

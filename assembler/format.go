@@ -73,7 +73,9 @@ var (
 	// with no message to send (the instructions alone are the system prompt, and no message, context or
 	// history within the budget is left) is [ErrNoMessages]. TotalTokens counts what is sent.
 	Anthropic Format = anthropic{}
-	// Text renders one transcript of turns (see Request.Format).
+	// Text renders one transcript of turns (see Request.Format). It sends text alone: a message's content
+	// parts are lines of its turn after its content, an image written ImagePlaceholder ("[image]"), as
+	// the Cookbook format writes them too.
 	Text Format = textFormat{}
 )
 

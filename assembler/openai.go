@@ -104,7 +104,11 @@ func (openAI) render(a *assembly, out *output) {
 			if msg.Role == "tool" { // Chat Completions' tool messages have no name
 				name = ""
 			}
-			out.messages = append(out.messages, ChatMessage{Role: msg.Role, Content: contents[i].Text, Name: name, ToolCalls: msg.ToolCalls, ToolCallID: msg.ToolCallID})
+			cm := ChatMessage{Role: msg.Role, Content: contents[i].Text, Name: name, ToolCalls: msg.ToolCalls, ToolCallID: msg.ToolCallID}
+			if len(msg.Parts) > 0 { // the content is its parts, Content's text the first of them
+				cm.Content, cm.Parts = "", a.rendered[int(g.first)+i].openAI
+			}
+			out.messages = append(out.messages, cm)
 			if msg.Role == "system" {
 				hasSystem = true
 				if pad { // the first system message
@@ -138,10 +142,17 @@ func (openAI) render(a *assembly, out *output) {
 			out.estimate(RegionTools)
 		}
 	}
-	if a.message != "" {
+	if a.message != "" || a.messageRendered != nil {
 		out.frame(RegionMessage, "user")
-		out.addText(RegionMessage, a.message)
-		out.messages = append(out.messages, ChatMessage{Role: "user", Content: a.message})
+		cm := ChatMessage{Role: "user", Content: a.message}
+		if a.message != "" {
+			out.addText(RegionMessage, a.message)
+		}
+		if r := a.messageRendered; r != nil { // its content is its parts, the message's text the first
+			cm.Content, cm.Parts = "", r.openAI
+			out.addTokens(RegionMessage, a.messageParts)
+		}
+		out.messages = append(out.messages, cm)
 	}
 	out.addTokens(regionOverhead, a.model.ReplyPriming)
 	out.context = l.knowledge

@@ -23,10 +23,16 @@ func (a *assembly) prepareMarkup() error {
 	if err := validateHistory(req.History); err != nil {
 		return err
 	}
+	if err := a.prepareParts(); err != nil {
+		return err
+	}
 	a.message, a.hasMessage = req.Message, req.Message != ""
 	if req.Message != "" && blank(req.Message) { // nothing to send: no message
 		a.message, a.hasMessage = "", false
 		a.dropped[RegionMessage] = []Dropped{{ID: "message", Reason: ReasonEmpty}}
+	}
+	if err := a.prepareMessage(); err != nil {
+		return err
 	}
 	// Instructions that are only white space say nothing either, and a provider may refuse them as a
 	// system prompt of white space (the Messages API refuses text blocks of white space).
@@ -100,7 +106,7 @@ func (a *assembly) prepareHistory() {
 		case msg.Role == "tool":
 			// A result whose call is not just before it: an orphan, which providers reject.
 			a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(i), Reason: ReasonOrphan})
-		case blank(msg.Content):
+		case blank(msg.Content) && len(msg.Parts) == 0:
 			a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(i), Reason: ReasonEmpty})
 		default:
 			turns = append(turns, newGroup(i, i+1))
@@ -209,10 +215,11 @@ func (a *assembly) groupCost(g *group) int {
 	for i := range a.msgs(g) {
 		msg := &a.req.History[int(g.first)+i]
 		contents[i] = a.cachedPart(msg.Content, msg.TokenCounts)
-		if text := a.f.body(msg.Content); len(text) != len(msg.Content) { // a cached count is of the content as given
+		// A cached count is of the content as given; a format may write it otherwise, or with its parts.
+		if text := a.f.body(a.messageText(msg)); len(text) != len(msg.Content) {
 			contents[i] = tokenizer.NewPart(text)
 		}
-		n += a.f.turnCost(a, msg, contents[i:i+1])
+		n += a.f.turnCost(a, msg, contents[i:i+1]) + a.partCost(int(g.first)+i)
 	}
 	g.cost = int32(n)
 	return n

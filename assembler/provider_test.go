@@ -122,6 +122,13 @@ func anthropicViolation(res *Result) string {
 					return at + " is a blank text block"
 				}
 				results = false
+			case "image":
+				s := b.Source
+				if m.Role != "user" || !(s.Type == "base64" && s.Data != "" && s.MediaType != "" && s.URL == "" ||
+					s.Type == "url" && strings.HasPrefix(s.URL, "http") && s.Data == "" && s.MediaType == "") {
+					return fmt.Sprintf("%s is a bad image block %+v", at, s)
+				}
+				results = false
 			case "tool_use":
 				var input map[string]any
 				if m.Role != "assistant" || !toolIDOK(b.ID) || loom.CheckToolName(b.Name) != nil || json.Unmarshal(b.Input, &input) != nil || input == nil {
@@ -183,6 +190,12 @@ func openAIViolation(res *Result) string {
 		}
 		switch m.Role {
 		case "system", "user":
+			if m.Parts != nil {
+				if v := openAIPartsViolation(m); v != "" {
+					return fmt.Sprintf("messages[%d] %s", i, v)
+				}
+				continue
+			}
 			if blankText(m.Content) {
 				return fmt.Sprintf("messages[%d] is a blank %s message", i, m.Role)
 			}
@@ -257,6 +270,8 @@ func anthropicCount(t *testing.T, res *Result) int {
 				n += c.Count(b.ID) + c.Count(b.Name) + c.Count(string(b.Input))
 			case "tool_result":
 				n += c.Count(b.ToolUseID) + c.Count(b.Content)
+			case "image":
+				n += testImageTokens(t, model, b.Source.URL, b.Source.Data, "")
 			}
 		}
 	}

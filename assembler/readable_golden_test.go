@@ -1,13 +1,17 @@
 package assembler
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"image"
+	"image/png"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/internal/golden"
 )
 
@@ -232,6 +236,35 @@ var goldenCases = []goldenCase{
 			Message: "How tall is the Eiffel Tower?",
 		}
 	}},
+}
+
+// goldenPNG is a w x h PNG, as the standard library encodes one.
+func goldenPNG(w, h int) []byte {
+	var b bytes.Buffer
+	if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, w, h))); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
+}
+
+func init() {
+	goldenCases = append(goldenCases, goldenCase{"images",
+		"a history's user message with a text part and images, one as data and one at a URL of a given size, and the message with an image; the text and cookbook formats write a placeholder for each",
+		func() Request {
+			url := loom.ImageURLPart("https://example.com/receipt.jpg", loom.DetailLow)
+			url.Image.Width, url.Image.Height = 1024, 768
+			return Request{
+				Instructions: "You read receipts.",
+				History: []Message{
+					{Role: "user", Content: "Here are two receipts.", Parts: []loom.Part{
+						loom.ImageDataPart(goldenPNG(2, 2), loom.DetailHigh), loom.TextPart("And the second:"), url,
+					}},
+					{Role: "assistant", Content: "Got them."},
+				},
+				Message:      "What is the total of both, and of this one?",
+				MessageParts: []loom.Part{loom.ImageDataPart(goldenPNG(3, 1), loom.DetailAuto)},
+			}
+		}})
 }
 
 // TestAssemble_ReadableGolden checks each canonical request's rendering in each format against its file

@@ -40,6 +40,9 @@ type Request struct {
 	ToolOutputs  []ToolOutput `json:"tool_outputs,omitempty"`
 	// Message is the current user message. It is always kept.
 	Message string `json:"message,omitempty"`
+	// MessageParts are the current message's content parts after Message: texts and images (see
+	// loom.Part), sent and counted as a history message's are.
+	MessageParts []loom.Part `json:"message_parts,omitempty"`
 
 	// Policy sets how the optional regions share the budget; nil means DefaultPolicy.
 	Policy *Policy `json:"policy,omitempty"`

@@ -102,18 +102,20 @@ const (
 	ReasonTruncated     = "truncated"       // kept, but cut head and tail (tool outputs)
 )
 
-// ChatMessage is one message in the provider's format. For "openai", Content holds the text; for
+// ChatMessage is one message in the provider's format. For "openai", Content holds the text, or Parts
+// the content parts of a message with images (its text among them: Content is then empty); for
 // "anthropic", Blocks hold the content blocks.
 type ChatMessage struct {
 	Role       string
 	Content    string
+	Parts      []ContentPart
 	Blocks     []Block
 	Name       string
 	ToolCalls  []ToolCall
 	ToolCallID string
 }
 
-// Block is an Anthropic content block: text, tool_use or tool_result.
+// Block is an Anthropic content block: text, image, tool_use or tool_result.
 type Block struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text,omitempty"`
@@ -122,10 +124,11 @@ type Block struct {
 	Input     json.RawMessage `json:"input,omitempty"`
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Content   string          `json:"content,omitempty"`
+	Source    ImageSource     `json:"source,omitzero"` // an image's
 }
 
-// MarshalJSON writes the message as its provider expects: OpenAI's {"role","content",...} or Anthropic's
-// {"role","content":[blocks]}.
+// MarshalJSON writes the message as its provider expects: OpenAI's {"role","content",...}, its content
+// the array of its Parts when it has them, or Anthropic's {"role","content":[blocks]}.
 func (m ChatMessage) MarshalJSON() ([]byte, error) {
 	if m.Blocks != nil {
 		return marshalRaw(struct {
@@ -133,13 +136,16 @@ func (m ChatMessage) MarshalJSON() ([]byte, error) {
 			Content []Block `json:"content"`
 		}{m.Role, m.Blocks})
 	}
-	var content *string
-	if m.Content != "" || len(m.ToolCalls) == 0 {
-		content = &m.Content
+	var content any
+	switch {
+	case m.Parts != nil:
+		content = m.Parts
+	case m.Content != "" || len(m.ToolCalls) == 0:
+		content = m.Content
 	}
 	return marshalRaw(struct {
 		Role       string     `json:"role"`
-		Content    *string    `json:"content"`
+		Content    any        `json:"content"`
 		Name       string     `json:"name,omitempty"`
 		ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
 		ToolCallID string     `json:"tool_call_id,omitempty"`
@@ -157,7 +163,8 @@ func marshalRaw(v any) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
-// UnmarshalJSON reads either shape.
+// UnmarshalJSON reads either shape: a content array with an image_url part is OpenAI's Parts, any other
+// array Anthropic's Blocks (an OpenAI array of text parts alone reads as text blocks).
 func (m *ChatMessage) UnmarshalJSON(data []byte) error {
 	var raw struct {
 		Role       string          `json:"role"`
@@ -171,6 +178,15 @@ func (m *ChatMessage) UnmarshalJSON(data []byte) error {
 	}
 	*m = ChatMessage{Role: raw.Role, Name: raw.Name, ToolCalls: raw.ToolCalls, ToolCallID: raw.ToolCallID}
 	if len(raw.Content) > 0 && raw.Content[0] == '[' {
+		var parts []ContentPart
+		if err := json.Unmarshal(raw.Content, &parts); err == nil {
+			for _, p := range parts {
+				if p.Type == "image_url" {
+					m.Parts = parts
+					return nil
+				}
+			}
+		}
 		return json.Unmarshal(raw.Content, &m.Blocks)
 	}
 	if len(raw.Content) > 0 && string(raw.Content) != "null" {

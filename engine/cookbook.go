@@ -49,17 +49,19 @@ func assembleCookbook(ctx context.Context, req *Request, snap *store.Snapshot) (
 		Knowledge:    append(slices.Clip(snap.Knowledge), req.Knowledge...),
 		ToolOutputs:  append(slices.Clip(snap.ToolOutputs), req.ToolOutputs...),
 		Message:      req.Message,
+		MessageParts: req.MessageParts,
 	}
 	if a := snap.Agent; a != nil {
 		out.Model, out.MaxTokens = cmp.Or(out.Model, a.Model), cmp.Or(out.MaxTokens, a.MaxTokens)
 	}
-	// The history: role and content, as the cookbook reads them.
+	// The history: role and content, as the cookbook reads them, and a user message's content parts, which
+	// the cookbook format writes as lines after its content (an image as assembler.ImagePlaceholder).
 	history := make([]assembler.Message, 0, len(snap.Messages)+len(req.History))
 	for _, m := range snap.Messages {
-		history = append(history, assembler.Message{Role: m.Role, Content: m.Content})
+		history = append(history, assembler.Message{Role: m.Role, Content: m.Content, Parts: m.Parts})
 	}
 	for _, m := range req.History {
-		history = append(history, assembler.Message{Role: m.Role, Content: m.Content})
+		history = append(history, assembler.Message{Role: m.Role, Content: m.Content, Parts: m.Parts})
 	}
 	limit := cmp.Or(req.HistoryLimit, cookbookHistory)
 	if len(history) > limit {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/assembler"
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/store"
@@ -383,4 +384,24 @@ func FuzzCookbookPreset(f *testing.F) {
 			t.Fatalf("the result %q: %q", result, got)
 		}
 	})
+}
+
+// TestCookbookPreset_PartsArePlaceholders: a stored user message's content parts, and a request's, are
+// lines after the message's content in the preset's output, an image written as the placeholder.
+func TestCookbookPreset_PartsArePlaceholders(t *testing.T) {
+	t.Parallel()
+	st := newMemory()
+	stored := store.Message{Role: "user", Content: "Look:", Parts: []loom.Part{
+		loom.ImageURLPart("https://example.com/a.png", loom.DetailHigh), loom.TextPart("the second page")}}
+	if _, err := st.AppendMessages(t.Context(), "default", "s", stored); err != nil {
+		t.Fatal(err)
+	}
+	res := assembleCookbook(t, st, engine.Request{Session: "s", Request: assembler.Request{Message: "Well?",
+		History: []assembler.Message{{Role: "user", Parts: []loom.Part{loom.ImageURLPart("https://example.com/b.png", "")}}}}})
+	want := []assembler.ChatMessage{
+		{Role: "user", Content: "Look:\n" + assembler.ImagePlaceholder + "\nthe second page"},
+		{Role: "user", Content: assembler.ImagePlaceholder},
+		{Role: "user", Content: "Well?"},
+	}
+	sameMessages(t, "preset", res.Messages, want)
 }

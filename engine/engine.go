@@ -419,7 +419,7 @@ type historyCut struct {
 // assembler requires the exchange and the stored messages back to the user message that asked for it.
 func requiresStored(inline []assembler.Message, newest store.Message) bool {
 	for _, m := range inline {
-		if m.Role == "user" && strings.TrimSpace(m.Content) != "" {
+		if m.Role == "user" && (strings.TrimSpace(m.Content) != "" || len(m.Parts) > 0) {
 			return false
 		}
 	}
@@ -535,7 +535,9 @@ func windowOf(req *Request, a *store.Agent) window {
 // stopped it before a user turn.
 func (e *Engine) readWindow(ctx context.Context, tenant, session string, w window, msgs []store.Message, next int64, complete bool) ([]store.Message, historyCut, error) {
 	// A user turn counts as the assembler counts it: a user message that is not blank.
-	userTurn := func(m store.Message) bool { return m.Role == "user" && strings.TrimSpace(m.Content) != "" }
+	userTurn := func(m store.Message) bool {
+		return m.Role == "user" && (strings.TrimSpace(m.Content) != "" || len(m.Parts) > 0)
+	}
 	kept, tokens, user := 0, 0, false
 	full := func() bool { return kept >= w.limit && (!w.widen || user) }
 	// stopped is the cut when the bound stops the window before a user turn at the message left out (nil:

@@ -79,11 +79,14 @@ func invalid(err error) error {
 }
 
 // prepareMessages validates msgs for appending and returns copies with Time (now, if zero) and
-// TokenCounts set: counted for CountedEncodings, whatever counts were given (they are not trusted). Roles
+// TokenCounts set: counted for CountedEncodings, whatever counts were given (they are not trusted); the
+// counts are of Content, not of a message's parts, which an assembly counts (their images by its model). Roles
 // are user, assistant, tool and system; a tool message needs its tool_call_id; a name is at most
 // Limits.MaxIDBytes; content may be blank only in a tool message and in an assistant message with tool
 // calls; tool calls need an id, a name that providers accept (CheckToolName) and JSON arguments, and their
-// type is "function" (set if empty). Errors wrap ErrInvalid or ErrTooLarge.
+// type is "function" (set if empty); content parts are a user message's, as loom.CheckParts allows them
+// (at most loom.MaxParts, each text within Limits.MaxValueBytes), and the message needs no Content beside
+// them. Errors wrap ErrInvalid or ErrTooLarge.
 func prepareMessages(l Limits, now time.Time, msgs []Message) ([]Message, error) {
 	l = l.WithDefaults()
 	if len(msgs) == 0 {
@@ -103,11 +106,24 @@ func prepareMessages(l Limits, now time.Time, msgs []Message) ([]Message, error)
 		}
 		// A blank message says nothing a model could use; only a tool's result may be empty, and an
 		// assistant message that carries tool calls.
-		if strings.TrimSpace(m.Content) == "" && m.Role != "tool" && len(m.ToolCalls) == 0 {
+		if strings.TrimSpace(m.Content) == "" && len(m.Parts) == 0 && m.Role != "tool" && len(m.ToolCalls) == 0 {
 			return nil, fmt.Errorf("%w: %s: a %s message needs content", ErrInvalid, what, m.Role)
 		}
 		if err := validateText(l, what+" content", m.Content); err != nil {
 			return nil, err
+		}
+		// Content parts: a user message's, within loom's limits (checked before any image is read), each
+		// text within the store's.
+		if len(m.Parts) > loom.MaxParts {
+			return nil, fmt.Errorf("%w: %s has %d content parts, the limit is %d", ErrTooLarge, what, len(m.Parts), loom.MaxParts)
+		}
+		for j, p := range m.Parts {
+			if err := validateText(l, fmt.Sprintf("%s part %d", what, j), p.Text); err != nil {
+				return nil, err
+			}
+		}
+		if err := loom.CheckParts(m.Role, m.Parts); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, invalid(err))
 		}
 		// A name is an identifier (OpenAI's are at most 64 characters), which some formats do not show: a
 		// long one could not be bounded by what the message costs (see MessageTokens).
@@ -144,6 +160,7 @@ func prepareMessages(l Limits, now time.Time, msgs []Message) ([]Message, error)
 			m.Time = now
 		}
 		m.Time = m.Time.UTC()
+		m.Parts = CloneParts(m.Parts)
 		m.ToolCalls = slices.Clone(m.ToolCalls)
 		for j := range m.ToolCalls {
 			if m.ToolCalls[j].Type == "" {
@@ -161,6 +178,24 @@ func prepareMessages(l Limits, now time.Time, msgs []Message) ([]Message, error)
 		out[i] = m
 	}
 	return out, nil
+}
+
+// CloneParts returns a copy of parts that shares no memory with them (an image's data is copied too), so
+// that a store keeps what was appended whatever the caller does with its slices afterwards, and a caller
+// what it read. Backends that keep messages in memory copy them with it.
+func CloneParts(parts []loom.Part) []loom.Part {
+	if parts == nil {
+		return nil
+	}
+	out := slices.Clone(parts)
+	for i := range out {
+		if im := out[i].Image; im != nil {
+			c := *im
+			c.Data = slices.Clone(im.Data)
+			out[i].Image = &c
+		}
+	}
+	return out
 }
 
 // prepareFact validates f and returns it with UpdatedAt set (now, if zero).

@@ -44,6 +44,10 @@ type Model struct {
 	// Tools is how the model's provider counts tool definitions, calls and results (see [ToolRule]): OpenAI's
 	// rules for the built-in OpenAI chat models, the zero ToolRule (their JSON, an estimate) for the others.
 	Tools ToolRule
+	// Image is how the model bills an image (see [Model.ImageTokens]): OpenAI's tile or patch rule with its
+	// model's constants, Anthropic's area rule (an estimate), or ImagesUnknown for a model that takes no
+	// images or whose rule is not known.
+	Image ImageRule
 }
 
 // Exact reports whether the model's tokens are counted exactly, with an encoding of this package; if not,
@@ -77,7 +81,9 @@ func (m Model) Counter() Counter {
 //   - Azure OpenAI's spelling of GPT-3.5, "gpt-35-turbo" and its variants ("gpt-35-turbo-16k"), is
 //     OpenAI's ("gpt-3.5-turbo", "gpt-3.5-turbo-16k"), and the shorthand "gpt-3.5" is gpt-3.5-turbo;
 //   - a GPT-5 point release that is not registered, "gpt-5.<n>" with any suffix, is the GPT-5 model of the
-//     same suffix: "gpt-5.9" is gpt-5 and "gpt-5.9-chat-latest" is gpt-5-chat, with their limits.
+//     same suffix: "gpt-5.9" is gpt-5 and "gpt-5.9-chat-latest" is gpt-5-chat, with their limits; but
+//     for images, which OpenAI has not said how a point release bills, the Model returned counts the
+//     larger of GPT-5's tiles and the 1.2 tokens a patch that users measured for gpt-5.2 (see ImageRule).
 //
 // Every model name in tiktoken's map whose encoding this package has resolves to a model of that encoding;
 // the others (the retired GPT-3 models, counted with r50k_base or p50k_base) are unknown.
@@ -129,8 +135,9 @@ func clip(s string, n int) string {
 // case), built-in or not. It returns an error wrapping [ErrInvalidModel] if the name is empty, has
 // surrounding spaces or is longer than 256 bytes, the context window is not positive, MaxOutputTokens is
 // negative or not less than the window, TokensPerMessage or ReplyPriming is negative, TokensPerName is
-// less than -TokensPerMessage, or an overhead of Tools is negative; and one wrapping [ErrUnknownEncoding]
-// if m.Encoding is neither "" nor an encoding of this package ([Encodings]). Register is safe to call
+// less than -TokensPerMessage, an overhead of Tools is negative, or its Image rule has a negative count, a
+// kind it does not know or tiles or patches that cost nothing; and one wrapping [ErrUnknownEncoding] if
+// m.Encoding is neither "" nor an encoding of this package ([Encodings]). Register is safe to call
 // concurrently with ForModel.
 func Register(m Model) error {
 	if err := validate(m); err != nil {
@@ -173,6 +180,9 @@ func validate(m Model) error {
 	case m.Tools.Overhead < 0 || m.Tools.SystemOverhead < 0 || m.Tools.CallOverhead < 0 || m.Tools.ResultOverhead < 0:
 		return fmt.Errorf("%w %q: negative tool overhead %+v", ErrInvalidModel, m.Name, m.Tools)
 	}
+	if msg := validImageRule(m.Image); msg != "" {
+		return fmt.Errorf("%w %q: %s", ErrInvalidModel, m.Name, msg)
+	}
 	if _, ok := encodings[m.Encoding]; m.Encoding != "" && !ok {
 		return fmt.Errorf("register model %q: %w %q (known: %s)",
 			m.Name, ErrUnknownEncoding, m.Encoding, strings.Join(Encodings(), ", "))
@@ -184,6 +194,7 @@ func validate(m Model) error {
 var registry = func() *modelRegistry {
 	r := &modelRegistry{models: make(map[string]Model, len(builtinModels))}
 	for _, m := range builtinModels {
+		m.Image = builtinImageRules[m.Name]
 		r.models[strings.ToLower(m.Name)] = m
 	}
 	return r
@@ -207,7 +218,11 @@ func (r *modelRegistry) resolve(key string) (Model, bool) {
 		return m, true
 	}
 	if other, ok := respell(key); ok {
-		return r.family(other)
+		m, ok := r.family(other)
+		if ok && strings.HasPrefix(key, "gpt-5.") { // a point release that is not registered
+			m.Image = pointReleaseImages(m.Image)
+		}
+		return m, ok
 	}
 	return Model{}, false
 }

@@ -232,7 +232,7 @@ func sessionAppend(ctx context.Context, name string, args []string, s streams) e
 // forgotten --content, say. An assistant message that makes tool calls, and a tool message (a tool's result
 // may be empty), may have none.
 func checkContent(m store.Message) error {
-	if strings.TrimSpace(m.Content) != "" || len(m.ToolCalls) > 0 || m.Role == "tool" {
+	if strings.TrimSpace(m.Content) != "" || len(m.Parts) > 0 || len(m.ToolCalls) > 0 || m.Role == "tool" {
 		return nil
 	}
 	return fmt.Errorf("no content (role %s; only an assistant message with tool calls, or a tool's result, may be empty)", cmp.Or(m.Role, `""`))

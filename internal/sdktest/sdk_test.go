@@ -38,10 +38,14 @@ import (
 	"testing"
 	"time"
 
+	"image"
+	"image/png"
+
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/assembler"
 )
 
@@ -104,12 +108,32 @@ func sdkMidTask() *assembler.Request {
 	return req
 }
 
+// sdkImages is a question about two pictures: one as PNG data, one at a URL of a given size.
+func sdkImages() *assembler.Request {
+	var b bytes.Buffer
+	if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, 640, 480))); err != nil {
+		panic(err)
+	}
+	url := loom.ImageURLPart("https://example.com/chart.png", loom.DetailLow)
+	url.Image.Width, url.Image.Height = 1024, 768
+	return &assembler.Request{
+		Model:        "claude-sonnet-4-5",
+		Instructions: "You describe pictures.",
+		History: []assembler.Message{
+			{Role: "user", Content: "What are these?", Parts: []loom.Part{loom.ImageDataPart(b.Bytes(), loom.DetailHigh), loom.TextPart("and"), url}},
+			{Role: "assistant", Content: "A blank page and a chart."},
+		},
+		Message: "Which is larger?",
+	}
+}
+
 // sdkCases are the fixed requests of the SDK tests.
 func sdkCases() map[string]func() *assembler.Request {
 	return map[string]func() *assembler.Request{
 		"cookbook":          cookbookRequest,
 		"tool conversation": sdkToolConversation,
 		"mid task":          sdkMidTask,
+		"images":            sdkImages,
 	}
 }
 
@@ -618,10 +642,19 @@ func sdkCheckOpenAI(res *assembler.Result) []string {
 
 // sdkOpenAIWire is an OpenAI Chat Completions message as we send it; decoded strictly.
 type sdkOpenAIWire struct {
-	Role      string  `json:"role"`
-	Content   *string `json:"content"`
-	Name      string  `json:"name"`
-	ToolCalls []struct {
+	Role    string  `json:"role"`
+	Content *string `json:"-"` // a string content
+	Parts   []struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		ImageURL struct {
+			URL    string `json:"url"`
+			Detail string `json:"detail"`
+		} `json:"image_url"`
+	} `json:"-"` // an array content: a user message's content parts
+	RawContent json.RawMessage `json:"content"`
+	Name       string          `json:"name"`
+	ToolCalls  []struct {
 		ID       string `json:"id"`
 		Type     string `json:"type"`
 		Function struct {
@@ -632,10 +665,54 @@ type sdkOpenAIWire struct {
 	ToolCallID string `json:"tool_call_id"`
 }
 
+// decodeContent reads w.RawContent into Content (a string) or Parts (an array of content parts).
+func (w *sdkOpenAIWire) decodeContent() error {
+	switch c := bytes.TrimSpace(w.RawContent); {
+	case len(c) == 0 || string(c) == "null":
+	case c[0] == '[':
+		dec := json.NewDecoder(bytes.NewReader(c))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&w.Parts); err != nil {
+			return fmt.Errorf("content parts: %w", err)
+		}
+		if len(w.Parts) == 0 {
+			return errors.New("an empty array of content parts")
+		}
+	default:
+		w.Content = new(string)
+		return json.Unmarshal(c, w.Content)
+	}
+	return nil
+}
+
 func sdkBuildOpenAIMessage(raw json.RawMessage) (openai.ChatCompletionMessageParamUnion, error) {
 	var w sdkOpenAIWire
 	if err := sdkDecodeStrict(raw, &w); err != nil {
 		return openai.ChatCompletionMessageParamUnion{}, err
+	}
+	if err := w.decodeContent(); err != nil {
+		return openai.ChatCompletionMessageParamUnion{}, err
+	}
+	if w.Parts != nil { // a user message's content parts, built with the SDK's constructors
+		if w.Role != "user" {
+			return openai.ChatCompletionMessageParamUnion{}, fmt.Errorf("content parts in a %s message", w.Role)
+		}
+		var parts []openai.ChatCompletionContentPartUnionParam
+		for j, p := range w.Parts {
+			switch p.Type {
+			case "text":
+				parts = append(parts, openai.TextContentPart(p.Text))
+			case "image_url":
+				parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: p.ImageURL.URL, Detail: p.ImageURL.Detail}))
+			default:
+				return openai.ChatCompletionMessageParamUnion{}, fmt.Errorf("content[%d]: part type %q", j, p.Type)
+			}
+		}
+		m := openai.UserMessage(parts)
+		if w.Name != "" {
+			m.OfUser.Name = openai.String(w.Name)
+		}
+		return m, nil
 	}
 	content := ""
 	if w.Content != nil {
@@ -746,13 +823,20 @@ func sdkOpenAIRules(msgs, tools []json.RawMessage) []string {
 			fail("messages[%d]: %v", i, err)
 			continue
 		}
+		if err := m.decodeContent(); err != nil {
+			fail("messages[%d]: %v", i, err)
+			continue
+		}
+		if m.Parts != nil && m.Role != "user" {
+			fail("messages[%d] (%s) has content parts; only a user message may have images", i, m.Role)
+		}
 		if m.Role != "tool" && len(pending) > 0 {
 			fail("messages[%d] (%s) comes before the results of calls %v of messages[%d]", i, m.Role, sdkKeys(pending), pendingAt)
 			pending = map[string]bool{}
 		}
 		switch m.Role {
 		case "system", "user":
-			if m.Content == nil {
+			if m.Content == nil && m.Parts == nil {
 				fail("messages[%d] (%s) has no content", i, m.Role)
 			}
 		case "assistant":
@@ -874,6 +958,12 @@ type sdkAnthropicWire struct {
 		Input     json.RawMessage `json:"input"`
 		ToolUseID string          `json:"tool_use_id"`
 		Content   *string         `json:"content"`
+		Source    *struct {
+			Type      string `json:"type"`
+			MediaType string `json:"media_type"`
+			Data      string `json:"data"`
+			URL       string `json:"url"`
+		} `json:"source"`
 	} `json:"content"`
 }
 
@@ -903,6 +993,17 @@ func sdkBuildAnthropicMessage(raw json.RawMessage) (anthropic.MessageParam, erro
 				tr.Content = []anthropic.ToolResultBlockParamContentUnion{{OfText: &anthropic.TextBlockParam{Text: *b.Content}}}
 			}
 			blocks = append(blocks, anthropic.ContentBlockParamUnion{OfToolResult: &tr})
+		case "image":
+			switch {
+			case b.Source == nil:
+				return anthropic.MessageParam{}, fmt.Errorf("content[%d]: image block without a source", j)
+			case b.Source.Type == "base64":
+				blocks = append(blocks, anthropic.NewImageBlockBase64(b.Source.MediaType, b.Source.Data))
+			case b.Source.Type == "url":
+				blocks = append(blocks, anthropic.NewImageBlock(anthropic.URLImageSourceParam{URL: b.Source.URL}))
+			default:
+				return anthropic.MessageParam{}, fmt.Errorf("content[%d]: image source of type %q", j, b.Source.Type)
+			}
 		default:
 			return anthropic.MessageParam{}, fmt.Errorf("content[%d]: block type %q", j, b.Type)
 		}
@@ -1043,6 +1144,14 @@ func sdkAnthropicRules(msgs, tools []json.RawMessage) []string {
 				}
 				delete(open, b.ToolUseID)
 				answered[b.ToolUseID] = true
+			case "image": // https://platform.claude.com/docs/en/build-with-claude/vision
+				switch {
+				case m.Role != "user":
+					fail("messages[%d].content[%d]: an image in a %s message", i, j, m.Role)
+				case b.Source == nil || !(b.Source.Type == "base64" && b.Source.Data != "" && slices.Contains([]string{"image/jpeg", "image/png", "image/gif", "image/webp"}, b.Source.MediaType) ||
+					b.Source.Type == "url" && strings.HasPrefix(b.Source.URL, "https://")):
+					fail("messages[%d].content[%d]: an image block without a base64 or url source", i, j)
+				}
 			default:
 				fail("messages[%d].content[%d]: block type %q", i, j, b.Type)
 			}

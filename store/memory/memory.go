@@ -203,6 +203,7 @@ func cloneMessages(msgs []store.Message) []store.Message {
 	for i := range out {
 		out[i].ToolCalls = slices.Clone(out[i].ToolCalls)
 		out[i].TokenCounts = maps.Clone(out[i].TokenCounts)
+		out[i].Parts = store.CloneParts(out[i].Parts)
 	}
 	return out
 }

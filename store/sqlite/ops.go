@@ -210,7 +210,7 @@ func (s *Backend) AppendMessages(ctx context.Context, tenant, sessionID string, 
 		for i, r := range rows {
 			m := msgs[i]
 			if _, err := t.exec(qInsertMessage, tenant, sessionID, first+int64(i), m.Role, m.Content, m.Name, r.toolCalls,
-				m.ToolCallID, m.Time.Unix(), m.Time.Nanosecond(), r.o200k, r.cl100k, r.other); err != nil {
+				m.ToolCallID, m.Time.Unix(), m.Time.Nanosecond(), r.o200k, r.cl100k, r.other, r.parts); err != nil {
 				return err
 			}
 		}
@@ -228,6 +228,7 @@ func (s *Backend) AppendMessages(ctx context.Context, tenant, sessionID string, 
 // messageRow is what of a message is encoded for its columns.
 type messageRow struct {
 	toolCalls     string // JSON, "" for none
+	parts         string // JSON, "" for none
 	o200k, cl100k int    // -1: absent
 	other         string // JSON of the other counts, "" for none
 }
@@ -240,6 +241,13 @@ func encodeMessage(m store.Message) (messageRow, error) {
 			return r, fmt.Errorf("%w: tool calls: %w", store.ErrInvalid, err)
 		}
 		r.toolCalls = string(b)
+	}
+	if len(m.Parts) > 0 {
+		b, err := json.Marshal(m.Parts)
+		if err != nil {
+			return r, fmt.Errorf("%w: content parts: %w", store.ErrInvalid, err)
+		}
+		r.parts = string(b)
 	}
 	other := maps.Clone(m.TokenCounts)
 	// The two counted encodings get columns of their own, unless a writer gave a negative count (which
@@ -372,16 +380,16 @@ func nextBefore(from int64) int64 {
 // messageScan holds a row of messageColumns as scanned, for counting before decoding. Its scan targets are
 // made once: each that Scan is given escapes to the heap.
 type messageScan struct {
-	m                store.Message // without its tool calls and counts
-	toolCalls, other string
-	sec, nsec        int64
-	o200k, cl100k    int
-	dest             []any
+	m                       store.Message // without its tool calls, parts and counts
+	toolCalls, other, parts string
+	sec, nsec               int64
+	o200k, cl100k           int
+	dest                    []any
 }
 
 func (r *messageScan) scan(rows *sql.Rows) error {
 	if r.dest == nil {
-		r.dest = []any{&r.m.Seq, &r.m.Role, &r.m.Content, &r.m.Name, &r.toolCalls, &r.m.ToolCallID, &r.sec, &r.nsec, &r.o200k, &r.cl100k, &r.other}
+		r.dest = []any{&r.m.Seq, &r.m.Role, &r.m.Content, &r.m.Name, &r.toolCalls, &r.m.ToolCallID, &r.sec, &r.nsec, &r.o200k, &r.cl100k, &r.other, &r.parts}
 	}
 	r.m = store.Message{}
 	return rows.Scan(r.dest...)
@@ -423,6 +431,11 @@ func (r *messageScan) message() (store.Message, error) {
 			return store.Message{}, &decodeError{fmt.Errorf("message %d: tool calls: %w", m.Seq, err)}
 		}
 		m.ToolCalls = calls
+	}
+	if r.parts != "" {
+		if err := json.Unmarshal([]byte(r.parts), &m.Parts); err != nil {
+			return store.Message{}, &decodeError{fmt.Errorf("message %d: content parts: %w", m.Seq, err)}
+		}
 	}
 	if r.other != "" {
 		var counts map[string]int

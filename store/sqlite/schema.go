@@ -189,11 +189,16 @@ WHERE metadata != '';
 ALTER TABLE collections ADD COLUMN keyword_weight REAL;
 ALTER TABLE collections ADD COLUMN vector_weight REAL;
 `,
+	// A message's content parts (loom.Message.Parts) as JSON, '' for none: texts and images, an image's
+	// data in base64.
+	5: `
+ALTER TABLE messages ADD COLUMN parts TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // SchemaVersion is the schema version this package writes: a file at a later version (written by a newer
 // Loom) is refused by Open.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // migrate brings the file to SchemaVersion in one write transaction. A file at SchemaVersion already (every
 // open but the first) is only read: no write lock for the processes that open it at once to queue for.

@@ -4,16 +4,21 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"image"
+	"image/png"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/assembler"
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/tokenizer"
@@ -35,6 +40,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"MessageQuery", testMessageQuery},
 		{"MessagePages", func(t *testing.T, newStore NewStore) { MessagePages(t, open(t, newStore, store.Options{}), tenant) }},
 		{"MessageValidation", testMessageValidation},
+		{"MessageParts", testMessageParts},
 		{"ToolOutputsAndKnowledge", testToolOutputsAndKnowledge},
 		{"DeleteSession", testDeleteSession},
 		{"ConcurrentAppends", testConcurrentAppends},
@@ -422,6 +428,64 @@ func testMessageValidation(t *testing.T, newStore NewStore) {
 	wantErr(t, err, store.ErrTooLarge, "a name longer than an id")
 	// A rejected batch stores nothing, not even its valid messages.
 	if n := len(must(s.Messages(ctx, tenant, "v", store.MessageQuery{}))); n != 0 {
+		t.Fatalf("a rejected append stored %d messages", n)
+	}
+}
+
+// testMessageParts: a user message's content parts (texts, an image's data, an image at a URL with its
+// size) are stored and read back as appended, without Content beside them too; the store keeps its own copy
+// of an image's data; invalid parts are refused before anything is stored.
+func testMessageParts(t *testing.T, newStore NewStore) {
+	s := open(t, newStore, store.Options{})
+	ctx := t.Context()
+	var b bytes.Buffer
+	if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, 3, 2))); err != nil {
+		t.Fatal(err)
+	}
+	data := b.Bytes()
+	url := loom.ImageURLPart("https://example.com/a.jpg", loom.DetailLow)
+	url.Image.Width, url.Image.Height = 1024, 768
+	in := []store.Message{
+		{Role: "user", Content: "What are these?", Parts: []loom.Part{loom.ImageDataPart(data, loom.DetailHigh), loom.TextPart("and \u00e9 \n this"), url}},
+		{Role: "assistant", Content: "Two pictures."},
+		{Role: "user", Parts: []loom.Part{{Type: loom.PartImage, Image: &loom.Image{Data: data, MediaType: "image/png"}}}},
+	}
+	want := make([]store.Message, len(in))
+	for i, m := range in {
+		want[i] = store.Message{Role: m.Role, Content: m.Content, Parts: store.CloneParts(m.Parts)}
+	}
+	got := must(s.AppendMessages(ctx, tenant, "parts", in...))
+	data[0] = 'X' // the caller's bytes, changed after the append
+	read := must(s.Messages(ctx, tenant, "parts", store.MessageQuery{}))
+	snap := must(s.Load(ctx, tenant, store.LoadQuery{Session: "parts"}))
+	for what, list := range map[string][]store.Message{"appended": got, "read": read, "loaded": snap.Messages} {
+		if len(list) != len(want) {
+			t.Fatalf("%s: %d messages, want %d", what, len(list), len(want))
+		}
+		for i, m := range list {
+			if m.Role != want[i].Role || m.Content != want[i].Content || !reflect.DeepEqual(m.Parts, want[i].Parts) {
+				t.Errorf("%s message %d: %q %q %+v, want %+v", what, i, m.Role, m.Content, m.Parts, want[i].Parts)
+			}
+		}
+	}
+	if read[0].Parts[0].Image.Data[0] == 'X' {
+		t.Error("the store kept the caller's image data, not a copy")
+	}
+	for name, c := range map[string]struct {
+		m    store.Message
+		want error
+	}{
+		"an assistant's parts": {store.Message{Role: "assistant", Content: "x", Parts: []loom.Part{loom.TextPart("y")}}, store.ErrInvalid},
+		"not an image":         {store.Message{Role: "user", Parts: []loom.Part{loom.ImageDataPart([]byte("nope"), "")}}, store.ErrInvalid},
+		"a file URL":           {store.Message{Role: "user", Parts: []loom.Part{loom.ImageURLPart("file:///etc/passwd", "")}}, store.ErrInvalid},
+		"a bad detail":         {store.Message{Role: "user", Parts: []loom.Part{loom.ImageURLPart("https://a/b.png", "ultra")}}, store.ErrInvalid},
+		"too many parts":       {store.Message{Role: "user", Parts: make([]loom.Part, loom.MaxParts+1)}, store.ErrTooLarge},
+		"a blank text part":    {store.Message{Role: "user", Parts: []loom.Part{loom.TextPart(" ")}}, store.ErrInvalid},
+	} {
+		_, err := s.AppendMessages(ctx, tenant, "parts_bad", store.Message{Role: "user", Content: "fine"}, c.m)
+		wantErr(t, err, c.want, name)
+	}
+	if n := len(must(s.Messages(ctx, tenant, "parts_bad", store.MessageQuery{}))); n != 0 {
 		t.Fatalf("a rejected append stored %d messages", n)
 	}
 }

@@ -267,6 +267,11 @@ func parseMessage(s string, m *store.Message) bool {
 			if raw, ok = p.skip(); ok {
 				ok = json.Unmarshal([]byte(raw), &m.ToolCalls) == nil
 			}
+		case "parts":
+			var raw string
+			if raw, ok = p.skip(); ok {
+				ok = json.Unmarshal([]byte(raw), &m.Parts) == nil
+			}
 		case "token_counts":
 			m.TokenCounts, ok = p.counts()
 		default:

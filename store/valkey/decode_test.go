@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/assembler"
 	"github.com/context-loom/loom/store"
 )
@@ -24,6 +25,9 @@ func FuzzDecodeMessage(f *testing.F) {
 		}
 		if args != "" {
 			m.ToolCalls = []assembler.ToolCall{{ID: "c", Type: "function", Function: assembler.ToolCallFunction{Name: "f", Arguments: args}}}
+		}
+		if count%3 == 0 { // content parts, the fuzzed texts in them
+			m.Parts = []loom.Part{loom.TextPart(name), {Type: loom.PartImage, Image: &loom.Image{URL: callID, Data: []byte(args), Width: count}}}
 		}
 		b, err := json.Marshal(m)
 		if err != nil {
@@ -50,9 +54,10 @@ func FuzzDecodeMessage(f *testing.F) {
 }
 
 func TestParseMessage_FastPathTaken(t *testing.T) {
-	b, _ := json.Marshal(store.Message{Seq: 3, Role: "user", Content: "a \"b\"\n", Time: time.Now().UTC(), TokenCounts: map[string]int{"o200k_base": 4}})
+	parts := []loom.Part{loom.TextPart("see"), loom.ImageDataPart([]byte{1, 2}, "low")}
+	b, _ := json.Marshal(store.Message{Seq: 3, Role: "user", Content: "a \"b\"\n", Parts: parts, Time: time.Now().UTC(), TokenCounts: map[string]int{"o200k_base": 4}})
 	var m store.Message
-	if !parseMessage(string(b), &m) || m.Content != "a \"b\"\n" || m.Seq != 3 || m.TokenCounts["o200k_base"] != 4 {
+	if !parseMessage(string(b), &m) || m.Content != "a \"b\"\n" || m.Seq != 3 || m.TokenCounts["o200k_base"] != 4 || !reflect.DeepEqual(m.Parts, parts) {
 		t.Fatalf("parseMessage(%s) = %+v", b, m)
 	}
 }

@@ -320,6 +320,7 @@ type chatEntry struct {
 	Name       string          `json:"name,omitempty"`
 	ToolCalls  []loom.ToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string          `json:"tool_call_id,omitempty"`
+	Parts      []loom.Part     `json:"parts,omitempty"` // a user message's content parts, after content
 }
 
 // fromSeconds converts a Python time.time() value, to the microsecond. A value that is not a time JSON can
@@ -346,7 +347,7 @@ func (c *Backend) AppendMessages(ctx context.Context, tenant, session string, ms
 		m := &msgs[i]
 		m.Time = m.Time.Truncate(time.Microsecond) // what ts keeps
 		b, err := json.Marshal(chatEntry{Role: m.Role, Content: m.Content, TS: toSeconds(m.Time), Name: m.Name,
-			ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID})
+			ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, Parts: m.Parts})
 		if err != nil {
 			return nil, fmt.Errorf("valkey: encode message %d: %w", i, err)
 		}
@@ -375,13 +376,15 @@ type chatRaw struct {
 	Name       json.RawMessage `json:"name"`
 	ToolCalls  json.RawMessage `json:"tool_calls"`
 	ToolCallID json.RawMessage `json:"tool_call_id"`
+	Parts      json.RawMessage `json:"parts"`
 }
 
 // decodeChatEntry decodes one chat entry leniently (see "Lenient reading" in the cookbook type's comment).
 // ok is false for an entry the cookbook could not read either: not a JSON object, or without a string role or
 // without content. A null content is "" (an assistant message that only calls tools); content that is not
 // a string is its JSON text. A ts that is neither a number nor a numeric string, or that is no time, is
-// ignored; so are a name, tool_calls or tool_call_id of the wrong type. A token_counts field is never read:
+// ignored; so are a name, tool_calls or tool_call_id of the wrong type, and parts that are not content parts
+// loom.CheckParts takes for the entry's role. A token_counts field is never read:
 // the counts are counted.
 func decodeChatEntry(v string) (e chatEntry, ok bool) {
 	var r chatRaw
@@ -399,6 +402,9 @@ func decodeChatEntry(v string) (e chatEntry, ok bool) {
 	e.ToolCallID, _ = jsonString(r.ToolCallID)
 	if !isNull(r.ToolCalls) && json.Unmarshal(r.ToolCalls, &e.ToolCalls) != nil {
 		e.ToolCalls = nil
+	}
+	if !isNull(r.Parts) && (json.Unmarshal(r.Parts, &e.Parts) != nil || loom.CheckParts(e.Role, e.Parts) != nil) {
+		e.Parts = nil
 	}
 	return e, true
 }
@@ -423,7 +429,7 @@ func decodeChat(vals []string, first int64) []store.Message {
 			enc, _ := tokenizer.Get(name)
 			counts[name] = enc.Count(e.Content)
 		}
-		out = append(out, store.Message{Seq: first + int64(i), Role: e.Role, Content: e.Content, Name: e.Name, ToolCalls: e.ToolCalls,
+		out = append(out, store.Message{Seq: first + int64(i), Role: e.Role, Content: e.Content, Parts: e.Parts, Name: e.Name, ToolCalls: e.ToolCalls,
 			ToolCallID: e.ToolCallID, Time: fromSeconds(e.TS), TokenCounts: counts})
 	}
 	if len(out) == 0 {
