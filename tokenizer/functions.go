@@ -108,7 +108,7 @@ func (r *renderer) properties(obj *jsonValue, indent int) {
 // typ writes the type of a property's schema p, which is at indent.
 func (r *renderer) typ(p *jsonValue, indent int) {
 	if p.kind != '{' {
-		r.unknown = append(r.unknown, p.raw)
+		r.unknown = append(r.unknown, p.json())
 		r.b.WriteString("any")
 		return
 	}
@@ -124,7 +124,7 @@ func (r *renderer) typ(p *jsonValue, indent int) {
 	}
 	t := p.get("type")
 	if t == nil || t.kind != '"' {
-		r.unknown = append(r.unknown, p.raw) // no type, or a list of types
+		r.unknown = append(r.unknown, p.json()) // no type, or a list of types
 		r.b.WriteString("any")
 		return
 	}
@@ -165,14 +165,14 @@ func (r *renderer) typ(p *jsonValue, indent int) {
 		r.unknownKeys(p, "type", "description", "items")
 		items := p.get("items")
 		if items == nil {
-			r.unknown = append(r.unknown, p.raw)
+			r.unknown = append(r.unknown, p.json())
 			r.b.WriteString("any[]")
 			return
 		}
 		r.typ(items, indent)
 		r.b.WriteString("[]")
 	default:
-		r.unknown = append(r.unknown, p.raw)
+		r.unknown = append(r.unknown, p.json())
 		r.b.WriteString("any")
 	}
 }
@@ -182,7 +182,7 @@ func (r *renderer) unknownKeys(v *jsonValue, known ...string) {
 	for i, k := range v.keys {
 		if !slices.Contains(known, k) {
 			key, _ := json.Marshal(k)
-			r.unknown = append(r.unknown, string(key)+":"+v.vals[i].raw)
+			r.unknown = append(r.unknown, string(key)+":"+v.vals[i].json())
 		}
 	}
 }
@@ -192,7 +192,7 @@ func (r *renderer) unknownKeys(v *jsonValue, known ...string) {
 type jsonValue struct {
 	kind byte   // '{', '[', '"' (string), '0' (number), 't' (true or false), 'n' (null)
 	str  string // a string's value
-	raw  string // the value's JSON, compact
+	raw  string // a scalar's JSON (an object's or array's is made when asked for: see json)
 	keys []string
 	vals []*jsonValue // an object's values (by keys) or an array's elements
 }
@@ -226,7 +226,7 @@ func (v *jsonValue) text() string {
 	if v.kind == '"' {
 		return v.str
 	}
-	return v.raw
+	return v.json()
 }
 
 // parseJSON parses one JSON value.
@@ -268,7 +268,6 @@ func parseValue(dec *json.Decoder) (*jsonValue, error) {
 		if _, err := dec.Token(); err != nil { // the closing delimiter
 			return nil, err
 		}
-		v.raw = v.compact()
 		return v, nil
 	case string:
 		b, _ := marshalString(t)
@@ -285,9 +284,23 @@ func parseValue(dec *json.Decoder) (*jsonValue, error) {
 	}
 }
 
-// compact is an object's or array's JSON, from its members' (already compact).
-func (v *jsonValue) compact() string {
+// json is v's JSON, compact. An object's or array's is written from its members' when asked for, not kept
+// at parse time: kept, every level of a nested schema would hold a copy of all below it, which costs the
+// square of the nesting depth. The renderer asks only for the parts it does not know, which never nest.
+func (v *jsonValue) json() string {
+	if v.kind != '{' && v.kind != '[' {
+		return v.raw
+	}
 	var b strings.Builder
+	v.writeJSON(&b)
+	return b.String()
+}
+
+func (v *jsonValue) writeJSON(b *strings.Builder) {
+	if v.kind != '{' && v.kind != '[' {
+		b.WriteString(v.raw)
+		return
+	}
 	b.WriteByte(v.kind)
 	for i, e := range v.vals {
 		if i > 0 {
@@ -297,14 +310,13 @@ func (v *jsonValue) compact() string {
 			k, _ := marshalString(v.keys[i])
 			b.WriteString(k + ":")
 		}
-		b.WriteString(e.raw)
+		e.writeJSON(b)
 	}
 	if v.kind == '{' {
 		b.WriteByte('}')
 	} else {
 		b.WriteByte(']')
 	}
-	return b.String()
 }
 
 // marshalString is s as a JSON string, without escaping <, > and &.

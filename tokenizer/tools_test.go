@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/context-loom/loom"
@@ -329,4 +331,27 @@ func FuzzRenderFunctions(f *testing.F) {
 			t.Fatalf("spacing changed the rendering:\n%s\n%s", resorted, compact)
 		}
 	})
+}
+
+// TestRenderFunctions_MemoryLinearInNesting: what rendering a schema allocates grows with the schema's
+// size, not with the square of its nesting depth (a hostile tool definition, nested thousands deep, within
+// the limits a request admits). Doubling the depth may at most about double the bytes allocated.
+func TestRenderFunctions_MemoryLinearInNesting(t *testing.T) {
+	allocated := func(depth int) uint64 {
+		params := `{"type":"object","properties":{"a":` + strings.Repeat(`{"x":`, depth) + `1` + strings.Repeat(`}`, depth) + `}}`
+		tools := []loom.Tool{{Type: "function", Function: loom.ToolFunction{Name: "f", Parameters: json.RawMessage(params)}}}
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, unknown := tokenizer.RenderFunctions(tools)
+		runtime.ReadMemStats(&after)
+		if len(unknown) == 0 {
+			t.Fatalf("depth %d: the nested members are not reported unknown", depth)
+		}
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	small, large := allocated(2000), allocated(8000)
+	if large > 6*small {
+		t.Errorf("rendering allocated %d bytes at depth 2000 and %d at depth 8000: more than linear", small, large)
+	}
 }
