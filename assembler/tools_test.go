@@ -399,3 +399,39 @@ func TestAssemble_ToolSetsShared(t *testing.T) {
 		}
 	}
 }
+
+// TestToolSetCache_BoundedInBytes: the tool-set cache keeps at most maxToolSetBytes however large the
+// sets that requests bring, and a set larger than all of it is still assembled, not kept.
+func TestToolSetCache_BoundedInBytes(t *testing.T) {
+	params := func(i, size int) json.RawMessage {
+		return json.RawMessage(fmt.Sprintf(`{"type":"object","description":"%d %s"}`, i, strings.Repeat("x", size)))
+	}
+	cached := func() int {
+		toolSets.RLock()
+		defer toolSets.RUnlock()
+		n := 0
+		for _, sets := range toolSets.sets {
+			for _, s := range sets {
+				n += s.size()
+			}
+		}
+		return n
+	}
+	for i := range 80 {
+		tools := []Tool{{Type: "function", Function: ToolFunction{Name: "big", Parameters: params(i, 1<<20)}}}
+		if _, err := cachedToolSet(tools); err != nil {
+			t.Fatal(err)
+		}
+		if n := cached(); n > maxToolSetBytes {
+			t.Fatalf("after %d sets of 1 MiB the cache holds %d bytes, over %d", i+1, n, maxToolSetBytes)
+		}
+	}
+	huge := []Tool{{Type: "function", Function: ToolFunction{Name: "huge", Parameters: params(-1, maxToolSetBytes)}}}
+	s, err := cachedToolSet(huge)
+	if err != nil || s == nil || s.prefixID() == "" {
+		t.Fatalf("a set larger than the cache: %v, %v", s, err)
+	}
+	if n := cached(); n > maxToolSetBytes {
+		t.Fatalf("a set larger than the cache was kept: %d bytes", n)
+	}
+}

@@ -46,15 +46,19 @@ type toolCount struct {
 }
 
 // toolSets is the cache of tool sets, by the fast hash of their definitions. It holds at most
-// maxToolSets sets; when it is full, it starts again empty.
+// maxToolSets sets of maxToolSetBytes in all; when a set would not fit, it starts again empty, and a set
+// larger than all of it is not kept.
 var toolSets = struct {
 	sync.RWMutex
-	sets map[uint64][]*toolSet
-	n    int
+	sets  map[uint64][]*toolSet
+	n     int
+	bytes int
 }{sets: map[uint64][]*toolSet{}}
 
-// maxToolSets bounds the cache, and maxToolSetsPerKey the sets a lookup may compare.
-const maxToolSets, maxToolSetsPerKey = 1024, 8
+// maxToolSets and maxToolSetBytes bound the cache, and maxToolSetsPerKey the sets a lookup may compare.
+// The bytes are bounded too, as a request's tools may be as large as its body: a thousand large sets
+// from one client would otherwise be kept.
+const maxToolSets, maxToolSetBytes, maxToolSetsPerKey = 1024, 64 << 20, 8
 
 // cachedToolSet returns the set of tools, from the cache or made and added; nil for no tools. A set is
 // checked when it is made: a tool's name must be one providers accept (CheckToolName) and its parameters,
@@ -89,12 +93,27 @@ func cachedToolSet(tools []Tool) (*toolSet, error) {
 			return other, nil
 		}
 	}
-	if toolSets.n >= maxToolSets || len(toolSets.sets[key]) >= maxToolSetsPerKey {
-		toolSets.sets, toolSets.n = map[uint64][]*toolSet{}, 0
+	size := s.size()
+	if size > maxToolSetBytes {
+		return s, nil
+	}
+	if toolSets.n >= maxToolSets || toolSets.bytes+size > maxToolSetBytes || len(toolSets.sets[key]) >= maxToolSetsPerKey {
+		toolSets.sets, toolSets.n, toolSets.bytes = map[uint64][]*toolSet{}, 0, 0
 	}
 	toolSets.sets[key] = append(toolSets.sets[key], s)
 	toolSets.n++
+	toolSets.bytes += size
 	return s, nil
+}
+
+// size is about what the set keeps in memory: its definitions twice (a copy, and their rendering), and
+// the rendering in the other shape it may make.
+func (s *toolSet) size() int {
+	n := 0
+	for _, t := range s.tools {
+		n += len(t.Type) + len(t.Function.Name) + len(t.Function.Description) + len(t.Function.Parameters)
+	}
+	return 3*n + len(s.openai.text)
 }
 
 func newToolSet(tools []Tool) *toolSet {
