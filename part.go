@@ -4,6 +4,7 @@ package loom
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -164,7 +165,7 @@ func checkPart(p *Part) error {
 		switch {
 		case p.Image != nil:
 			return NewError(ErrInvalid, "a text part with an image")
-		case blankText(p.Text):
+		case IsBlank(p.Text):
 			return NewError(ErrInvalid, "a text part without text (or of white space alone, which providers refuse)")
 		case !utf8.ValidString(p.Text):
 			return NewError(ErrInvalid, "a text part that is not valid UTF-8")
@@ -191,7 +192,7 @@ func checkImage(im *Image) error {
 	default:
 		return NewError(ErrInvalid, fmt.Sprintf("image detail %s (want low, high or auto)", quoteName(im.Detail)))
 	}
-	if im.MediaType != "" && !contains(mediaTypes, im.MediaType) {
+	if im.MediaType != "" && !slices.Contains(mediaTypes, im.MediaType) {
 		return NewError(ErrInvalid, fmt.Sprintf("image media type %s (want %s)", quoteName(im.MediaType), strings.Join(mediaTypes, ", ")))
 	}
 	if (im.Width == 0) != (im.Height == 0) || im.Width < 0 || im.Height < 0 {
@@ -251,22 +252,19 @@ func checkImageURL(u string) error {
 	return nil
 }
 
-// blankText reports whether s is empty or white space alone: Unicode's, and the information separators
-// U+001C to U+001F, which Python's str.isspace counts too.
-func blankText(s string) bool {
+// IsSpace reports whether r is white space to a provider: Unicode's white space (unicode.IsSpace), and the
+// information separators U+001C to U+001F, which Python's str.isspace counts too. Which definition a
+// provider applies is not documented; text that is white space by either is taken for white space.
+func IsSpace(r rune) bool { return unicode.IsSpace(r) || r >= 0x1c && r <= 0x1f }
+
+// IsBlank reports whether s is empty or white space alone (see [IsSpace]), without looking past its first
+// other character. A blank text says nothing, and providers refuse some (the Messages API: "text content
+// blocks must contain non-whitespace text").
+func IsBlank(s string) bool {
 	for _, r := range s {
-		if !unicode.IsSpace(r) && (r < 0x1c || r > 0x1f) {
+		if !IsSpace(r) {
 			return false
 		}
 	}
 	return true
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

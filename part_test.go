@@ -143,3 +143,14 @@ func ExampleCheckParts() {
 	// <nil>
 	// part 0: image URL "ftp://example.com/cat.png" (want an http or https URL)
 }
+
+// TestIsBlank: white space is Unicode's and Python's (the information separators U+001C to U+001F), so
+// that text a provider may take for white space is never sent as content.
+func TestIsBlank(t *testing.T) {
+	for s, want := range map[string]bool{"": true, " \t\n\r": true, "\u3000\u00a0\u2028": true, "\x1c\x1d\x1e\x1f": true,
+		"\x1b": false, "a": false, "   .": false, "\u200b": false} {
+		if got := loom.IsBlank(s); got != want {
+			t.Errorf("IsBlank(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

@@ -84,11 +84,11 @@ func (anthropic) render(a *assembly, out *output) {
 			case "assistant":
 				var blocks []Block
 				switch {
-				case blank(msg.Content):
+				case loom.IsBlank(msg.Content):
 					// Only beside tool calls (a blank message is dropped as empty): no text block, for the API
 					// refuses one of white space ("text content blocks must contain non-whitespace text").
 				case prefill && gi == last && i == len(history)-1:
-					text := strings.TrimRightFunc(msg.Content, isSpace)
+					text := strings.TrimRightFunc(msg.Content, loom.IsSpace)
 					blocks = append(blocks, Block{Type: "text", Text: text})
 					if len(text) == len(msg.Content) {
 						out.addPart(RegionHistory, contents[i])
@@ -116,7 +116,7 @@ func (anthropic) render(a *assembly, out *output) {
 				id := anthropicID(msg.ToolCallID)
 				out.addText(RegionHistory, id)
 				result := Block{Type: "tool_result", ToolUseID: id}
-				if !blank(msg.Content) { // a result of white space is sent as none, which the API takes
+				if !loom.IsBlank(msg.Content) { // a result of white space is sent as none, which the API takes
 					result.Content = msg.Content
 					out.addPart(RegionHistory, contents[i])
 				}
@@ -130,7 +130,7 @@ func (anthropic) render(a *assembly, out *output) {
 				// A user message's parts, after its Content's text unless that is blank (which the API
 				// refuses as a block).
 				var blocks []Block
-				if !blank(msg.Content) {
+				if !loom.IsBlank(msg.Content) {
 					blocks = append(blocks, Block{Type: "text", Text: msg.Content})
 					out.addPart(RegionHistory, contents[i])
 				}
@@ -186,7 +186,7 @@ func (anthropic) render(a *assembly, out *output) {
 //
 // The rendering keeps each of them by construction; check proves it on every output.
 func (anthropic) check(a *assembly, out *output) error {
-	if out.system != "" && blank(out.system) {
+	if out.system != "" && loom.IsBlank(out.system) {
 		return fmt.Errorf("%w: anthropic: a system prompt of white space", ErrProviderRule)
 	}
 	if len(out.messages) == 0 {
@@ -216,7 +216,7 @@ func (anthropic) check(a *assembly, out *output) error {
 			b := &m.Blocks[j]
 			switch b.Type {
 			case "text":
-				if blank(b.Text) {
+				if loom.IsBlank(b.Text) {
 					return fmt.Errorf("%w: anthropic: messages[%d].content[%d] is a text block of white space", ErrProviderRule, i, j)
 				}
 				results = false
@@ -236,7 +236,7 @@ func (anthropic) check(a *assembly, out *output) error {
 					return fmt.Errorf("%w: anthropic: messages[%d].content[%d] is a tool_result for %q, which does not answer the message before it first",
 						ErrProviderRule, i, j, b.ToolUseID)
 				}
-				if b.Content != "" && blank(b.Content) {
+				if b.Content != "" && loom.IsBlank(b.Content) {
 					return fmt.Errorf("%w: anthropic: messages[%d].content[%d] is a tool_result of white space", ErrProviderRule, i, j)
 				}
 				asked = slices.Delete(asked, k, k+1)
@@ -253,7 +253,7 @@ func (anthropic) check(a *assembly, out *output) error {
 		return fmt.Errorf("%w: anthropic: tool_use %q of the final message has no tool_result after it", ErrProviderRule, asked[0])
 	}
 	if m := &out.messages[len(out.messages)-1]; m.Role == "assistant" {
-		if r, _ := utf8.DecodeLastRuneInString(m.Blocks[len(m.Blocks)-1].Text); isSpace(r) {
+		if r, _ := utf8.DecodeLastRuneInString(m.Blocks[len(m.Blocks)-1].Text); loom.IsSpace(r) {
 			return fmt.Errorf("%w: anthropic: the final assistant content ends with white space", ErrProviderRule)
 		}
 	}

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unicode"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/internal/xmltext"
 
 	"github.com/context-loom/loom/tokenizer"
@@ -27,7 +27,7 @@ func (a *assembly) prepareMarkup() error {
 		return err
 	}
 	a.message, a.hasMessage = req.Message, req.Message != ""
-	if req.Message != "" && blank(req.Message) { // nothing to send: no message
+	if req.Message != "" && loom.IsBlank(req.Message) { // nothing to send: no message
 		a.message, a.hasMessage = "", false
 		a.dropped[RegionMessage] = []Dropped{{ID: "message", Reason: ReasonEmpty}}
 	}
@@ -37,7 +37,7 @@ func (a *assembly) prepareMarkup() error {
 	// Instructions that are only white space say nothing either, and a provider may refuse them as a
 	// system prompt of white space (the Messages API refuses text blocks of white space).
 	a.instructions = req.Instructions
-	if req.Instructions != "" && blank(req.Instructions) {
+	if req.Instructions != "" && loom.IsBlank(req.Instructions) {
 		a.instructions = ""
 		a.dropped[RegionInstructions] = []Dropped{{ID: "instructions", Reason: ReasonEmpty}}
 	}
@@ -106,7 +106,7 @@ func (a *assembly) prepareHistory() {
 		case msg.Role == "tool":
 			// A result whose call is not just before it: an orphan, which providers reject.
 			a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(i), Reason: ReasonOrphan})
-		case blank(msg.Content) && len(msg.Parts) == 0:
+		case loom.IsBlank(msg.Content) && len(msg.Parts) == 0:
 			a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(i), Reason: ReasonEmpty})
 		default:
 			turns = append(turns, newGroup(i, i+1))
@@ -139,23 +139,6 @@ func (a *assembly) setTurns(turns []group, required int) {
 		a.groupCost(&a.required[i])
 	}
 }
-
-// blank reports whether s is only white space (see isSpace), without looking past its first other
-// character. A blank message, instruction or text says nothing, and providers refuse some of them (the
-// Messages API: "text content blocks must contain non-whitespace text").
-func blank(s string) bool {
-	for _, r := range s {
-		if !isSpace(r) {
-			return false
-		}
-	}
-	return true
-}
-
-// isSpace reports whether r is white space to a provider: Unicode's white space (unicode.IsSpace), and the
-// information separators U+001C to U+001F, which Python's str.isspace counts too. Which definition a
-// provider applies is not documented; text that is white space by either is taken for white space.
-func isSpace(r rune) bool { return unicode.IsSpace(r) || r >= 0x1c && r <= 0x1f }
 
 func uniqueCalls(calls []ToolCall) map[string]bool {
 	ids := make(map[string]bool, len(calls))
