@@ -186,6 +186,9 @@ func TestEval(t *testing.T) {
 			return h.Hits(eval.TopK) >= max(k.Hits(eval.TopK), v.Hits(eval.TopK)) && h.MRR() >= max(k.MRR(), v.MRR())
 		})
 	})
+	t.Run("READMETableIsMeasured", func(t *testing.T) {
+		checkREADMETable(t, byStore[storeNames[0]])
+	})
 	t.Run("MMRKeepsRelevance", func(t *testing.T) {
 		goal(t, "mmr hit@5 >= 90% of hybrid's", table, func(byMode map[string]eval.Score) bool {
 			return float64(byMode["mmr"].Hits(eval.TopK)) >= 0.9*float64(byMode["hybrid"].Hits(eval.TopK))
@@ -333,5 +336,44 @@ func TestScore_Figures(t *testing.T) {
 	}
 	if empty := (eval.Score{}); empty.MRR() != 0 || empty.HitAt(1) != 0 {
 		t.Error("an empty set scores other than 0")
+	}
+}
+
+// checkREADMETable holds the README's table of retrieval figures to the scores measured here: each row
+// names a question set and gives hit@5 / MRR@5 per mode, as %.3f.
+func checkREADMETable(t *testing.T, scores []eval.Score) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{"development": "dev", "held out, seen": "heldout", "held out, fresh": "heldout2"}
+	modes := []string{"keyword", "vector", "hybrid", "mmr"}
+	seen := 0
+	for line := range strings.Lines(string(data)) {
+		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
+		if len(cells) != 1+len(modes) {
+			continue
+		}
+		label, _, _ := strings.Cut(strings.TrimSpace(cells[0]), " (")
+		set, ok := rows[label]
+		if !ok {
+			continue
+		}
+		seen++
+		for j, mode := range modes {
+			k := slices.IndexFunc(scores, func(s eval.Score) bool { return s.Set == set && s.Mode == mode })
+			if k < 0 {
+				t.Errorf("README row %q: the %s set was not scored in mode %s", label, set, mode)
+				continue
+			}
+			want := fmt.Sprintf("%.3f / %.3f", scores[k].HitAt(eval.TopK), scores[k].MRR())
+			if got := strings.TrimSpace(cells[1+j]); got != want {
+				t.Errorf("README row %q, %s: %q, measured %q", label, mode, got, want)
+			}
+		}
+	}
+	if seen != len(rows) {
+		t.Errorf("the README's table has %d of the %d rows of question sets", seen, len(rows))
 	}
 }
