@@ -536,7 +536,11 @@ func (a *assembly) result(out *output) *Result {
 	}
 	add(RegionInstructions, used[RegionInstructions], used[RegionInstructions], a.instructionIDs, a.dropped[RegionInstructions])
 	toolNames := make([]string, 0, len(a.req.Tools))
-	for _, t := range a.req.Tools {
+	var tools []Tool // in the order they are rendered
+	if a.tools != nil {
+		tools = a.tools.canonical
+	}
+	for _, t := range tools {
 		toolNames = append(toolNames, t.Function.Name)
 	}
 	add(RegionTools, used[RegionTools], used[RegionTools], toolNames, a.dropped[RegionTools])

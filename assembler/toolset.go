@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/context-loom/loom/tokenizer"
@@ -14,15 +15,17 @@ import (
 
 // toolSet is a request's tool definitions, rendered and counted once for all the assemblies that send the
 // same set: an agent sends its tools with every turn, and rendering and counting them again each time
-// would cost more than the rest of an assembly. A set is identified by the SHA-256 of its canonical JSON
-// (the Chat Completions array, compact), which Result.PrefixHash holds; it is found by a fingerprint of
-// the definitions (toolsHash) and told from the other sets of that fingerprint by comparing the
-// definitions themselves, so that no collision can give a set another's counts. It is immutable but for
-// its counts, which are added under mu.
+// would cost more than the rest of an assembly. Every format renders the set's canonical form
+// (canonicalTools), so that equal sets give equal bytes however the request orders them and spells their
+// schemas. A set is identified by the SHA-256 of its canonical JSON (the Chat Completions array, compact),
+// which Result.PrefixHash holds; it is found by a fingerprint of the definitions as given (toolsHash) and
+// told from the other sets of that fingerprint by comparing the definitions themselves, so that no
+// collision can give a set another's counts. It is immutable but for its counts, which are added under mu.
 type toolSet struct {
-	tools  []Tool // a copy of the definitions
-	openai renderedTools
-	id     string // hex SHA-256 of openai.text: what Result.PrefixHash holds of the tools
+	tools     []Tool // a copy of the definitions as given, which a lookup compares
+	canonical []Tool // the definitions as every format renders them (see canonicalTools)
+	openai    renderedTools
+	id        string // hex SHA-256 of openai.text: what Result.PrefixHash holds of the tools
 
 	anthropicOnce sync.Once
 	anthropic     renderedTools
@@ -113,7 +116,7 @@ func (s *toolSet) size() int {
 	for _, t := range s.tools {
 		n += len(t.Type) + len(t.Function.Name) + len(t.Function.Description) + len(t.Function.Parameters)
 	}
-	return 3*n + len(s.openai.text)
+	return 4*n + len(s.openai.text)
 }
 
 func newToolSet(tools []Tool) *toolSet {
@@ -126,7 +129,8 @@ func newToolSet(tools []Tool) *toolSet {
 		}
 		s.tools[i] = t
 	}
-	s.openai = renderTools(s.tools, openAITool)
+	s.canonical = canonicalTools(s.tools)
+	s.openai = renderTools(s.canonical, openAITool)
 	sum := sha256.Sum256([]byte(s.openai.text))
 	s.id = hex.EncodeToString(sum[:])
 	return s
@@ -161,7 +165,7 @@ func sameTools(a, b []Tool) bool {
 
 // anthropicTools returns the set in the Messages API's shape.
 func (s *toolSet) anthropicTools() renderedTools {
-	s.anthropicOnce.Do(func() { s.anthropic = renderTools(s.tools, anthropicTool) })
+	s.anthropicOnce.Do(func() { s.anthropic = renderTools(s.canonical, anthropicTool) })
 	return s.anthropic
 }
 
@@ -196,7 +200,7 @@ func (a *assembly) countTools(render, text string) toolCount {
 	}
 	rule := a.model.Tools
 	rule.Exact = true // for whether the rendering of every schema is known
-	n, known := rule.DefinitionTokens(a.m, a.tools.tools)
+	n, known := rule.DefinitionTokens(a.m, a.tools.canonical)
 	return toolCount{n, known}
 }
 
@@ -217,4 +221,56 @@ func (s *toolSet) rendered(shape string) renderedTools {
 		return s.anthropicTools()
 	}
 	return s.openai
+}
+
+// canonicalTools returns the definitions as every format renders them: sorted by name (then by their
+// canonical JSON, for two of one name), each one's parameters written as canonical JSON (see
+// canonicalJSON) and its type "function" when it has none. A prompt cache matches bytes: a client that
+// lists its tools in another order from one call to the next, or writes a schema's keys in another order
+// (as a hash map does), would otherwise miss it. tools are valid (see cachedToolSet).
+func canonicalTools(tools []Tool) []Tool {
+	type keyed struct {
+		t   Tool
+		key string // its JSON, canonical
+	}
+	all := make([]keyed, len(tools))
+	for i, t := range tools {
+		if t.Type == "" {
+			t.Type = "function"
+		}
+		if len(t.Function.Parameters) > 0 {
+			t.Function.Parameters = canonicalJSON(t.Function.Parameters)
+		}
+		b, _ := marshalRaw(t)
+		all[i] = keyed{t, string(b)}
+	}
+	slices.SortStableFunc(all, func(x, y keyed) int {
+		if c := strings.Compare(x.t.Function.Name, y.t.Function.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(x.key, y.key)
+	})
+	out := make([]Tool, len(all))
+	for i, k := range all {
+		out[i] = k.t
+	}
+	return out
+}
+
+// canonicalJSON returns raw, valid JSON, written canonically: compact, every object's keys sorted (by
+// their bytes), numbers as they are spelled, strings escaped as marshalRaw escapes them (no HTML
+// escapes). Two texts of one JSON value but for spacing, key order and string escapes give the same bytes.
+// An object with a key twice keeps the last, as encoding/json reads it.
+func canonicalJSON(raw json.RawMessage) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return raw
+	}
+	b, err := marshalRaw(v) // encoding/json writes a map's keys sorted
+	if err != nil {
+		return raw
+	}
+	return b
 }
