@@ -186,3 +186,75 @@ func TestTools_EqualSetsGiveEqualBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestPromptCacheKey_FollowsTheScopeAndTheStablePrefix: the key is the same for the calls of one scope
+// whose stable prefix is the same (whatever else changes, and however the tools are ordered), and
+// another when the scope, the instructions, the tools or the pinned memory change; it is set in the
+// formats whose messages are OpenAI's alone, and does not show the scope's names.
+func TestPromptCacheKey_FollowsTheScopeAndTheStablePrefix(t *testing.T) {
+	t.Parallel()
+	weather := Tool{Type: "function", Function: ToolFunction{Name: "weather", Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}}}`)}}
+	clock := Tool{Type: "function", Function: ToolFunction{Name: "clock"}}
+	base := func() *Request {
+		return &Request{Instructions: "Help.", Tools: []Tool{weather, clock}, Memory: []MemoryFact{{Key: "name", Value: "Ada", Pinned: true}},
+			Message: "Hi.", CacheScope: CacheScope("acme", "helper")}
+	}
+	key := func(req *Request) string {
+		t.Helper()
+		res, err := AssembleRequest(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.PromptCacheKey
+	}
+	want := key(base())
+	if len(want) != len("loom-")+32 || !strings.HasPrefix(want, "loom-") || strings.Contains(want, "acme") {
+		t.Fatalf("key %q, want loom- and 32 hex digits", want)
+	}
+	same := map[string]func(*Request){
+		"another message": func(r *Request) { r.Message = "What now?" },
+		"a history": func(r *Request) {
+			r.History = []Message{{Role: "user", Content: "Earlier."}, {Role: "assistant", Content: "Yes."}}
+		},
+		"knowledge":                 func(r *Request) { r.Knowledge = []Knowledge{{ID: "k", Content: "A fact.", Score: 1}} },
+		"memory that is pinned not": func(r *Request) { r.Memory = append(r.Memory, MemoryFact{Key: "mood", Value: "glad"}) },
+		"the tools reordered":       func(r *Request) { r.Tools = []Tool{clock, weather} },
+		"the responses format":      func(r *Request) { r.Format = FormatResponses },
+	}
+	for name, change := range same {
+		req := base()
+		change(req)
+		if got := key(req); got != want {
+			t.Errorf("%s: key %q, want %q", name, got, want)
+		}
+	}
+	other := map[string]func(*Request){
+		"another tenant":        func(r *Request) { r.CacheScope = CacheScope("globex", "helper") },
+		"another agent":         func(r *Request) { r.CacheScope = CacheScope("acme", "sales") },
+		"names split otherwise": func(r *Request) { r.CacheScope = CacheScope("acmeh", "elper") },
+		"no scope":              func(r *Request) { r.CacheScope = "" },
+		"other instructions":    func(r *Request) { r.Instructions = "Help more." },
+		"other tools":           func(r *Request) { r.Tools = []Tool{weather} },
+		"other pinned memory":   func(r *Request) { r.Memory[0].Value = "Bob" },
+	}
+	seen := map[string]string{want: "the base"}
+	for name, change := range other {
+		req := base()
+		change(req)
+		got := key(req)
+		if prev, ok := seen[got]; ok {
+			t.Errorf("%s: key %q, as for %s", name, got, prev)
+		}
+		seen[got] = name
+	}
+	for _, f := range []string{FormatAnthropic, FormatText, FormatGemini} {
+		req := base()
+		req.Format = f
+		if got := key(req); got != "" {
+			t.Errorf("%s: a prompt_cache_key %q, which its provider does not take", f, got)
+		}
+	}
+	if got := key(&Request{Formatter: &Cookbook{}, Message: "Hi.", CacheScope: CacheScope("acme", "helper")}); got == "" {
+		t.Error("cookbook: no prompt_cache_key, though its messages are OpenAI's")
+	}
+}

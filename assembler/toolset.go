@@ -29,6 +29,10 @@ type toolSet struct {
 
 	anthropicOnce sync.Once
 	anthropic     renderedTools
+	responsesOnce sync.Once
+	responses     renderedTools
+	geminiOnce    sync.Once
+	gemini        renderedTools
 
 	mu     sync.Mutex
 	counts map[toolCountKey]toolCount
@@ -109,14 +113,14 @@ func cachedToolSet(tools []Tool) (*toolSet, error) {
 	return s, nil
 }
 
-// size is about what the set keeps in memory: its definitions twice (a copy, and their rendering), and
-// the rendering in the other shape it may make.
+// size is about what the set keeps in memory: its definitions (a copy, and the canonical one), their
+// rendering, and the renderings in the other shapes it may make.
 func (s *toolSet) size() int {
 	n := 0
 	for _, t := range s.tools {
 		n += len(t.Type) + len(t.Function.Name) + len(t.Function.Description) + len(t.Function.Parameters)
 	}
-	return 4*n + len(s.openai.text)
+	return 6*n + len(s.openai.text)
 }
 
 func newToolSet(tools []Tool) *toolSet {
@@ -212,13 +216,20 @@ func (s *toolSet) prefixID() string {
 	return s.id
 }
 
-// rendered returns the set in a format's shape (openai or anthropic); none for no tools (s nil).
+// rendered returns the set in a format's shape (openai, anthropic, responses or gemini), each made once;
+// none for no tools (s nil).
 func (s *toolSet) rendered(shape string) renderedTools {
 	switch {
 	case s == nil:
 		return renderedTools{}
-	case shape == "anthropic":
+	case shape == FormatAnthropic:
 		return s.anthropicTools()
+	case shape == FormatResponses:
+		s.responsesOnce.Do(func() { s.responses = renderTools(s.canonical, responsesTool) })
+		return s.responses
+	case shape == FormatGemini:
+		s.geminiOnce.Do(func() { s.gemini = geminiTools(s.canonical) })
+		return s.gemini
 	}
 	return s.openai
 }
