@@ -470,6 +470,20 @@ func TestGemini_CountsWithTheEstimator(t *testing.T) {
 	if res.Budget != openai.Budget {
 		t.Errorf("budget %d, the openai format's %d", res.Budget, openai.Budget)
 	}
+	// An image for a Gemini model, by Google's rule: a small one is 258 tokens, an estimate.
+	small := &Request{Model: "gemini-2.5-flash", Format: FormatGemini, Message: "What is it?", MessageParts: []loom.Part{sizedURLPart(300, 200, "")}}
+	plain := &Request{Model: "gemini-2.5-flash", Format: FormatGemini, Message: "What is it?"}
+	a, err := AssembleRequest(context.Background(), small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := AssembleRequest(context.Background(), plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.TotalTokens-b.TotalTokens != 258 || a.Contents[0].Parts[1].FileData == nil || a.Contents[0].Parts[1].FileData.MIMEType != "image/png" {
+		t.Errorf("a 300x200 image adds %d tokens (want 258), parts %+v", a.TotalTokens-b.TotalTokens, a.Contents[0].Parts)
+	}
 	// An image by URL whose type is not known cannot be sent.
 	img := &Request{Model: "claude-sonnet-4-5", Format: FormatGemini, Message: "What is it?", MessageParts: []loom.Part{sizedURLPart(64, 64, "")}}
 	img.MessageParts[0].Image.URL = "https://img.test/64x64"
