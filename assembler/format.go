@@ -84,8 +84,8 @@ var (
 	// the system's) and of output_text (the assistant's), a function_call item per tool call, and a
 	// function_call_output per result, right after the calls, paired by call_id; the tools are function
 	// tools in the Responses API's flat shape, strict said (false unless the tool is), for the API's
-	// default is strict. A history message's name is not sent (no input item has one), nor an assistant's
-	// text of white space beside its tool calls. It is counted as the openai format counts Chat
+	// default is strict. A history message's name is not sent (no input item has one), nor a text of white
+	// space beside tool calls or content parts. It is counted as the openai format counts Chat
 	// Completions' messages, which the model reads alike. A request with nothing to send is
 	// [ErrNoMessages].
 	Responses Format = responses{}

@@ -401,7 +401,7 @@ func TestOpenAI_ARequestWithNoMessageIsAnError(t *testing.T) {
 // Completions; the openai format says so rather than send it. Formats that do not send names take it.
 func TestOpenAI_ANameTheAPIRefusesIsAnError(t *testing.T) {
 	t.Parallel()
-	for _, format := range []string{FormatOpenAI, FormatAnthropic, FormatText} {
+	for _, format := range []string{FormatOpenAI, FormatAnthropic, FormatText, FormatResponses, FormatGemini} {
 		req := &Request{Format: format, History: []Message{{Role: "user", Content: "Hi.", Name: "Ada Lovelace"}}, Message: "Hello?"}
 		_, err := AssembleRequest(context.Background(), req)
 		switch {

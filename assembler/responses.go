@@ -20,12 +20,12 @@ func (responses) body(text string) string { return text }
 
 // turnCost is what the message costs as Chat Completions bills it (see openAI.turnCost), as the
 // Responses API sends it: without its name, which no input item has, and without a text of white space
-// beside its tool calls, which is not sent; each call is an item, counted as a message of its own (the
+// beside its tool calls or its content parts, which is not sent; each call is an item, counted as a message of its own (the
 // model's tool rule counts them so too).
 func (responses) turnCost(a *assembly, msg *Message, content []tokenizer.Part) int {
 	m := *msg
 	m.Name = ""
-	if len(m.ToolCalls) > 0 && loom.IsBlank(m.Content) {
+	if (len(m.ToolCalls) > 0 || len(m.Parts) > 0) && loom.IsBlank(m.Content) { // not sent
 		m.Content, content = "", nil
 	}
 	if len(m.ToolCalls) == 0 || a.model.Tools.Namespace {
@@ -67,7 +67,10 @@ func (responses) render(a *assembly, out *output) {
 			}
 		case m.Parts != nil:
 			content := make([]InputContent, 0, len(m.Parts))
-			for _, p := range m.Parts {
+			for j, p := range m.Parts {
+				if j == 0 && p.Type == "text" && loom.IsBlank(p.Text) && len(m.Parts) > 1 { // the message's Content: not sent (see turnCost)
+					continue
+				}
 				if p.Type == "image_url" {
 					content = append(content, InputContent{Type: "input_image", ImageURL: p.ImageURL.URL, Detail: cmpOr(p.ImageURL.Detail, loom.DetailAuto)})
 				} else {
