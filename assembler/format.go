@@ -103,9 +103,6 @@ var (
 	Gemini Format = gemini{}
 )
 
-// FormatNames are the names FormatByName knows, in the order the documentation lists them.
-var FormatNames = []string{FormatOpenAI, FormatResponses, FormatAnthropic, FormatGemini, FormatText}
-
 // FormatByName returns the format that name names: "openai" ("" too), "responses", "anthropic", "gemini"
 // or "text". Another name is an error wrapping ErrUnknownFormat.
 func FormatByName(name string) (Format, error) {
