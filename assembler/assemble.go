@@ -162,9 +162,10 @@ func newAssembly(req *Request) (*assembly, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
 	if _, ok := f.(interface{ estimates() }); ok {
-		// The format's provider counts with a tokenizer that is not public: its counts are the estimator's
-		// whatever the model, and so is its rule for tools (their JSON, without another provider's overhead).
-		model.Encoding, model.Tools = "", tokenizer.ToolRule{}
+		// The format's provider (Gemini) counts with a tokenizer that is not public: its counts are the
+		// estimator's whatever the model, its rule for tools their JSON (without another provider's
+		// overhead), and its images cost what Gemini bills for them.
+		model.Encoding, model.Tools, model.Image = "", tokenizer.ToolRule{}, tokenizer.GeminiImageRule()
 	}
 	a.model = model
 	a.m = tokenizer.NewMeter(model.Counter())

@@ -98,7 +98,8 @@ var (
 	// functionResponse ({"output": result}) per result, first in the user turn after the calls, paired by
 	// the call's id and the function's name; the tools are one tool of functionDeclarations, each one's
 	// schema as parametersJsonSchema. Gemini's tokenizer is not public: the format counts with the
-	// estimator whatever the model (its window still sets the budget), and the result is not Exact. A
+	// estimator whatever the model (its window still sets the budget), an image by Gemini's rule
+	// (tokenizer.ImageGeminiTiles), and the result is not Exact. A
 	// request with no content to send is [ErrNoMessages].
 	Gemini Format = gemini{}
 )

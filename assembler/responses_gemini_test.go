@@ -288,6 +288,7 @@ func geminiCount(t *testing.T, res *Result) int {
 	if err != nil {
 		t.Fatal(err)
 	}
+	model.Image = tokenizer.GeminiImageRule() // what Gemini bills, whatever the model
 	c := tokenizer.Estimator{}
 	n := model.ReplyPriming
 	if si := res.SystemInstruction; si != nil {

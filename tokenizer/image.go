@@ -203,6 +203,10 @@ var (
 	geminiImages = ImageRule{Kind: ImageGeminiTiles, Base: 258, PerTile: 258, Estimate: true}
 )
 
+// GeminiImageRule is Google's rule for Gemini's images (see [ImageGeminiTiles]): what a request sent to
+// Gemini pays for an image, whichever model's name it was planned for.
+func GeminiImageRule() ImageRule { return geminiImages }
+
 // builtinImageRules are the image rules of the built-in models that take images, by name.
 var builtinImageRules = map[string]ImageRule{
 	"gpt-4-turbo":          gpt4oImages,
