@@ -8,7 +8,7 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSIO
 # The modules of the repository: the library, the benchmarks and the SDK conformance tests.
 MODULES := . bench internal/sdktest
 
-.PHONY: test test-fast test-deps lint nocgo bench generate
+.PHONY: test test-fast test-full test-deps lint nocgo bench generate
 
 # test checks the formatting and runs staticcheck on every module (lint), builds, vets and tests what
 # depends on cgo without it (nocgo), vets the benchmark module and runs its tests (which compiles the
@@ -57,6 +57,11 @@ nocgo:
 # quick loop while working (the Valkey tests still start their own servers).
 test-fast: test-deps
 	$(GO) test -count=1 ./...
+
+# test-full runs the main module's tests without the race detector at the sizes a plain run cuts down
+# (LOOM_FULL_SWEEPS=1: the code chunker's fuzz seeds filled to 64 KB, not 16 KB), for a nightly run.
+test-full: test-deps
+	LOOM_FULL_SWEEPS=1 LOOM_REQUIRE_VALKEY=1 $(GO) test -count=1 ./...
 
 # test-deps installs what the tests need besides Go: a Valkey-protocol server binary (Debian's
 # redis-server when no valkey-server or redis-server is installed).
