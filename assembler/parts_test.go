@@ -262,7 +262,7 @@ func TestAssemble_ImagesPropertyTotalIsAnIndependentCount(t *testing.T) {
 		FormatGemini:    {"gemini-2.5-flash", "gemini-2.0-flash", "claude-sonnet-4-5"},
 	}
 	seen := map[string]int{}
-	for range 400 {
+	for range sweep(400) {
 		for _, f := range []Format{OpenAI, Anthropic, Text, &Cookbook{}, Responses, Gemini} {
 			req := formatRequest(r, f)
 			req.Model = models[f.Name()][r.IntN(len(models[f.Name()]))]
@@ -335,7 +335,7 @@ func TestAssemble_ImagesPropertyTotalIsAnIndependentCount(t *testing.T) {
 		}
 	}
 	for _, f := range []string{FormatOpenAI, FormatAnthropic, FormatText, FormatCookbook, FormatResponses, FormatGemini} {
-		if seen[f] < 100 {
+		if seen[f] < sweep(100) {
 			t.Errorf("%s: only %d images kept in all the requests", f, seen[f])
 		}
 	}
