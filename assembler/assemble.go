@@ -103,6 +103,7 @@ type assembly struct {
 	// rendering (nil: none).
 	messageParts    int
 	messageRendered *renderedParts
+	urlTypes        map[string]string // the media type of each image by URL that has one
 }
 
 // ctxItem is one rendered item of the memory, tool output or knowledge region.
@@ -159,6 +160,12 @@ func newAssembly(req *Request) (*assembly, error) {
 	model, err := tokenizer.ForModel(name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	if _, ok := f.(interface{ estimates() }); ok {
+		// The format's provider (Gemini) counts with a tokenizer that is not public: its counts are the
+		// estimator's whatever the model, its rule for tools their JSON (without another provider's
+		// overhead), and its images cost what Gemini bills for them.
+		model.Encoding, model.Tools, model.Image = "", tokenizer.ToolRule{}, tokenizer.GeminiImageRule()
 	}
 	a.model = model
 	a.m = tokenizer.NewMeter(model.Counter())
@@ -494,24 +501,31 @@ func sumValues(m regionTokens) int {
 // result builds the Result of a verified rendering.
 func (a *assembly) result(out *output) *Result {
 	res := &Result{
-		Format:      wireName(a.f),
-		Model:       a.model.Name,
-		Encoding:    a.model.Encoding,
-		Budget:      a.budget,
-		TotalTokens: out.total,
-		Exact:       a.model.Exact(),
-		Messages:    out.messages,
-		System:      out.system,
-		Tools:       slices.Clone(out.tools), // the bytes are the tool set's: see Result.Tools
-		Text:        out.text,
-		Context:     out.context,
-		Citations:   []Reference{},
+		Format:            wireName(a.f),
+		Model:             a.model.Name,
+		Encoding:          a.model.Encoding,
+		Budget:            a.budget,
+		TotalTokens:       out.total,
+		Exact:             a.model.Exact(),
+		Messages:          out.messages,
+		System:            out.system,
+		Tools:             slices.Clone(out.tools), // the bytes are the tool set's: see Result.Tools
+		Text:              out.text,
+		Instructions:      out.instructions,
+		Input:             out.input,
+		SystemInstruction: out.systemInstruction,
+		Contents:          out.contents,
+		Context:           out.context,
+		Citations:         []Reference{},
 	}
 	if !a.model.Exact() {
 		res.Encoding = "estimate"
 	}
 	sum := sha256.Sum256([]byte(out.prefix))
 	res.PrefixHash = hex.EncodeToString(sum[:16])
+	if res.Format == FormatOpenAI || res.Format == FormatResponses {
+		res.PromptCacheKey = promptCacheKey(a.req.CacheScope, sum)
+	}
 	res.Citations = make([]Reference, len(a.cited))
 	for i, it := range a.cited {
 		res.Citations[i] = *it.ref
@@ -536,7 +550,11 @@ func (a *assembly) result(out *output) *Result {
 	}
 	add(RegionInstructions, used[RegionInstructions], used[RegionInstructions], a.instructionIDs, a.dropped[RegionInstructions])
 	toolNames := make([]string, 0, len(a.req.Tools))
-	for _, t := range a.req.Tools {
+	var tools []Tool // in the order they are rendered
+	if a.tools != nil {
+		tools = a.tools.canonical
+	}
+	for _, t := range tools {
 		toolNames = append(toolNames, t.Function.Name)
 	}
 	add(RegionTools, used[RegionTools], used[RegionTools], toolNames, a.dropped[RegionTools])
@@ -652,4 +670,13 @@ func PromptBudget(model tokenizer.Model, maxTokens, reserveOutput, margin int) (
 		return 0, fmt.Errorf("%w: reserve_output %d leaves no room in %s's window of %d", ErrInvalidRequest, reserveOutput, model.Name, model.ContextWindow)
 	}
 	return budget, nil
+}
+
+// promptCacheKey is Result.PromptCacheKey of the scope and the stable prefix's SHA-256.
+func promptCacheKey(scope string, prefix [sha256.Size]byte) string {
+	h := sha256.New()
+	h.Write([]byte("loom prompt_cache_key 1\x00"))
+	h.Write([]byte(strconv.Itoa(len(scope)) + ":" + scope))
+	h.Write(prefix[:])
+	return "loom-" + hex.EncodeToString(h.Sum(nil)[:16])
 }

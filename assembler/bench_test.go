@@ -224,7 +224,7 @@ func BenchmarkAssembleTools(b *testing.B) {
 // its provider's rules, on the benchmark request's verified rendering with the whole history kept (500
 // messages), so that its share of BenchmarkAssembleRequest can be read beside it.
 func BenchmarkFormatCheck(b *testing.B) {
-	for _, format := range []Format{OpenAI, Anthropic} {
+	for _, format := range []Format{OpenAI, Anthropic, Responses, Gemini} {
 		b.Run(format.Name(), func(b *testing.B) {
 			req := benchRequest(b, true)
 			req.MaxTokens, req.Formatter = 110000, format
@@ -238,12 +238,33 @@ func BenchmarkFormatCheck(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if len(out.messages) < 250 {
-				b.Fatalf("%d messages", len(out.messages))
+			if n := len(out.messages) + len(out.input) + len(out.contents); n < 250 {
+				b.Fatalf("%d messages", n)
 			}
 			b.ReportAllocs()
 			for b.Loop() {
 				if err := format.check(a, out); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAssembleFormats is BenchmarkAssembleRequest's request (counts cached, 20 tools) in each format
+// of Loom's markup, so that what a format's rendering costs can be read beside the others'.
+func BenchmarkAssembleFormats(b *testing.B) {
+	for _, format := range []Format{OpenAI, Responses, Anthropic, Gemini, Text} {
+		b.Run(format.Name(), func(b *testing.B) {
+			req := benchRequest(b, true)
+			req.Tools, req.Formatter = benchTools(), format
+			req.MaxTokens += 2000
+			if _, err := AssembleRequest(context.Background(), req); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := AssembleRequest(context.Background(), req); err != nil {
 					b.Fatal(err)
 				}
 			}

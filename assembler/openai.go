@@ -58,12 +58,13 @@ func (openAI) turnCost(a *assembly, msg *Message, content []tokenizer.Part) int 
 	return n
 }
 
-func (openAI) render(a *assembly, out *output) {
+func (openAI) render(a *assembly, out *output) { renderChat(a, out, FormatOpenAI) }
+
+// renderChat lays the plan out as Chat Completions messages, its tools in the shape of the format named
+// (openai, or responses, which writes the messages as its input: see responses.render).
+func renderChat(a *assembly, out *output, shape string) {
 	stable, l := a.markupLayout()
-	var tools renderedTools
-	if a.tools != nil {
-		tools = a.tools.openai
-	}
+	tools := a.tools.rendered(shape)
 	out.tools = tools.raw
 	n := 3
 	for _, g := range l.history {
@@ -93,6 +94,7 @@ func (openAI) render(a *assembly, out *output) {
 			pad = false
 		}
 		out.messages = append(out.messages, ChatMessage{Role: "system", Content: text})
+		out.stableFirst = true
 	}
 	for gi := range l.history {
 		g := &l.history[gi]
@@ -138,7 +140,7 @@ func (openAI) render(a *assembly, out *output) {
 				out.estimate(RegionTools)
 			}
 		} else { // their JSON and the rule's overhead (Anthropic's system prompt for tools): an estimate
-			out.addTokens(RegionTools, a.toolTokens("openai", tools.text).n+rule.DefinitionOverhead(hasSystem))
+			out.addTokens(RegionTools, a.toolTokens(shape, tools.text).n+rule.DefinitionOverhead(hasSystem))
 			out.estimate(RegionTools)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/context-loom/loom/tokenizer"
 )
 
-// prepareMarkup checks a request for a format of Loom's markup (openai, anthropic, text) and makes its
+// prepareMarkup checks a request for a format of Loom's markup (openai, responses, anthropic, gemini, text) and makes its
 // candidates: the history's turns, the memory facts, the tool outputs and the knowledge, each in its tag.
 func (a *assembly) prepareMarkup() error {
 	req := a.req

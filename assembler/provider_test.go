@@ -233,6 +233,10 @@ func providerViolation(format Format, res *Result) string {
 		return anthropicViolation(res)
 	case openAI:
 		return openAIViolation(res)
+	case responses:
+		return responsesViolation(res)
+	case gemini:
+		return geminiViolation(res)
 	}
 	return ""
 }
@@ -397,7 +401,7 @@ func TestOpenAI_ARequestWithNoMessageIsAnError(t *testing.T) {
 // Completions; the openai format says so rather than send it. Formats that do not send names take it.
 func TestOpenAI_ANameTheAPIRefusesIsAnError(t *testing.T) {
 	t.Parallel()
-	for _, format := range []string{FormatOpenAI, FormatAnthropic, FormatText} {
+	for _, format := range []string{FormatOpenAI, FormatAnthropic, FormatText, FormatResponses, FormatGemini} {
 		req := &Request{Format: format, History: []Message{{Role: "user", Content: "Hi.", Name: "Ada Lovelace"}}, Message: "Hello?"}
 		_, err := AssembleRequest(context.Background(), req)
 		switch {
@@ -509,6 +513,19 @@ func TestFormats_OutputKeepsTheProvidersRules(t *testing.T) {
 						t.Fatalf("cookbook: TotalTokens %d, recount %d", res.TotalTokens, got)
 					}
 					checkCookbookShape(t, req, res)
+				case responses:
+					if got := responsesCount(t, res); got != res.TotalTokens {
+						b, _ := json.MarshalIndent(res, "", " ")
+						t.Fatalf("responses: TotalTokens %d, recount %d\n%s", res.TotalTokens, got, b)
+					}
+				case gemini:
+					if res.Contents[len(res.Contents)-1].Role == "model" {
+						prefills++
+					}
+					if got := geminiCount(t, res); got != res.TotalTokens {
+						b, _ := json.MarshalIndent(res, "", " ")
+						t.Fatalf("gemini: TotalTokens %d, recount %d\n%s", res.TotalTokens, got, b)
+					}
 				}
 			}
 			if fits < 150 {

@@ -23,7 +23,7 @@ type goldenCase struct {
 }
 
 // goldenFormats are every format: the cookbook's without an agent (the engine's goldens show its preset).
-var goldenFormats = []Format{OpenAI, Anthropic, Text, &Cookbook{}}
+var goldenFormats = []Format{OpenAI, Responses, Anthropic, Gemini, Text, &Cookbook{}}
 
 var goldenTime = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 

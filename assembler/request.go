@@ -2,6 +2,7 @@ package assembler
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/context-loom/loom"
 )
@@ -19,11 +20,11 @@ type Request struct {
 	// leaves (less a margin), and a MaxTokens may not take it. 0 means the model's output limit, capped at
 	// a quarter of its window.
 	ReserveOutput int `json:"reserve_output,omitempty"`
-	// Format names the output's format (see [FormatByName]): "openai" (the default), "anthropic" or
-	// "text". The text format is one transcript of turns, each starting with its header ("User: ", "Tool
-	// result (id): ", ...) at the start of a line; every line of a turn's body after its first, and every
-	// line of a text inside a tag of the context, starts with two spaces, so that no text can start a line
-	// that reads as a turn header.
+	// Format names the output's format (see [FormatByName]): "openai" (the default, Chat Completions),
+	// "responses" (OpenAI's Responses API), "anthropic", "gemini" or "text". The text format is one
+	// transcript of turns, each starting with its header ("User: ", "Tool result (id): ", ...) at the start
+	// of a line; every line of a turn's body after its first, and every line of a text inside a tag of the
+	// context, starts with two spaces, so that no text can start a line that reads as a turn header.
 	Format string `json:"format,omitempty"`
 	// Formatter, when not nil, is the output's format as a value, for a Go caller (see [Format]); Format
 	// must then be "" or its name. It is not part of the wire format.
@@ -46,6 +47,18 @@ type Request struct {
 
 	// Policy sets how the optional regions share the budget; nil means DefaultPolicy.
 	Policy *Policy `json:"policy,omitempty"`
+
+	// CacheScope names who may share a prompt cache entry: Result.PromptCacheKey is derived from it and
+	// the stable prefix. The engine sets it to the tenant's and the agent's (see [CacheScope]); a Go
+	// caller may set its own. It is not part of the wire format, so that no request names another
+	// tenant's scope.
+	CacheScope string `json:"-"`
+}
+
+// CacheScope is the Request.CacheScope of an agent's assemblies for a tenant: the two names, each
+// prefixed with its length, so that no other pair of names gives the same scope.
+func CacheScope(tenant, agent string) string {
+	return strconv.Itoa(len(tenant)) + ":" + tenant + strconv.Itoa(len(agent)) + ":" + agent
 }
 
 // DropTokenCounts forgets the cached token counts of r's knowledge and history. A count the assembler is
@@ -78,6 +91,8 @@ const (
 	FormatOpenAI    = "openai"
 	FormatAnthropic = "anthropic"
 	FormatText      = "text"
+	FormatResponses = "responses"
+	FormatGemini    = "gemini"
 	// FormatCookbook is the name of the [Cookbook] format, which a request does not name: engine's
 	// PresetCookbook renders with it, and a Go caller passes it as Request.Formatter.
 	FormatCookbook = "cookbook"

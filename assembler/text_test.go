@@ -130,7 +130,7 @@ func checkTranscript(t *testing.T, req *Request, res *Result) {
 	}
 	var want []string
 	if len(req.Tools) > 0 {
-		b, _ := marshalRaw(req.Tools)
+		b, _ := marshalRaw(canonicalTools(req.Tools)) // as every format writes them: see TestTools_EqualSetsGiveEqualBytes
 		want = append(want, "Tools:\n"+string(b))
 	}
 	labels := map[string]string{"user": "User", "assistant": "Assistant", "system": "System", "tool": "Tool result"}

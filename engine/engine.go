@@ -244,6 +244,9 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 	if len(got.retrieved) > 0 {
 		snap.Knowledge = append(slices.Clip(snap.Knowledge), got.retrieved...)
 	}
+	// The prompt cache key is the tenant's and the agent's, whatever the request says (see
+	// assembler.Request.CacheScope).
+	req.CacheScope = assembler.CacheScope(tenant, req.Agent)
 	var res *assembler.Result
 	if req.Preset == PresetCookbook {
 		res, err = assembleCookbook(ctx, &req, snap)

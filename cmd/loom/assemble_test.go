@@ -25,6 +25,8 @@ func TestAssemble_PrintsTheResult(t *testing.T) {
 		{[]string{"assemble", "--request", path}, ""},
 		{[]string{"assemble", "--request", "-", "--format", "anthropic"}, string(data)},
 		{[]string{"assemble", "--request", path, "--format", "text"}, ""},
+		{[]string{"assemble", "--request", path, "--format", "responses"}, ""},
+		{[]string{"assemble", "--request", path, "--format", "gemini"}, ""},
 	} {
 		out, errOut, code := runLoom(t, tc.stdin, tc.args...)
 		if code != 0 {
@@ -39,6 +41,15 @@ func TestAssemble_PrintsTheResult(t *testing.T) {
 		}
 		if strings.Contains(out, `\u003c`) {
 			t.Errorf("%v: output escapes < as \\u003c", tc.args)
+		}
+		// The prompt cache key, for OpenAI's APIs; each format's own fields.
+		openAI := res.Format == assembler.FormatOpenAI || res.Format == assembler.FormatResponses
+		if openAI != strings.HasPrefix(res.PromptCacheKey, "loom-") {
+			t.Errorf("%v: format %s, prompt_cache_key %q", tc.args, res.Format, res.PromptCacheKey)
+		}
+		if res.Format == assembler.FormatResponses && (len(res.Input) == 0 || res.Instructions == "") ||
+			res.Format == assembler.FormatGemini && (len(res.Contents) == 0 || res.SystemInstruction == nil || res.Exact) {
+			t.Errorf("%v: %s", tc.args, out)
 		}
 	}
 }
