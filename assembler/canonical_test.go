@@ -13,8 +13,12 @@ import (
 )
 
 // spelledJSON writes v (of decoded JSON) as JSON, each object's keys in a random order and with random
-// spacing, and a string's non-ASCII characters escaped at random: another spelling of the same value.
-func spelledJSON(r *rand.Rand, v any) string {
+// spacing, and a string's non-ASCII characters escaped at random: another spelling of the same schema.
+// The keys of a schema's "properties" are its meaning, not its spelling: they are written in the order of
+// their bytes.
+func spelledJSON(r *rand.Rand, v any) string { return spelled(r, v, false) }
+
+func spelled(r *rand.Rand, v any, properties bool) string {
 	space := func() string { return []string{"", " ", "\n  ", "\t"}[r.IntN(4)] }
 	switch v := v.(type) {
 	case map[string]any:
@@ -22,16 +26,20 @@ func spelledJSON(r *rand.Rand, v any) string {
 		for k := range v {
 			keys = append(keys, k)
 		}
-		r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+		if properties {
+			slices.Sort(keys)
+		} else {
+			r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+		}
 		parts := make([]string, len(keys))
 		for i, k := range keys {
-			parts[i] = space() + spelledJSON(r, k) + space() + ":" + space() + spelledJSON(r, v[k])
+			parts[i] = space() + spelled(r, k, false) + space() + ":" + space() + spelled(r, v[k], k == "properties" && !properties)
 		}
 		return "{" + strings.Join(parts, ",") + space() + "}"
 	case []any:
 		parts := make([]string, len(v))
 		for i, e := range v {
-			parts[i] = space() + spelledJSON(r, e)
+			parts[i] = space() + spelled(r, e, false)
 		}
 		return "[" + strings.Join(parts, ",") + space() + "]"
 	case string:
@@ -115,10 +123,44 @@ func TestCanonicalJSON_OneSpellingPerValue(t *testing.T) {
 			t.Fatalf("schema %d: %s has HTML escapes", i, want)
 		}
 	}
-	// Keys in byte order, at every level.
-	got := string(canonicalJSON(json.RawMessage(`{"type":"object","properties":{"b":{"type":"string"},"a":{"type":"string"}},"required":["b","a"]}`)))
-	if want := `{"properties":{"a":{"type":"string"},"b":{"type":"string"}},"required":["b","a"],"type":"object"}`; got != want {
-		t.Errorf("got %s, want %s", got, want)
+	// Keys in byte order, at every level, but for the properties' names, which keep their order (a
+	// property named "properties" among them, whose schema is sorted), and a key twice kept once, last.
+	for in, want := range map[string]string{
+		`{"type":"object","properties":{"b":{"type":"string"},"a":{"type":"string"}},"required":["b","a"]}`:                                    `{"properties":{"b":{"type":"string"},"a":{"type":"string"}},"required":["b","a"],"type":"object"}`,
+		`{"type":"object","properties":{"z":{"type":"object","properties":{"y":{},"x":{}}},"properties":{"type":"string","description":"d"}}}`: `{"properties":{"z":{"properties":{"y":{},"x":{}},"type":"object"},"properties":{"description":"d","type":"string"}},"type":"object"}`,
+		`{"b":1,"a":2,"b":3}`:                     `{"a":2,"b":3}`,
+		`{"properties":{"b":1,"a":2,"b":3}}`:      `{"properties":{"a":2,"b":3}}`,
+		`{"enum":["<b>","a&b"],"default":1.50e3}`: `{"default":1.50e3,"enum":["<b>","a&b"]}`,
+	} {
+		if got := string(canonicalJSON(json.RawMessage(in))); got != want {
+			t.Errorf("%s: got %s, want %s", in, got, want)
+		}
+	}
+}
+
+// TestCanonicalJSON_PropertiesKeepTheirOrder: two schemas whose properties come in other orders are two
+// tools (a model writes a strict tool's arguments in that order), and stay two in every format's bytes.
+func TestCanonicalJSON_PropertiesKeepTheirOrder(t *testing.T) {
+	t.Parallel()
+	ab := `{"type":"object","properties":{"reasoning":{"type":"string"},"answer":{"type":"string"}}}`
+	ba := `{"type":"object","properties":{"answer":{"type":"string"},"reasoning":{"type":"string"}}}`
+	for _, f := range []Format{OpenAI, Responses, Anthropic, Gemini} {
+		out := func(schema string) string {
+			req := &Request{Model: "gpt-4o", Formatter: f, Tools: []Tool{{Type: "function", Function: ToolFunction{Name: "reply", Parameters: json.RawMessage(schema)}}}, Message: "Go."}
+			res, err := AssembleRequest(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := json.Marshal(res.Tools)
+			return string(b)
+		}
+		got := out(ab)
+		if i, j := strings.Index(got, "reasoning"), strings.Index(got, "answer"); i < 0 || j < 0 || i > j {
+			t.Errorf("%s: the properties are reordered: %s", f.Name(), got)
+		}
+		if out(ba) == got {
+			t.Errorf("%s: two orders of properties give one tool: %s", f.Name(), got)
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -268,20 +269,96 @@ func canonicalTools(tools []Tool) []Tool {
 	return out
 }
 
-// canonicalJSON returns raw, valid JSON, written canonically: compact, every object's keys sorted (by
-// their bytes), numbers as they are spelled, strings escaped as marshalRaw escapes them (no HTML
-// escapes). Two texts of one JSON value but for spacing, key order and string escapes give the same bytes.
-// An object with a key twice keeps the last, as encoding/json reads it.
+// canonicalJSON returns raw, valid JSON, written canonically: compact, numbers as they are spelled,
+// strings escaped as marshalRaw escapes them (no HTML escapes), and every object's keys sorted (by their
+// bytes) but for a schema's "properties": their order is meaning, not spelling (a model writes a strict
+// tool's arguments in it, and OpenAI's rendering lists them in it), so it is kept. Two texts of one
+// schema but for spacing, the order of other keys and string escapes give the same bytes. An object with
+// a key twice keeps the last, as encoding/json reads it (in a "properties" object, where the last was).
 func canonicalJSON(raw json.RawMessage) json.RawMessage {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	var b bytes.Buffer
+	if err := writeCanonical(&b, dec, false); err != nil {
 		return raw
 	}
-	b, err := marshalRaw(v) // encoding/json writes a map's keys sorted
+	if _, err := dec.Token(); err != io.EOF {
+		return raw // more after the value: not one JSON value
+	}
+	return b.Bytes()
+}
+
+// writeCanonical writes the next JSON value of dec to b, canonically (see canonicalJSON). keepOrder says
+// the value, if an object, is a schema's "properties", whose keys keep their order.
+func writeCanonical(b *bytes.Buffer, dec *json.Decoder, keepOrder bool) error {
+	tok, err := dec.Token()
 	if err != nil {
-		return raw
+		return err
 	}
-	return b
+	switch tok := tok.(type) {
+	case json.Delim:
+		switch tok {
+		case '[':
+			b.WriteByte('[')
+			for i := 0; dec.More(); i++ {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				if err := writeCanonical(b, dec, false); err != nil {
+					return err
+				}
+			}
+			b.WriteByte(']')
+		case '{':
+			type member struct {
+				key, value string
+				dead       bool // the key is there again, later
+			}
+			var members []member
+			at := map[string]int{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				key, _ := kt.(string)
+				var v bytes.Buffer
+				// The value of the keyword "properties" keeps its order; within it, a key is a property's
+				// name, whatever it is, and its value a schema, where "properties" is the keyword again.
+				if err := writeCanonical(&v, dec, key == "properties" && !keepOrder); err != nil {
+					return err
+				}
+				if i, ok := at[key]; ok {
+					members[i].dead = true
+				}
+				at[key] = len(members)
+				members = append(members, member{key: key, value: v.String()})
+			}
+			members = slices.DeleteFunc(members, func(m member) bool { return m.dead })
+			if !keepOrder {
+				slices.SortFunc(members, func(x, y member) int { return strings.Compare(x.key, y.key) })
+			}
+			b.WriteByte('{')
+			for i, m := range members {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				k, _ := marshalRaw(m.key)
+				b.Write(k)
+				b.WriteByte(':')
+				b.WriteString(m.value)
+			}
+			b.WriteByte('}')
+		}
+		if _, err := dec.Token(); err != nil { // the closing delimiter
+			return err
+		}
+	default:
+		v, err := marshalRaw(tok) // a string, a json.Number as spelled, a bool or nil
+		if err != nil {
+			return err
+		}
+		b.Write(v)
+	}
+	return nil
 }
