@@ -18,11 +18,7 @@ import (
 // Consecutive messages of one role, which the API merges, are each framed: that errs high.
 func (k *counting) anthropic(r *request) error {
 	m := k.m
-	if len(r.System) > 0 && string(r.System) != "null" {
-		sys, err := parseContent(r.System)
-		if err != nil {
-			return fmt.Errorf("%w: system: %v", ErrBody, err)
-		}
+	if sys := r.system; !sys.null {
 		n := m.TokensPerMessage + k.c.Count(sys.text) // the system prompt has no role
 		for j, b := range sys.blocks {
 			if b.Type != "text" || b.Text == nil {

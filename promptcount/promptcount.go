@@ -294,7 +294,8 @@ type request struct {
 	FunctionCall   json.RawMessage `json:"function_call"`
 	ResponseFormat json.RawMessage `json:"response_format"`
 
-	// content holds each message's content, parsed (see parse).
+	// system and content hold the system prompt and each message's content, parsed (see parse).
+	system  content
 	content []content
 }
 
@@ -396,6 +397,10 @@ func parse(body []byte) (*request, error) {
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBody, err)
 	}
+	var err error
+	if req.system, err = parseContent(req.System); err != nil {
+		return nil, fmt.Errorf("%w: system: %v", ErrBody, err)
+	}
 	req.content = make([]content, len(req.Messages))
 	for i, m := range req.Messages {
 		c, err := parseContent(m.Content)
@@ -446,19 +451,16 @@ func parseContent(raw json.RawMessage) (content, error) {
 	return c, nil
 }
 
-// check applies the limits of items and texts, before anything is counted.
+// check applies the limits of items and texts, before anything is counted: every text of the body is
+// held to MaxTextBytes but an image's URL or data, which loom.MaxImageURL and loom.MaxImageBytes bound.
 func (r *request) check(lim Limits) error {
-	items := len(r.Tools) + len(r.Functions) + len(r.Messages)
-	text := func(what string, n int) error {
-		if n > lim.MaxTextBytes {
-			return fmt.Errorf("%w: %s is %d bytes, the limit for one text is %d", ErrTooLarge, what, n, lim.MaxTextBytes)
-		}
-		return nil
-	}
+	items := len(r.Tools) + len(r.Functions) + len(r.Messages) + len(r.system.blocks)
 	var err error
-	check := func(what string, n int) {
-		if err == nil {
-			err = text(what, n)
+	check := func(what string, texts ...string) {
+		for _, t := range texts {
+			if err == nil && len(t) > lim.MaxTextBytes {
+				err = fmt.Errorf("%w: %s is %d bytes, the limit for one text is %d", ErrTooLarge, what, len(t), lim.MaxTextBytes)
+			}
 		}
 	}
 	var blocks func(what string, bs []block)
@@ -467,43 +469,56 @@ func (r *request) check(lim Limits) error {
 		for j := range bs {
 			b := &bs[j]
 			w := fmt.Sprintf("%s[%d]", what, j)
-			if b.Text != nil {
-				check(w+".text", len(*b.Text))
+			for _, t := range []*string{b.Text, b.Refusal, b.Thinking, b.Data} {
+				if t != nil {
+					check(w, *t)
+				}
 			}
-			if b.Refusal != nil {
-				check(w+".refusal", len(*b.Refusal))
+			check(w, b.Type, string(b.Input), b.ID, b.ToolUseID, b.Name)
+			if u := b.ImageURL; u != nil {
+				check(w+".image_url.detail", u.Detail)
 			}
-			if b.Thinking != nil {
-				check(w+".thinking", len(*b.Thinking))
+			if s := b.Source; s != nil {
+				check(w+".source", s.Type, s.MediaType)
 			}
-			check(w+".input", len(b.Input))
-			check(w+".id", len(b.ID)+len(b.ToolUseID)+len(b.Name))
 			blocks(w+".content", b.result.blocks)
-			if !b.result.null {
-				check(w+".content", len(b.result.text))
-			}
+			check(w+".content", b.result.text)
 		}
 	}
-	check("system", len(r.System))
+	check("model", r.Model)
+	check("system", r.system.text)
+	blocks("system", r.system.blocks)
+	check("tool_choice", string(r.ToolChoice))
+	check("function_call", string(r.FunctionCall))
+	check("response_format", string(r.ResponseFormat))
 	for i, m := range r.Messages {
 		w := fmt.Sprintf("messages[%d]", i)
 		c := r.content[i]
-		check(w+".content", len(c.text))
-		check(w+".name", len(m.Name)+len(m.ToolCallID))
+		check(w+".content", c.text)
+		check(w, m.Role, m.Name, m.ToolCallID, string(m.Refusal))
 		blocks(w+".content", c.blocks)
 		items += len(m.ToolCalls)
 		for j, call := range m.ToolCalls {
-			check(fmt.Sprintf("%s.tool_calls[%d].function.arguments", w, j), len(call.Function.Arguments))
+			check(fmt.Sprintf("%s.tool_calls[%d]", w, j), call.ID, call.Type, call.Function.Name, call.Function.Arguments)
 		}
-		if m.FunctionCall != nil {
-			check(w+".function_call.arguments", len(m.FunctionCall.Arguments))
+		if f := m.FunctionCall; f != nil {
+			check(w+".function_call", f.Name, f.Arguments)
 		}
+	}
+	fn := func(what string, f *function) {
+		check(what, f.Name, f.Description, string(f.Parameters))
 	}
 	for i, t := range r.Tools {
-		check(fmt.Sprintf("tools[%d]", i), len(t.raw))
+		w := fmt.Sprintf("tools[%d]", i)
+		check(w, t.Type, t.Name, t.Description, string(t.InputSchema))
+		if t.Function != nil {
+			fn(w+".function", t.Function)
+		} else if t.Type != "" && t.Type != "custom" && t.Type != "function" {
+			check(w, string(t.raw)) // a server tool, counted as its JSON
+		}
 	}
-	for i, f := range r.Functions {
-		check(fmt.Sprintf("functions[%d]", i), len(f.Parameters)+len(f.Description))
+	for i := range r.Functions {
+		fn(fmt.Sprintf("functions[%d]", i), &r.Functions[i])
 	}
 	if err != nil {
 		return err
@@ -577,7 +592,7 @@ func (r *request) openAISign() string {
 
 // anthropicSign names a field of the body that only the Messages API has, or "".
 func (r *request) anthropicSign() string {
-	if len(r.System) > 0 {
+	if !r.system.null {
 		return "system"
 	}
 	for i, t := range r.Tools {

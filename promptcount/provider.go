@@ -137,7 +137,7 @@ func (p *Provider) count(ctx context.Context, out *Count, name string, req *requ
 		source, key = SourceAnthropic, p.anthropicKey
 		endpoint = p.anthropicURL + "/v1/messages/count_tokens"
 		if out.Shape != ShapeAnthropic {
-			err = errors.New("Anthropic's count_tokens takes a Messages API body, and this one is a Chat Completions body")
+			err = errors.New("count_tokens takes a Messages API body, and this one is a Chat Completions body")
 		} else {
 			send, err = anthropicCountBody(model, body)
 		}
@@ -145,7 +145,7 @@ func (p *Provider) count(ctx context.Context, out *Count, name string, req *requ
 		source, key = SourceGemini, p.geminiKey
 		endpoint = p.geminiURL + "/v1beta/models/" + url.PathEscape(model) + ":countTokens"
 		if out.Shape != ShapeOpenAI {
-			err = errors.New("Gemini's countTokens is asked about Chat Completions bodies, and this one is a Messages API body")
+			err = errors.New("countTokens is asked about Chat Completions bodies, and this one is a Messages API body")
 		} else {
 			send, err = geminiCountBody(model, req)
 		}
@@ -226,13 +226,6 @@ func (p *Provider) keep(k cacheKey, n int) {
 		p.order.Remove(last)
 		delete(p.cache, last.Value.(cacheEntry).key)
 	}
-}
-
-// cacheLen is how many counts p keeps.
-func (p *Provider) cacheLen() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.order.Len()
 }
 
 // ask posts send to endpoint and reads the count from the answer.
