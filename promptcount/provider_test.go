@@ -191,7 +191,11 @@ func TestProvider_Faults(t *testing.T) {
 			t.Parallel()
 			f, srv := newFake(t)
 			f.setFault(tc.fault)
-			p := newProvider(t, srv.URL, promptcount.ProviderConfig{Timeout: 100 * time.Millisecond})
+			cfg := promptcount.ProviderConfig{}
+			if tc.fault == "hang" { // the one fault that waits for the timeout; the others must not meet it
+				cfg.Timeout = 100 * time.Millisecond
+			}
+			p := newProvider(t, srv.URL, cfg)
 			for _, body := range []string{claudeBody, geminiBody} {
 				c := count(t, body, promptcount.Options{Provider: p})
 				local := count(t, body, promptcount.Options{})
