@@ -282,11 +282,9 @@ func (k *counting) image(j int, im *loom.Image) (ImageCount, error) {
 	if err != nil {
 		return ImageCount{}, err
 	}
-	r := k.m.Image
-	exact := k.m.Exact() && !r.Estimate && r.Kind != tokenizer.ImageArea
-	if (r.Kind == tokenizer.ImageTiles || r.Kind == tokenizer.ImageTilesOrPatches) && im.Detail != loom.DetailLow && im.Detail != loom.DetailHigh {
-		exact = false // auto: the model chooses, counted as high, the most it can cost
-	}
+	// Exact as the assembler reports an image: by a rule the provider published (tokenizer.ImageRule; "auto"
+	// is counted as "high", as the rule says).
+	exact := k.m.Exact() && !k.m.Image.Estimate
 	return ImageCount{Part: j, Width: w, Height: h, Detail: im.Detail, Tokens: n, Exact: exact}, nil
 }
 

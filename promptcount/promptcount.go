@@ -95,8 +95,8 @@ var (
 	// Anthropic's. It wraps loom.ErrInvalid.
 	ErrBody = loom.NewError(loom.ErrInvalid, "promptcount: invalid request body")
 	// ErrTooLarge is returned, wrapped with the limit, for a body, a text or a number of items past
-	// [Limits]. It wraps loom.ErrTooLarge and ErrBody.
-	ErrTooLarge = fmt.Errorf("%w: %w", ErrBody, loom.ErrTooLarge)
+	// [Limits]. It wraps loom.ErrTooLarge.
+	ErrTooLarge = loom.NewError(loom.ErrTooLarge, "promptcount: the request body is too large")
 	// ErrNotCounted is returned, wrapped with the part, for a part of a valid request whose cost is not
 	// known (audio, files, documents, a tool that is not a function): rather than count it as nothing.
 	// It wraps loom.ErrUnsupported.
