@@ -93,6 +93,7 @@ var sentinels = map[string]error{
 	"tokenizer.ErrUnknownModel":     tokenizer.ErrUnknownModel,
 	"tokenizer.ErrInvalidModel":     tokenizer.ErrInvalidModel,
 	"tokenizer.ErrNoImageRule":      tokenizer.ErrNoImageRule,
+	"tokenizer.ErrSchemaDepth":      tokenizer.ErrSchemaDepth,
 }
 
 // unkinded are the sentinels that are no kind of the caller's business on purpose: a protocol state

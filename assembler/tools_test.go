@@ -517,3 +517,14 @@ func TestAssemble_CountsToolChoice(t *testing.T) {
 		}
 	}
 }
+
+// TestAssemble_RefusesDeepSchemas: parameters nested deeper than tokenizer.MaxSchemaDepth are an invalid
+// request, not a rendering that grows with the square of their depth.
+func TestAssemble_RefusesDeepSchemas(t *testing.T) {
+	t.Parallel()
+	deep := strings.Repeat(`{"type":"object","properties":{"a":`, 2000) + `{"type":"string"}` + strings.Repeat(`}}`, 2000)
+	_, err := AssembleRequest(context.Background(), &Request{Message: "hi", Tools: []Tool{{Type: "function", Function: ToolFunction{Name: "f", Parameters: json.RawMessage(deep)}}}})
+	if !errors.Is(err, tokenizer.ErrSchemaDepth) || !errors.Is(err, ErrInvalidRequest) {
+		t.Errorf("%v", err)
+	}
+}

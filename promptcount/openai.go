@@ -78,6 +78,9 @@ func openAITools(r *request) ([]loom.Tool, error) {
 		if err := loom.CheckToolName(t.Function.Name); err != nil {
 			return nil, fmt.Errorf("tools[%d]: %w", i, err)
 		}
+		if err := tokenizer.CheckSchemaDepth(t.Function.Parameters); err != nil {
+			return nil, fmt.Errorf("tools[%d] parameters: %w", i, err)
+		}
 	}
 	return tools, nil
 }

@@ -13,6 +13,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -326,4 +327,50 @@ func FuzzCountRequest(f *testing.F) {
 			t.Fatalf("a negative count %d", c.Tokens)
 		}
 	})
+}
+
+// TestCountRequest_DoesNotAllocateOutOfProportion counts adversarial bodies of about 256 KiB (many tiny messages, many parts, a
+// schema nested as deep as JSON allows, many tools, one long text, many images' headers) with memory in
+// proportion to the body: what it allocates is at most 160 times the body's bytes (the tokenizer's merge
+// of one long run of a letter takes 55 alone, a schema's rendering and the counts of its unknown parts
+// about 120); a cost that grew faster than the body would pass that at once. A schema nested deeper than tokenizer.MaxSchemaDepth is
+// refused: rendered, its indentation would grow with the square of its depth (1141 times the body, at
+// 4000 levels, before the limit).
+func TestCountRequest_DoesNotAllocateOutOfProportion(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocations mean nothing under the race detector; make test runs this without it")
+	}
+	const size = 1 << 18
+	repeat := func(s string, n int) string { return strings.TrimSuffix(strings.Repeat(s, n), ",") }
+	deep := func(n int) string {
+		return strings.Repeat(`{"type":"object","properties":{"a":`, n) + `{"type":"string"}` + strings.Repeat(`}}`, n)
+	}
+	nested := deep(tokenizer.MaxSchemaDepth/2 - 1)
+	img := `{"type":"image_url","image_url":{"url":"` + dataURL(t, 64, 64) + `","detail":"high"}},`
+	bodies := map[string]string{
+		"tiny messages": `{"model":"gpt-4o","messages":[` + repeat(`{"role":"user","content":"a"},`, size/30) + `]}`,
+		"many parts":    `{"model":"gpt-4o","messages":[{"role":"user","content":[` + repeat(`{"type":"text","text":"ab"},`, size/28) + `]}]}`,
+		"deep schema":   `{"model":"gpt-4o","messages":[],"tools":[` + repeat(`{"type":"function","function":{"name":"f","parameters":`+nested+`}},`, size/len(nested)) + `]}`,
+		"many tools":    `{"model":"gpt-4o","messages":[],"tools":[` + repeat(`{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"x":{"type":"integer","format":"q"}}}}},`, size/110) + `]}`,
+		"one long text": `{"model":"gpt-4o","messages":[{"role":"user","content":"` + strings.Repeat("a", size) + `"}]}`,
+		"many images":   `{"model":"gpt-4o","messages":[{"role":"user","content":[` + repeat(img, size/len(img)) + `]}]}`,
+		"anthropic":     `{"model":"claude-opus-4-1","messages":[` + repeat(`{"role":"assistant","content":[{"type":"tool_use","id":"i","name":"n","input":{"a":[1,2]}}]},`, size/90) + `]}`,
+	}
+	for name, body := range bodies {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, err := promptcount.CountRequest(context.Background(), []byte(body), promptcount.Options{Limits: promptcount.Limits{MaxItems: 1 << 20}})
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 160*uint64(len(body)) {
+			t.Errorf("%s: %d bytes allocated for a body of %d (%.0fx)", name, alloc, len(body), float64(alloc)/float64(len(body)))
+		}
+	}
+	_, err := promptcount.CountRequest(context.Background(), []byte(`{"model":"gpt-4o","messages":[],"tools":[{"type":"function","function":{"name":"f","parameters":`+deep(2000)+`}}]}`), promptcount.Options{})
+	if !errors.Is(err, tokenizer.ErrSchemaDepth) {
+		t.Errorf("a schema 4000 levels deep: %v", err)
+	}
 }
