@@ -270,7 +270,7 @@ func CountRequest(ctx context.Context, body []byte, opts Options) (*Count, error
 	out := k.out
 	out.Tokens, out.Exact, out.Source = out.local(), out.exact() && m.Exact(), SourceTokenizer
 	if opts.Provider != nil && !m.Exact() {
-		opts.Provider.count(ctx, out, name, req, body)
+		opts.Provider.count(ctx, out, m.Provider, name, req, body)
 	}
 	out.Approximate = !out.Exact
 	return out, nil

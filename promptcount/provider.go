@@ -119,10 +119,10 @@ func baseURL(u, def string) (string, error) {
 	return strings.TrimSuffix(u, "/"), nil
 }
 
-// count asks the model's provider for the count of the request (req, read from body) to model name, if
-// p has its key, and sets out from the answer: Tokens, Exact and Source, with the local count in
+// count asks the model's provider (tokenizer.Model.Provider) for the count of the request (req, read from
+// body) to model name, if p has its key, and sets out from the answer: Tokens, Exact and Source, with the local count in
 // Estimate; or, when it fails, Degraded.
-func (p *Provider) count(ctx context.Context, out *Count, name string, req *request, body []byte) {
+func (p *Provider) count(ctx context.Context, out *Count, provider, name string, req *request, body []byte) {
 	var (
 		endpoint, key, source string
 		send                  []byte
@@ -132,7 +132,7 @@ func (p *Provider) count(ctx context.Context, out *Count, name string, req *requ
 	if i := strings.LastIndexByte(model, '/'); i >= 0 { // "anthropic/claude-...", "models/gemini-..."
 		model = model[i+1:]
 	}
-	switch provider := providerOf(out.Model); {
+	switch {
 	case provider == "anthropic" && p.anthropicKey != "":
 		source, key = SourceAnthropic, p.anthropicKey
 		endpoint = p.anthropicURL + "/v1/messages/count_tokens"
@@ -161,17 +161,6 @@ func (p *Provider) count(ctx context.Context, out *Count, name string, req *requ
 		return
 	}
 	out.Estimate, out.Tokens, out.Exact, out.Source = out.Tokens, n, true, source
-}
-
-// providerOf is the provider of a registered model.
-func providerOf(name string) string {
-	switch {
-	case strings.HasPrefix(name, "claude"):
-		return "anthropic"
-	case strings.HasPrefix(name, "gemini"):
-		return "google"
-	}
-	return ""
 }
 
 // cached returns the count of send at endpoint, from the cache or asked (once, for concurrent asks of

@@ -6,9 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"go/parser"
+	"go/token"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -300,5 +304,36 @@ func TestNewProvider_Errors(t *testing.T) {
 		if _, err := promptcount.NewProvider(cfg); !errors.Is(err, promptcount.ErrProviderConfig) || !errors.Is(err, loom.ErrInvalid) {
 			t.Errorf("%+v: %v", cfg, err)
 		}
+	}
+}
+
+// TestProvider_NotOnTheAssemblyPath: no package that assembles (assembler, engine, store and its
+// backends) imports promptcount, so that no assembly can wait for a provider's counting endpoint.
+func TestProvider_NotOnTheAssemblyPath(t *testing.T) {
+	t.Parallel()
+	files := 0
+	for _, dir := range []string{"assembler", "engine", "store", "tokenizer"} {
+		err := filepath.WalkDir(filepath.Join("..", dir), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+			if err != nil {
+				return err
+			}
+			files++
+			for _, imp := range f.Imports {
+				if strings.Contains(imp.Path.Value, "/promptcount") {
+					t.Errorf("%s imports promptcount", path)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if files < 50 {
+		t.Errorf("read %d files: the walk missed the packages", files)
 	}
 }
