@@ -133,14 +133,16 @@ func renderChat(a *assembly, out *output, shape string) {
 		out.messages = append(out.messages, ChatMessage{Role: "system", Content: l.ctxText})
 	}
 	if a.tools != nil {
+		// The tool choice, as the rule counts it (tokenizer.ToolRule.ChoiceTokens).
+		choice, choiceExact := rule.ChoiceTokens(a.m, a.req.ToolChoice.Mode, a.req.ToolChoice.Function)
 		if rule.Namespace {
 			c := a.toolTokens("namespace", "")
-			out.addTokens(RegionTools, c.n+rule.DefinitionOverhead(hasSystem))
-			if !c.known || !rule.Exact {
+			out.addTokens(RegionTools, c.n+rule.DefinitionOverhead(hasSystem)+choice)
+			if !c.known || !rule.Exact || !choiceExact {
 				out.estimate(RegionTools)
 			}
 		} else { // their JSON and the rule's overhead (Anthropic's system prompt for tools): an estimate
-			out.addTokens(RegionTools, a.toolTokens(shape, tools.text).n+rule.DefinitionOverhead(hasSystem))
+			out.addTokens(RegionTools, a.toolTokens(shape, tools.text).n+rule.DefinitionOverhead(hasSystem)+choice)
 			out.estimate(RegionTools)
 		}
 	}

@@ -45,6 +45,9 @@ func (a *assembly) prepareMarkup() error {
 	if a.tools, err = cachedToolSet(req.Tools); err != nil { // checked when the set is made
 		return err
 	}
+	if err := req.ToolChoice.check(req.Tools); err != nil {
+		return err
+	}
 	for i, o := range req.ToolOutputs {
 		if err := CheckToolName(o.Tool); err != nil {
 			return fmt.Errorf("tool_outputs[%d]: %w", i, err)

@@ -70,7 +70,8 @@ const maxToolSets, maxToolSetBytes, maxToolSetsPerKey = 1024, 64 << 20, 8
 
 // cachedToolSet returns the set of tools, from the cache or made and added; nil for no tools. A set is
 // checked when it is made: a tool's name must be one providers accept (CheckToolName) and its parameters,
-// if any, JSON, or cachedToolSet returns an error wrapping ErrInvalidRequest.
+// if any, JSON nested no deeper than tokenizer.MaxSchemaDepth, or cachedToolSet returns an error wrapping
+// ErrInvalidRequest.
 func cachedToolSet(tools []Tool) (*toolSet, error) {
 	if len(tools) == 0 {
 		return nil, nil
@@ -91,6 +92,9 @@ func cachedToolSet(tools []Tool) (*toolSet, error) {
 		}
 		if len(t.Function.Parameters) > 0 && !json.Valid(t.Function.Parameters) {
 			return nil, fmt.Errorf("%w: tools[%d] parameters are not JSON", ErrInvalidRequest, i)
+		}
+		if err := tokenizer.CheckSchemaDepth(t.Function.Parameters); err != nil {
+			return nil, fmt.Errorf("tools[%d] parameters: %w", i, invalidRequest(err))
 		}
 	}
 	s := newToolSet(tools)
