@@ -24,8 +24,10 @@ import (
 // send in the openai or anthropic format is [ErrNoMessages], and an output that would break another rule
 // of the format's provider is [ErrProviderRule] (see [Format]); all of these wrap ErrInvalidRequest and
 // loom.ErrInvalid. The optional regions share the rest by req.Policy: memory by pinned, then recency; tool
-// outputs newest first, long ones cut head and tail; history trimmed oldest first as a contiguous suffix
-// of whole turns (a tool call stays with its results); knowledge by score, first fit, without duplicates.
+// outputs newest first, long ones cut head and tail; history kept as a contiguous suffix of whole turns (a
+// tool call stays with its results), cut in cache-stable steps or a turn at a time (Policy.HistoryTrim),
+// its older tool results cleared to placeholders as the policy says (Policy.KeepToolResults,
+// Policy.ClearToolResultsOver); knowledge by score, first fit, without duplicates.
 //
 // The result's TotalTokens is the exact count of what it returns (estimated for models without a public
 // tokenizer), per-message overhead included, and never exceeds the budget. The planner costs each item
