@@ -51,6 +51,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		{"steps, floor 0.4", &loom.Policy{HistoryFloor: 0.4}},
 		{"steps, floor 0.5", &loom.Policy{HistoryFloor: 0.5}},
 		{"steps, floor 0.7", &loom.Policy{HistoryFloor: 0.7}},
+		{"turns, keep_tool_results 1", &loom.Policy{HistoryTrim: loom.HistoryTrimTurns, KeepToolResults: 1}},
+		{"steps, keep_tool_results 1", &loom.Policy{KeepToolResults: 1}},
 	}
 	fmt.Fprintf(stdout, "%d turns, ~%d tokens a message, a tool exchange every %d turns, %d-token budget, mean of %d conversations\n\n",
 		*turns, *tokens, *toolEvery, *budget, *seeds)
