@@ -349,3 +349,111 @@ func toolResults(t *testing.T, res *Result) []string {
 	}
 	return out
 }
+
+// TestTrimAndClear_EveryMessageAccountedFor: for random sessions with tool exchanges, policies and
+// budgets, in every format, each message of the history is kept (as it is, or cleared to its placeholder
+// and reported "cleared") or reported dropped, once, for one reason; the kept ones are a suffix of the
+// history that starts a turn; the provider's rules hold and the count is exact.
+func TestTrimAndClear_EveryMessageAccountedFor(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(7, 8))
+	var withSteps, withCleared, fit int
+	defer func() {
+		t.Logf("%d fit, %d cut in steps, %d with results cleared", fit, withSteps, withCleared)
+		if fit < 100 || withSteps < 20 || withCleared < 20 {
+			t.Errorf("%d fit, %d cut in steps, %d with results cleared: the test proves little", fit, withSteps, withCleared)
+		}
+	}()
+	for round := range 150 {
+		session := growingSession(r, 5+r.IntN(40), 10+r.IntN(60))
+		if r.IntN(3) == 0 { // a store's window: the newest messages, numbered as in the whole session
+			session = session[r.IntN(len(session)/2):]
+		}
+		policy := &Policy{HistoryFloor: []float64{0, 0.1, 0.5, 1}[r.IntN(4)], KeepToolResults: r.IntN(4), ClearToolResultsOver: []int{0, 0, 20, 60}[r.IntN(4)]}
+		if r.IntN(3) == 0 {
+			policy.HistoryTrim = HistoryTrimTurns
+		}
+		format := []string{FormatOpenAI, FormatAnthropic, FormatText}[r.IntN(3)]
+		req := &Request{Model: "gpt-4o", Format: format, MaxTokens: 200 + r.IntN(3000), Message: "Next?", History: session, Policy: policy}
+		what := fmt.Sprintf("round %d (%s, %d messages, budget %d, policy %+v)", round, format, len(session), req.MaxTokens, *policy)
+		res, err := AssembleRequest(context.Background(), req)
+		var be *BudgetError
+		if errors.As(err, &be) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		checkHistoryShape(t, res)
+		checkReportSums(t, req, res)
+		if format == FormatOpenAI && openAICount(t, res) != res.TotalTokens {
+			t.Fatalf("%s: total %d, recount %d", what, res.TotalTokens, openAICount(t, res))
+		}
+		hist := historyReport(t, res)
+		kept := map[string]bool{}
+		for _, id := range hist.Included {
+			kept[id] = true
+		}
+		dropped, cleared := map[string]string{}, map[string]bool{}
+		for _, d := range hist.Dropped {
+			switch {
+			case d.Reason == ReasonCleared:
+				if !kept[d.ID] || cleared[d.ID] {
+					t.Fatalf("%s: %s cleared but not kept, or twice", what, d.ID)
+				}
+				cleared[d.ID] = true
+			case kept[d.ID] || dropped[d.ID] != "":
+				t.Fatalf("%s: %s dropped (%s) and kept, or dropped twice", what, d.ID, d.Reason)
+			case d.Reason != ReasonBudget && d.Reason != ReasonStep && d.Reason != ReasonOrphan:
+				t.Fatalf("%s: %s dropped for %q", what, d.ID, d.Reason)
+			case d.Reason == ReasonStep && policy.HistoryTrim == HistoryTrimTurns:
+				t.Fatalf("%s: %s dropped for a step cut by turns", what, d.ID)
+			default:
+				dropped[d.ID] = d.Reason
+			}
+		}
+		if len(kept)+len(dropped) != len(session) {
+			t.Fatalf("%s: %d kept and %d dropped of %d", what, len(kept), len(dropped), len(session))
+		}
+		first := firstKept(t, res)
+		for i := range session {
+			if kept[historyID(i)] != (first >= 0 && i >= first) {
+				t.Fatalf("%s: the kept history is not a suffix from %d: %v", what, first, hist.Included)
+			}
+		}
+		if first >= 0 && session[first].Role != "user" {
+			t.Fatalf("%s: the history starts with %s", what, session[first].Role)
+		}
+		// What is sent: the kept results as they are, or their placeholders where reported cleared.
+		results := toolResults(t, res)
+		n := 0
+		for i := max(first, 0); first >= 0 && i < len(session); i++ {
+			m := session[i]
+			if m.Role != "tool" {
+				continue
+			}
+			got := results[n]
+			n++
+			if cleared[historyID(i)] {
+				if match := clearedPattern.FindStringSubmatch(got); match == nil || match[2] != m.ToolCallID {
+					t.Fatalf("%s: %s reported cleared, sent as %q", what, historyID(i), got)
+				}
+			} else if got != m.Content {
+				t.Fatalf("%s: %s sent as %q", what, historyID(i), got)
+			}
+		}
+		if n != len(results) {
+			t.Fatalf("%s: %d tool results sent, %d kept", what, len(results), n)
+		}
+		fit++
+		if len(cleared) > 0 {
+			withCleared++
+		}
+		for _, reason := range dropped {
+			if reason == ReasonStep {
+				withSteps++
+				break
+			}
+		}
+	}
+}

@@ -1,9 +1,9 @@
 // Command cachesim measures how the history's trim keeps the prompt cacheable: it plays a conversation of
 // 200 turns (about 150 tokens a message, a tool exchange every 5th turn) assembled each turn into a budget
 // of 4,000 tokens, with the history cut a turn at a time ("turns") and in steps ("steps", at several
-// floors), and prints for each: the turns whose first kept history message changes, the mean share of each
-// turn's prompt that the turn before's starts with (cacheable), and the mean share of the history's budget
-// that the kept history uses on the turns that trim it.
+// floors, and with older tool results cleared), and prints for each: the turns whose first kept history
+// message changes, the mean share of each turn's prompt that the turn before's starts with (cacheable),
+// and the mean share of the history's budget that the kept history uses on the turns that trim it.
 //
 // Usage:
 //
@@ -53,6 +53,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		{"steps, floor 0.7", &loom.Policy{HistoryFloor: 0.7}},
 		{"turns, keep_tool_results 1", &loom.Policy{HistoryTrim: loom.HistoryTrimTurns, KeepToolResults: 1}},
 		{"steps, keep_tool_results 1", &loom.Policy{KeepToolResults: 1}},
+		{"steps, clear_tool_results_over 100", &loom.Policy{ClearToolResultsOver: 100}},
 	}
 	fmt.Fprintf(stdout, "%d turns, ~%d tokens a message, a tool exchange every %d turns, %d-token budget, mean of %d conversations\n\n",
 		*turns, *tokens, *toolEvery, *budget, *seeds)
