@@ -45,6 +45,12 @@ type Figures struct {
 	// HistoryUsed is the mean, over the trimmed turns, of the share of the history's budget (its
 	// report's Budget) that the kept history uses.
 	HistoryUsed float64 `json:"history_used"`
+	// HistoryBudget is the mean of the history's budget over the trimmed turns, and TurnTokens the mean of
+	// what a turn adds to the history (the user's message, a tool exchange every ToolEvery turns, the
+	// answer), in tokens as the history's report counts them: with Figures of the turns trim, they bound
+	// what any trim can do (see the script's note).
+	HistoryBudget float64 `json:"history_budget"`
+	TurnTokens    float64 `json:"turn_tokens"`
 }
 
 // Run plays the conversation of c and measures it.
@@ -76,8 +82,10 @@ func Run(ctx context.Context, c Config) (Figures, error) {
 	}
 	var f Figures
 	var prev []int
+	encoded := map[string][]int{}
 	lastFirst := int64(-1)
-	cacheable, used := 0.0, 0.0
+	cacheable, used, budget := 0.0, 0.0, 0.0
+	grew, lastUsed := 0, -1 // what the history used while nothing was trimmed, for TurnTokens
 	for turn := range c.Turns {
 		message := text()
 		res, err := assembler.AssembleRequest(ctx, &assembler.Request{
@@ -87,7 +95,7 @@ func Run(ctx context.Context, c Config) (Figures, error) {
 			return Figures{}, fmt.Errorf("turn %d: %w", turn, err)
 		}
 		f.Turns++
-		prompt := promptTokens(enc, res)
+		prompt := promptTokens(enc, res, encoded)
 		if prev != nil {
 			cacheable += float64(commonPrefix(prev, prompt)) / float64(len(prompt))
 		}
@@ -111,6 +119,9 @@ func Run(ctx context.Context, c Config) (Figures, error) {
 			if len(reg.Dropped) > 0 {
 				f.Trimmed++
 				used += float64(reg.Used) / float64(max(reg.Budget, 1))
+				budget += float64(reg.Budget)
+			} else {
+				lastUsed, grew = reg.Used, turn
 			}
 		}
 		// The turn happens: the user's message, a tool exchange every ToolEvery turns, the answer.
@@ -128,6 +139,10 @@ func Run(ctx context.Context, c Config) (Figures, error) {
 	}
 	if f.Trimmed > 0 {
 		f.HistoryUsed = used / float64(f.Trimmed)
+		f.HistoryBudget = budget / float64(f.Trimmed)
+	}
+	if grew > 0 {
+		f.TurnTokens = float64(lastUsed) / float64(grew) // turns 0..grew-1 are in the history of turn grew
 	}
 	return f, nil
 }
@@ -144,22 +159,26 @@ var words = strings.Fields(`the booking flight hotel date price ticket seat chan
 	night room guest card email name time day week month airport gate bag meal plan offer fee total order status
 	confirm check pay travel route stop early late open close a an and or to from for with on at in of by`)
 
-// sentence returns words of r's choosing that count about n tokens in enc.
+// sentence returns words of r's choosing that count about n tokens in enc: each word is counted with the
+// space before it, and the counts added.
 func sentence(r *rand.Rand, enc *tokenizer.Encoding, n int) string {
 	var b strings.Builder
-	for enc.Count(b.String()) < n {
+	for tokens := 0; tokens < n; {
+		w := words[r.IntN(len(words))]
 		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
-		b.WriteString(words[r.IntN(len(words))])
+		b.WriteString(w)
+		tokens += enc.Count(" " + w)
 	}
 	b.WriteByte('.')
 	return b.String()
 }
 
 // promptTokens is the result's prompt as a sequence of tokens: each message's role, tool call id, content
-// and tool calls, encoded, in order. It stands for the rendering a provider caches, by prefix.
-func promptTokens(enc *tokenizer.Encoding, res *assembler.Result) []int {
+// and tool calls, encoded (once: encoded is the cache), in order. It stands for the rendering a provider
+// caches, by prefix.
+func promptTokens(enc *tokenizer.Encoding, res *assembler.Result, encoded map[string][]int) []int {
 	var ids []int
 	for _, m := range res.Messages {
 		var b strings.Builder
@@ -169,7 +188,13 @@ func promptTokens(enc *tokenizer.Encoding, res *assembler.Result) []int {
 			b.Write(calls)
 		}
 		b.WriteString("<|end|>")
-		ids = append(ids, enc.Encode(b.String())...)
+		text := b.String()
+		e, ok := encoded[text]
+		if !ok {
+			e = enc.Encode(text)
+			encoded[text] = e
+		}
+		ids = append(ids, e...)
 	}
 	return ids
 }

@@ -57,6 +57,20 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%d turns, ~%d tokens a message, a tool exchange every %d turns, %d-token budget, mean of %d conversations\n\n",
 		*turns, *tokens, *toolEvery, *budget, *seeds)
+	first, err := cachesim.Run(ctx, cachesim.Config{Turns: *turns, MessageTokens: *tokens, ToolEvery: *toolEvery, Budget: *budget,
+		Policy: &loom.Policy{HistoryTrim: loom.HistoryTrimTurns}})
+	if err != nil {
+		return err
+	}
+	// Between two changes of its first message, a kept history of at most H tokens grows by g a turn: k
+	// turns apart, it holds at most H-(k-1)g after the change, and uses at most 1-(k-1)g/2H of H on average.
+	// Ten times fewer changes than cutting by turns is k = 10 x trimmed turns / their changes.
+	h, g := first.HistoryBudget, first.TurnTokens
+	k := 10 * float64(first.Trimmed) / float64(max(first.PrefixChanges, 1))
+	fmt.Fprintf(stdout, "History budget H = %.0f tokens; a turn adds g = %.0f. A trim whose first message changes every k turns keeps at most\n"+
+		"H-(k-1)g after a change and uses at most 1-(k-1)g/2H of H on average. Ten times fewer changes than by turns\n"+
+		"(%d in %d trimmed turns) is k = %.1f: at most %.0f%% used, whatever the rule (and no rule reaches k > H/g+1 = %.1f).\n\n",
+		h, g, first.PrefixChanges, first.Trimmed, k, 100*(1-(k-1)*g/(2*h)), h/g+1)
 	fmt.Fprintln(stdout, "| trim | turns trimmed | first kept message changes | cacheable prefix | history budget used |")
 	fmt.Fprintln(stdout, "| --- | ---: | ---: | ---: | ---: |")
 	for _, row := range rows {
