@@ -198,7 +198,7 @@ func TestAssemble_KnowledgeCostsAreTheirCounts(t *testing.T) {
 	r := rand.New(rand.NewPCG(43, 44))
 	starts := []string{"", "/" + strings.Repeat("x", 80), strings.Repeat("中", 40), strings.Repeat("ab", 50) + "<"}
 	costed := 0
-	for n := range 300 {
+	for n := range sweep(300) {
 		format := []Format{OpenAI, Anthropic, Text}[n%3]
 		req := &Request{Model: []string{"gpt-4o", "gpt-4"}[r.IntN(2)], Message: "q", MaxTokens: 60 + r.IntN(400), Formatter: format}
 		for i := range 1 + r.IntN(8) {
@@ -234,7 +234,7 @@ func TestAssemble_KnowledgeCostsAreTheirCounts(t *testing.T) {
 			}
 		}()
 	}
-	if costed < 300 {
+	if costed < sweep(300) {
 		t.Errorf("only %d items costed: the test proves little", costed)
 	}
 }

@@ -260,7 +260,7 @@ func TestAssemble_ImagesPropertyTotalIsAnIndependentCount(t *testing.T) {
 		FormatCookbook:  {"gpt-4o", "gpt-3.5-turbo"},
 	}
 	seen := map[string]int{}
-	for range 400 {
+	for range sweep(400) {
 		for _, f := range []Format{OpenAI, Anthropic, Text, &Cookbook{}} {
 			req := formatRequest(r, f)
 			req.Model = models[f.Name()][r.IntN(len(models[f.Name()]))]
@@ -317,7 +317,7 @@ func TestAssemble_ImagesPropertyTotalIsAnIndependentCount(t *testing.T) {
 		}
 	}
 	for _, f := range []string{FormatOpenAI, FormatAnthropic, FormatText, FormatCookbook} {
-		if seen[f] < 100 {
+		if seen[f] < sweep(100) {
 			t.Errorf("%s: only %d images kept in all the requests", f, seen[f])
 		}
 	}

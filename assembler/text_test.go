@@ -190,7 +190,7 @@ func checkTranscript(t *testing.T, req *Request, res *Result) {
 func TestText_UntrustedTextNeverForgesATurn(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(17, 18))
-	for range 400 {
+	for range sweep(400) {
 		req := hostileTextRequest(r)
 		res, err := AssembleRequest(context.Background(), req)
 		if err != nil {

@@ -216,11 +216,11 @@ func TestAssemble_RandomToolsCountAsRendered(t *testing.T) {
 	r := rand.New(rand.NewPCG(15, 1))
 	checked, trimmed := 0, 0
 	defer func() {
-		if checked < 75 || trimmed == 0 {
-			t.Errorf("checked %d of 150 requests, %d trimmed: the test does not see enough", checked, trimmed)
+		if checked < sweep(150)/2 || trimmed == 0 {
+			t.Errorf("checked %d of %d requests, %d trimmed: the test does not see enough", checked, sweep(150), trimmed)
 		}
 	}()
-	for i := range 150 {
+	for i := range sweep(150) {
 		req := randomRequest(r)
 		req.Format, req.Formatter = "", nil
 		req.Model = []string{"gpt-4o", "gpt-4", "gpt-4.1-mini"}[i%3]
@@ -401,8 +401,14 @@ func TestAssemble_ToolSetsShared(t *testing.T) {
 }
 
 // TestToolSetCache_BoundedInBytes: the tool-set cache keeps at most maxToolSetBytes however large the
-// sets that requests bring, and a set larger than all of it is still assembled, not kept.
+// sets that requests bring, and a set larger than all of it is still assembled, not kept. It adds sets of
+// 1 MiB until twice the bound has gone in, so that the cache has started again at least twice, and not
+// more: each set is checked and rendered whole, a few seconds' work. One goroutine's: under the race
+// detector, which finds nothing in it and slows it tenfold, it is left to the run without the detector.
 func TestToolSetCache_BoundedInBytes(t *testing.T) {
+	if raceEnabled {
+		t.Skip("one goroutine filling the cache twice over: make test runs it without the race detector")
+	}
 	params := func(i, size int) json.RawMessage {
 		return json.RawMessage(fmt.Sprintf(`{"type":"object","description":"%d %s"}`, i, strings.Repeat("x", size)))
 	}
@@ -417,19 +423,34 @@ func TestToolSetCache_BoundedInBytes(t *testing.T) {
 		}
 		return n
 	}
-	for i := range 80 {
+	restarts := 0
+	for i, added := 0, 0; added <= 2*maxToolSetBytes; i++ {
 		tools := []Tool{{Type: "function", Function: ToolFunction{Name: "big", Parameters: params(i, 1<<20)}}}
-		if _, err := cachedToolSet(tools); err != nil {
+		before := cached()
+		s, err := cachedToolSet(tools)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if n := cached(); n > maxToolSetBytes {
+		added += s.size()
+		n := cached()
+		if n > maxToolSetBytes {
 			t.Fatalf("after %d sets of 1 MiB the cache holds %d bytes, over %d", i+1, n, maxToolSetBytes)
 		}
+		if n < before {
+			restarts++
+		}
 	}
-	huge := []Tool{{Type: "function", Function: ToolFunction{Name: "huge", Parameters: params(-1, maxToolSetBytes)}}}
+	if restarts < 2 {
+		t.Fatalf("the cache started again %d times: the test did not reach its bound", restarts)
+	}
+	// Its parameters are kept three times over and rendered once: a quarter of the bound is more than all of it.
+	huge := []Tool{{Type: "function", Function: ToolFunction{Name: "huge", Parameters: params(-1, maxToolSetBytes/4)}}}
 	s, err := cachedToolSet(huge)
 	if err != nil || s == nil || s.prefixID() == "" {
 		t.Fatalf("a set larger than the cache: %v, %v", s, err)
+	}
+	if s.size() <= maxToolSetBytes {
+		t.Fatalf("the huge set is %d bytes, not more than the cache's %d", s.size(), maxToolSetBytes)
 	}
 	if n := cached(); n > maxToolSetBytes {
 		t.Fatalf("a set larger than the cache was kept: %d bytes", n)

@@ -153,7 +153,7 @@ func TestAssemble_WindowChangesNothing(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(5, 6))
 	ctx := loom.WithTenant(t.Context(), "acme")
-	for round := range 150 {
+	for round := range engine.Sweep(150) {
 		mem := newMemory()
 		session := randomHistory(r, 20+r.IntN(1300))
 		for i := 0; i < len(session); i += store.DefaultMaxBatch {
