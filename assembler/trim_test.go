@@ -360,11 +360,11 @@ func TestTrimAndClear_EveryMessageAccountedFor(t *testing.T) {
 	var withSteps, withCleared, fit int
 	defer func() {
 		t.Logf("%d fit, %d cut in steps, %d with results cleared", fit, withSteps, withCleared)
-		if fit < 100 || withSteps < 20 || withCleared < 20 {
+		if fit < sweep(100) || withSteps < sweep(20) || withCleared < sweep(20) {
 			t.Errorf("%d fit, %d cut in steps, %d with results cleared: the test proves little", fit, withSteps, withCleared)
 		}
 	}()
-	for round := range 150 {
+	for round := range sweep(150) {
 		session := growingSession(r, 5+r.IntN(40), 10+r.IntN(60))
 		if r.IntN(3) == 0 { // a store's window: the newest messages, numbered as in the whole session
 			session = session[r.IntN(len(session)/2):]
