@@ -35,7 +35,7 @@ type Config struct {
 // Figures are what a conversation measured.
 type Figures struct {
 	Turns int `json:"turns"`
-	// Trimmed is how many turns' assemblies left some of the history out.
+	// Trimmed is how many turns' assemblies left some of the history out (a cleared result is kept).
 	Trimmed int `json:"trimmed"`
 	// PrefixChanges is how many turns' first kept history message differs from the turn's before.
 	PrefixChanges int `json:"prefix_changes"`
@@ -116,7 +116,11 @@ func Run(ctx context.Context, c Config) (Figures, error) {
 				f.PrefixChanges++
 			}
 			lastFirst = first
-			if len(reg.Dropped) > 0 {
+			trimmed := false // a message left out; a result cleared is kept
+			for _, d := range reg.Dropped {
+				trimmed = trimmed || d.Reason != assembler.ReasonCleared
+			}
+			if trimmed {
 				f.Trimmed++
 				used += float64(reg.Used) / float64(max(reg.Budget, 1))
 				budget += float64(reg.Budget)
