@@ -35,11 +35,12 @@ TEST_TIMEOUT ?= 20m
 
 # NORACE_PKGS are the packages whose code and tests start no goroutine and hold no shared state (the
 # root's types, the collection vocabulary, the chunkers' test helpers, the retrieval evaluation, ingestion's
-# pure functions, the image-size, stop-word and XML-text helpers, store URLs): the race detector has
+# pure functions, the image-size, stop-word and XML-text helpers, store URLs, the prompt-cache simulation
+# and its script, which play one conversation in one goroutine): the race detector has
 # nothing to watch there, and the run without it tests them. Every other package, a new one included, is
 # in RACE_PKGS.
 MODULE := github.com/context-loom/loom
-NORACE_PKGS := $(MODULE) $(addprefix $(MODULE)/,collection chunker/internal/chunktest eval ingest internal/imagesize internal/stopword internal/xmltext store/storeurl)
+NORACE_PKGS := $(MODULE) $(addprefix $(MODULE)/,collection chunker/internal/chunktest eval ingest internal/imagesize internal/stopword internal/xmltext store/storeurl internal/cachesim scripts/cachesim)
 RACE_PKGS = $(filter-out $(NORACE_PKGS),$(shell $(GO) list ./...))
 
 # lint fails on any file gofmt would change, in any module, and on what staticcheck reports.

@@ -82,9 +82,18 @@ func BenchmarkAssembleRequest(b *testing.B) {
 	for _, tc := range []struct {
 		name          string
 		cached, tools bool
-	}{{"counts-cached", true, false}, {"counts-cached-20-tools", true, true}, {"counted-from-scratch", false, false}} {
+		trim          string // the history's trim ("": the default, steps)
+	}{
+		{"counts-cached", true, false, ""}, {"counts-cached-20-tools", true, true, ""}, {"counted-from-scratch", false, false, ""},
+		// Cut a turn at a time: the plan of the assembler before it cut in steps, which keeps more history
+		// and less knowledge.
+		{"counts-cached-turns", true, false, HistoryTrimTurns}, {"counted-from-scratch-turns", false, false, HistoryTrimTurns},
+	} {
 		b.Run(tc.name, func(b *testing.B) {
 			req := benchRequest(b, tc.cached)
+			if tc.trim != "" {
+				req.Policy = &Policy{HistoryTrim: tc.trim}
+			}
 			if tc.tools {
 				// The budget grows by what the tools take, so that the rest of the plan is the same.
 				req.Tools = benchTools()

@@ -117,6 +117,8 @@ const (
 	ReasonOrphan        = "orphaned"        // a tool result without its call, or a history that would start mid-turn
 	ReasonEmpty         = "empty"           // nothing to say
 	ReasonTruncated     = "truncated"       // kept, but cut head and tail (tool outputs)
+	ReasonStep          = "step"            // it fitted, but the history was cut in a step that keeps its start for the turns that follow (see Policy.HistoryTrim)
+	ReasonCleared       = "cleared"         // kept, its tool result cleared to a placeholder (see Policy.KeepToolResults)
 )
 
 // ChatMessage is one message in the provider's format. For "openai", Content holds the text, or Parts

@@ -40,7 +40,9 @@ The request:
 	 "instructions": "...", "tools": [{"type": "function", "function": {...}}],
 	 "memory": [{"key", "value", "pinned"}], "knowledge": [{"id", "content", "score", "source", "type",
 	 "trusted", "metadata"}], "history": [{"role", "content", "tool_calls", "tool_call_id", "name"}],
-	 "tool_outputs": [{"tool", "call_id", "result"}], "message": "...", "policy": {...},
+	 "tool_outputs": [{"tool", "call_id", "result"}], "message": "...",
+	 "policy": {"regions": [...], "history_trim": "steps", "history_floor": 0.3, "keep_tool_results": 3,
+	 "clear_tool_results_over": 500, ...},
 	 "agent": "...", "user": "...", "session": "...", "history_limit": 20, "strict": false,
 	 "preset": "cookbook", "retrieve": {"collection": "...", "top_k": 5}}
 
