@@ -108,7 +108,7 @@ func (a *assembly) renderParts(content string, parts []loom.Part, what string) (
 			return 0, r, fmt.Errorf("%s.parts[%d]: %w", what, j, err)
 		}
 		n += tokens
-		a.imageEstimate = a.imageEstimate || a.model.Image.Estimate
+		a.imageEstimate = a.imageEstimate || !a.model.ImageExact(w, h, im.Detail)
 		url, source := im.URL, ImageSource{Type: "url", URL: im.URL}
 		if len(im.Data) > 0 {
 			data := base64.StdEncoding.EncodeToString(im.Data)

@@ -285,9 +285,9 @@ func (k *counting) image(j int, im *loom.Image) (ImageCount, error) {
 	if err != nil {
 		return ImageCount{}, err
 	}
-	// Exact as the assembler reports an image: by a rule the provider published (tokenizer.ImageRule; "auto"
-	// is counted as "high", as the rule says).
-	exact := k.m.Exact() && !k.m.Image.Estimate
+	// Exact as the assembler reports an image: by a rule the provider published, and for "auto" only where
+	// the model's choice changes nothing (tokenizer.Model.ImageExact).
+	exact := k.m.Exact() && k.m.ImageExact(w, h, im.Detail)
 	return ImageCount{Part: j, Width: w, Height: h, Detail: im.Detail, Tokens: n, Exact: exact}, nil
 }
 

@@ -166,7 +166,8 @@ func dataURL(t testing.TB, w, h int) string {
 
 // TestCountRequest_Images counts images as the model bills them: gpt-4o's tiles (a 1024x1024 image at
 // high detail is 765, at low 85; 2048x4096 is 1105), from a data: URL's bytes or from the size Loom's
-// extension gives beside a URL; auto is counted as high, as the tile rule says.
+// extension gives beside a URL; auto is counted as high, the most the model's choice can cost, and is
+// then an estimate.
 func TestCountRequest_Images(t *testing.T) {
 	t.Parallel()
 	text := count(t, `{"model":"gpt-4o","messages":[{"role":"user","content":[{"type":"text","text":"What is this?"}]}]}`, promptcount.Options{}).Tokens
@@ -178,7 +179,8 @@ func TestCountRequest_Images(t *testing.T) {
 		{fmt.Sprintf(`{"url":%q,"detail":"high"}`, dataURL(t, 1024, 1024)), 765, true},
 		{fmt.Sprintf(`{"url":%q,"detail":"low"}`, dataURL(t, 1024, 1024)), 85, true},
 		{`{"url":"https://example.com/a.png","detail":"high","width":2048,"height":4096}`, 1105, true},
-		{`{"url":"https://example.com/a.png","width":1024,"height":1024}`, 765, true},
+		{`{"url":"https://example.com/a.png","width":1024,"height":1024}`, 765, false},
+		{`{"url":"https://example.com/a.png","detail":"auto","width":1024,"height":1024}`, 765, false},
 	} {
 		body := `{"model":"gpt-4o","messages":[{"role":"user","content":[{"type":"text","text":"What is this?"},{"type":"image_url","image_url":` + tc.image + `}]}]}`
 		c := count(t, body, promptcount.Options{})

@@ -21,7 +21,7 @@ const (
 	// "detail": "low" costs Base. One with "high" is scaled to fit in a 2048x2048 square, then so that its
 	// shortest side is at most 768 pixels (each side rounded to a pixel), and costs Base plus PerTile for
 	// each 512x512 tile it takes. "auto" (or no detail) lets the model choose, and is counted as "high",
-	// the most it can cost.
+	// the most it can cost, as an estimate (see [Model.ImageExact]).
 	ImageTiles
 	// ImagePatches is OpenAI's rule for gpt-4.1-mini, gpt-4.1-nano, o4-mini, gpt-5-mini and gpt-5-nano:
 	// the 32x32 patches that cover the image, at most 1536 (a larger image is scaled down, keeping its
@@ -110,6 +110,22 @@ func (m Model) ImageTokens(width, height int, detail string) (int, error) {
 		return r.PerTile * ((width + geminiTileSide - 1) / geminiTileSide) * ((height + geminiTileSide - 1) / geminiTileSide), nil
 	}
 	return 0, fmt.Errorf("%w: %s", ErrNoImageRule, m.Name)
+}
+
+// ImageExact reports whether [Model.ImageTokens] of an image of width x height pixels looked at with
+// detail is what the provider bills, not an estimate: the model's rule must be the one the provider
+// published, and with OpenAI's tile rule an image looked at with "auto" (or no detail) is exact only
+// where "low" and "high" cost the same, since the model chooses between them (ImageTokens counts
+// "high", the most it can cost).
+func (m Model) ImageExact(width, height int, detail string) bool {
+	r := m.Image
+	if r.Kind == ImagesUnknown || r.Estimate {
+		return false
+	}
+	if r.Kind == ImageTiles && (detail == "" || detail == loom.DetailAuto) {
+		return r.tiles(width, height, loom.DetailLow) == r.tiles(width, height, loom.DetailHigh)
+	}
+	return true
 }
 
 func (r ImageRule) tiles(width, height int, detail string) int {

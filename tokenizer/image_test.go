@@ -234,3 +234,30 @@ func ExampleModel_ImageTokens() {
 	// 2048x4096 high: 1105 tokens
 	// 2048x4096 low: 85 tokens
 }
+
+// TestImageExact: a count is exact only by a rule the provider published, and under OpenAI's tile rule
+// only for a detail the model cannot choose: "auto" is counted as "high", the most it may cost.
+func TestImageExact(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		model, detail string
+		want          bool
+	}{
+		{"gpt-4o", "high", true}, {"gpt-4o", "low", true}, {"gpt-4o", "auto", false}, {"gpt-4o", "", false},
+		{"gpt-4.1-mini", "auto", true}, {"gpt-4.1-mini", "", true}, // patches: detail changes nothing
+		{"claude-sonnet-4-5", "high", false}, {"gemini-2.5-pro", "low", false}, // estimated rules
+	} {
+		m, err := tokenizer.ForModel(c.model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.ImageExact(1024, 1024, c.detail); got != c.want {
+			t.Errorf("%s, detail %q: ImageExact %v, want %v", c.model, c.detail, got, c.want)
+		}
+		auto, _ := m.ImageTokens(1024, 1024, "auto")
+		high, _ := m.ImageTokens(1024, 1024, "high")
+		if auto != high {
+			t.Errorf("%s: auto costs %d, high %d: auto must count the most", c.model, auto, high)
+		}
+	}
+}
