@@ -79,7 +79,9 @@ func TestOpenAI_RetriesServerErrorsAndRateLimits(t *testing.T) {
 		name  string
 		fault func(w http.ResponseWriter)
 	}{
-		{"500", func(w http.ResponseWriter) { http.Error(w, `{"error":{"message":"boom"}}`, http.StatusInternalServerError) }},
+		{"500", func(w http.ResponseWriter) {
+			http.Error(w, `{"error":{"message":"boom"}}`, http.StatusInternalServerError)
+		}},
 		{"503", func(w http.ResponseWriter) { w.WriteHeader(http.StatusServiceUnavailable) }},
 		{"429 with Retry-After", func(w http.ResponseWriter) {
 			w.Header().Set("Retry-After", "0")
