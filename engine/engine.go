@@ -21,6 +21,7 @@ import (
 	"github.com/context-loom/loom/embed"
 	"github.com/context-loom/loom/retriever"
 	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/summarize"
 	"github.com/context-loom/loom/tokenizer"
 	"golang.org/x/sync/errgroup"
 )
@@ -60,6 +61,11 @@ type Engine struct {
 	indexMemory     int64 // WithIndexMemory; 0: no cap
 	ix              *registry
 	hints           agentHints // the first page of history to read for an agent (see load)
+
+	summarizer        summarize.Summarizer // WithSummarizer's; nil: no compaction
+	sumCfg            SummarizerConfig
+	sumCounter        tokenizer.Counter // counts the summarization request
+	observeCompaction func(result string)
 }
 
 // Option configures an Engine.
