@@ -44,7 +44,7 @@ const (
 
 // Compaction results, as Compact returns them and loom_compactions_total counts them.
 const (
-	CompactCompacted = "compacted" // a new summary was stored
+	CompactCompacted = "compacted"  // a new summary was stored
 	CompactNotNeeded = "not_needed" // the history is below the trigger, or nothing is old enough to cut
 	CompactBusy      = "busy"       // another compaction holds the session's claim
 	CompactBackoff   = "backoff"    // the last failed, and its retry time has not come
