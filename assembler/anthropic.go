@@ -163,7 +163,7 @@ func (anthropic) render(a *assembly, out *output) {
 	out.messages = msgs
 	out.addTokens(regionOverhead, a.model.ReplyPriming)
 	out.context = l.knowledge
-	out.prefix = stablePrefix(a.tools.prefixID(), stable)
+	out.prefix = l.stablePrefix(a.tools.prefixID(), stable)
 }
 
 // check holds the request to the Messages API's rules (https://platform.claude.com/docs/en/api/messages,

@@ -156,7 +156,7 @@ func (openAI) render(a *assembly, out *output) {
 	}
 	out.addTokens(regionOverhead, a.model.ReplyPriming)
 	out.context = l.knowledge
-	out.prefix = stablePrefix(a.tools.prefixID(), stable)
+	out.prefix = l.stablePrefix(a.tools.prefixID(), stable)
 }
 
 // padCount is what the line break after a text of n tokens adds to its count (see openAI.render).
