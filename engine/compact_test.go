@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/context-loom/loom"
+	"github.com/context-loom/loom/assembler"
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/summarize"
@@ -377,5 +378,86 @@ func TestCompact_TheRequestFitsTheSummarizersWindow(t *testing.T) {
 			t.Errorf("round %d starts at %d, want %d", i, seqs[0], prevTo+1)
 		}
 		prevTo = seqs[len(seqs)-1]
+	}
+}
+
+func TestAssemble_UsesTheStoredSummary(t *testing.T) {
+	t.Parallel()
+	st := newMemory()
+	rec := &recorder{}
+	e, _ := testEngine(st, engine.WithSummarizer(rec, engine.SummarizerConfig{}))
+	compactionAgent(t, st, loom.DefaultTenant)
+	conversation(t, st, loom.DefaultTenant, "s", 0, 20)
+	ctx := context.Background()
+	before, err := e.Assemble(ctx, engine.Request{Agent: "a", Session: "s", Request: assembler.Request{Message: "next"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Compact(ctx, engine.CompactRequest{Session: "s", Agent: "a"})
+	if err != nil || res.Result != engine.CompactCompacted {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	// An engine without a summarizer (another server) uses the stored summary too.
+	plain, _ := testEngine(st)
+	after, err := plain.Assemble(ctx, engine.Request{Agent: "a", Session: "s", Request: assembler.Request{Message: "next"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Degraded) > 0 {
+		t.Fatalf("degraded: %+v", after.Degraded)
+	}
+	text := after.Messages[0].Content
+	if !strings.Contains(text, `<conversation_summary from="1" to="`+strconv.FormatInt(res.Summary.To, 10)+`" trusted="false">`) ||
+		!strings.Contains(text, res.Summary.Text) {
+		t.Fatalf("the summary is not in the system message:\n%s", text)
+	}
+	if after.PrefixHash != before.PrefixHash {
+		t.Error("the summary changed the prefix hash")
+	}
+	if s := after.Report.Summary; s == nil || s.To != res.Summary.To || s.From != 1 {
+		t.Fatalf("report's summary %+v", s)
+	}
+	// Every message is verbatim, summarized, or dropped for the budget, and none is sent twice.
+	reasons := map[string]string{}
+	for _, r := range after.Report.Regions {
+		if r.Name != assembler.RegionHistory {
+			continue
+		}
+		for _, id := range r.Included {
+			reasons[id] = "included"
+		}
+		for _, d := range r.Dropped {
+			reasons[d.ID] = d.Reason
+		}
+	}
+	all, _ := st.Messages(ctx, loom.DefaultTenant, "s", store.MessageQuery{})
+	window := all[len(all)-len(reasons):] // the history the assembly read: the newest messages
+	summarized := 0
+	for i, m := range window {
+		why := reasons[fmt.Sprintf("history[%d]", i)]
+		switch {
+		case m.Seq <= res.Summary.To && why != assembler.ReasonSummarized && why != "":
+			t.Errorf("seq %d is covered by the summary but %q", m.Seq, why)
+		case m.Seq > res.Summary.To && why == assembler.ReasonSummarized:
+			t.Errorf("seq %d is reported summarized past the summary's range", m.Seq)
+		}
+		if why == assembler.ReasonSummarized {
+			summarized++
+		}
+	}
+	if summarized == 0 {
+		t.Error("no message reported summarized")
+	}
+
+	// A summary too long for the budget: the assembly goes on without it, degraded.
+	cur := res.Summary
+	huge := cur
+	huge.Text = strings.Repeat("long summary ", 3000)
+	if _, ok, err := st.SwapSummary(ctx, loom.DefaultTenant, "s", cur, huge); err != nil || !ok {
+		t.Fatal(err)
+	}
+	got, err := plain.Assemble(ctx, engine.Request{Agent: "a", Session: "s", Request: assembler.Request{Message: "next"}})
+	if err != nil || len(got.Degraded) != 1 || got.Degraded[0].Source != "summary" {
+		t.Fatalf("%v, %+v", err, got)
 	}
 }

@@ -265,12 +265,36 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 			degraded = append(degraded, Degradation{Source: string(store.SourceHistory),
 				Cause: fmt.Sprintf("%d stored messages skipped: a role other than user, assistant, system or tool, or a tool message without its tool_call_id", skipped)})
 		}
+		withSummary(merged, snap.Summary)
 		res, err = assembler.AssembleRequest(ctx, merged)
+		var be *assembler.BudgetError
+		if merged.Summary != nil && errors.As(err, &be) {
+			// A summary too long for the budget does not fail the assembly: it goes without, the history
+			// trimmed as it would be without one.
+			merged.Summary = nil
+			if res, err = assembler.AssembleRequest(ctx, merged); err == nil {
+				degraded = append(degraded, Degradation{Source: string(store.SourceSummary),
+					Cause: fmt.Sprintf("the session's summary does not fit the budget (%d tokens needed, %d available)", be.Required, be.Available)})
+			}
+		}
 	}
 	if err != nil {
 		return nil, err
 	}
 	return &Result{Result: res, Degraded: degraded}, nil
+}
+
+// withSummary gives req the session's stored summary, if it covers any message: it stands for the
+// history's first messages up to its To, which are not sent.
+func withSummary(req *assembler.Request, sum *store.Summary) {
+	if sum == nil || sum.To <= 0 || loom.IsBlank(sum.Text) {
+		return
+	}
+	covers := 0
+	for covers < len(req.History) && req.History[covers].Seq > 0 && req.History[covers].Seq <= sum.To {
+		covers++
+	}
+	req.Summary = &assembler.Summary{Text: sum.Text, Covers: covers, From: sum.From, To: sum.To}
 }
 
 // loadSources reads the stored sources req names (see load) and sorts their errors: it returns an error for
@@ -291,7 +315,7 @@ func (e *Engine) loadSources(ctx context.Context, tenant string, req *Request) (
 		degraded = append(degraded, Degradation{Source: "store", Cause: err.Error()})
 		snap = &store.Snapshot{}
 	}
-	for _, src := range []store.Source{store.SourceAgent, store.SourceMemory, store.SourceHistory, store.SourceToolOutputs, store.SourceKnowledge} {
+	for _, src := range []store.Source{store.SourceAgent, store.SourceMemory, store.SourceHistory, store.SourceToolOutputs, store.SourceKnowledge, store.SourceSummary} {
 		err := snap.Errors[src]
 		switch {
 		case err == nil:
@@ -383,7 +407,8 @@ func (e *Engine) load(ctx context.Context, tenant string, req Request) (_ *store
 		}
 	}
 	snap, err := e.store.Load(ctx, tenant, store.LoadQuery{Agent: req.Agent, User: req.User, Session: req.Session,
-		MaxMessages: first.limit, MaxTokens: first.bound.MaxTokens, Encoding: first.bound.Encoding, CountToolCalls: first.bound.CountToolCalls})
+		MaxMessages: first.limit, MaxTokens: first.bound.MaxTokens, Encoding: first.bound.Encoding, CountToolCalls: first.bound.CountToolCalls,
+		Summary: req.Session != "" && req.Preset != PresetCookbook && e.store.Summaries()})
 	if err == nil && snap.Agent != nil {
 		e.hints.put(tenant, req.Agent, *snap.Agent)
 	}
