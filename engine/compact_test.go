@@ -461,3 +461,40 @@ func TestAssemble_UsesTheStoredSummary(t *testing.T) {
 		t.Fatalf("%v, %+v", err, got)
 	}
 }
+
+func TestRecord_CompactsInTheBackground(t *testing.T) {
+	t.Parallel()
+	st := newMemory()
+	rec := &recorder{}
+	results := make(chan string, 64)
+	e, _ := testEngine(st, engine.WithSummarizer(rec, engine.SummarizerConfig{}),
+		engine.WithCompactionObserver(func(r string) { results <- r }))
+	defer e.Close()
+	compactionAgent(t, st, loom.DefaultTenant)
+	ctx := context.Background()
+	filler := strings.Repeat("words to fill the message up ", 20)
+	for i := range 20 {
+		if _, err := e.Record(ctx, engine.Turn{Session: "s", Agent: "a", Message: fmt.Sprint("q", i, filler),
+			Reply: []store.Message{{Role: "assistant", Content: fmt.Sprint("a", i, filler)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for r := range results { // background compactions, as the turns came in, until one compacted
+		if r == engine.CompactCompacted {
+			break
+		}
+		if r != engine.CompactNotNeeded && r != engine.CompactBusy {
+			t.Fatalf("result %q", r)
+		}
+	}
+	sum, err := st.Summary(ctx, loom.DefaultTenant, "s")
+	if err != nil || sum.To == 0 {
+		t.Fatalf("%+v, %v", sum, err)
+	}
+	e.Close() // waits for the worker: none runs after it
+	n := rec.calls()
+	e.ScheduleCompaction(ctx, engine.CompactRequest{Session: "s", Agent: "a"})
+	if rec.calls() != n {
+		t.Error("a compaction ran after Close")
+	}
+}

@@ -66,6 +66,7 @@ type Engine struct {
 	sumCfg            SummarizerConfig
 	sumCounter        tokenizer.Counter // counts the summarization request
 	observeCompaction func(result string)
+	bg                *compactor // the background compactions; nil without a summarizer
 }
 
 // Option configures an Engine.
@@ -105,6 +106,9 @@ func New(s *store.Store, opts ...Option) (*Engine, error) {
 		}
 	}
 	e.ix = newRegistry(e.colls, e.indexOpts, e.indexMemory)
+	if e.summarizer != nil && s.Summaries() {
+		e.bg = newCompactor(e)
+	}
 	if e.defaultEmbedder == "" {
 		def := embed.Default()
 		e.embedders[def.Name()], e.defaultEmbedder = def, def.Name()
@@ -705,6 +709,9 @@ func merge(req *Request, snap *store.Snapshot) (_ *assembler.Request, skipped in
 // Turn is one exchange to record: the user's message and what answered it.
 type Turn struct {
 	Session string
+	// Agent names the agent whose compaction policy the session follows (see loom.Compaction); "" means
+	// the default policy.
+	Agent string
 	// Message is the user's message; "" records only the reply.
 	Message string
 	// Reply is the assistant's reply, with its tool calls and the tool results that answered them, in order.
@@ -714,7 +721,9 @@ type Turn struct {
 }
 
 // Record appends the turn's messages to its session in one atomic append (then its tool outputs), so that
-// the next assembly sees them, and returns the messages as stored. It returns errors wrapping
+// the next assembly sees them, and returns the messages as stored. With a summarizer (WithSummarizer), it
+// then schedules the session's compaction in the background (ScheduleCompaction), which adds nothing to
+// its own time. It returns errors wrapping
 // ErrInvalidRequest or the store's errors.
 func (e *Engine) Record(ctx context.Context, t Turn) ([]store.Message, error) {
 	tenant := loom.Tenant(ctx)
@@ -742,6 +751,9 @@ func (e *Engine) Record(ctx context.Context, t Turn) ([]store.Message, error) {
 		if _, err := e.store.AppendToolOutput(ctx, tenant, t.Session, o); err != nil {
 			return stored, fmt.Errorf("record tool output of session %q: %w", t.Session, err)
 		}
+	}
+	if len(stored) > 0 {
+		e.ScheduleCompaction(ctx, CompactRequest{Session: t.Session, Agent: t.Agent})
 	}
 	return stored, nil
 }
