@@ -7,8 +7,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -136,11 +138,42 @@ type CompactResult struct {
 // the store's.
 func (e *Engine) Compact(ctx context.Context, req CompactRequest) (CompactResult, error) {
 	res, err := e.compact(ctx, loom.Tenant(ctx), req)
-	if e.observeCompaction != nil && res.Result != "" {
-		e.observeCompaction(res.Result)
+	if res.Result != "" {
+		e.compactions.count(res.Result)
+		if e.observeCompaction != nil {
+			e.observeCompaction(res.Result)
+		}
 	}
 	return res, err
 }
+
+// compactionCounts counts an engine's compactions by result.
+type compactionCounts struct {
+	mu sync.Mutex
+	n  map[string]uint64
+}
+
+func (c *compactionCounts) count(result string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]uint64{}
+	}
+	c.n[result]++
+}
+
+// CompactionStats returns how many compactions the engine ran, background and on demand, by result
+// (CompactCompacted, CompactNotNeeded, CompactBusy, CompactBackoff, CompactFailed, CompactConflict);
+// the server exports them as loom_compactions_total.
+func (e *Engine) CompactionStats() map[string]uint64 {
+	e.compactions.mu.Lock()
+	defer e.compactions.mu.Unlock()
+	return maps.Clone(e.compactions.n)
+}
+
+// Summarizes reports whether the engine has a summarizer and a store that keeps summaries: whether
+// Compact can compact.
+func (e *Engine) Summarizes() bool { return e.summarizer != nil && e.store.Summaries() }
 
 // compactionPlan is what a compaction works with: the policy with its defaults, the budget it is a
 // share of, and the encoding that counts the session's messages.

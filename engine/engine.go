@@ -67,6 +67,7 @@ type Engine struct {
 	sumCounter        tokenizer.Counter // counts the summarization request
 	observeCompaction func(result string)
 	bg                *compactor // the background compactions; nil without a summarizer
+	compactions       compactionCounts
 }
 
 // Option configures an Engine.
@@ -291,8 +292,8 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 // withSummary gives req the session's stored summary, if it covers any message: it stands for the
 // history's first messages up to its To, which are not sent.
 func withSummary(req *assembler.Request, sum *store.Summary) {
-	if sum == nil || sum.To <= 0 || loom.IsBlank(sum.Text) {
-		return
+	if sum == nil || sum.To <= 0 || loom.IsBlank(sum.Text) || req.Summary != nil {
+		return // an inline summary (of an inline history) is the caller's
 	}
 	covers := 0
 	for covers < len(req.History) && req.History[covers].Seq > 0 && req.History[covers].Seq <= sum.To {
