@@ -265,6 +265,9 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 			// back further than the budget reaches: they cannot fit.
 			return nil, &assembler.BudgetError{Required: cut.need, Available: cut.budget}
 		}
+		if req.Summary != nil && len(snap.Messages) > 0 {
+			return nil, fmt.Errorf("%w: an inline summary is of an inline history; a stored session's summary is its own (see Compact)", ErrInvalidRequest)
+		}
 		merged, skipped := merge(&req, snap)
 		if skipped > 0 {
 			degraded = append(degraded, Degradation{Source: string(store.SourceHistory),
@@ -293,7 +296,7 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 // history's first messages up to its To, which are not sent.
 func withSummary(req *assembler.Request, sum *store.Summary) {
 	if sum == nil || sum.To <= 0 || loom.IsBlank(sum.Text) || req.Summary != nil {
-		return // an inline summary (of an inline history) is the caller's
+		return // an inline summary is of an inline history: the caller's
 	}
 	covers := 0
 	for covers < len(req.History) && req.History[covers].Seq > 0 && req.History[covers].Seq <= sum.To {
