@@ -498,3 +498,45 @@ func TestRecord_CompactsInTheBackground(t *testing.T) {
 		t.Error("a compaction ran after Close")
 	}
 }
+
+// TestCompact_TwoServersOnEachBackend: two engines over two handles of one SQLite file or one Valkey
+// server, as two Loom servers: while one compacts a session, the other is refused, and the summary the
+// first stores is what both assemble with.
+func TestCompact_TwoServersOnEachBackend(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			s1, s2 := b.openPair(t)
+			blk := &blocking{started: make(chan struct{}), release: make(chan struct{})}
+			e1, _ := testEngine(s1, engine.WithSummarizer(blk, engine.SummarizerConfig{}))
+			e2, _ := testEngine(s2, engine.WithSummarizer(blk, engine.SummarizerConfig{}))
+			compactionAgent(t, s1, loom.DefaultTenant)
+			conversation(t, s1, loom.DefaultTenant, "s", 0, 20)
+			ctx := context.Background()
+			done := make(chan engine.CompactResult, 1)
+			go func() {
+				res, err := e1.Compact(ctx, engine.CompactRequest{Session: "s", Agent: "a"})
+				if err != nil {
+					t.Error(err)
+				}
+				done <- res
+			}()
+			<-blk.started
+			if res, err := e2.Compact(ctx, engine.CompactRequest{Session: "s", Agent: "a", Force: true}); !errors.Is(err, engine.ErrCompactionBusy) {
+				t.Fatalf("the second server: %+v, %v", res, err)
+			}
+			close(blk.release)
+			res := <-done
+			if res.Result != engine.CompactCompacted || blk.calls.Load() != 1 {
+				t.Fatalf("%+v after %d calls", res, blk.calls.Load())
+			}
+			for _, e := range []*engine.Engine{e1, e2} {
+				out, err := e.Assemble(ctx, engine.Request{Agent: "a", Session: "s", Request: assembler.Request{Message: "next"}})
+				if err != nil || out.Report.Summary == nil || out.Report.Summary.To != res.Summary.To {
+					t.Fatalf("%v, %+v", err, out.Report.Summary)
+				}
+			}
+		})
+	}
+}

@@ -83,6 +83,10 @@ func TestSessionCompact(t *testing.T) {
 	if code != 1 || !strings.Contains(out, `"failures":1`) || strings.Contains(out+errOut, "sk-very-secret") {
 		t.Fatalf("a failing summarizer: exit %d\n%s\n%s", code, out, errOut)
 	}
+	out, errOut, code = runLoom(t, "", "session", "summary", "--store", db, "--session", "s")
+	if code != 0 || !strings.Contains(out, `"failures":1`) || !strings.Contains(out, `"last_error":`) {
+		t.Fatalf("session summary: exit %d\n%s\n%s", code, out, errOut)
+	}
 	if _, errOut, code := runLoom(t, "", "session", "compact", "--store", db, "--session", "s", "--summarizer-url", srv.URL); code != exitUsage {
 		t.Fatalf("half a summarizer: exit %d %s", code, errOut)
 	}

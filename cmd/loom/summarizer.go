@@ -102,3 +102,23 @@ func sessionCompact(ctx context.Context, name string, args []string, s streams) 
 		return err
 	})
 }
+
+// sessionSummary prints the session's summary record.
+func sessionSummary(ctx context.Context, name string, args []string, s streams) error {
+	fs, help := newFlagSet(name, sessionUsage, s)
+	sf := addStoreFlags(fs)
+	session := fs.String("session", "", "the session `id`")
+	if err := parseFlags(fs, help, args); err != nil {
+		return err
+	}
+	if err := required(fs, "session"); err != nil {
+		return err
+	}
+	return sf.with(ctx, name, func(st *store.Store) error {
+		sum, err := st.Summary(ctx, *sf.tenant, *session)
+		if err != nil {
+			return err
+		}
+		return writeJSON(s.stdout, sum)
+	})
+}
