@@ -279,9 +279,11 @@ func (e *Engine) compact(ctx context.Context, tenant string, req CompactRequest)
 		return CompactResult{Result: CompactBusy, Summary: latest}, ErrCompactionBusy
 	}
 	// The summarizer runs on the claim's time, not the caller's: a client that goes away does not leave
-	// the claim to expire.
+	// the claim to expire. The engine's Close ends it.
 	sctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), held.ClaimExpires)
 	defer cancel()
+	stop := context.AfterFunc(e.closing, cancel)
+	defer stop()
 	todo := msgs[:cut]
 	for round := 0; len(todo) > 0 && round < maxCompactionRounds; round++ {
 		text, n, err := e.summarizeRound(sctx, plan.policy, held, todo)
@@ -314,6 +316,9 @@ func (e *Engine) compact(ctx context.Context, tenant string, req CompactRequest)
 // compactionFailed records a failed compaction in the summary record, the claim released and the next
 // attempt put off by a backoff that doubles with each failure in a row (30 s, 1 min, ... up to 1 h).
 func (e *Engine) compactionFailed(ctx context.Context, tenant, session string, held store.Summary, cause error) (CompactResult, error) {
+	// Recorded even when ctx is done (the engine closing): the claim is released, not left to expire.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	next := held
 	next.Claim, next.ClaimExpires = "", time.Time{}
 	next.Failures++

@@ -540,3 +540,33 @@ func TestCompact_TwoServersOnEachBackend(t *testing.T) {
 		})
 	}
 }
+
+// TestClose_EndsACompactionUnderWay: Close does not wait for a slow summarizer: it cancels it, and the
+// claim is released with the failure recorded.
+func TestClose_EndsACompactionUnderWay(t *testing.T) {
+	t.Parallel()
+	st := newMemory()
+	started := make(chan struct{})
+	slow := summarize.Func(func(ctx context.Context, req summarize.Request) (string, error) {
+		close(started)
+		<-ctx.Done()
+		return "", ctx.Err()
+	})
+	e, _ := testEngine(st, engine.WithSummarizer(slow, engine.SummarizerConfig{}))
+	compactionAgent(t, st, loom.DefaultTenant)
+	conversation(t, st, loom.DefaultTenant, "s", 0, 20)
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Compact(context.Background(), engine.CompactRequest{Session: "s", Agent: "a"})
+		done <- err
+	}()
+	<-started
+	e.Close()
+	if err := <-done; !errors.Is(err, engine.ErrCompactionFailed) {
+		t.Fatalf("%v", err)
+	}
+	sum, err := st.Summary(context.Background(), loom.DefaultTenant, "s")
+	if err != nil || sum.Claim != "" || sum.Failures != 1 {
+		t.Fatalf("%+v, %v", sum, err)
+	}
+}

@@ -66,7 +66,9 @@ type Engine struct {
 	sumCfg            SummarizerConfig
 	sumCounter        tokenizer.Counter // counts the summarization request
 	observeCompaction func(result string)
-	bg                *compactor // the background compactions; nil without a summarizer
+	bg                *compactor      // the background compactions; nil without a summarizer
+	closing           context.Context // done once Close is called: it ends the compactions under way
+	closed            context.CancelFunc
 	compactions       compactionCounts
 }
 
@@ -92,6 +94,7 @@ func New(s *store.Store, opts ...Option) (*Engine, error) {
 		return nil, fmt.Errorf("%w: nil store", ErrInvalidRequest)
 	}
 	e := &Engine{store: s, sourceTimeout: DefaultSourceTimeout, now: time.Now, embedders: map[string]embed.Embedder{}}
+	e.closing, e.closed = context.WithCancel(context.Background())
 	e.colls, _ = s.Collections()
 	for _, o := range opts {
 		if err := o(e); err != nil {

@@ -87,6 +87,7 @@ func (e *Engine) dropIndex(tenant, collID string) {
 // background compactions) and waits for it; builds and retrievals asked for after it fail with ErrClosed.
 // It does not close the store.
 func (e *Engine) Close() error {
+	e.closed()
 	if e.bg != nil {
 		e.bg.Close()
 	}
