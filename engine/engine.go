@@ -2,6 +2,12 @@
 // configuration, the user's memory, the session's history, tool outputs and pre-retrieved knowledge), merges
 // them with what the request carries inline, and hands the whole to the assembler. Record writes a turn back
 // so that the next assembly sees it.
+//
+// With a summarizer (WithSummarizer), sessions are compacted: once the turns no summary covers cost more
+// than the agent's policy allows (loom.Compaction), the older ones are summarized, with the previous
+// summary, into the session's running summary, in the background after Record (or on demand, Compact).
+// An assembly never waits for it: it sends the latest stored summary in place of the messages it covers,
+// and trims the rest as without one.
 package engine
 
 import (
