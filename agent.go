@@ -67,6 +67,25 @@ type Policy struct {
 	MaxToolOutputTokens int `json:"max_tool_output_tokens,omitempty"`
 	// Margin is kept free when the budget comes from the model's window. 0 means 1% of the window.
 	Margin int `json:"margin,omitempty"`
+
+	// HistoryTrim is how the history is cut when it does not fit: "steps" (the default, [HistoryTrimSteps])
+	// or "turns" ([HistoryTrimTurns]).
+	HistoryTrim string `json:"history_trim,omitempty"`
+	// HistoryFloor is, for "steps", the share (0..1) of the history that fits (the newest turns, as many
+	// as fit its share of the budget: what "turns" keeps) that a cut keeps at least, in tokens: the lower,
+	// the longer the kept history's start stays the same, and the less of its room it uses on average.
+	// 0 means 0.3; 1 cuts as "turns" does.
+	HistoryFloor float64 `json:"history_floor,omitempty"`
+	// KeepToolResults, when positive, keeps the results of the newest that many tool exchanges of the
+	// history as they are and clears the older ones: each becomes a short placeholder that names the tool
+	// and the call and says how many tokens were cleared, its call kept, so that the pair stays valid for
+	// every provider. 0 clears none by age.
+	KeepToolResults int `json:"keep_tool_results,omitempty"`
+	// ClearToolResultsOver, when positive, clears the history's tool results that count more than that many
+	// tokens. With KeepToolResults too, a result is cleared only when both say so: old and long. The latest
+	// tool exchange, which an assembly always keeps, is never cleared, nor is a result that its placeholder
+	// would not make shorter.
+	ClearToolResultsOver int `json:"clear_tool_results_over,omitempty"`
 	// Compaction sets when and how a session's cut turns are summarized, where a summarizer is
 	// configured; nil means the defaults of [Compaction].
 	Compaction *Compaction `json:"compaction,omitempty"`
@@ -91,6 +110,22 @@ type Compaction struct {
 	// MaxSummaryTokens bounds the summary the model writes; 0 means 1000.
 	MaxSummaryTokens int `json:"max_summary_tokens,omitempty"`
 }
+
+// History trims (Policy.HistoryTrim).
+const (
+	// HistoryTrimSteps cuts the history in steps that keep its start fixed over the turns that follow: the
+	// cut is at the first turn (a user or system message) from the roundest position of the session's
+	// messages (their Seq, or their place in the history when they have none: a multiple of the highest
+	// power of two) at or after the oldest message that fits, that still keeps Policy.HistoryFloor of what
+	// fits. The next turns then append to the same prompt, which a provider's prompt cache serves, until
+	// the oldest message kept no longer fits. The messages cut for that, which would have fitted, are
+	// reported with the reason "step". A history whose first message has a Seq over 1 (the newest part of
+	// a longer session, as a store reads it) is cut so even when all of it fits.
+	HistoryTrimSteps = "steps"
+	// HistoryTrimTurns drops the oldest turns, one at a time, until the rest fits: the history uses all of
+	// its room, and its start moves on every turn once it is full.
+	HistoryTrimTurns = "turns"
+)
 
 // RegionPolicy is one optional region's share.
 type RegionPolicy struct {

@@ -18,6 +18,7 @@ import (
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/eval"
 	"github.com/context-loom/loom/ingest"
+	"github.com/context-loom/loom/promptcount"
 	"github.com/context-loom/loom/retriever"
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/store/sqlite"
@@ -76,6 +77,10 @@ var sentinels = map[string]error{
 	"ingest.ErrTooLarge":            ingest.ErrTooLarge,
 	"ingest.ErrNotRegular":          ingest.ErrNotRegular,
 	"ingest.ErrContentType":         ingest.ErrContentType,
+	"promptcount.ErrBody":           promptcount.ErrBody,
+	"promptcount.ErrTooLarge":       promptcount.ErrTooLarge,
+	"promptcount.ErrNotCounted":     promptcount.ErrNotCounted,
+	"promptcount.ErrProviderConfig": promptcount.ErrProviderConfig,
 	"retriever.ErrInvalidChunk":     retriever.ErrInvalidChunk,
 	"retriever.ErrDimensions":       retriever.ErrDimensions,
 	"retriever.ErrInvalidQuery":     retriever.ErrInvalidQuery,
@@ -95,6 +100,7 @@ var sentinels = map[string]error{
 	"tokenizer.ErrUnknownModel":     tokenizer.ErrUnknownModel,
 	"tokenizer.ErrInvalidModel":     tokenizer.ErrInvalidModel,
 	"tokenizer.ErrNoImageRule":      tokenizer.ErrNoImageRule,
+	"tokenizer.ErrSchemaDepth":      tokenizer.ErrSchemaDepth,
 }
 
 // unkinded are the sentinels that are no kind of the caller's business on purpose: a protocol state

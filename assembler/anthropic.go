@@ -42,12 +42,16 @@ func anthropicTool(t Tool) []byte {
 	return b
 }
 
-func (anthropic) render(a *assembly, out *output) {
+func (anthropic) render(a *assembly, out *output) { renderMessages(a, out, FormatAnthropic) }
+
+// renderMessages lays the plan out as a Messages API request, its tools in the shape of the format named
+// (anthropic, or gemini, which writes the request as its own: see gemini.render).
+func renderMessages(a *assembly, out *output, shape string) {
 	stable, l := a.markupLayout()
-	tools := a.tools.rendered("anthropic")
+	tools := a.tools.rendered(shape)
 	out.tools = tools.raw
 	if a.tools != nil { // their JSON and, by a JSON rule, its overhead (Claude's: Anthropic's system prompt for tools): an estimate
-		n := a.toolTokens("anthropic", tools.text).n
+		n := a.toolTokens(shape, tools.text).n
 		if rule := a.model.Tools; !rule.Namespace {
 			n += rule.DefinitionOverhead(len(stable) > 0)
 		}
@@ -67,6 +71,9 @@ func (anthropic) render(a *assembly, out *output) {
 			return
 		}
 		msgs = append(msgs, ChatMessage{Role: role, Blocks: blocks})
+		if role == "assistant" && shape == FormatGemini { // framed as it is sent
+			role = "model"
+		}
 		out.frame(region, role)
 	}
 	// The history's last message ends the conversation when neither context nor a message follows it; an

@@ -24,8 +24,10 @@ import (
 // send in the openai or anthropic format is [ErrNoMessages], and an output that would break another rule
 // of the format's provider is [ErrProviderRule] (see [Format]); all of these wrap ErrInvalidRequest and
 // loom.ErrInvalid. The optional regions share the rest by req.Policy: memory by pinned, then recency; tool
-// outputs newest first, long ones cut head and tail; history trimmed oldest first as a contiguous suffix
-// of whole turns (a tool call stays with its results); knowledge by score, first fit, without duplicates.
+// outputs newest first, long ones cut head and tail; history kept as a contiguous suffix of whole turns (a
+// tool call stays with its results), cut in cache-stable steps or a turn at a time (Policy.HistoryTrim),
+// its older tool results cleared to placeholders as the policy says (Policy.KeepToolResults,
+// Policy.ClearToolResultsOver); knowledge by score, first fit, without duplicates.
 //
 // The result's TotalTokens is the exact count of what it returns (estimated for models without a public
 // tokenizer), per-message overhead included, and never exceeds the budget. The planner costs each item
@@ -81,8 +83,12 @@ type assembly struct {
 	required  []group          // the latest tool exchange, kept whatever it costs
 	contents  []tokenizer.Part // each history message's content, counted once
 
-	keepFrom int        // history: groups[keepFrom:] are kept
-	cited    []*ctxItem // the kept knowledge, in the order it is rendered (see settleKnowledge)
+	keepFrom int // history: groups[keepFrom:] are kept
+	// History cut in steps: groups[stepFrom:stepTo] would have fitted, and were cut to keep the start of
+	// the history where the next turns find it (see stepCut).
+	stepFrom, stepTo int
+	cleared          []int32    // the history's tool results cleared to a placeholder, newest first (see clearToolResults)
+	cited            []*ctxItem // the kept knowledge, in the order it is rendered (see settleKnowledge)
 	// Knowledge kept so far, for finding duplicates: only items about to be kept are compared, so an
 	// assembly does not read every candidate's text.
 	dedup   *dedup   // from a pool: see release
@@ -107,6 +113,7 @@ type assembly struct {
 	// rendering (nil: none).
 	messageParts    int
 	messageRendered *renderedParts
+	urlTypes        map[string]string // the media type of each image by URL that has one
 }
 
 // ctxItem is one rendered item of the memory, tool output or knowledge region.
@@ -163,6 +170,12 @@ func newAssembly(req *Request) (*assembly, error) {
 	model, err := tokenizer.ForModel(name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	if _, ok := f.(interface{ estimates() }); ok {
+		// The format's provider (Gemini) counts with a tokenizer that is not public: its counts are the
+		// estimator's whatever the model, its rule for tools their JSON (without another provider's
+		// overhead), and its images cost what Gemini bills for them.
+		model.Encoding, model.Tools, model.Image = "", tokenizer.ToolRule{}, tokenizer.GeminiImageRule()
 	}
 	a.model = model
 	a.m = tokenizer.NewMeter(model.Counter())
@@ -261,15 +274,25 @@ func (a *assembly) plan(ctx context.Context) (*output, error) {
 	// Fill each region within its share, then offer what is left to them again, by priority. No region is
 	// ever offered more than what is left of available (room), which only shrinks: a count stopped at the
 	// room is never needed again.
+	// A history cut in steps is filled once, within its share, and cut there (see stepCut): the rest of
+	// what is left goes to the other regions, and what the cut frees is there for the regions filled after
+	// it.
+	steps := a.policy.HistoryTrim == HistoryTrimSteps
 	var used regionTokens
 	for pass := range 2 {
 		for _, r := range a.policy.Regions {
 			room := max(available-sumValues(used), 0)
 			limit := a.alloc[r.Name]
 			if pass == 1 {
+				if steps && r.Name == RegionHistory {
+					continue
+				}
 				limit = used[r.Name] + room
 			}
 			used[r.Name] = a.fill(r.Name, limit, used[r.Name], room)
+			if steps && r.Name == RegionHistory {
+				used[r.Name] = a.stepCut(used[r.Name])
+			}
 		}
 	}
 
@@ -348,6 +371,85 @@ func (a *assembly) fill(region Region, limit, used, room int) int {
 		}
 		return used
 	}
+}
+
+// stepCut moves the start of the kept history (keepFrom, set by fill: the oldest turn that fits) on to
+// the roundest position past it (see loom.HistoryTrimSteps) that keeps at least the policy's floor of
+// used, what the history that fits costs, and returns what the history then costs. The floor is a share
+// of what fits rather than of the history's share of the budget, which depends on how much history the
+// request holds: a store's window of the newest messages, which holds all that fits, gets the cut the
+// whole session would. The cut starts a turn (a user or system message), so that the history starts as a
+// provider takes it; with none that keeps the floor, keepFrom stays where it is.
+//
+// A position is the message's Seq, or one more than the message's before it when its Seq is not more
+// than that (a history given inline has none): the same message has the same position on every turn of
+// a session, so the next turns find the same cut until the oldest message kept no longer fits. A history
+// whose first message has a Seq over 1 is the newest part of a session whose older messages were left
+// out (a store's window): it is cut in steps even when all of it fits, so that the start of what is
+// kept does not move with the window.
+func (a *assembly) stepCut(used int) int {
+	from := a.keepFrom
+	a.stepFrom, a.stepTo = from, from
+	h := a.req.History
+	if from >= len(a.groups) || from == 0 && (len(h) == 0 || h[0].Seq <= 1) {
+		return used // nothing optional is kept, or all the session's history fits
+	}
+	floor := int(a.policy.HistoryFloor * float64(used))
+	var pos int64 // the position of h[i-1] as the walk reaches i
+	i := 0
+	position := func(to int) int64 { // the position of h[to], to >= i
+		for ; i <= to; i++ {
+			if h[i].Seq > pos {
+				pos = h[i].Seq
+			} else {
+				pos++
+			}
+		}
+		return pos
+	}
+	startsTurn := func(g *group) bool {
+		role := a.msgs(g)[0].Role
+		return role == "user" || role == "system"
+	}
+	first := position(int(a.groups[from].first))
+	best, bestKept := -1, 0
+	// For steps P = 1, 2, 4, ...: the cut at the first turn at or after the first multiple of P from
+	// first. The larger P, the later the cut, and the less it keeps.
+	j, kept := from, used // the walk: groups[j] and what keeping from it costs
+	jPos := first
+	for step := int64(1); step > 0; step <<= 1 {
+		bound := (first + step - 1) / step * step
+		for j < len(a.groups) && (jPos < bound || !startsTurn(&a.groups[j])) {
+			kept -= a.groupCost(&a.groups[j])
+			j++
+			if j < len(a.groups) {
+				jPos = position(int(a.groups[j].first))
+			}
+		}
+		if j >= len(a.groups) || kept < floor {
+			break
+		}
+		best, bestKept = j, kept
+	}
+	if best < 0 {
+		return used
+	}
+	a.keepFrom, a.stepTo = best, best
+	return bestKept
+}
+
+// groupOf returns the index in groups of the optional group that holds history[k], len(groups) for none.
+func (a *assembly) groupOf(k int) int {
+	i, _ := slices.BinarySearchFunc(a.groups, int32(k), func(g group, k int32) int {
+		if g.first+g.n <= k {
+			return -1
+		}
+		if g.first > k {
+			return 1
+		}
+		return 0
+	})
+	return i
 }
 
 // demand returns what region's candidates cost, but at most upTo (at most room): it costs them in the
@@ -498,24 +600,31 @@ func sumValues(m regionTokens) int {
 // result builds the Result of a verified rendering.
 func (a *assembly) result(out *output) *Result {
 	res := &Result{
-		Format:      wireName(a.f),
-		Model:       a.model.Name,
-		Encoding:    a.model.Encoding,
-		Budget:      a.budget,
-		TotalTokens: out.total,
-		Exact:       a.model.Exact(),
-		Messages:    out.messages,
-		System:      out.system,
-		Tools:       slices.Clone(out.tools), // the bytes are the tool set's: see Result.Tools
-		Text:        out.text,
-		Context:     out.context,
-		Citations:   []Reference{},
+		Format:            wireName(a.f),
+		Model:             a.model.Name,
+		Encoding:          a.model.Encoding,
+		Budget:            a.budget,
+		TotalTokens:       out.total,
+		Exact:             a.model.Exact(),
+		Messages:          out.messages,
+		System:            out.system,
+		Tools:             slices.Clone(out.tools), // the bytes are the tool set's: see Result.Tools
+		Text:              out.text,
+		Instructions:      out.instructions,
+		Input:             out.input,
+		SystemInstruction: out.systemInstruction,
+		Contents:          out.contents,
+		Context:           out.context,
+		Citations:         []Reference{},
 	}
 	if !a.model.Exact() {
 		res.Encoding = "estimate"
 	}
 	sum := sha256.Sum256([]byte(out.prefix))
 	res.PrefixHash = hex.EncodeToString(sum[:16])
+	if res.Format == FormatOpenAI || res.Format == FormatResponses {
+		res.PromptCacheKey = promptCacheKey(a.req.CacheScope, sum)
+	}
 	res.Citations = make([]Reference, len(a.cited))
 	for i, it := range a.cited {
 		res.Citations[i] = *it.ref
@@ -540,7 +649,11 @@ func (a *assembly) result(out *output) *Result {
 	}
 	add(RegionInstructions, used[RegionInstructions], used[RegionInstructions], a.instructionIDs, a.dropped[RegionInstructions])
 	toolNames := make([]string, 0, len(a.req.Tools))
-	for _, t := range a.req.Tools {
+	var tools []Tool // in the order they are rendered
+	if a.tools != nil {
+		tools = a.tools.canonical
+	}
+	for _, t := range tools {
 		toolNames = append(toolNames, t.Function.Name)
 	}
 	add(RegionTools, used[RegionTools], used[RegionTools], toolNames, a.dropped[RegionTools])
@@ -571,13 +684,22 @@ func (a *assembly) result(out *output) *Result {
 				case i >= a.keepFrom:
 					included = g.appendIDs(included)
 				case !g.orphaned: // an orphaned turn is reported so already
+					reason := ReasonBudget
+					if i >= a.stepFrom && i < a.stepTo {
+						reason = ReasonStep
+					}
 					for j := range g.n {
-						drops = append(drops, Dropped{ID: historyID(int(g.first + j)), Reason: ReasonBudget})
+						drops = append(drops, Dropped{ID: historyID(int(g.first + j)), Reason: reason})
 					}
 				}
 			}
 			for _, g := range a.required {
 				included = g.appendIDs(included)
+			}
+			for _, k := range slices.Backward(a.cleared) { // the kept ones, oldest first
+				if i := a.groupOf(int(k)); i >= a.keepFrom {
+					drops = append(drops, Dropped{ID: historyID(int(k)), Reason: ReasonCleared})
+				}
 			}
 		} else {
 			items := a.items(r.Name)
@@ -660,4 +782,13 @@ func PromptBudget(model tokenizer.Model, maxTokens, reserveOutput, margin int) (
 		return 0, fmt.Errorf("%w: reserve_output %d leaves no room in %s's window of %d", ErrInvalidRequest, reserveOutput, model.Name, model.ContextWindow)
 	}
 	return budget, nil
+}
+
+// promptCacheKey is Result.PromptCacheKey of the scope and the stable prefix's SHA-256.
+func promptCacheKey(scope string, prefix [sha256.Size]byte) string {
+	h := sha256.New()
+	h.Write([]byte("loom prompt_cache_key 1\x00"))
+	h.Write([]byte(strconv.Itoa(len(scope)) + ":" + scope))
+	h.Write(prefix[:])
+	return "loom-" + hex.EncodeToString(h.Sum(nil)[:16])
 }

@@ -654,6 +654,15 @@ func FuzzAssembleRequest(f *testing.F) {
 	images.MessageParts = []loom.Part{sizedURLPart(2048, 4096, "")}
 	seed, _ = json.Marshal(images)
 	f.Add(seed)
+	for _, format := range []string{FormatResponses, FormatGemini} {
+		images.Format = format
+		seed, _ = json.Marshal(images)
+		f.Add(seed)
+		tools := toolConversation()
+		tools.Format = format
+		seed, _ = json.Marshal(tools)
+		f.Add(seed)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var req Request
 		if json.Unmarshal(data, &req) != nil {
@@ -710,6 +719,16 @@ func FuzzAssembleRequest(f *testing.F) {
 		if res.Format == FormatAnthropic && res.Exact {
 			if got := anthropicCount(t, res); got != res.TotalTokens {
 				t.Fatalf("TotalTokens %d, recount %d", res.TotalTokens, got)
+			}
+		}
+		if res.Format == FormatResponses && res.Encoding != "estimate" {
+			if got := responsesCount(t, res); got != res.TotalTokens {
+				t.Fatalf("responses: TotalTokens %d, recount %d", res.TotalTokens, got)
+			}
+		}
+		if res.Format == FormatGemini {
+			if got := geminiCount(t, res); got != res.TotalTokens {
+				t.Fatalf("gemini: TotalTokens %d, recount %d", res.TotalTokens, got)
 			}
 		}
 		if f, err := FormatByName(res.Format); err == nil {

@@ -82,9 +82,18 @@ func BenchmarkAssembleRequest(b *testing.B) {
 	for _, tc := range []struct {
 		name          string
 		cached, tools bool
-	}{{"counts-cached", true, false}, {"counts-cached-20-tools", true, true}, {"counted-from-scratch", false, false}} {
+		trim          string // the history's trim ("": the default, steps)
+	}{
+		{"counts-cached", true, false, ""}, {"counts-cached-20-tools", true, true, ""}, {"counted-from-scratch", false, false, ""},
+		// Cut a turn at a time: the plan of the assembler before it cut in steps, which keeps more history
+		// and less knowledge.
+		{"counts-cached-turns", true, false, HistoryTrimTurns}, {"counted-from-scratch-turns", false, false, HistoryTrimTurns},
+	} {
 		b.Run(tc.name, func(b *testing.B) {
 			req := benchRequest(b, tc.cached)
+			if tc.trim != "" {
+				req.Policy = &Policy{HistoryTrim: tc.trim}
+			}
 			if tc.tools {
 				// The budget grows by what the tools take, so that the rest of the plan is the same.
 				req.Tools = benchTools()
@@ -224,7 +233,7 @@ func BenchmarkAssembleTools(b *testing.B) {
 // its provider's rules, on the benchmark request's verified rendering with the whole history kept (500
 // messages), so that its share of BenchmarkAssembleRequest can be read beside it.
 func BenchmarkFormatCheck(b *testing.B) {
-	for _, format := range []Format{OpenAI, Anthropic} {
+	for _, format := range []Format{OpenAI, Anthropic, Responses, Gemini} {
 		b.Run(format.Name(), func(b *testing.B) {
 			req := benchRequest(b, true)
 			req.MaxTokens, req.Formatter = 110000, format
@@ -238,12 +247,33 @@ func BenchmarkFormatCheck(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if len(out.messages) < 250 {
-				b.Fatalf("%d messages", len(out.messages))
+			if n := len(out.messages) + len(out.input) + len(out.contents); n < 250 {
+				b.Fatalf("%d messages", n)
 			}
 			b.ReportAllocs()
 			for b.Loop() {
 				if err := format.check(a, out); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAssembleFormats is BenchmarkAssembleRequest's request (counts cached, 20 tools) in each format
+// of Loom's markup, so that what a format's rendering costs can be read beside the others'.
+func BenchmarkAssembleFormats(b *testing.B) {
+	for _, format := range []Format{OpenAI, Responses, Anthropic, Gemini, Text} {
+		b.Run(format.Name(), func(b *testing.B) {
+			req := benchRequest(b, true)
+			req.Tools, req.Formatter = benchTools(), format
+			req.MaxTokens += 2000
+			if _, err := AssembleRequest(context.Background(), req); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := AssembleRequest(context.Background(), req); err != nil {
 					b.Fatal(err)
 				}
 			}

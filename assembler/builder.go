@@ -113,7 +113,7 @@ func (b *Builder) Build(ctx context.Context) (*Built, error) {
 
 // builderPolicy gives the builder's conversation all that the instruction and knowledge leave.
 func builderPolicy() *Policy {
-	return &Policy{Regions: []RegionPolicy{{Name: RegionHistory, Priority: 1, MaxShare: 1}}}
+	return &Policy{Regions: []RegionPolicy{{Name: RegionHistory, Priority: 1, MaxShare: 1}}, HistoryTrim: HistoryTrimTurns}
 }
 
 // passThrough is Build without a budget: Phronomy's build, which passes the messages through unchanged,

@@ -69,6 +69,7 @@ func cookbookPolicy() Policy {
 		{Name: RegionHistory, Priority: 3, MaxShare: 1},
 		{Name: RegionToolOutputs, Priority: 4, MaxShare: 1},
 	}
+	p.HistoryTrim = HistoryTrimTurns // as the cookbook trims: the oldest first, while it does not fit
 	return p
 }
 

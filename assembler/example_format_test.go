@@ -2,6 +2,7 @@ package assembler_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/context-loom/loom"
@@ -30,7 +31,7 @@ func ExampleFormatByName() {
 	// anthropic true
 	// system: "Be brief."
 	// user: "Hi!"
-	// assembler: unknown format "html" (known: openai, anthropic, text)
+	// assembler: unknown format "html" (known: openai, responses, anthropic, gemini, text)
 }
 
 // The cookbook format lays a request out as the Valkey cookbook's assemble_context does: the agent's
@@ -61,4 +62,60 @@ func ExampleCookbook() {
 	// system: "Tool 'check_account' returned: <tool_output trusted=\"false\">\n{&quot;plan&quot;: &quot;free&quot;}\n</tool_output>"
 	// user: "How much does premium cost?"
 	// openai 139
+}
+
+// The responses format writes an OpenAI Responses API request: the instructions, and input items, a
+// tool call and its result paired by call_id; the result carries the prompt_cache_key to send with it.
+func ExampleFormatByName_responses() {
+	res, err := assembler.AssembleRequest(context.Background(), &assembler.Request{
+		Format: assembler.FormatResponses, Instructions: "Be brief.", CacheScope: assembler.CacheScope("acme", "helper"),
+		History: []assembler.Message{
+			{Role: "user", Content: "Weather in Paris?"},
+			{Role: "assistant", ToolCalls: []assembler.ToolCall{{ID: "c1", Type: "function", Function: assembler.ToolCallFunction{Name: "weather", Arguments: `{"city":"Paris"}`}}}},
+			{Role: "tool", ToolCallID: "c1", Content: "sunny"},
+		}})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("instructions: %q\n", res.Instructions)
+	for _, it := range res.Input {
+		b, _ := json.Marshal(it)
+		fmt.Println(string(b))
+	}
+	fmt.Println(len(res.PromptCacheKey))
+	// Output:
+	// instructions: "Be brief."
+	// {"type":"message","role":"user","content":[{"type":"input_text","text":"Weather in Paris?"}]}
+	// {"type":"function_call","call_id":"c1","name":"weather","arguments":"{\"city\":\"Paris\"}"}
+	// {"type":"function_call_output","call_id":"c1","output":"sunny"}
+	// 37
+}
+
+// The gemini format writes a Gemini generateContent request: the systemInstruction, and contents of the
+// user and the model, a function call answered by a functionResponse in the user's turn after it. Its
+// counts are estimates.
+func ExampleFormatByName_gemini() {
+	res, err := assembler.AssembleRequest(context.Background(), &assembler.Request{
+		Format: assembler.FormatGemini, Model: "gemini-2.5-flash", Instructions: "Be brief.", Message: "Thanks!",
+		History: []assembler.Message{
+			{Role: "user", Content: "Weather in Paris?"},
+			{Role: "assistant", ToolCalls: []assembler.ToolCall{{ID: "c1", Type: "function", Function: assembler.ToolCallFunction{Name: "weather", Arguments: `{"city":"Paris"}`}}}},
+			{Role: "tool", ToolCallID: "c1", Content: "sunny"},
+		}})
+	if err != nil {
+		panic(err)
+	}
+	b, _ := json.Marshal(res.SystemInstruction)
+	fmt.Println(string(b))
+	for _, c := range res.Contents {
+		b, _ := json.Marshal(c)
+		fmt.Println(string(b))
+	}
+	fmt.Println(res.Exact, res.Encoding)
+	// Output:
+	// {"parts":[{"text":"Be brief."}]}
+	// {"role":"user","parts":[{"text":"Weather in Paris?"}]}
+	// {"role":"model","parts":[{"functionCall":{"id":"c1","name":"weather","args":{"city":"Paris"}}}]}
+	// {"role":"user","parts":[{"functionResponse":{"id":"c1","name":"weather","response":{"output":"sunny"}}},{"text":"Thanks!"}]}
+	// false estimate
 }

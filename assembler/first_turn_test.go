@@ -53,7 +53,7 @@ func TestAssemble_ToolExchangeWithoutAUserTurn(t *testing.T) {
 	t.Parallel()
 	call := Message{Role: "assistant", ToolCalls: []ToolCall{{ID: "c1", Type: "function", Function: ToolCallFunction{Name: "lookup", Arguments: `{"q":"x"}`}}}}
 	result := Message{Role: "tool", ToolCallID: "c1", Content: "found it"}
-	for _, format := range []string{FormatOpenAI, FormatAnthropic, FormatText} {
+	for _, format := range []string{FormatOpenAI, FormatAnthropic, FormatText, FormatResponses, FormatGemini} {
 		for _, message := range []string{"", "What did you find?"} {
 			for _, history := range [][]Message{
 				{call, result},

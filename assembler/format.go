@@ -16,13 +16,14 @@ import (
 // names), and an output that breaks one is an error wrapping [ErrProviderRule] rather than a request the
 // provider would refuse: see each format's variable for the rules, and what it does to keep them.
 //
-// The formats are [OpenAI], [Anthropic], [Text] and the Valkey cookbook's layout, [Cookbook]. A request
-// names one of the first three by Request.Format ([FormatByName]); a Go caller may pass any as
+// The formats are [OpenAI], [Responses], [Anthropic], [Gemini], [Text] and the Valkey cookbook's layout,
+// [Cookbook]. A request names one of the first five by Request.Format ([FormatByName]); a Go caller may pass any as
 // Request.Formatter (engine's cookbook preset passes a Cookbook). The interface is the assembler's own: a
 // format costs its items with the assembler's memoized counts, which are not exported, so no other package
 // implements it.
 type Format interface {
-	// Name is the format's name: "openai", "anthropic", "text" or "cookbook". Result.Format reports it, but
+	// Name is the format's name: "openai", "responses", "anthropic", "gemini", "text" or "cookbook".
+	// Result.Format reports it, but
 	// for the cookbook's, which are OpenAI's messages ("openai").
 	Name() string
 
@@ -77,20 +78,48 @@ var (
 	// parts are lines of its turn after its content, an image written ImagePlaceholder ("[image]"), as
 	// the Cookbook format writes them too.
 	Text Format = textFormat{}
+	// Responses renders an OpenAI Responses API request (Result.Instructions, Input and Tools): the
+	// instructions and pinned memory are its instructions; the history, the context (a system message)
+	// and the user's message its input items: messages of input_text and input_image parts (the user's and
+	// the system's) and of output_text (the assistant's), a function_call item per tool call, and a
+	// function_call_output per result, right after the calls, paired by call_id; the tools are function
+	// tools in the Responses API's flat shape, strict said (false unless the tool is), for the API's
+	// default is strict. A history message's name is not sent (no input item has one), nor a text of white
+	// space beside tool calls or content parts. It is counted as the openai format counts Chat
+	// Completions' messages, which the model reads alike. A request with nothing to send is
+	// [ErrNoMessages].
+	Responses Format = responses{}
+	// Gemini renders a Gemini API generateContent request (Result.SystemInstruction, Contents and
+	// Tools): the instructions and pinned memory are the systemInstruction; the history, the context and
+	// the user's message are contents of the user and the model that alternate, laid out as the anthropic
+	// format lays its turns out (the context and the message in the last user turn, white space not sent
+	// where the Messages API would refuse it), with text parts, images as inlineData (their bytes) or
+	// fileData (their URL, which then needs its media type), a functionCall per tool call and a
+	// functionResponse ({"output": result}) per result, first in the user turn after the calls, paired by
+	// the call's id and the function's name; the tools are one tool of functionDeclarations, each one's
+	// schema as parametersJsonSchema. Gemini's tokenizer is not public: the format counts with the
+	// estimator whatever the model (its window still sets the budget), an image by Gemini's rule
+	// (tokenizer.ImageGeminiTiles), and the result is not Exact. A
+	// request with no content to send is [ErrNoMessages].
+	Gemini Format = gemini{}
 )
 
-// FormatByName returns the format that name names: "openai" ("" too), "anthropic" or "text". Another name
-// is an error wrapping ErrUnknownFormat.
+// FormatByName returns the format that name names: "openai" ("" too), "responses", "anthropic", "gemini"
+// or "text". Another name is an error wrapping ErrUnknownFormat.
 func FormatByName(name string) (Format, error) {
 	switch name {
 	case "", FormatOpenAI:
 		return OpenAI, nil
+	case FormatResponses:
+		return Responses, nil
 	case FormatAnthropic:
 		return Anthropic, nil
+	case FormatGemini:
+		return Gemini, nil
 	case FormatText:
 		return Text, nil
 	}
-	return nil, fmt.Errorf("%w %q (known: openai, anthropic, text)", ErrUnknownFormat, name)
+	return nil, fmt.Errorf("%w %q (known: openai, responses, anthropic, gemini, text)", ErrUnknownFormat, name)
 }
 
 // wireName is the name Result.Format reports for f: the shape of its messages, which is the cookbook
@@ -133,8 +162,15 @@ type output struct {
 	tools    []json.RawMessage
 	text     string
 	context  string
-	prefix   string // the stable prefix, hashed into Result.PrefixHash
-	total    int
+	// The Responses API's instructions and input (see Responses), and generateContent's systemInstruction
+	// and contents (see Gemini).
+	instructions      string
+	input             []InputItem
+	systemInstruction *GeminiContent
+	contents          []GeminiContent
+	stableFirst       bool   // the first of messages is the stable prefix's system message (openai)
+	prefix            string // the stable prefix, hashed into Result.PrefixHash
+	total             int
 	// used is what each region uses of total, as far as the output knows it; the texts in shared hold
 	// more than one region, and are split among them only when the output is reported (see regionsUsed).
 	used   regionTokens

@@ -107,7 +107,7 @@ func TestFormat_RenderDoesNotChangeThePlan(t *testing.T) {
 }
 
 // testFormats are the formats every property test covers.
-var testFormats = []Format{OpenAI, Anthropic, Text, &Cookbook{}, &Cookbook{Agent: &loom.Agent{Instructions: "You help.", Constraints: "Be brief."}}}
+var testFormats = []Format{OpenAI, Anthropic, Text, &Cookbook{}, &Cookbook{Agent: &loom.Agent{Instructions: "You help.", Constraints: "Be brief."}}, Responses, Gemini}
 
 // inFormat makes req a request in format: the cookbook format takes no tools.
 func inFormat(req *Request, format Format) {

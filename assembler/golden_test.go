@@ -150,8 +150,14 @@ func TestAssemble_MatchesGolden(t *testing.T) {
 		corpus = append(corpus, string(data))
 	}
 	r := rand.New(rand.NewPCG(7, 8))
+	// Under the race detector the first sweep(300) requests are assembled and held to their lines: the
+	// requests come from one seeded source, in order, so they are the same requests.
+	n := 300
+	if !*update {
+		n = sweep(300)
+	}
 	var got []string
-	for i := range 300 {
+	for i := range n {
 		req := goldenRequest(r, corpus)
 		res, err := AssembleRequest(context.Background(), req)
 		got = append(got, fmt.Sprintf("%d %s", i, goldenLine(res, err)))
@@ -182,9 +188,10 @@ func TestAssemble_MatchesGolden(t *testing.T) {
 	for s := bufio.NewScanner(f); s.Scan(); {
 		want = append(want, s.Text())
 	}
-	if len(want) != len(got) {
-		t.Fatalf("%d golden lines, %d results", len(want), len(got))
+	if len(want) != 300 {
+		t.Fatalf("%d golden lines, want 300", len(want))
 	}
+	want = want[:len(got)]
 	bad := 0
 	for i := range got {
 		if got[i] != want[i] {
@@ -211,7 +218,7 @@ func TestAssemble_ConcurrentCallsMatchSequential(t *testing.T) {
 		corpus = append(corpus, string(data))
 	}
 	r := rand.New(rand.NewPCG(9, 10))
-	reqs := make([]*Request, 60)
+	reqs := make([]*Request, max(sweep(60), 24)) // 4 workers over 24 requests still overlap under the race detector
 	want := make([]string, len(reqs))
 	for i := range reqs {
 		reqs[i] = goldenRequest(r, corpus)

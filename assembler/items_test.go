@@ -51,7 +51,7 @@ func TestAssemble_ItemsRenderAsTagWritesThem(t *testing.T) {
 	r := rand.New(rand.NewPCG(41, 42))
 	cachedKept := 0
 	for n := range 300 {
-		format := []Format{OpenAI, Anthropic, Text}[n%3]
+		format := []Format{OpenAI, Anthropic, Text, Responses, Gemini}[n%5]
 		req := &Request{Model: []string{"gpt-4o", "gpt-4"}[r.IntN(2)], Instructions: "Answer.", Message: "What now?",
 			MaxTokens: 150 + r.IntN(600), Formatter: format}
 		cached := map[string]bool{}
@@ -131,6 +131,20 @@ func TestAssemble_ItemsRenderAsTagWritesThem(t *testing.T) {
 			if last := res.Messages[len(res.Messages)-1]; len(last.Blocks) == 2 {
 				ctx = last.Blocks[0].Text
 			}
+		case Responses:
+			if len(res.Input) == 2 {
+				ctx = res.Input[0].Content[0].Text
+			}
+			if got := responsesCount(t, res); got != res.TotalTokens {
+				t.Fatalf("responses: TotalTokens %d, recount %d", res.TotalTokens, got)
+			}
+		case Gemini:
+			if last := res.Contents[len(res.Contents)-1]; len(last.Parts) == 2 {
+				ctx = last.Parts[0].Text
+			}
+			if got := geminiCount(t, res); got != res.TotalTokens {
+				t.Fatalf("gemini: TotalTokens %d, recount %d", res.TotalTokens, got)
+			}
 		case Text:
 			body, _ := strings.CutPrefix(res.Text, req.Instructions+"\n\n")
 			ctx = strings.TrimSuffix(body[:strings.Index(body, "User: "+req.Message)], "\n\n")
@@ -198,8 +212,8 @@ func TestAssemble_KnowledgeCostsAreTheirCounts(t *testing.T) {
 	r := rand.New(rand.NewPCG(43, 44))
 	starts := []string{"", "/" + strings.Repeat("x", 80), strings.Repeat("中", 40), strings.Repeat("ab", 50) + "<"}
 	costed := 0
-	for n := range 300 {
-		format := []Format{OpenAI, Anthropic, Text}[n%3]
+	for n := range sweep(300) {
+		format := []Format{OpenAI, Anthropic, Text, Responses, Gemini}[n%5]
 		req := &Request{Model: []string{"gpt-4o", "gpt-4"}[r.IntN(2)], Message: "q", MaxTokens: 60 + r.IntN(400), Formatter: format}
 		for i := range 1 + r.IntN(8) {
 			k := Knowledge{ID: fmt.Sprint("k", i), Content: starts[r.IntN(len(starts))] + itemText(r) + " " + itemText(r), Score: r.Float64()}
@@ -234,7 +248,7 @@ func TestAssemble_KnowledgeCostsAreTheirCounts(t *testing.T) {
 			}
 		}()
 	}
-	if costed < 300 {
+	if costed < sweep(300) {
 		t.Errorf("only %d items costed: the test proves little", costed)
 	}
 }

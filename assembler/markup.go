@@ -8,7 +8,8 @@ import (
 	"github.com/context-loom/loom/tokenizer"
 )
 
-// markup is the planning that the formats writing Loom's own layout share (openai, anthropic, text): the
+// markup is the planning that the formats writing Loom's own layout share (openai, responses, anthropic,
+// gemini, text): the
 // policy's defaults, the history's turns, each item in its tag of Loom's context markup, a history that
 // starts with the user, knowledge numbered by its markers. Each of them embeds it and adds its body rule,
 // its turn cost and its rendering.

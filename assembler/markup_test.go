@@ -163,7 +163,7 @@ func checkTag(t *testing.T, out, name, text string, attrs ...string) {
 func TestTag_UntrustedTextNeverForgesStructure(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(11, 12))
-	for range 3000 {
+	for range sweep(3000) {
 		text, tool, typ, source := hostile(r), hostile(r), hostile(r), hostile(r)
 		checkTag(t, Tag("tool_output", text, "tool", tool, "trusted", "false"), "tool_output", text, "tool", tool, "trusted", "false")
 		trusted := r.IntN(2) == 0
@@ -300,7 +300,7 @@ func TestTags_OneRendererPerKind(t *testing.T) {
 func TestAssemble_UntrustedTextNeverForgesMarkup(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(13, 14))
-	for n := range 300 {
+	for n := range sweep(300) {
 		req := &Request{Model: "gpt-4o", MaxTokens: 60000, Instructions: "Answer from the context.", Message: "What now?",
 			Format: []string{FormatOpenAI, FormatAnthropic}[n%2]}
 		for i := range r.IntN(4) {

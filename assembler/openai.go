@@ -58,12 +58,13 @@ func (openAI) turnCost(a *assembly, msg *Message, content []tokenizer.Part) int 
 	return n
 }
 
-func (openAI) render(a *assembly, out *output) {
+func (openAI) render(a *assembly, out *output) { renderChat(a, out, FormatOpenAI) }
+
+// renderChat lays the plan out as Chat Completions messages, its tools in the shape of the format named
+// (openai, or responses, which writes the messages as its input: see responses.render).
+func renderChat(a *assembly, out *output, shape string) {
 	stable, l := a.markupLayout()
-	var tools renderedTools
-	if a.tools != nil {
-		tools = a.tools.openai
-	}
+	tools := a.tools.rendered(shape)
 	out.tools = tools.raw
 	n := 3
 	for _, g := range l.history {
@@ -93,6 +94,7 @@ func (openAI) render(a *assembly, out *output) {
 			pad = false
 		}
 		out.messages = append(out.messages, ChatMessage{Role: "system", Content: text})
+		out.stableFirst = true
 	}
 	for gi := range l.history {
 		g := &l.history[gi]
@@ -131,14 +133,16 @@ func (openAI) render(a *assembly, out *output) {
 		out.messages = append(out.messages, ChatMessage{Role: "system", Content: l.ctxText})
 	}
 	if a.tools != nil {
+		// The tool choice, as the rule counts it (tokenizer.ToolRule.ChoiceTokens).
+		choice, choiceExact := rule.ChoiceTokens(a.m, a.req.ToolChoice.Mode, a.req.ToolChoice.Function)
 		if rule.Namespace {
 			c := a.toolTokens("namespace", "")
-			out.addTokens(RegionTools, c.n+rule.DefinitionOverhead(hasSystem))
-			if !c.known || !rule.Exact {
+			out.addTokens(RegionTools, c.n+rule.DefinitionOverhead(hasSystem)+choice)
+			if !c.known || !rule.Exact || !choiceExact {
 				out.estimate(RegionTools)
 			}
 		} else { // their JSON and the rule's overhead (Anthropic's system prompt for tools): an estimate
-			out.addTokens(RegionTools, a.toolTokens("openai", tools.text).n+rule.DefinitionOverhead(hasSystem))
+			out.addTokens(RegionTools, a.toolTokens(shape, tools.text).n+rule.DefinitionOverhead(hasSystem)+choice)
 			out.estimate(RegionTools)
 		}
 	}

@@ -3,6 +3,8 @@ package assembler
 import (
 	"encoding/base64"
 	"fmt"
+	"net/url"
+	"path"
 	"strings"
 
 	"github.com/context-loom/loom"
@@ -45,7 +47,7 @@ type ImageSource struct {
 // sendsImages reports whether f sends a message's images as images; the others write ImagePlaceholder.
 func sendsImages(f Format) bool {
 	switch f.(type) {
-	case openAI, anthropic:
+	case openAI, anthropic, responses, gemini:
 		return true
 	}
 	return false
@@ -112,6 +114,11 @@ func (a *assembly) renderParts(content string, parts []loom.Part, what string) (
 			data := base64.StdEncoding.EncodeToString(im.Data)
 			mt := im.ContentType()
 			url, source = "data:"+mt+";base64,"+data, ImageSource{Type: "base64", MediaType: mt, Data: data}
+		} else if mt := urlMediaType(im); mt != "" { // for the gemini format's fileData
+			if a.urlTypes == nil {
+				a.urlTypes = map[string]string{}
+			}
+			a.urlTypes[im.URL] = mt
 		}
 		r.openAI = append(r.openAI, ContentPart{Type: "image_url", ImageURL: ImageURL{URL: url, Detail: im.Detail}})
 		r.blocks = append(r.blocks, Block{Type: "image", Source: source})
@@ -212,4 +219,27 @@ func hasImage(parts []loom.Part) bool {
 		}
 	}
 	return false
+}
+
+// urlMediaType is the media type of an image by URL: its MediaType, or the one its path's extension
+// names (.png, .jpg or .jpeg, .gif, .webp); "" if neither says.
+func urlMediaType(im *loom.Image) string {
+	if mt := im.ContentType(); mt != "" {
+		return mt
+	}
+	u, err := url.Parse(im.URL)
+	if err != nil {
+		return ""
+	}
+	switch strings.ToLower(path.Ext(u.Path)) {
+	case ".png":
+		return "image/png"
+	case ".jpg", ".jpeg":
+		return "image/jpeg"
+	case ".gif":
+		return "image/gif"
+	case ".webp":
+		return "image/webp"
+	}
+	return ""
 }

@@ -258,10 +258,12 @@ func TestAssemble_ImagesPropertyTotalIsAnIndependentCount(t *testing.T) {
 		FormatAnthropic: {"claude-sonnet-4-5", "claude-3-5-haiku"},
 		FormatText:      {"gpt-4o", "gpt-4"},
 		FormatCookbook:  {"gpt-4o", "gpt-3.5-turbo"},
+		FormatResponses: {"gpt-4o", "gpt-4.1-mini", "gpt-5"},
+		FormatGemini:    {"gemini-2.5-flash", "gemini-2.0-flash", "claude-sonnet-4-5"},
 	}
 	seen := map[string]int{}
-	for range 400 {
-		for _, f := range []Format{OpenAI, Anthropic, Text, &Cookbook{}} {
+	for range sweep(400) {
+		for _, f := range []Format{OpenAI, Anthropic, Text, &Cookbook{}, Responses, Gemini} {
 			req := formatRequest(r, f)
 			req.Model = models[f.Name()][r.IntN(len(models[f.Name()]))]
 			if req.MaxTokens > 0 {
@@ -289,6 +291,10 @@ func TestAssemble_ImagesPropertyTotalIsAnIndependentCount(t *testing.T) {
 				want = openAICount(t, res)
 			case FormatAnthropic:
 				want = anthropicCount(t, res)
+			case FormatResponses:
+				want = responsesCount(t, res)
+			case FormatGemini:
+				want = geminiCount(t, res)
 			case FormatText:
 				model, _ := tokenizer.ForModel(res.Model)
 				want = model.Counter().Count(res.Text)
@@ -309,6 +315,18 @@ func TestAssemble_ImagesPropertyTotalIsAnIndependentCount(t *testing.T) {
 				}
 				placeholders += strings.Count(m.Content, ImagePlaceholder)
 			}
+			for _, it := range res.Input {
+				for _, c := range it.Content {
+					images += boolInt(c.Type == "input_image")
+					placeholders += strings.Count(c.Text, ImagePlaceholder)
+				}
+			}
+			for _, c := range res.Contents {
+				for _, p := range c.Parts {
+					images += boolInt(p.InlineData != nil || p.FileData != nil)
+					placeholders += strings.Count(p.Text, ImagePlaceholder)
+				}
+			}
 			placeholders += strings.Count(res.Text, ImagePlaceholder)
 			if sendsImages(f) && placeholders > 0 || !sendsImages(f) && images > 0 {
 				t.Fatalf("%s: %d images and %d placeholders", f.Name(), images, placeholders)
@@ -316,8 +334,8 @@ func TestAssemble_ImagesPropertyTotalIsAnIndependentCount(t *testing.T) {
 			seen[f.Name()] += images + placeholders
 		}
 	}
-	for _, f := range []string{FormatOpenAI, FormatAnthropic, FormatText, FormatCookbook} {
-		if seen[f] < 100 {
+	for _, f := range []string{FormatOpenAI, FormatAnthropic, FormatText, FormatCookbook, FormatResponses, FormatGemini} {
+		if seen[f] < sweep(100) {
 			t.Errorf("%s: only %d images kept in all the requests", f, seen[f])
 		}
 	}

@@ -37,7 +37,9 @@ type RegionPolicy = loom.RegionPolicy
 
 // DefaultPolicy gives memory and the session's tool outputs first call on the budget, then the
 // conversation, then knowledge: an agent mid-task needs its tool results and the thread more than extra
-// background. History and knowledge are promised a fifth each when they have that much.
+// background. History and knowledge are promised a fifth each when they have that much. The history is
+// cut in steps that keep its start, and so the prompt cache, over the turns that follow a cut, keeping at
+// least 30% of its room; tool results are not cleared.
 func DefaultPolicy() Policy {
 	return Policy{
 		Regions: []RegionPolicy{
@@ -49,8 +51,19 @@ func DefaultPolicy() Policy {
 		KnowledgeOrder:      OrderScore,
 		NearDuplicate:       0.9,
 		MaxToolOutputTokens: 1000,
+		HistoryTrim:         HistoryTrimSteps,
+		HistoryFloor:        DefaultHistoryFloor,
 	}
 }
+
+// History trims (see [loom.HistoryTrimSteps]).
+const (
+	HistoryTrimSteps = loom.HistoryTrimSteps
+	HistoryTrimTurns = loom.HistoryTrimTurns
+)
+
+// DefaultHistoryFloor is the share of its room that a history cut in steps keeps at least (Policy.HistoryFloor).
+const DefaultHistoryFloor = 0.3
 
 // resolvePolicy fills p's zero values from DefaultPolicy and validates it.
 func resolvePolicy(p *Policy) (Policy, error) {
@@ -113,6 +126,25 @@ func resolvePolicy(p *Policy) (Policy, error) {
 	}
 	if out.Margin < 0 {
 		return Policy{}, fmt.Errorf("%w: margin must not be negative", ErrInvalidRequest)
+	}
+	switch out.HistoryTrim {
+	case "":
+		out.HistoryTrim = def.HistoryTrim
+	case HistoryTrimSteps, HistoryTrimTurns:
+	default:
+		return Policy{}, fmt.Errorf("%w: history_trim %q (known: steps, turns)", ErrInvalidRequest, out.HistoryTrim)
+	}
+	if out.HistoryFloor == 0 {
+		out.HistoryFloor = def.HistoryFloor
+	}
+	if !(out.HistoryFloor > 0 && out.HistoryFloor <= 1) { // NaN too
+		return Policy{}, fmt.Errorf("%w: history_floor must be in (0, 1]", ErrInvalidRequest)
+	}
+	if out.KeepToolResults < 0 {
+		return Policy{}, fmt.Errorf("%w: keep_tool_results must not be negative", ErrInvalidRequest)
+	}
+	if out.ClearToolResultsOver < 0 {
+		return Policy{}, fmt.Errorf("%w: clear_tool_results_over must not be negative", ErrInvalidRequest)
 	}
 	return out, nil
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/context-loom/loom/tokenizer"
 )
 
-// prepareMarkup checks a request for a format of Loom's markup (openai, anthropic, text) and makes its
+// prepareMarkup checks a request for a format of Loom's markup (openai, responses, anthropic, gemini, text) and makes its
 // candidates: the history's turns, the memory facts, the tool outputs and the knowledge, each in its tag.
 func (a *assembly) prepareMarkup() error {
 	req := a.req
@@ -45,6 +45,9 @@ func (a *assembly) prepareMarkup() error {
 	if a.tools, err = cachedToolSet(req.Tools); err != nil { // checked when the set is made
 		return err
 	}
+	if err := req.ToolChoice.check(req.Tools); err != nil {
+		return err
+	}
 	for i, o := range req.ToolOutputs {
 		if err := CheckToolName(o.Tool); err != nil {
 			return fmt.Errorf("tool_outputs[%d]: %w", i, err)
@@ -67,6 +70,7 @@ func (a *assembly) prepareMarkup() error {
 		return err
 	}
 	a.prepareHistory()
+	a.clearToolResults()
 	if len(a.required) > 0 && a.msgs(&a.required[0])[0].Role != "user" {
 		return fmt.Errorf("%w: history[%d] is the assistant's tool call that starts it, and a conversation starts with the user's message",
 			ErrNoUserTurn, a.required[0].first)
@@ -182,6 +186,66 @@ func (a *assembly) setTurns(turns []group, required int) {
 	for i := range a.required {
 		a.groupCost(&a.required[i])
 	}
+}
+
+// clearToolResults clears the tool results of the history's older exchanges that the policy says to
+// clear (see Policy.KeepToolResults and Policy.ClearToolResultsOver): the content of each becomes its
+// placeholder (see clearedResult), in a copy of the history that the assembly plans and renders, and the
+// message is reported with the reason "cleared" if it is kept. The required exchanges are never cleared,
+// nor is a result that its placeholder would not make shorter.
+func (a *assembly) clearToolResults() {
+	keep, over := a.policy.KeepToolResults, a.policy.ClearToolResultsOver
+	if keep == 0 && over == 0 {
+		return
+	}
+	exchanges := 0 // tool exchanges, newest first
+	for i := len(a.required) - 1; i >= 0; i-- {
+		if len(a.msgs(&a.required[i])[0].ToolCalls) > 0 {
+			exchanges++
+		}
+	}
+	var history []Message // the copy, once a result is cleared
+	for gi := len(a.groups) - 1; gi >= 0; gi-- {
+		g := &a.groups[gi]
+		msgs := a.msgs(g)
+		if len(msgs[0].ToolCalls) == 0 {
+			continue
+		}
+		if exchanges++; keep > 0 && exchanges <= keep {
+			continue
+		}
+		for i := 1; i < len(msgs); i++ {
+			msg := &msgs[i]
+			content := tokenizer.Part{Text: a.f.body(msg.Content), Tokens: -1}
+			if len(content.Text) == len(msg.Content) {
+				content = a.cachedPart(msg.Content, msg.TokenCounts)
+			}
+			n := a.m.Join([]tokenizer.Part{content})
+			if over > 0 && n <= over {
+				continue
+			}
+			placeholder := clearedResult(a.callNames[msg.ToolCallID], msg.ToolCallID, n)
+			if a.m.Count(a.f.body(placeholder)) >= n {
+				continue
+			}
+			if history == nil {
+				history = slices.Clone(a.req.History)
+				req := *a.req
+				req.History = history
+				a.req = &req
+				msgs = a.msgs(g)
+			}
+			k := int(g.first) + i
+			history[k].Content, history[k].TokenCounts = placeholder, nil
+			a.cleared = append(a.cleared, int32(k))
+		}
+	}
+}
+
+// clearedResult is what a cleared tool result says instead: the tool, the call (its id quoted, so that
+// it stays on its line whatever it holds) and how many tokens the result had.
+func clearedResult(tool, callID string, tokens int) string {
+	return "[tool result cleared: " + tool + ", call " + strconv.Quote(callID) + ", " + strconv.Itoa(tokens) + " tokens]"
 }
 
 func uniqueCalls(calls []ToolCall) map[string]bool {

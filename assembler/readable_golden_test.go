@@ -23,7 +23,7 @@ type goldenCase struct {
 }
 
 // goldenFormats are every format: the cookbook's without an agent (the engine's goldens show its preset).
-var goldenFormats = []Format{OpenAI, Anthropic, Text, &Cookbook{}}
+var goldenFormats = []Format{OpenAI, Responses, Anthropic, Gemini, Text, &Cookbook{}}
 
 var goldenTime = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 
@@ -114,6 +114,33 @@ var goldenCases = []goldenCase{
 				{Role: "user", Content: "Order 18, please."},
 				{Role: "assistant", Content: " \n ", ToolCalls: []ToolCall{call("call_c1", "lookup", `{"order":"18"}`)}},
 				{Role: "tool", ToolCallID: "call_c1", Content: `{"status":"packing"}`},
+			},
+		}
+	}},
+	{"cleared_tool_results", "three tool exchanges in the history, the results of all but the newest two cleared to placeholders (one call's id is odd), a short result kept by its size, and the latest exchange kept as it is", func() Request {
+		call := func(id string) ToolCall {
+			return ToolCall{ID: id, Type: "function", Function: ToolCallFunction{Name: "fetch_page", Arguments: `{"url":"https://example.com"}`}}
+		}
+		page := strings.Repeat("The page lists the opening hours, the prices and the address of the museum. ", 4)
+		return Request{
+			Instructions: "You answer from the pages you fetch.",
+			Policy:       &Policy{KeepToolResults: 2, ClearToolResultsOver: 10},
+			History: []Message{
+				{Role: "user", Content: "When does the museum open?"},
+				{Role: "assistant", ToolCalls: []ToolCall{call("call_1")}},
+				{Role: "tool", ToolCallID: "call_1", Content: page},
+				{Role: "assistant", ToolCalls: []ToolCall{call("call \"2\"\n")}},
+				{Role: "tool", ToolCallID: "call \"2\"\n", Content: page},
+				{Role: "assistant", ToolCalls: []ToolCall{call("call_3")}},
+				{Role: "tool", ToolCallID: "call_3", Content: "404"},
+				{Role: "assistant", Content: "At nine."},
+				{Role: "user", Content: "And the prices?"},
+				{Role: "assistant", ToolCalls: []ToolCall{call("call_4")}},
+				{Role: "tool", ToolCallID: "call_4", Content: page},
+				{Role: "assistant", Content: "Ten euros."},
+				{Role: "user", Content: "Where is it?"},
+				{Role: "assistant", ToolCalls: []ToolCall{call("call_5")}},
+				{Role: "tool", ToolCallID: "call_5", Content: page},
 			},
 		}
 	}},

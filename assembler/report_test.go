@@ -23,6 +23,9 @@ func reportOverhead(t *testing.T, req *Request, res *Result) int {
 		t.Fatal(err)
 	}
 	c := model.Counter()
+	if res.Format == FormatGemini {
+		c = tokenizer.Estimator{}
+	}
 	if _, ok := req.Formatter.(*Cookbook); ok {
 		return model.ReplyPriming
 	}
@@ -45,8 +48,19 @@ func reportOverhead(t *testing.T, req *Request, res *Result) int {
 	if !context {
 		return n
 	}
-	if res.Format == FormatOpenAI { // a system message after the history
+	if res.Format == FormatOpenAI || res.Format == FormatResponses { // a system message after the history
 		return n + model.TokensPerMessage + c.Count("system")
+	}
+	if res.Format == FormatGemini { // as Anthropic's, below
+		last := res.Contents[len(res.Contents)-1]
+		at := len(last.Parts) - 1
+		if len(res.Report.Regions[2].Included) > 0 {
+			at--
+		}
+		if at == 0 {
+			n += model.TokensPerMessage + c.Count("user")
+		}
+		return n
 	}
 	// Anthropic: the context is the last user message's last block, or the one before the current message;
 	// it opens the message if it is its first block.
@@ -116,13 +130,16 @@ func TestReport_RegionsAddUpToTheTotal(t *testing.T) {
 			checkReportSums(t, mid, midRes)
 			model, _ := tokenizer.ForModel(res.Model)
 			c := model.Counter()
+			if format == Gemini {
+				c = tokenizer.Estimator{}
+			}
 			for _, r := range res.Report.Regions {
 				switch r.Name {
 				case RegionInstructions:
 					// The instructions alone, without the pinned memory that follows them.
 					want := model.TokensPerMessage + c.Count(req.Instructions)
 					switch f := format.(type) {
-					case openAI:
+					case openAI, responses:
 						want += c.Count("system")
 					case textFormat:
 						want = c.Count(req.Instructions + "\n\n")

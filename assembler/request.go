@@ -1,7 +1,10 @@
 package assembler
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"github.com/context-loom/loom"
 )
@@ -19,11 +22,11 @@ type Request struct {
 	// leaves (less a margin), and a MaxTokens may not take it. 0 means the model's output limit, capped at
 	// a quarter of its window.
 	ReserveOutput int `json:"reserve_output,omitempty"`
-	// Format names the output's format (see [FormatByName]): "openai" (the default), "anthropic" or
-	// "text". The text format is one transcript of turns, each starting with its header ("User: ", "Tool
-	// result (id): ", ...) at the start of a line; every line of a turn's body after its first, and every
-	// line of a text inside a tag of the context, starts with two spaces, so that no text can start a line
-	// that reads as a turn header.
+	// Format names the output's format (see [FormatByName]): "openai" (the default, Chat Completions),
+	// "responses" (OpenAI's Responses API), "anthropic", "gemini" or "text". The text format is one
+	// transcript of turns, each starting with its header ("User: ", "Tool result (id): ", ...) at the start
+	// of a line; every line of a turn's body after its first, and every line of a text inside a tag of the
+	// context, starts with two spaces, so that no text can start a line that reads as a turn header.
 	Format string `json:"format,omitempty"`
 	// Formatter, when not nil, is the output's format as a value, for a Go caller (see [Format]); Format
 	// must then be "" or its name. It is not part of the wire format.
@@ -32,12 +35,16 @@ type Request struct {
 	// Instructions are the system prompt, shown as they are given. Instructions that are only white space
 	// say nothing: the openai, anthropic and text formats do not render them (they are reported dropped as
 	// empty), as they do not render a blank Message; the cookbook format shows them as the cookbook does.
-	Instructions string       `json:"instructions,omitempty"`
-	Tools        []Tool       `json:"tools,omitempty"`
-	Memory       []MemoryFact `json:"memory,omitempty"`
-	Knowledge    []Knowledge  `json:"knowledge,omitempty"`
-	History      []Message    `json:"history,omitempty"`
-	ToolOutputs  []ToolOutput `json:"tool_outputs,omitempty"`
+	Instructions string `json:"instructions,omitempty"`
+	Tools        []Tool `json:"tools,omitempty"`
+	// ToolChoice is how the model is to choose among the tools, as Chat Completions' tool_choice says it:
+	// the zero ToolChoice (or "auto") lets it choose. The openai format counts what it adds to the prompt
+	// (tokenizer.ToolRule.ChoiceTokens); the caller sends it beside the result's tools.
+	ToolChoice  ToolChoice   `json:"tool_choice,omitzero"`
+	Memory      []MemoryFact `json:"memory,omitempty"`
+	Knowledge   []Knowledge  `json:"knowledge,omitempty"`
+	History     []Message    `json:"history,omitempty"`
+	ToolOutputs []ToolOutput `json:"tool_outputs,omitempty"`
 	// Message is the current user message. It is always kept.
 	Message string `json:"message,omitempty"`
 	// MessageParts are the current message's content parts after Message: texts and images (see
@@ -52,6 +59,91 @@ type Request struct {
 	// in a <conversation_summary trusted="false"> element after the stable prefix. It is required, as the
 	// instructions are. The cookbook format takes none.
 	Summary *Summary `json:"summary,omitempty"`
+	// CacheScope names who may share a prompt cache entry: Result.PromptCacheKey is derived from it and
+	// the stable prefix. The engine sets it to the tenant's and the agent's (see [CacheScope]); a Go
+	// caller may set its own. It is not part of the wire format, so that no request names another
+	// tenant's scope.
+	CacheScope string `json:"-"`
+}
+
+// CacheScope is the Request.CacheScope of an agent's assemblies for a tenant: the two names, each
+// prefixed with its length, so that no other pair of names gives the same scope.
+func CacheScope(tenant, agent string) string {
+	return strconv.Itoa(len(tenant)) + ":" + tenant + strconv.Itoa(len(agent)) + ":" + agent
+}
+
+// ToolChoice is a request's tool_choice: Mode "" or "auto" (the model chooses, the default), "none" (it
+// calls no tool), "required" (it calls one), or "function" with the name of the tool it must call. In
+// JSON it is Chat Completions' own: "auto", "none", "required", or {"type":"function","function":{"name":
+// "get_weather"}}.
+type ToolChoice struct {
+	Mode     string
+	Function string // the tool to call, for Mode "function"
+}
+
+// The modes of a ToolChoice.
+const (
+	ToolChoiceAuto     = "auto"
+	ToolChoiceNone     = "none"
+	ToolChoiceRequired = "required"
+	ToolChoiceFunction = "function"
+)
+
+// MarshalJSON writes c as Chat Completions' tool_choice.
+func (c ToolChoice) MarshalJSON() ([]byte, error) {
+	if c.Mode != ToolChoiceFunction {
+		return json.Marshal(c.Mode)
+	}
+	var named struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	named.Type, named.Function.Name = ToolChoiceFunction, c.Function
+	return json.Marshal(named)
+}
+
+// UnmarshalJSON reads Chat Completions' tool_choice: a mode's name, or a function to call.
+func (c *ToolChoice) UnmarshalJSON(data []byte) error {
+	if data = bytes.TrimSpace(data); len(data) > 0 && data[0] == '"' {
+		*c = ToolChoice{}
+		return json.Unmarshal(data, &c.Mode)
+	}
+	var named struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(data, &named); err != nil {
+		return err
+	}
+	*c = ToolChoice{Mode: named.Type, Function: named.Function.Name}
+	return nil
+}
+
+// check returns an error wrapping ErrInvalidRequest unless c is a choice among tools: a known mode, a
+// function that is one of them, and no choice but "auto" without tools (Chat Completions refuses one).
+func (c ToolChoice) check(tools []Tool) error {
+	switch c.Mode {
+	case "", ToolChoiceAuto:
+		return nil
+	case ToolChoiceNone, ToolChoiceRequired:
+	case ToolChoiceFunction:
+		for _, t := range tools {
+			if t.Function.Name == c.Function {
+				return nil
+			}
+		}
+		return fmt.Errorf("%w: tool_choice names the function %q, which is not among the tools", ErrInvalidRequest, c.Function)
+	default:
+		return fmt.Errorf("%w: tool_choice %q (want auto, none, required or a function)", ErrInvalidRequest, c.Mode)
+	}
+	if len(tools) == 0 {
+		return fmt.Errorf("%w: tool_choice %q without tools", ErrInvalidRequest, c.Mode)
+	}
+	return nil
 }
 
 // Summary is a running summary of a history's first messages (a session's stored summary: see
@@ -97,6 +189,8 @@ const (
 	FormatOpenAI    = "openai"
 	FormatAnthropic = "anthropic"
 	FormatText      = "text"
+	FormatResponses = "responses"
+	FormatGemini    = "gemini"
 	// FormatCookbook is the name of the [Cookbook] format, which a request does not name: engine's
 	// PresetCookbook renders with it, and a Go caller passes it as Request.Formatter.
 	FormatCookbook = "cookbook"

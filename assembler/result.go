@@ -7,8 +7,9 @@ import (
 
 // Result is an assembled context, ready for the provider. It is the JSON that `loom assemble` prints.
 type Result struct {
-	// Format is the shape of Messages, System and Text: "openai", "anthropic" or "text" (the cookbook
-	// format's messages are OpenAI's).
+	// Format is the shape of the request: "openai" (Messages), "responses" (Instructions and Input),
+	// "anthropic" (System and Messages), "gemini" (SystemInstruction and Contents) or "text" (Text); the
+	// cookbook format's messages are OpenAI's.
 	Format   string `json:"format"`
 	Model    string `json:"model"`
 	Encoding string `json:"encoding"` // the exact encoding, or "estimate"
@@ -22,12 +23,21 @@ type Result struct {
 	// the budget holds.
 	Exact bool `json:"exact"`
 
-	Messages []ChatMessage `json:"messages,omitzero"` // openai and anthropic: at least one (see ErrNoMessages); none for text
+	Messages []ChatMessage `json:"messages,omitzero"` // openai and anthropic: at least one (see ErrNoMessages); none for the others
 	System   string        `json:"system,omitempty"`  // anthropic: the top-level system prompt
 	// Tools are the tool definitions in the format's shape. Their bytes are shared by the results of the
 	// same tool set (see AssembleRequest) and must not be modified.
 	Tools []json.RawMessage `json:"tools,omitempty"`
 	Text  string            `json:"text,omitempty"` // text: the whole prompt
+
+	// Instructions and Input are a Responses API request's (responses): the stable prefix, and the
+	// messages, function calls and their outputs.
+	Instructions string      `json:"instructions,omitempty"`
+	Input        []InputItem `json:"input,omitzero"`
+	// SystemInstruction and Contents are a generateContent request's (gemini): the stable prefix, and the
+	// user's and the model's turns. Tools then holds one tool, of the functionDeclarations.
+	SystemInstruction *GeminiContent  `json:"system_instruction,omitempty"`
+	Contents          []GeminiContent `json:"contents,omitzero"`
 
 	// Context is the knowledge region as rendered (the <context> tags), also inside Messages or Text.
 	Context   string      `json:"context,omitempty"`
@@ -35,7 +45,14 @@ type Result struct {
 	// PrefixHash identifies the stable prefix (tools, instructions, pinned memory): consecutive turns with
 	// the same hash share it, which providers' prompt caches reward.
 	PrefixHash string `json:"prefix_hash"`
-	Report     Report `json:"report"`
+	// PromptCacheKey is the key to send as OpenAI's prompt_cache_key, in the formats whose messages are
+	// OpenAI's (openai, responses, and the cookbook's): "loom-" and 32 hex digits of a SHA-256 of the
+	// request's CacheScope (the engine's: the tenant and the agent) and the stable prefix (PrefixHash's).
+	// The calls of one agent for one tenant that share a stable prefix share the key, which routes them to
+	// the same prompt cache; a change of tools, instructions or pinned memory changes it, and no two
+	// tenants or agents share one. The names are hashed: the key does not show them.
+	PromptCacheKey string `json:"prompt_cache_key,omitempty"`
+	Report         Report `json:"report"`
 }
 
 // Reference is a citation of one included knowledge item, by the marker [n] that precedes it in the
@@ -111,6 +128,8 @@ const (
 	ReasonOrphan        = "orphaned"        // a tool result without its call, or a history that would start mid-turn
 	ReasonEmpty         = "empty"           // nothing to say
 	ReasonTruncated     = "truncated"       // kept, but cut head and tail (tool outputs)
+	ReasonStep          = "step"            // it fitted, but the history was cut in a step that keeps its start for the turns that follow (see Policy.HistoryTrim)
+	ReasonCleared       = "cleared"         // kept, its tool result cleared to a placeholder (see Policy.KeepToolResults)
 	ReasonSummarized    = "summarized"      // a history message that the request's summary stands for
 )
 

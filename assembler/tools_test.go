@@ -39,14 +39,27 @@ type publishedPair struct {
 
 // asRequest returns the pair's request as an assembler's request that renders the same Chat Completions
 // messages (a first system message as the instructions, a last user message as the message, the rest as
-// the history), and false when the assembler cannot: a tool choice other than auto, a message the
-// assembler drops (a blank one) or changes.
+// the history, the tool choice or function call as its ToolChoice), and false when the assembler cannot:
+// a message the assembler drops (a blank one) or changes.
 func (p *publishedPair) asRequest() (*Request, bool) {
 	r := &p.Request
-	if (r.ToolChoice != nil && string(r.ToolChoice) != `"auto"`) || r.FunctionCall != nil {
-		return nil, false
-	}
 	req := &Request{Model: p.Model, Tools: r.Tools}
+	switch {
+	case r.ToolChoice != nil:
+		if err := json.Unmarshal(r.ToolChoice, &req.ToolChoice); err != nil {
+			return nil, false
+		}
+	case r.FunctionCall != nil: // "none", "auto" or {"name": ...}
+		var named struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(r.FunctionCall, &req.ToolChoice.Mode) != nil {
+			if json.Unmarshal(r.FunctionCall, &named) != nil {
+				return nil, false
+			}
+			req.ToolChoice = ToolChoice{Mode: ToolChoiceFunction, Function: named.Name}
+		}
+	}
 	for _, f := range r.Functions {
 		req.Tools = append(req.Tools, Tool{Type: "function", Function: f})
 	}
@@ -122,7 +135,7 @@ func TestAssemble_CountsToolsAsOpenAIBills(t *testing.T) {
 			t.Errorf("pair %d (%s): an estimate reported exact", i, p.Model)
 		}
 	}
-	if assembled < 30 || cookbook != 4 {
+	if assembled < 40 || cookbook != 4 {
 		t.Errorf("assembled %d published pairs, %d of the Cookbook's 4", assembled, cookbook)
 	}
 }
@@ -216,11 +229,11 @@ func TestAssemble_RandomToolsCountAsRendered(t *testing.T) {
 	r := rand.New(rand.NewPCG(15, 1))
 	checked, trimmed := 0, 0
 	defer func() {
-		if checked < 75 || trimmed == 0 {
-			t.Errorf("checked %d of 150 requests, %d trimmed: the test does not see enough", checked, trimmed)
+		if checked < sweep(150)/2 || trimmed == 0 {
+			t.Errorf("checked %d of %d requests, %d trimmed: the test does not see enough", checked, sweep(150), trimmed)
 		}
 	}()
-	for i := range 150 {
+	for i := range sweep(150) {
 		req := randomRequest(r)
 		req.Format, req.Formatter = "", nil
 		req.Model = []string{"gpt-4o", "gpt-4", "gpt-4.1-mini"}[i%3]
@@ -401,8 +414,14 @@ func TestAssemble_ToolSetsShared(t *testing.T) {
 }
 
 // TestToolSetCache_BoundedInBytes: the tool-set cache keeps at most maxToolSetBytes however large the
-// sets that requests bring, and a set larger than all of it is still assembled, not kept.
+// sets that requests bring, and a set larger than all of it is still assembled, not kept. It adds sets of
+// 1 MiB until twice the bound has gone in, so that the cache has started again at least twice, and not
+// more: each set is checked and rendered whole, a few seconds' work. One goroutine's: under the race
+// detector, which finds nothing in it and slows it tenfold, it is left to the run without the detector.
 func TestToolSetCache_BoundedInBytes(t *testing.T) {
+	if raceEnabled {
+		t.Skip("one goroutine filling the cache twice over: make test runs it without the race detector")
+	}
 	params := func(i, size int) json.RawMessage {
 		return json.RawMessage(fmt.Sprintf(`{"type":"object","description":"%d %s"}`, i, strings.Repeat("x", size)))
 	}
@@ -417,21 +436,116 @@ func TestToolSetCache_BoundedInBytes(t *testing.T) {
 		}
 		return n
 	}
-	for i := range 80 {
+	restarts := 0
+	for i, added := 0, 0; added <= 2*maxToolSetBytes; i++ {
 		tools := []Tool{{Type: "function", Function: ToolFunction{Name: "big", Parameters: params(i, 1<<20)}}}
-		if _, err := cachedToolSet(tools); err != nil {
+		before := cached()
+		s, err := cachedToolSet(tools)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if n := cached(); n > maxToolSetBytes {
+		added += s.size()
+		n := cached()
+		if n > maxToolSetBytes {
 			t.Fatalf("after %d sets of 1 MiB the cache holds %d bytes, over %d", i+1, n, maxToolSetBytes)
 		}
+		if n < before {
+			restarts++
+		}
 	}
-	huge := []Tool{{Type: "function", Function: ToolFunction{Name: "huge", Parameters: params(-1, maxToolSetBytes)}}}
+	if restarts < 2 {
+		t.Fatalf("the cache started again %d times: the test did not reach its bound", restarts)
+	}
+	// Its parameters are kept three times over and rendered once: a quarter of the bound is more than all of it.
+	huge := []Tool{{Type: "function", Function: ToolFunction{Name: "huge", Parameters: params(-1, maxToolSetBytes/4)}}}
 	s, err := cachedToolSet(huge)
 	if err != nil || s == nil || s.prefixID() == "" {
 		t.Fatalf("a set larger than the cache: %v, %v", s, err)
 	}
+	if s.size() <= maxToolSetBytes {
+		t.Fatalf("the huge set is %d bytes, not more than the cache's %d", s.size(), maxToolSetBytes)
+	}
 	if n := cached(); n > maxToolSetBytes {
 		t.Fatalf("a set larger than the cache was kept: %d bytes", n)
+	}
+}
+
+// TestToolChoice_JSON reads and writes Chat Completions' tool_choice, and refuses a choice the API would.
+func TestToolChoice_JSON(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{`"auto"`, `"none"`, `"required"`, `{"type":"function","function":{"name":"get_weather"}}`} {
+		var c ToolChoice
+		if err := json.Unmarshal([]byte(in), &c); err != nil {
+			t.Fatal(err)
+		}
+		if out, _ := json.Marshal(c); string(out) != in {
+			t.Errorf("%s: read %+v, written %s", in, c, out)
+		}
+	}
+	tools := []Tool{{Type: "function", Function: ToolFunction{Name: "get_weather"}}}
+	for _, tc := range []struct {
+		c     ToolChoice
+		tools []Tool
+		ok    bool
+	}{
+		{ToolChoice{}, nil, true},
+		{ToolChoice{Mode: "auto"}, nil, true},
+		{ToolChoice{Mode: "none"}, tools, true},
+		{ToolChoice{Mode: "none"}, nil, false},
+		{ToolChoice{Mode: "required"}, nil, false},
+		{ToolChoice{Mode: "function", Function: "get_weather"}, tools, true},
+		{ToolChoice{Mode: "function", Function: "other"}, tools, false},
+		{ToolChoice{Mode: "sometimes"}, tools, false},
+	} {
+		_, err := AssembleRequest(context.Background(), &Request{Message: "hi", Tools: tc.tools, ToolChoice: tc.c})
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrInvalidRequest)) {
+			t.Errorf("%+v with %d tools: %v", tc.c, len(tc.tools), err)
+		}
+	}
+}
+
+// TestAssemble_CountsToolChoice: the tool choice adds to the tools' region what the rule says (none: 1; a
+// function: 4 and its name; required: 1, an estimate), and "auto" nothing.
+func TestAssemble_CountsToolChoice(t *testing.T) {
+	t.Parallel()
+	tools := []Tool{{Type: "function", Function: ToolFunction{Name: "get_weather", Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}}}`)}}}
+	base, err := AssembleRequest(context.Background(), &Request{Model: "gpt-4", Message: "Weather?", Tools: tools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := tokenizer.CL100K()
+	for _, tc := range []struct {
+		c     ToolChoice
+		add   int
+		exact bool
+	}{
+		{ToolChoice{Mode: "auto"}, 0, true},
+		{ToolChoice{Mode: "none"}, 1, true},
+		{ToolChoice{Mode: "function", Function: "get_weather"}, 4 + enc.Count("get_weather"), true},
+		{ToolChoice{Mode: "required"}, 1, false},
+	} {
+		res, err := AssembleRequest(context.Background(), &Request{Model: "gpt-4", Message: "Weather?", Tools: tools, ToolChoice: tc.c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.TotalTokens != base.TotalTokens+tc.add || res.Exact != tc.exact {
+			t.Errorf("%+v: total %d (exact %v), want %d (exact %v)", tc.c, res.TotalTokens, res.Exact, base.TotalTokens+tc.add, tc.exact)
+		}
+		for _, r := range res.Report.Regions {
+			if r.Name == RegionTools && r.Exact != tc.exact {
+				t.Errorf("%+v: the tools' region exact %v", tc.c, r.Exact)
+			}
+		}
+	}
+}
+
+// TestAssemble_RefusesDeepSchemas: parameters nested deeper than tokenizer.MaxSchemaDepth are an invalid
+// request, not a rendering that grows with the square of their depth.
+func TestAssemble_RefusesDeepSchemas(t *testing.T) {
+	t.Parallel()
+	deep := strings.Repeat(`{"type":"object","properties":{"a":`, 2000) + `{"type":"string"}` + strings.Repeat(`}}`, 2000)
+	_, err := AssembleRequest(context.Background(), &Request{Message: "hi", Tools: []Tool{{Type: "function", Function: ToolFunction{Name: "f", Parameters: json.RawMessage(deep)}}}})
+	if !errors.Is(err, tokenizer.ErrSchemaDepth) || !errors.Is(err, ErrInvalidRequest) {
+		t.Errorf("%v", err)
 	}
 }

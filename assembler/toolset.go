@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/context-loom/loom/tokenizer"
@@ -14,18 +16,24 @@ import (
 
 // toolSet is a request's tool definitions, rendered and counted once for all the assemblies that send the
 // same set: an agent sends its tools with every turn, and rendering and counting them again each time
-// would cost more than the rest of an assembly. A set is identified by the SHA-256 of its canonical JSON
-// (the Chat Completions array, compact), which Result.PrefixHash holds; it is found by a fingerprint of
-// the definitions (toolsHash) and told from the other sets of that fingerprint by comparing the
-// definitions themselves, so that no collision can give a set another's counts. It is immutable but for
-// its counts, which are added under mu.
+// would cost more than the rest of an assembly. Every format renders the set's canonical form
+// (canonicalTools), so that equal sets give equal bytes however the request orders them and spells their
+// schemas. A set is identified by the SHA-256 of its canonical JSON (the Chat Completions array, compact),
+// which Result.PrefixHash holds; it is found by a fingerprint of the definitions as given (toolsHash) and
+// told from the other sets of that fingerprint by comparing the definitions themselves, so that no
+// collision can give a set another's counts. It is immutable but for its counts, which are added under mu.
 type toolSet struct {
-	tools  []Tool // a copy of the definitions
-	openai renderedTools
-	id     string // hex SHA-256 of openai.text: what Result.PrefixHash holds of the tools
+	tools     []Tool // a copy of the definitions as given, which a lookup compares
+	canonical []Tool // the definitions as every format renders them (see canonicalTools)
+	openai    renderedTools
+	id        string // hex SHA-256 of openai.text: what Result.PrefixHash holds of the tools
 
 	anthropicOnce sync.Once
 	anthropic     renderedTools
+	responsesOnce sync.Once
+	responses     renderedTools
+	geminiOnce    sync.Once
+	gemini        renderedTools
 
 	mu     sync.Mutex
 	counts map[toolCountKey]toolCount
@@ -62,7 +70,8 @@ const maxToolSets, maxToolSetBytes, maxToolSetsPerKey = 1024, 64 << 20, 8
 
 // cachedToolSet returns the set of tools, from the cache or made and added; nil for no tools. A set is
 // checked when it is made: a tool's name must be one providers accept (CheckToolName) and its parameters,
-// if any, JSON, or cachedToolSet returns an error wrapping ErrInvalidRequest.
+// if any, JSON nested no deeper than tokenizer.MaxSchemaDepth, or cachedToolSet returns an error wrapping
+// ErrInvalidRequest.
 func cachedToolSet(tools []Tool) (*toolSet, error) {
 	if len(tools) == 0 {
 		return nil, nil
@@ -83,6 +92,9 @@ func cachedToolSet(tools []Tool) (*toolSet, error) {
 		}
 		if len(t.Function.Parameters) > 0 && !json.Valid(t.Function.Parameters) {
 			return nil, fmt.Errorf("%w: tools[%d] parameters are not JSON", ErrInvalidRequest, i)
+		}
+		if err := tokenizer.CheckSchemaDepth(t.Function.Parameters); err != nil {
+			return nil, fmt.Errorf("tools[%d] parameters: %w", i, invalidRequest(err))
 		}
 	}
 	s := newToolSet(tools)
@@ -106,14 +118,14 @@ func cachedToolSet(tools []Tool) (*toolSet, error) {
 	return s, nil
 }
 
-// size is about what the set keeps in memory: its definitions twice (a copy, and their rendering), and
-// the rendering in the other shape it may make.
+// size is about what the set keeps in memory: its definitions (a copy, and the canonical one), their
+// rendering, and the renderings in the other shapes it may make.
 func (s *toolSet) size() int {
 	n := 0
 	for _, t := range s.tools {
 		n += len(t.Type) + len(t.Function.Name) + len(t.Function.Description) + len(t.Function.Parameters)
 	}
-	return 3*n + len(s.openai.text)
+	return 6*n + len(s.openai.text)
 }
 
 func newToolSet(tools []Tool) *toolSet {
@@ -126,7 +138,8 @@ func newToolSet(tools []Tool) *toolSet {
 		}
 		s.tools[i] = t
 	}
-	s.openai = renderTools(s.tools, openAITool)
+	s.canonical = canonicalTools(s.tools)
+	s.openai = renderTools(s.canonical, openAITool)
 	sum := sha256.Sum256([]byte(s.openai.text))
 	s.id = hex.EncodeToString(sum[:])
 	return s
@@ -161,7 +174,7 @@ func sameTools(a, b []Tool) bool {
 
 // anthropicTools returns the set in the Messages API's shape.
 func (s *toolSet) anthropicTools() renderedTools {
-	s.anthropicOnce.Do(func() { s.anthropic = renderTools(s.tools, anthropicTool) })
+	s.anthropicOnce.Do(func() { s.anthropic = renderTools(s.canonical, anthropicTool) })
 	return s.anthropic
 }
 
@@ -196,7 +209,7 @@ func (a *assembly) countTools(render, text string) toolCount {
 	}
 	rule := a.model.Tools
 	rule.Exact = true // for whether the rendering of every schema is known
-	n, known := rule.DefinitionTokens(a.m, a.tools.tools)
+	n, known := rule.DefinitionTokens(a.m, a.tools.canonical)
 	return toolCount{n, known}
 }
 
@@ -208,13 +221,148 @@ func (s *toolSet) prefixID() string {
 	return s.id
 }
 
-// rendered returns the set in a format's shape (openai or anthropic); none for no tools (s nil).
+// rendered returns the set in a format's shape (openai, anthropic, responses or gemini), each made once;
+// none for no tools (s nil).
 func (s *toolSet) rendered(shape string) renderedTools {
 	switch {
 	case s == nil:
 		return renderedTools{}
-	case shape == "anthropic":
+	case shape == FormatAnthropic:
 		return s.anthropicTools()
+	case shape == FormatResponses:
+		s.responsesOnce.Do(func() { s.responses = renderTools(s.canonical, responsesTool) })
+		return s.responses
+	case shape == FormatGemini:
+		s.geminiOnce.Do(func() { s.gemini = geminiTools(s.canonical) })
+		return s.gemini
 	}
 	return s.openai
+}
+
+// canonicalTools returns the definitions as every format renders them: sorted by name (then by their
+// canonical JSON, for two of one name), each one's parameters written as canonical JSON (see
+// canonicalJSON) and its type "function" when it has none. A prompt cache matches bytes: a client that
+// lists its tools in another order from one call to the next, or writes a schema's keys in another order
+// (as a hash map does), would otherwise miss it. tools are valid (see cachedToolSet).
+func canonicalTools(tools []Tool) []Tool {
+	type keyed struct {
+		t   Tool
+		key string // its JSON, canonical
+	}
+	all := make([]keyed, len(tools))
+	for i, t := range tools {
+		if t.Type == "" {
+			t.Type = "function"
+		}
+		if len(t.Function.Parameters) > 0 {
+			t.Function.Parameters = canonicalJSON(t.Function.Parameters)
+		}
+		b, _ := marshalRaw(t)
+		all[i] = keyed{t, string(b)}
+	}
+	slices.SortStableFunc(all, func(x, y keyed) int {
+		if c := strings.Compare(x.t.Function.Name, y.t.Function.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(x.key, y.key)
+	})
+	out := make([]Tool, len(all))
+	for i, k := range all {
+		out[i] = k.t
+	}
+	return out
+}
+
+// canonicalJSON returns raw, valid JSON, written canonically: compact, numbers as they are spelled,
+// strings escaped as marshalRaw escapes them (no HTML escapes), and every object's keys sorted (by their
+// bytes) but for a schema's "properties": their order is meaning, not spelling (a model writes a strict
+// tool's arguments in it, and OpenAI's rendering lists them in it), so it is kept. Two texts of one
+// schema but for spacing, the order of other keys and string escapes give the same bytes. An object with
+// a key twice keeps the last, as encoding/json reads it (in a "properties" object, where the last was).
+func canonicalJSON(raw json.RawMessage) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var b bytes.Buffer
+	if err := writeCanonical(&b, dec, false); err != nil {
+		return raw
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return raw // more after the value: not one JSON value
+	}
+	return b.Bytes()
+}
+
+// writeCanonical writes the next JSON value of dec to b, canonically (see canonicalJSON). keepOrder says
+// the value, if an object, is a schema's "properties", whose keys keep their order.
+func writeCanonical(b *bytes.Buffer, dec *json.Decoder, keepOrder bool) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch tok := tok.(type) {
+	case json.Delim:
+		switch tok {
+		case '[':
+			b.WriteByte('[')
+			for i := 0; dec.More(); i++ {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				if err := writeCanonical(b, dec, false); err != nil {
+					return err
+				}
+			}
+			b.WriteByte(']')
+		case '{':
+			type member struct {
+				key, value string
+				dead       bool // the key is there again, later
+			}
+			var members []member
+			at := map[string]int{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				key, _ := kt.(string)
+				var v bytes.Buffer
+				// The value of the keyword "properties" keeps its order; within it, a key is a property's
+				// name, whatever it is, and its value a schema, where "properties" is the keyword again.
+				if err := writeCanonical(&v, dec, key == "properties" && !keepOrder); err != nil {
+					return err
+				}
+				if i, ok := at[key]; ok {
+					members[i].dead = true
+				}
+				at[key] = len(members)
+				members = append(members, member{key: key, value: v.String()})
+			}
+			members = slices.DeleteFunc(members, func(m member) bool { return m.dead })
+			if !keepOrder {
+				slices.SortFunc(members, func(x, y member) int { return strings.Compare(x.key, y.key) })
+			}
+			b.WriteByte('{')
+			for i, m := range members {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				k, _ := marshalRaw(m.key)
+				b.Write(k)
+				b.WriteByte(':')
+				b.WriteString(m.value)
+			}
+			b.WriteByte('}')
+		}
+		if _, err := dec.Token(); err != nil { // the closing delimiter
+			return err
+		}
+	default:
+		v, err := marshalRaw(tok) // a string, a json.Number as spelled, a bool or nil
+		if err != nil {
+			return err
+		}
+		b.Write(v)
+	}
+	return nil
 }

@@ -50,6 +50,7 @@ func assembleCookbook(ctx context.Context, req *Request, snap *store.Snapshot) (
 		ToolOutputs:  append(slices.Clip(snap.ToolOutputs), req.ToolOutputs...),
 		Message:      req.Message,
 		MessageParts: req.MessageParts,
+		CacheScope:   req.CacheScope,
 	}
 	if a := snap.Agent; a != nil {
 		out.Model, out.MaxTokens = cmp.Or(out.Model, a.Model), cmp.Or(out.MaxTokens, a.MaxTokens)

@@ -149,7 +149,9 @@ type Request struct {
 	// (inside an agent's run of tool calls) is widened back to the newest one. Without a session it is an
 	// invalid request, but for the cookbook preset, which applies it to the inline history too. Whatever the
 	// limit, only as many messages are read as the budget can hold: newest first, until what they cost at
-	// least (store.MessageTokens) passes the whole budget.
+	// least (store.MessageTokens) passes the whole budget; but with a policy that clears tool results
+	// (KeepToolResults, ClearToolResultsOver), whose placeholders cost less than their counts, all of the
+	// limit's messages are read.
 	HistoryLimit int `json:"history_limit,omitempty"`
 	// Strict fails the assembly when a source cannot be read, instead of returning a degraded result. A
 	// named agent that cannot be read fails it either way.
@@ -264,6 +266,9 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 	if len(got.retrieved) > 0 {
 		snap.Knowledge = append(slices.Clip(snap.Knowledge), got.retrieved...)
 	}
+	// The prompt cache key is the tenant's and the agent's, whatever the request says (see
+	// assembler.Request.CacheScope).
+	req.CacheScope = assembler.CacheScope(tenant, req.Agent)
 	var res *assembler.Result
 	if req.Preset == PresetCookbook {
 		res, err = assembleCookbook(ctx, &req, snap)
@@ -482,9 +487,10 @@ func requiresStored(inline []assembler.Message, newest store.Message) bool {
 // (the stored agent gives it): as much as most budgets hold.
 const firstPageTokens = 8192
 
-// agentHints remember, by tenant and agent, what of a stored agent sizes an assembly's budget (its model,
-// max_tokens and policy margin), so that the first page of history a Load reads is the one the assembly
-// needs. A hint is a guess: a stale one costs a read more or a page longer, never another window.
+// agentHints remember, by tenant and agent, what of a stored agent sizes an assembly's budget and its
+// window of history (its model, max_tokens, policy margin and clearing of tool results), so that the first
+// page of history a Load reads is the one the assembly needs. A hint is a guess: a stale one costs a read
+// more or a page longer, never another window.
 type agentHints struct {
 	mu sync.Mutex
 	m  map[[2]string]store.Agent
@@ -503,7 +509,8 @@ func (h *agentHints) get(tenant, agent string) (store.Agent, bool) {
 func (h *agentHints) put(tenant, agent string, a store.Agent) {
 	hint := store.Agent{Model: a.Model, MaxTokens: a.MaxTokens}
 	if a.Policy != nil {
-		hint.Policy = &assembler.Policy{Margin: a.Policy.Margin}
+		hint.Policy = &assembler.Policy{Margin: a.Policy.Margin, KeepToolResults: a.Policy.KeepToolResults,
+			ClearToolResultsOver: a.Policy.ClearToolResultsOver}
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -574,6 +581,11 @@ func windowOf(req *Request, a *store.Agent) window {
 		enc = store.EstimateEncoding
 	}
 	w.bound = store.MessageQuery{MaxTokens: budget, Encoding: enc, CountToolCalls: req.Preset != PresetCookbook}
+	if policy != nil && (policy.KeepToolResults > 0 || policy.ClearToolResultsOver > 0) && req.Preset != PresetCookbook {
+		// A cleared tool result costs its placeholder, less than its count: a budget's worth of counts may
+		// hold less history than fits once results are cleared. The limit alone bounds the window.
+		w.bound.MaxTokens = 0
+	}
 	return w
 }
 

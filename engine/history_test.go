@@ -148,12 +148,12 @@ func randomHistory(r *rand.Rand, n int) []store.Message {
 
 // TestAssemble_WindowChangesNothing: an assembly that reads only what its budget can use returns what the
 // same assembly returns from the session's 1,000 newest messages, for any mix of session, budget, format,
-// model and where the budget comes from.
+// model, policy (one that clears tool results too) and where the budget comes from.
 func TestAssemble_WindowChangesNothing(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(5, 6))
 	ctx := loom.WithTenant(t.Context(), "acme")
-	for round := range 150 {
+	for round := range engine.Sweep(150) {
 		mem := newMemory()
 		session := randomHistory(r, 20+r.IntN(1300))
 		for i := 0; i < len(session); i += store.DefaultMaxBatch {
@@ -175,12 +175,15 @@ func TestAssemble_WindowChangesNothing(t *testing.T) {
 			model := []string{"gpt-4o", "gpt-4", "claude-sonnet-4-5", "gemini-2.5-pro"}[r.IntN(4)]
 			maxTokens := []int{120, 500, 2000, 6000}[r.IntN(4)]
 			format := []string{"", assembler.FormatAnthropic, assembler.FormatText}[r.IntN(3)]
+			// The policy, when there is one, cuts by turns, or clears tool results, which then cost less than
+			// their counts.
+			policy := []*assembler.Policy{nil, nil, {HistoryTrim: assembler.HistoryTrimTurns}, {KeepToolResults: 1}, {ClearToolResultsOver: 50}}[r.IntN(5)]
 			req := engine.Request{Session: "s", HistoryLimit: historyLimit, Request: assembler.Request{Message: "And now?", Format: format}}
 			if !byAgent {
-				req.Model, req.MaxTokens = model, maxTokens
+				req.Model, req.MaxTokens, req.Policy = model, maxTokens, policy
 			} else {
 				req.Agent = "a"
-				if err := mem.PutAgent(ctx, "acme", store.Agent{ID: "a", Model: model, MaxTokens: maxTokens}); err != nil {
+				if err := mem.PutAgent(ctx, "acme", store.Agent{ID: "a", Model: model, MaxTokens: maxTokens, Policy: policy}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -202,7 +205,7 @@ func TestAssemble_WindowChangesNothing(t *testing.T) {
 				newest = newest[from:]
 			}
 			whole := req.Request
-			whole.Model, whole.MaxTokens = model, maxTokens
+			whole.Model, whole.MaxTokens, whole.Policy = model, maxTokens, policy
 			whole.History = append(whole.History, newest...)
 			want, wantErr := assembler.AssembleRequest(ctx, &whole)
 
@@ -277,5 +280,58 @@ func TestAssemble_NoUserTurnWithinTheBudget(t *testing.T) {
 	req.Session = "headless"
 	if _, err := eng.Assemble(ctx, req); !errors.Is(err, assembler.ErrNoUserTurn) {
 		t.Errorf("a run without a user message before it: %v, want ErrNoUserTurn", err)
+	}
+}
+
+// TestAssemble_ClearedResultsWidenTheWindow: with a policy that clears tool results, a session's history
+// that fits once they are cleared goes back further than a budget's worth of their counts; the assembly
+// reads it, and returns what it returns from the session's 1,000 newest messages, by request and by
+// agent.
+func TestAssemble_ClearedResultsWidenTheWindow(t *testing.T) {
+	t.Parallel()
+	ctx := loom.WithTenant(t.Context(), "acme")
+	mem := newMemory()
+	var session []store.Message
+	for i := range 80 {
+		session = append(session, store.Message{Role: "user", Content: fmt.Sprintf("Where is order %d?", i)})
+		if i%2 == 0 {
+			id := fmt.Sprint("call_", i)
+			session = append(session,
+				store.Message{Role: "assistant", ToolCalls: []assembler.ToolCall{{ID: id, Type: "function", Function: assembler.ToolCallFunction{Name: "lookup", Arguments: "{}"}}}},
+				store.Message{Role: "tool", ToolCallID: id, Content: strings.Repeat(`{"status":"shipped","carrier":"DHL"} `, 40)})
+		}
+		session = append(session, store.Message{Role: "assistant", Content: fmt.Sprintf("Order %d has shipped.", i)})
+	}
+	if _, err := mem.AppendMessages(ctx, "acme", "s", session...); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := testEngine(mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, _ := mem.Messages(ctx, "acme", "s", store.MessageQuery{})
+	for _, policy := range []*assembler.Policy{{KeepToolResults: 1}, {ClearToolResultsOver: 100}} {
+		whole := assembler.Request{Model: "gpt-4o", MaxTokens: 3000, Message: "And now?", Policy: policy, History: stored}
+		want, err := assembler.AssembleRequest(ctx, &whole)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := mem.PutAgent(ctx, "acme", store.Agent{ID: "a", Model: "gpt-4o", MaxTokens: 3000, Policy: policy}); err != nil {
+			t.Fatal(err)
+		}
+		for _, req := range []engine.Request{
+			{Session: "s", Request: assembler.Request{Model: "gpt-4o", MaxTokens: 3000, Message: "And now?", Policy: policy}},
+			{Session: "s", Agent: "a", Request: assembler.Request{Message: "And now?"}},
+		} {
+			got, err := eng.Assemble(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, _ := json.Marshal(got.Messages)
+			w, _ := json.Marshal(want.Messages)
+			if string(g) != string(w) {
+				t.Fatalf("policy %+v, agent %q: %d messages, want %d", *policy, req.Agent, len(got.Messages), len(want.Messages))
+			}
+		}
 	}
 }

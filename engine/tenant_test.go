@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -36,5 +37,52 @@ func TestNotFound_NamesTheTenant(t *testing.T) {
 		if !errors.Is(err, loom.ErrNotFound) || !strings.Contains(err.Error(), `tenant "globex"`) {
 			t.Errorf("%s under globex: %v, want not found naming tenant \"globex\"", what, err)
 		}
+	}
+}
+
+// TestPromptCacheKey_IsTheTenantsAndTheAgents: the engine derives the prompt cache key from the tenant
+// (the context's, which a request cannot name) and the agent: two tenants with the same agent, or two
+// agents with the same configuration, never share a key; one agent's turns for one tenant do, and the
+// cookbook preset's too.
+func TestPromptCacheKey_IsTheTenantsAndTheAgents(t *testing.T) {
+	t.Parallel()
+	st := newMemory()
+	acme := loom.WithTenant(t.Context(), "acme")
+	globex := loom.WithTenant(t.Context(), "globex")
+	for _, ctx := range []context.Context{acme, globex} {
+		for _, id := range []string{"helper", "twin"} {
+			if err := st.PutAgent(ctx, loom.Tenant(ctx), store.Agent{ID: id, Instructions: "Help."}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	eng, err := testEngine(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(ctx context.Context, agent, message, preset string) string {
+		t.Helper()
+		res, err := eng.Assemble(ctx, engine.Request{Agent: agent, Preset: preset, Request: assembler.Request{Message: message, CacheScope: "forged"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.PromptCacheKey == "" {
+			t.Fatalf("%s, %s: no prompt cache key", loom.Tenant(ctx), agent)
+		}
+		return res.PromptCacheKey
+	}
+	k := key(acme, "helper", "hi", "")
+	if got := key(acme, "helper", "another turn", ""); got != k {
+		t.Errorf("one agent's two turns: keys %q and %q", k, got)
+	}
+	if got := key(globex, "helper", "hi", ""); got == k {
+		t.Errorf("acme's and globex's helper share the key %q", k)
+	}
+	if got := key(acme, "twin", "hi", ""); got == k {
+		t.Errorf("two agents of one configuration share the key %q", k)
+	}
+	c := key(acme, "helper", "hi", engine.PresetCookbook)
+	if got := key(globex, "helper", "hi", engine.PresetCookbook); got == c {
+		t.Errorf("the cookbook preset: acme's and globex's helper share the key %q", c)
 	}
 }

@@ -768,6 +768,9 @@ func TestIsLatin(t *testing.T) {
 // TestNFKCClass: a text whose runes are ASCII or of class nfkcStarter is NFKC, whatever their neighbours;
 // a rune of class nfkcSeparator is a separator before and after normalization, next to any rune.
 func TestNFKCClass(t *testing.T) {
+	if raceEnabled {
+		t.Skip("one goroutine's sweep of every code point, 150 s under the race detector: make test runs it without it")
+	}
 	t.Parallel()
 	var n [3]int
 	neighbours := []string{"a", "e", "\u1100", "\uAC00", "\u0915", "\u0301", "\u3099", "東", "\uFF21"}

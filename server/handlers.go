@@ -14,6 +14,7 @@ import (
 	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/chunker"
 	"github.com/context-loom/loom/engine"
+	"github.com/context-loom/loom/promptcount"
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/tokenizer"
 )
@@ -440,17 +441,43 @@ func counterFor(model, encoding string) (c tokenizer.Counter, name, enc string, 
 	}
 }
 
+// countTokens counts a text ({"text"}, with a model or an encoding) or a whole provider request
+// ({"request"}, a Chat Completions or Messages API body, counted by promptcount as loom tokens --request
+// counts it: "provider" names its shape, "model" the model of a body that names none).
 func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		Text     *string `json:"text"`
 		Model    string  `json:"model"`
 		Encoding string  `json:"encoding"`
+		// Request is bounded by the body's limit, not one text's: promptcount applies the per-text limit
+		// to each of its texts.
+		Request  json.RawMessage `json:"request" textlimit:"body"`
+		Provider string          `json:"provider"`
 	}
 	if err := s.decode(r, &body); err != nil {
 		return err
 	}
+	if body.Request != nil {
+		switch {
+		case body.Text != nil:
+			return errorf(http.StatusBadRequest, "invalid_request", "give a text or a request, not both")
+		case body.Encoding != "":
+			return errorf(http.StatusBadRequest, "invalid_request", "a request is counted as its model; encoding does not apply")
+		}
+		c, err := promptcount.CountRequest(r.Context(), body.Request, promptcount.Options{
+			Shape: body.Provider, Model: body.Model, Provider: s.providerCount,
+			Limits: promptcount.Limits{MaxBytes: int(s.limits.MaxBodyBytes), MaxTextBytes: s.limits.MaxMessageBytes, MaxItems: s.limits.MaxItems}})
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, c)
+		return nil
+	}
+	if body.Provider != "" {
+		return errorf(http.StatusBadRequest, "invalid_request", "provider names the shape of a request")
+	}
 	if body.Text == nil {
-		return errorf(http.StatusBadRequest, "invalid_request", "text is required")
+		return errorf(http.StatusBadRequest, "invalid_request", "text or request is required")
 	}
 	c, model, enc, exact, err := counterFor(body.Model, body.Encoding)
 	if err != nil {

@@ -322,6 +322,12 @@ var fullBodies = []struct{ method, path, body string }{
 	{"POST", "/v1/retrieve", `{"collection":"c","query":"q","mode":"hybrid","filter":{"k":"v"}}`},
 	{"POST", "/v1/tokens/count", `{"text":"t","model":"gpt-4o"}`},
 	{"POST", "/v1/tokens/count", `{"text":"t","encoding":"cl100k_base"}`},
+	{"POST", "/v1/tokens/count", `{"provider":"openai","request":{"model":"gpt-4o","messages":[{"role":"system","content":"s"},{"role":"user","content":"h","name":"n"},
+		{"role":"assistant","content":"a","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"r"}],
+		"tools":[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object","description":"p"}}}],"tool_choice":"auto"}}`},
+	{"POST", "/v1/tokens/count", `{"request":{"model":"claude-opus-4-1","system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":[{"type":"text","text":"h"}]},
+		{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"r"}]}],
+		"tools":[{"name":"f","description":"d","input_schema":{"type":"object"}}]}}`},
 	{"POST", "/v1/chunk", `{"text":"t","strategy":"code","language":"go","encoding":"cl100k_base"}`},
 	{"POST", "/v1/chunk", `{"text":"t","model":"gpt-4o"}`},
 }

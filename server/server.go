@@ -30,6 +30,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/context-loom/loom/engine"
+	"github.com/context-loom/loom/promptcount"
 	"github.com/context-loom/loom/store"
 )
 
@@ -94,6 +95,10 @@ type Config struct {
 	Gatherer   prometheus.Gatherer
 	// RetryAfter is what a 503 tells clients to wait; 0 means DefaultRetryAfter.
 	RetryAfter time.Duration
+	// ProviderCount, if not nil, is asked by POST /v1/tokens/count for the provider's own count of a request
+	// to a model whose tokenizer is not public (see promptcount.Provider); nil: such counts are estimates.
+	// Nothing else asks it: an assembly never waits for a provider.
+	ProviderCount *promptcount.Provider
 	// Ready, if set, is asked by /readyz after the store answers: an error (the search indexes are still
 	// loading, say) makes it answer 503 with the error's text.
 	Ready func() error
@@ -108,9 +113,11 @@ type Server struct {
 	log        *slog.Logger
 	retryAfter string
 	ready      func() error
-	metrics    *metrics
-	gatherer   prometheus.Gatherer
-	handler    http.Handler
+	// providerCount is Config.ProviderCount.
+	providerCount *promptcount.Provider
+	metrics       *metrics
+	gatherer      prometheus.Gatherer
+	handler       http.Handler
 }
 
 // New returns a server for cfg. It returns an error for a missing engine, an empty key or tenant, or
@@ -120,7 +127,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("server: no engine")
 	}
 	s := &Server{eng: cfg.Engine, st: cfg.Engine.Store(), limits: cfg.Limits.withDefaults(), log: cfg.Logger,
-		keys: map[[sha256.Size]byte]string{}, ready: cfg.Ready}
+		keys: map[[sha256.Size]byte]string{}, ready: cfg.Ready, providerCount: cfg.ProviderCount}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -594,3 +594,44 @@ func TestAssemble_AnthropicRequestsTheAPITakes(t *testing.T) {
 		t.Errorf("the final message is %v, want the assistant's text without its trailing white space", last)
 	}
 }
+
+// TestAssemble_PromptCacheKeyIsTheTenants: POST /v1/assemble returns the prompt_cache_key of the
+// caller's tenant (its key's) and agent: the same for two turns, another for the other tenant's agent of
+// the same configuration; a body cannot name the scope; and the OpenAPI document lists the field.
+func TestAssemble_PromptCacheKeyIsTheTenants(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, newMemory(), server.Limits{})
+	for _, key := range []string{keyAcme, keyGlobex} {
+		ts.must("PUT", "/v1/agents/a", key, map[string]any{"instructions": "You are Agent A."}, 200)
+	}
+	acme := ts.must("POST", "/v1/assemble", keyAcme, map[string]any{"agent": "a", "message": "hi"}, 200)["prompt_cache_key"]
+	again := ts.must("POST", "/v1/assemble", keyAcme, map[string]any{"agent": "a", "message": "and now?", "format": "responses"}, 200)["prompt_cache_key"]
+	globex := ts.must("POST", "/v1/assemble", keyGlobex, map[string]any{"agent": "a", "message": "hi"}, 200)["prompt_cache_key"]
+	if s, _ := acme.(string); !strings.HasPrefix(s, "loom-") || again != acme || globex == acme {
+		t.Errorf("prompt_cache_key: acme %v, acme again %v, globex %v", acme, again, globex)
+	}
+	if res := ts.must("POST", "/v1/assemble", keyAcme, map[string]any{"agent": "a", "message": "hi", "cache_scope": "globex"}, 400); errorCode(res) != "invalid_json" {
+		t.Errorf("a body naming a cache scope: %v", res)
+	}
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]struct {
+					Enum []string `json:"enum"`
+				} `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(server.OpenAPI(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := doc.Components.Schemas["AssembleResult"].Properties["prompt_cache_key"]; !ok {
+		t.Error("the OpenAPI document's AssembleResult has no prompt_cache_key")
+	}
+	formats := doc.Components.Schemas["AssembleRequest"].Properties["format"].Enum
+	for _, f := range []string{"openai", "responses", "anthropic", "gemini", "text"} {
+		if !slices.Contains(formats, f) {
+			t.Errorf("the OpenAPI document's formats %v lack %s", formats, f)
+		}
+	}
+}

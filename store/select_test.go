@@ -118,7 +118,7 @@ func seqs(msgs []store.Message) []int64 {
 func TestMessageTokens_BoundsWhatAssembliesKeep(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
-	for round := range 150 {
+	for round := range sweep(150) {
 		format := []string{assembler.FormatOpenAI, assembler.FormatAnthropic, assembler.FormatText}[r.IntN(3)]
 		model := []string{"gpt-4o", "gpt-4", "claude-sonnet-4-5"}[r.IntN(3)]
 		mdl, _ := tokenizer.ForModel(model)

@@ -25,6 +25,9 @@ var (
 	ErrUnknownModel = loom.NewError(loom.ErrInvalid, "tokenizer: unknown model")
 	// ErrInvalidModel is returned by [Register] for a model whose name, limits or chat overheads are invalid.
 	ErrInvalidModel = loom.NewError(loom.ErrInvalid, "tokenizer: invalid model")
+	// ErrSchemaDepth is returned by [CheckSchemaDepth], wrapped with the depth, for tool parameters nested
+	// deeper than MaxSchemaDepth.
+	ErrSchemaDepth = loom.NewError(loom.ErrInvalid, "tokenizer: a tool's parameters are nested too deep")
 )
 
 // Names of the exact encodings.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -46,6 +47,38 @@ func RenderFunctions(tools []loom.Tool) (text string, unknown []string) {
 	}
 	r.b.WriteString("} // namespace functions")
 	return r.b.String(), r.unknown
+}
+
+// MaxSchemaDepth is the deepest nesting of objects and arrays that a tool's parameters may have (see
+// [CheckSchemaDepth]): [RenderFunctions] indents each nested object two spaces more, so that its text grows
+// with the square of the depth, and a body of a few hundred kilobytes nested as deep as JSON allows would
+// render as tens of megabytes. 64 levels is room for 30 of nested object schemas; OpenAI's structured
+// outputs take 10.
+const MaxSchemaDepth = 64
+
+// CheckSchemaDepth returns an error wrapping ErrSchemaDepth if params, a JSON text, nests objects and
+// arrays deeper than MaxSchemaDepth. It reads params once and does not check that it is JSON.
+func CheckSchemaDepth(params []byte) error {
+	depth, most, inString := 0, 0, false
+	for i := 0; i < len(params); i++ {
+		c := params[i]
+		switch {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			depth++
+			most = max(most, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	if most > MaxSchemaDepth {
+		return fmt.Errorf("%w: %d levels of objects and arrays (at most %d)", ErrSchemaDepth, most, MaxSchemaDepth)
+	}
+	return nil
 }
 
 type renderer struct {

@@ -37,6 +37,11 @@ const (
 	// rule of Anthropic's later documentation, which pads an image to whole patches). It is an estimate:
 	// Anthropic counts exactly only with its token counting endpoint.
 	ImageArea
+	// ImageGeminiTiles is Google's rule for Gemini: an image whose sides are both at most 384 pixels costs
+	// Base (258); a larger one is cropped and scaled into tiles of 768x768 pixels, each costing PerTile
+	// (258), counted here as the tiles that cover it, which is the most the cropping can make. It is an
+	// estimate: Google does not say how it crops, and Gemini's tokenizer is not public.
+	ImageGeminiTiles
 )
 
 // ImageRule is how a model bills an image in its prompt (see [Model.ImageTokens]).
@@ -60,16 +65,18 @@ var ErrNoImageRule = loom.NewError(loom.ErrUnsupported, "tokenizer: how the mode
 
 // Constants of the rules, as OpenAI's and Anthropic's documentation give them.
 const (
-	tileFit        = 2048 // a high-detail image is first scaled to fit in this square
-	tileShortSide  = 768  // then so that its shortest side is at most this long
-	tileSide       = 512  // and costs PerTile for each tile of this side
-	patchSide      = 32
-	maxPatches     = 1536
-	areaPerToken   = 750  // Anthropic: width x height / 750
-	areaMaxEdge    = 1568 // the long edge of an image Anthropic does not scale down
-	areaMaxPixels  = 1568 * 784
-	areaPatchSide  = 28
-	floatTolerance = 1e-9 // of a scaled side that lands on a whole number of tiles or patches
+	tileFit         = 2048 // a high-detail image is first scaled to fit in this square
+	tileShortSide   = 768  // then so that its shortest side is at most this long
+	tileSide        = 512  // and costs PerTile for each tile of this side
+	patchSide       = 32
+	maxPatches      = 1536
+	areaPerToken    = 750  // Anthropic: width x height / 750
+	areaMaxEdge     = 1568 // the long edge of an image Anthropic does not scale down
+	areaMaxPixels   = 1568 * 784
+	areaPatchSide   = 28
+	floatTolerance  = 1e-9 // of a scaled side that lands on a whole number of tiles or patches
+	geminiSmallSide = 384  // Gemini: an image of sides at most this long is one tile's cost
+	geminiTileSide  = 768
 )
 
 // ImageTokens returns what an image of width x height pixels, looked at with detail ("low", "high",
@@ -96,6 +103,11 @@ func (m Model) ImageTokens(width, height int, detail string) (int, error) {
 		return max(r.tiles(width, height, detail), r.patches(width, height)), nil
 	case ImageArea:
 		return r.area(width, height), nil
+	case ImageGeminiTiles:
+		if width <= geminiSmallSide && height <= geminiSmallSide {
+			return r.Base, nil
+		}
+		return r.PerTile * ((width + geminiTileSide - 1) / geminiTileSide) * ((height + geminiTileSide - 1) / geminiTileSide), nil
 	}
 	return 0, fmt.Errorf("%w: %s", ErrNoImageRule, m.Name)
 }
@@ -155,11 +167,12 @@ func (r ImageRule) area(width, height int) int {
 // validImageRule returns what is wrong with r, or "".
 func validImageRule(r ImageRule) string {
 	switch {
-	case r.Kind < ImagesUnknown || r.Kind > ImageArea:
+	case r.Kind < ImagesUnknown || r.Kind > ImageGeminiTiles:
 		return fmt.Sprintf("unknown image rule kind %d", r.Kind)
 	case r.Base < 0 || r.PerTile < 0 || r.MaxEdge < 0 || !(r.Multiplier >= 0) || math.IsInf(r.Multiplier, 0):
 		return "an image rule with a negative or infinite count"
-	case (r.Kind == ImageTiles || r.Kind == ImageTilesOrPatches) && r.Base+r.PerTile == 0:
+	case (r.Kind == ImageTiles || r.Kind == ImageTilesOrPatches) && r.Base+r.PerTile == 0,
+		r.Kind == ImageGeminiTiles && (r.Base == 0 || r.PerTile == 0):
 		return "a tile rule whose tiles cost nothing"
 	case (r.Kind == ImagePatches || r.Kind == ImageTilesOrPatches) && r.Multiplier == 0:
 		return "a patch rule whose patches cost nothing"
@@ -185,7 +198,14 @@ var (
 	gpt5Images        = tiles(70, 140) // gpt-5, gpt-5-chat-latest
 	gpt5PointReleases = ImageRule{Kind: ImageTilesOrPatches, Base: 70, PerTile: 140, Multiplier: 1.2, Estimate: true}
 	anthropicImages   = ImageRule{Kind: ImageArea, Estimate: true}
+	// Google's "Understand and count tokens" (ai.google.dev/gemini-api/docs/tokens), for Gemini 2.0 and
+	// later; Gemini 1.5 billed 258 for any image, which this errs above.
+	geminiImages = ImageRule{Kind: ImageGeminiTiles, Base: 258, PerTile: 258, Estimate: true}
 )
+
+// GeminiImageRule is Google's rule for Gemini's images (see [ImageGeminiTiles]): what a request sent to
+// Gemini pays for an image, whichever model's name it was planned for.
+func GeminiImageRule() ImageRule { return geminiImages }
 
 // builtinImageRules are the image rules of the built-in models that take images, by name.
 var builtinImageRules = map[string]ImageRule{
@@ -222,6 +242,12 @@ var builtinImageRules = map[string]ImageRule{
 	"claude-sonnet-4-5": anthropicImages,
 	"claude-haiku-4-5":  anthropicImages,
 	"claude-opus-4-5":   anthropicImages,
+
+	"gemini-1.5-pro":   geminiImages,
+	"gemini-1.5-flash": geminiImages,
+	"gemini-2.0-flash": geminiImages,
+	"gemini-2.5-pro":   geminiImages,
+	"gemini-2.5-flash": geminiImages,
 }
 
 // pointReleaseImages is the image rule of a GPT-5 point release that is not registered, resolved to the

@@ -98,10 +98,21 @@ func TestImageTokens_Rules(t *testing.T) {
 		"gpt-5.4-mini":             {Kind: tokenizer.ImagePatches, Multiplier: 1.62},
 		"claude-opus-4-5-20251101": {Kind: tokenizer.ImageArea, Estimate: true},
 		"gpt-3.5-turbo":            {},
-		"gemini-2.5-pro":           {},
+		"gemini-2.5-pro":           {Kind: tokenizer.ImageGeminiTiles, Base: 258, PerTile: 258, Estimate: true},
+		"llama-3.1-8b":             {},
 	} {
 		if got := mustModel(t, name).Image; got != want {
 			t.Errorf("%s: Image = %+v, want %+v", name, got, want)
+		}
+	}
+	// Gemini: an image of sides at most 384 is one tile's 258; a larger one the 768-pixel tiles that
+	// cover it, 258 each, whatever the detail.
+	gemini := mustModel(t, "gemini-2.5-flash")
+	for _, c := range []struct{ w, h, want int }{{1, 1, 258}, {384, 384, 258}, {385, 10, 258}, {768, 768, 258}, {769, 768, 516}, {1000, 1000, 1032}, {3000, 200, 1032}} {
+		for _, detail := range []string{"", "low", "high"} {
+			if n, err := gemini.ImageTokens(c.w, c.h, detail); err != nil || n != c.want {
+				t.Errorf("gemini %dx%d %q: %d, %v; want %d", c.w, c.h, detail, n, err, c.want)
+			}
 		}
 	}
 	// The point releases' rule is never less than either rule it may be.
@@ -128,7 +139,7 @@ func TestImageTokens_Errors(t *testing.T) {
 		want   error
 	}{
 		{mustModel(t, "gpt-3.5-turbo"), 10, 10, "", tokenizer.ErrNoImageRule},
-		{mustModel(t, "gemini-2.5-flash"), 10, 10, "", loom.ErrUnsupported},
+		{mustModel(t, "llama-3.1-8b"), 10, 10, "", loom.ErrUnsupported},
 		{gpt4o, 0, 10, "", loom.ErrInvalid},
 		{gpt4o, 10, -1, "", loom.ErrInvalid},
 		{gpt4o, loom.MaxImageSide + 1, 10, "", loom.ErrInvalid},
@@ -151,6 +162,7 @@ func TestRegister_RejectsInvalidImageRules(t *testing.T) {
 		{Kind: tokenizer.ImagePatches, Multiplier: math.Inf(1)},
 		{Kind: tokenizer.ImageTilesOrPatches, Base: 1, PerTile: 1},
 		{Kind: tokenizer.ImageArea, MaxEdge: -5},
+		{Kind: tokenizer.ImageGeminiTiles, Base: 258},
 	} {
 		m := tokenizer.Model{Name: "vision-test-invalid", ContextWindow: 1000, Image: r}
 		if err := tokenizer.Register(m); !errors.Is(err, tokenizer.ErrInvalidModel) {

@@ -82,7 +82,8 @@ func TestForModel_ReturnsTheRegisteredLimits(t *testing.T) {
 			Tools: tokenizer.ToolRule{Overhead: 346, SystemOverhead: 346},
 			Image: tokenizer.ImageRule{Kind: tokenizer.ImageArea, Estimate: true}}},
 		{"gemini-2.5-pro", tokenizer.Model{Name: "gemini-2.5-pro", Provider: "google",
-			ContextWindow: 1048576, MaxOutputTokens: 65536, TokensPerMessage: 5, TokensPerName: 1, ReplyPriming: 5}},
+			ContextWindow: 1048576, MaxOutputTokens: 65536, TokensPerMessage: 5, TokensPerName: 1, ReplyPriming: 5,
+			Image: tokenizer.ImageRule{Kind: tokenizer.ImageGeminiTiles, Base: 258, PerTile: 258, Estimate: true}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.input, func(t *testing.T) {

@@ -2,6 +2,7 @@ package tokenizer_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -353,5 +354,28 @@ func TestRenderFunctions_MemoryLinearInNesting(t *testing.T) {
 	small, large := allocated(2000), allocated(8000)
 	if large > 6*small {
 		t.Errorf("rendering allocated %d bytes at depth 2000 and %d at depth 8000: more than linear", small, large)
+	}
+}
+
+// TestCheckSchemaDepth refuses parameters nested deeper than MaxSchemaDepth, counting only the brackets
+// outside strings.
+func TestCheckSchemaDepth(t *testing.T) {
+	t.Parallel()
+	nest := func(n int) string { return strings.Repeat(`{"a":`, n-1) + `{}` + strings.Repeat(`}`, n-1) }
+	for _, tc := range []struct {
+		params string
+		ok     bool
+	}{
+		{``, true},
+		{`{"type":"object"}`, true},
+		{nest(tokenizer.MaxSchemaDepth), true},
+		{nest(tokenizer.MaxSchemaDepth + 1), false},
+		{`{"a":"` + strings.Repeat(`[{`, 100) + `\"[[["}`, true}, // brackets in a string, and an escaped quote
+		{strings.Repeat(`[`, tokenizer.MaxSchemaDepth+1), false},
+	} {
+		err := tokenizer.CheckSchemaDepth([]byte(tc.params))
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, tokenizer.ErrSchemaDepth)) {
+			t.Errorf("%.40s...: %v, want ok %v", tc.params, err, tc.ok)
+		}
 	}
 }

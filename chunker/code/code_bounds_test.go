@@ -5,6 +5,8 @@ package code
 import (
 	"context"
 	"errors"
+	"flag"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -151,10 +153,21 @@ func TestCode_LargeTextIsParsedInWindows(t *testing.T) {
 	}
 }
 
-// fuzzParse checks, for one grammar, that chunking any text of up to 64 KB keeps the invariants and takes
-// less than a second of the thread's CPU time (tree-sitter's parse runs on the calling thread; CPU time,
-// unlike wall time, does not grow when the machine is busy). repeat/255 of 64 KB is filled with copies of
-// the text the fuzzer made, which is how small pathological inputs become slow ones.
+// fuzzTextSize is the size of the texts the fuzz targets make: 64 KB when fuzzing (go test -fuzz) or with
+// LOOM_FULL_SWEEPS=1 (the nightly size); 16 KB for the seeds of a plain run, where the seven targets' 150
+// seeds at 64 KB took three minutes of one core, most of `make test`'s run without the race detector; and
+// maxPropertyText under the detector. Every seed still runs, each pathological shape repeated to fill it.
+func fuzzTextSize() int {
+	if os.Getenv("LOOM_FULL_SWEEPS") == "1" || flag.Lookup("test.fuzz").Value.String() != "" {
+		return 64 << 10
+	}
+	return min(16<<10, maxPropertyText())
+}
+
+// fuzzParse checks, for one grammar, that chunking any text of up to fuzzTextSize keeps the invariants
+// and takes less than a second of the thread's CPU time (tree-sitter's parse runs on the calling thread;
+// CPU time, unlike wall time, does not grow when the machine is busy). repeat/255 of it is filled with
+// copies of the text the fuzzer made, which is how small pathological inputs become slow ones.
 func fuzzParse(f *testing.F, lang string) {
 	for name, text := range codeFiles(f) {
 		if ingest.LanguageForFile(name) == lang {
@@ -174,7 +187,7 @@ func fuzzParse(f *testing.F, lang string) {
 		f.Add(pattern, uint8(92), uint8(255))
 	}
 	f.Fuzz(func(t *testing.T, text string, size, repeat uint8) {
-		maxText := min(64<<10, maxPropertyText())
+		maxText := fuzzTextSize()
 		if len(text) > maxText {
 			text = text[:maxText]
 		}

@@ -14,13 +14,16 @@ import (
 
 const assembleUsage = `Usage:
 
-	loom assemble --request FILE.json [--format openai|anthropic|text]
+	loom assemble --request FILE.json [--format openai|responses|anthropic|gemini|text]
 	loom assemble [--store URL] [--layout native|cookbook] [--tenant T] --agent A --user U --session S
 	              --message M [--max-tokens N] [--model M] [--format F] [--preset cookbook] [--strict]
 
 Assemble fits a request into its token budget and prints the result as one JSON object: the provider-ready
-messages (or system and messages for anthropic, or text), the exact total_tokens, the citations, the stable
-prefix's hash and a report of every item kept or dropped.
+messages (openai; system and messages for anthropic; instructions and input for responses, OpenAI's
+Responses API; system_instruction and contents for gemini, counted with an estimate; text), the tools in
+the format's shape, written canonically (sorted by name, schema keys sorted), the exact total_tokens, the
+citations, the stable prefix's hash, the prompt_cache_key to send to OpenAI (openai and responses: a hash
+of the tenant, the agent and the stable prefix) and a report of every item kept or dropped.
 
 With --request, the request is read from FILE.json ("-" for standard input): the body of the HTTP API's
 POST /v1/assemble, every field meaning what it means there. With --agent, --user or --session (or the
@@ -37,7 +40,9 @@ The request:
 	 "instructions": "...", "tools": [{"type": "function", "function": {...}}],
 	 "memory": [{"key", "value", "pinned"}], "knowledge": [{"id", "content", "score", "source", "type",
 	 "trusted", "metadata"}], "history": [{"role", "content", "tool_calls", "tool_call_id", "name"}],
-	 "tool_outputs": [{"tool", "call_id", "result"}], "message": "...", "policy": {...},
+	 "tool_outputs": [{"tool", "call_id", "result"}], "message": "...",
+	 "policy": {"regions": [...], "history_trim": "steps", "history_floor": 0.3, "keep_tool_results": 3,
+	 "clear_tool_results_over": 500, ...},
 	 "agent": "...", "user": "...", "session": "...", "history_limit": 20, "strict": false,
 	 "preset": "cookbook", "retrieve": {"collection": "...", "top_k": 5}}
 

@@ -25,6 +25,8 @@ func TestAssemble_PrintsTheResult(t *testing.T) {
 		{[]string{"assemble", "--request", path}, ""},
 		{[]string{"assemble", "--request", "-", "--format", "anthropic"}, string(data)},
 		{[]string{"assemble", "--request", path, "--format", "text"}, ""},
+		{[]string{"assemble", "--request", path, "--format", "responses"}, ""},
+		{[]string{"assemble", "--request", path, "--format", "gemini"}, ""},
 	} {
 		out, errOut, code := runLoom(t, tc.stdin, tc.args...)
 		if code != 0 {
@@ -39,6 +41,15 @@ func TestAssemble_PrintsTheResult(t *testing.T) {
 		}
 		if strings.Contains(out, `\u003c`) {
 			t.Errorf("%v: output escapes < as \\u003c", tc.args)
+		}
+		// The prompt cache key, for OpenAI's APIs; each format's own fields.
+		openAI := res.Format == assembler.FormatOpenAI || res.Format == assembler.FormatResponses
+		if openAI != strings.HasPrefix(res.PromptCacheKey, "loom-") {
+			t.Errorf("%v: format %s, prompt_cache_key %q", tc.args, res.Format, res.PromptCacheKey)
+		}
+		if res.Format == assembler.FormatResponses && (len(res.Input) == 0 || res.Instructions == "") ||
+			res.Format == assembler.FormatGemini && (len(res.Contents) == 0 || res.SystemInstruction == nil || res.Exact) {
+			t.Errorf("%v: %s", tc.args, out)
 		}
 	}
 }
@@ -211,5 +222,30 @@ func TestAssemble_AnthropicRequestsTheAPITakes(t *testing.T) {
 		if msg := tc.want(res); msg != "" {
 			t.Errorf("%s: %s", tc.name, msg)
 		}
+	}
+}
+
+// TestAssemble_PolicyClearsToolResults: a request file's policy clears the older tool results to
+// placeholders and cuts the history as it says, as over HTTP.
+func TestAssemble_PolicyClearsToolResults(t *testing.T) {
+	t.Parallel()
+	req := `{"model": "gpt-4o", "message": "And now?", "policy": {"keep_tool_results": 1, "history_trim": "turns"}, "history": [
+		{"role": "user", "content": "Find the booking."},
+		{"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "search", "arguments": "{}"}}]},
+		{"role": "tool", "tool_call_id": "c1", "content": "booking 17: a flight to Lisbon on the 3rd, seat 12A, paid by card, two bags"},
+		{"role": "assistant", "content": "Booking 17 is a flight to Lisbon."},
+		{"role": "user", "content": "And the hotel?"},
+		{"role": "assistant", "tool_calls": [{"id": "c2", "type": "function", "function": {"name": "search", "arguments": "{}"}}]},
+		{"role": "tool", "tool_call_id": "c2", "content": "booking 18: the Hotel Mundial, three nights"}]}`
+	out, errOut, code := runLoom(t, req, "assemble", "--request", "-")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, `[tool result cleared: search, call \"c1\", `) || !strings.Contains(out, "the Hotel Mundial") || !strings.Contains(out, `"cleared"`) {
+		t.Errorf("c1 not cleared, or c2 cleared:\n%s", out)
+	}
+	_, errOut, code = runLoom(t, `{"message": "hi", "policy": {"history_trim": "pages"}}`, "assemble", "--request", "-")
+	if code != 2 || !strings.Contains(errOut, "history_trim") {
+		t.Errorf("a bad history_trim: exit %d: %s", code, errOut)
 	}
 }

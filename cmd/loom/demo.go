@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,7 +34,7 @@ func runDemo(ctx context.Context, args []string, s streams) error {
 	storeURL := fs.String("store", "", "a store `URL` to use instead of a temporary SQLite file")
 	maxTokens := fs.Int("max-tokens", 4000, "the prompt budget in tokens (the cookbook uses 4000)")
 	model := fs.String("model", "gpt-4o", "the `model` whose tokens to count")
-	format := fs.String("format", assembler.FormatOpenAI, "the output `format`: openai, anthropic or text")
+	format := fs.String("format", assembler.FormatOpenAI, "the output `format`: openai, responses, anthropic, gemini or text")
 	preset := fs.String("preset", "", "render with a `preset`: cookbook (the Valkey cookbook's own messages)")
 	if err := parseFlags(fs, help, args); err != nil {
 		return err
@@ -136,6 +137,45 @@ func printDemo(s streams, url string, temporary bool, res *engine.Result) error 
 			content += fmt.Sprintf("(calls %s %s)", c.Function.Name, c.Function.Arguments)
 		}
 		fmt.Fprintf(&b, "[%s]\n%s\n\n", m.Role, indent(content))
+	}
+	if res.Instructions != "" { // responses
+		fmt.Fprintf(&b, "[instructions]\n%s\n\n", indent(res.Instructions))
+	}
+	for _, it := range res.Input {
+		var content string
+		switch it.Type {
+		case assembler.ItemFunctionCall:
+			content = fmt.Sprintf("(calls %s %s)", it.Name, it.Arguments)
+		case assembler.ItemFunctionCallOutput:
+			content = fmt.Sprintf("(output %s)", it.Output)
+		default:
+			var parts []string
+			for _, c := range it.Content {
+				parts = append(parts, c.Text)
+			}
+			content = strings.Join(parts, "\n")
+		}
+		fmt.Fprintf(&b, "[%s]\n%s\n\n", cmp.Or(it.Role, it.Type), indent(content))
+	}
+	if si := res.SystemInstruction; si != nil { // gemini
+		fmt.Fprintf(&b, "[system_instruction]\n%s\n\n", indent(si.Parts[0].Text))
+	}
+	for _, c := range res.Contents {
+		var parts []string
+		for _, p := range c.Parts {
+			switch {
+			case p.FunctionCall != nil:
+				parts = append(parts, fmt.Sprintf("(functionCall %s %s)", p.FunctionCall.Name, p.FunctionCall.Args))
+			case p.FunctionResponse != nil:
+				parts = append(parts, fmt.Sprintf("(functionResponse %s %s)", p.FunctionResponse.Name, p.FunctionResponse.Response))
+			default:
+				parts = append(parts, p.Text)
+			}
+		}
+		fmt.Fprintf(&b, "[%s]\n%s\n\n", c.Role, indent(strings.Join(parts, "\n")))
+	}
+	if res.PromptCacheKey != "" {
+		fmt.Fprintf(&b, "prompt_cache_key: %s\n\n", res.PromptCacheKey)
 	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "region\tincluded\tdropped\ttokens\tbudget\t")

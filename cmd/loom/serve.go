@@ -50,6 +50,11 @@ loopback address, and it answers only requests whose Host is a loopback name or 
 without keys, a request with a body must be Content-Type: application/json (415 otherwise), so that a web
 page cannot post a form to the API, and no CORS header is ever sent.
 
+Provider counts: with LOOM_ANTHROPIC_API_KEY or LOOM_GEMINI_API_KEY set, POST /v1/tokens/count asks
+Anthropic's /v1/messages/count_tokens or Gemini's countTokens for the exact count of a request to a model
+without a public tokenizer (LOOM_ANTHROPIC_BASE_URL and LOOM_GEMINI_BASE_URL change where), and answers
+with Loom's estimate and the reason if that fails. Assemblies never ask.
+
 Every flag can also be set by an environment variable: LOOM_ and the flag's name in capitals with _ for -
 (--max-body-bytes is LOOM_MAX_BODY_BYTES). A flag on the command line wins.
 ` + summarizerUsage + storeFlagsUsage
@@ -96,6 +101,10 @@ func runServe(ctx context.Context, args []string, s streams) error {
 	}
 	env, envSet := os.LookupEnv("LOOM_API_KEYS")
 	keys, err := loadKeys(env, envSet, c.keysFile)
+	if err != nil {
+		return usageError(fmt.Errorf("serve: %w", err))
+	}
+	provider, err := providerFromEnv(os.Getenv)
 	if err != nil {
 		return usageError(fmt.Errorf("serve: %w", err))
 	}
@@ -188,7 +197,7 @@ func runServe(ctx context.Context, args []string, s streams) error {
 		}
 		return nil
 	}
-	srv, err := server.New(server.Config{Engine: eng, Keys: keys, Logger: log, Ready: ready, Limits: server.Limits{
+	srv, err := server.New(server.Config{Engine: eng, Keys: keys, Logger: log, Ready: ready, ProviderCount: provider, Limits: server.Limits{
 		MaxBodyBytes: c.maxBody, MaxMessageBytes: c.maxMessage, MaxItems: c.maxItems, RequestTimeout: c.requestTimeout}})
 	if err != nil {
 		return err

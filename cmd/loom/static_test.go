@@ -20,6 +20,9 @@ func TestBuild_WithoutCgoIsStatic(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the check reads an ELF binary")
 	}
+	if raceEnabled {
+		t.Skip("builds the command in another process, with nothing for the race detector to watch: make test runs it without it, with and without cgo")
+	}
 	bin := filepath.Join(t.TempDir(), "loom")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOPROXY=off", "GOTOOLCHAIN=local")

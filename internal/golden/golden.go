@@ -5,7 +5,8 @@
 // it shows every field a user receives, a field added later included. Its layout:
 //
 //   - One section per top-level field: the header fields first (format, model, encoding, exact, budget),
-//     then system, messages, text, tools, context, citations, prefix_hash, any other field, the report and
+//     then system, instructions, system_instruction, messages, input, contents, text, tools, context,
+//     citations, prefix_hash, prompt_cache_key, any other field, the report and
 //     total_tokens last.
 //   - Each message starts with a line "── [i] role"; its other fields follow, nested as in the JSON,
 //     objects as "key: value" lines and arrays as "- " items.
@@ -170,7 +171,7 @@ func Result(v any) (string, error) {
 	}
 	w := &writer{}
 	first := []string{"format", "model", "encoding", "exact", "budget"}
-	body := []string{"system", "messages", "text", "tools", "context", "citations", "prefix_hash"}
+	body := []string{"system", "instructions", "system_instruction", "messages", "input", "contents", "text", "tools", "context", "citations", "prefix_hash", "prompt_cache_key"}
 	last := []string{"report", "total_tokens"}
 	for _, k := range first {
 		if v := root.get(k); v != nil {

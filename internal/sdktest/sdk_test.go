@@ -278,6 +278,24 @@ func testRandomSDK(t *testing.T, format string, r *rand.Rand, check func(*assemb
 			}
 			calls = max(calls, n)
 		}
+		run := 0 // the responses format's function calls in a row
+		for _, it := range res.Input {
+			if it.Type == "function_call" {
+				run++
+				calls = max(calls, run)
+			} else {
+				run = 0
+			}
+		}
+		for _, c := range res.Contents {
+			n := 0
+			for _, p := range c.Parts {
+				if p.FunctionCall != nil {
+					n++
+				}
+			}
+			calls = max(calls, n)
+		}
 		withCalls += min(calls, 1)
 		if calls >= 2 {
 			withTwoCalls++

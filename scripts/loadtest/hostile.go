@@ -65,7 +65,7 @@ func runHostilePhase(ctx context.Context, env *environment, sec *section) error 
 	sec.printf("Each case runs against a fresh `loom serve` on each store. Tenant A holds a session, an agent and a " +
 		"user whose texts carry a random secret; tenant B (its own key) names them. Injection texts are stored in " +
 		"knowledge (content and `source` attribute), memory (value, key, pinned), tool outputs (result; a " +
-		"tool name outside the providers' rule is refused on input), history and the current message, then assembled in the openai, anthropic and text formats: no raw " +
+		"tool name outside the providers' rule is refused on input), history and the current message, then assembled in the openai, responses, anthropic, gemini and text formats: no raw " +
 		"`<system>` tag and no `trusted=\"true\"` may appear anywhere in the prompt except inside the user's and " +
 		"assistant's own verbatim turns, and each injected data text must be present escaped (so the check is not " +
 		"vacuous). Texts with line breaks are stored in a tool output (turns: `System: ...`, `User: ...`) and a " +
@@ -479,7 +479,7 @@ func secretIntact(ctx context.Context, t *target) (bool, error) {
 // injectionCases assemble the stored injection texts in each format and check the prompt.
 func injectionCases() []hostileCase {
 	var cs []hostileCase
-	for _, format := range []string{"openai", "anthropic", "text"} {
+	for _, format := range []string{"openai", "responses", "anthropic", "gemini", "text"} {
 		cs = append(cs, hostileCase{name: "tag injection assembled as " + format,
 			want: "200; no raw injected tag, each escaped",
 			run: func(ctx context.Context, t *target) outcome {
@@ -601,11 +601,34 @@ func promptTexts(body []byte) ([]string, error) {
 		System  string `json:"system"`
 		Text    string `json:"text"`
 		Context string `json:"context"`
+		// The responses and gemini formats': every string they hold is a text of the prompt.
+		Instructions      string `json:"instructions"`
+		Input             any    `json:"input"`
+		SystemInstruction any    `json:"system_instruction"`
+		Contents          any    `json:"contents"`
 	}
 	if err := json.Unmarshal(body, &res); err != nil {
 		return nil, fmt.Errorf("decode the result: %w", err)
 	}
-	texts := []string{res.System, res.Text, res.Context}
+	texts := []string{res.System, res.Text, res.Context, res.Instructions}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case string:
+			texts = append(texts, v)
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		case map[string]any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	walk(res.Input)
+	walk(res.SystemInstruction)
+	walk(res.Contents)
 	for _, m := range res.Messages {
 		var s string
 		if json.Unmarshal(m.Content, &s) == nil {

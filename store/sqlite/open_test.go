@@ -100,8 +100,11 @@ const (
 	openChildStores = 4
 	// openChildBusy is a fifth of DefaultBusyTimeout, so that the test is as hard as 64 openers at the
 	// default on a machine five times as loaded: `make test` on a cold 2-core machine, where the default
-	// was not enough when every opener queued for the write lock to migrate.
-	openChildBusy = sqlite.DefaultBusyTimeout / 5
+	// was not enough when every opener queued for the write lock to migrate. Under the race detector,
+	// which slows the children by about as much again, it is the default: a fifth of it failed there at a
+	// load average of 20 on 2 cores, each child getting a few percent of a core, with the openers making
+	// progress all along.
+	openChildBusy = sqlite.DefaultBusyTimeout / time.Duration(openChildBusyDivisor)
 )
 
 // TestOpen_ManyProcessesAtOnce: processes open the same new file at the same moment, as concurrent

@@ -1,0 +1,5 @@
+//go:build !race
+
+package promptcount_test
+
+const raceEnabled = false

@@ -1,0 +1,6 @@
+//go:build race
+
+package store_test
+
+// raceEnabled says the race detector is on: see sweep.
+const raceEnabled = true
