@@ -86,6 +86,29 @@ type Policy struct {
 	// tool exchange, which an assembly always keeps, is never cleared, nor is a result that its placeholder
 	// would not make shorter.
 	ClearToolResultsOver int `json:"clear_tool_results_over,omitempty"`
+	// Compaction sets when and how a session's cut turns are summarized, where a summarizer is
+	// configured; nil means the defaults of [Compaction].
+	Compaction *Compaction `json:"compaction,omitempty"`
+}
+
+// Compaction is an agent's policy for summarizing its sessions' older turns: once the history that no
+// summary covers costs more than TriggerTokens (or TriggerShare of the budget), the turns older than the
+// newest KeepTokens are summarized into the session's running summary, with the previous summary. Zero
+// fields mean the defaults named.
+type Compaction struct {
+	// TriggerTokens starts a compaction when the messages no summary covers cost more than this many
+	// tokens. 0: TriggerShare decides.
+	TriggerTokens int `json:"trigger_tokens,omitempty"`
+	// TriggerShare starts a compaction when those messages cost more than this share (0 to 1) of the
+	// agent's prompt budget; 0 means 0.6, used when TriggerTokens is 0.
+	TriggerShare float64 `json:"trigger_share,omitempty"`
+	// KeepTokens is how many tokens of the newest messages stay verbatim, never summarized (whole turns:
+	// at least this much); 0 means a quarter of the budget.
+	KeepTokens int `json:"keep_tokens,omitempty"`
+	// Instructions tell the summarizer what to keep; "" means the engine's default instructions.
+	Instructions string `json:"instructions,omitempty"`
+	// MaxSummaryTokens bounds the summary the model writes; 0 means 1000.
+	MaxSummaryTokens int `json:"max_summary_tokens,omitempty"`
 }
 
 // History trims (Policy.HistoryTrim).

@@ -25,6 +25,7 @@ import (
 	"github.com/context-loom/loom/store/storeurl"
 	"github.com/context-loom/loom/store/valkey"
 	"github.com/context-loom/loom/store/valkey/cookbook"
+	"github.com/context-loom/loom/summarize"
 	"github.com/context-loom/loom/tokenizer"
 )
 
@@ -65,6 +66,12 @@ var sentinels = map[string]error{
 	"engine.ErrClosed":              engine.ErrClosed,
 	"engine.ErrAgentNotFound":       engine.ErrAgentNotFound,
 	"engine.ErrNoCollections":       engine.ErrNoCollections,
+	"engine.ErrNoSummarizer":        engine.ErrNoSummarizer,
+	"engine.ErrCompactionBusy":      engine.ErrCompactionBusy,
+	"engine.ErrCompactionFailed":    engine.ErrCompactionFailed,
+	"summarize.ErrInvalidConfig":    summarize.ErrInvalidConfig,
+	"summarize.ErrResponse":         summarize.ErrResponse,
+	"summarize.ErrUnavailable":      summarize.ErrUnavailable,
 	"eval.ErrQuestions":             eval.ErrQuestions,
 	"ingest.ErrBinary":              ingest.ErrBinary,
 	"ingest.ErrTooLarge":            ingest.ErrTooLarge,

@@ -13,7 +13,8 @@ import (
 // is none of them, and its text is "".
 type Region uint8
 
-// The regions, in the order a rendering lays them out. RegionMessage is the last.
+// The regions, in the order a rendering lays them out, but for RegionSummary, which came later and goes
+// after the stable prefix (instructions, pinned memory). RegionSummary is the last.
 const (
 	RegionInstructions Region = iota + 1
 	RegionTools
@@ -22,9 +23,12 @@ const (
 	RegionHistory
 	RegionToolOutputs
 	RegionMessage
+	// RegionSummary is the session's running summary of the history's older turns (see Summary), laid out
+	// after the stable prefix.
+	RegionSummary
 )
 
-var regionNames = [...]string{"", "instructions", "tools", "memory", "knowledge", "history", "tool_outputs", "message"}
+var regionNames = [...]string{"", "instructions", "tools", "memory", "knowledge", "history", "tool_outputs", "message", "summary"}
 
 // String returns the region's name ("tool_outputs"), "" for the zero Region, and "Region(n)" for a value
 // that is no region.
@@ -62,5 +66,5 @@ func ParseRegion(name string) (Region, error) {
 			return Region(i), nil
 		}
 	}
-	return 0, fmt.Errorf("%w: unknown region %s (known: instructions, tools, memory, knowledge, history, tool_outputs, message)", ErrInvalid, quoteName(name))
+	return 0, fmt.Errorf("%w: unknown region %s (known: instructions, tools, memory, knowledge, history, tool_outputs, message, summary)", ErrInvalid, quoteName(name))
 }

@@ -55,5 +55,5 @@ func ExampleParseRegion() {
 	// Output:
 	// tool_outputs true <nil>
 	// {"name":"history","priority":1}
-	// loom: invalid input: unknown region "notes" (known: instructions, tools, memory, knowledge, history, tool_outputs, message)
+	// loom: invalid input: unknown region "notes" (known: instructions, tools, memory, knowledge, history, tool_outputs, message, summary)
 }

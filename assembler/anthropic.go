@@ -170,7 +170,7 @@ func renderMessages(a *assembly, out *output, shape string) {
 	out.messages = msgs
 	out.addTokens(regionOverhead, a.model.ReplyPriming)
 	out.context = l.knowledge
-	out.prefix = stablePrefix(a.tools.prefixID(), stable)
+	out.prefix = l.stablePrefix(a.tools.prefixID(), stable)
 }
 
 // check holds the request to the Messages API's rules (https://platform.claude.com/docs/en/api/messages,

@@ -69,6 +69,10 @@ type assembly struct {
 	reserve        int
 	instructionIDs []string // the instructions' items, for the report
 	instructions   string   // the instructions as Loom's formats render them: none when they are blank
+	// The request's summary, rendered (nil: none), and how many of the history's first messages it
+	// stands for, which are not sent.
+	summary []tokenizer.Part
+	covers  int
 
 	// Candidates per optional region, best first, and the chosen ones.
 	memory    []*ctxItem
@@ -654,6 +658,10 @@ func (a *assembly) result(out *output) *Result {
 	}
 	add(RegionTools, used[RegionTools], used[RegionTools], toolNames, a.dropped[RegionTools])
 	add(RegionMessage, used[RegionMessage], used[RegionMessage], idsIf(a.hasMessage, "message"), a.dropped[RegionMessage])
+	if s := a.req.Summary; s != nil { // reported only when there is one, so that a report without is as it was
+		add(RegionSummary, used[RegionSummary], used[RegionSummary], idsIf(a.summary != nil, "summary"), a.dropped[RegionSummary])
+		res.Report.Summary = &SummaryRange{From: s.From, To: s.To, Covers: a.covers}
+	}
 	for _, r := range a.policy.Regions {
 		var included []string
 		var drops []Dropped

@@ -85,6 +85,9 @@ func (c *Cookbook) prepare(a *assembly) error {
 	if len(req.Tools) > 0 {
 		return fmt.Errorf("%w: the cookbook format renders no tools", ErrInvalidRequest)
 	}
+	if req.Summary != nil {
+		return fmt.Errorf("%w: the cookbook format renders no summary", ErrInvalidRequest)
+	}
 	if err := a.prepareParts(); err != nil {
 		return err
 	}

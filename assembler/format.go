@@ -142,9 +142,9 @@ func requestFormat(req *Request) (Format, error) {
 	return req.Formatter, nil
 }
 
-// numRegions is the size of an array indexed by Region: the regions are 1 to RegionMessage, and index 0,
+// numRegions is the size of an array indexed by Region: the regions are 1 to RegionSummary, and index 0,
 // the zero Region, is regionOverhead here.
-const numRegions = int(RegionMessage) + 1
+const numRegions = int(RegionSummary) + 1
 
 // regionOverhead is what an output holds that is no region's: the format's overhead (see Report).
 const regionOverhead Region = 0

@@ -34,6 +34,7 @@ var (
 // and the history's turns.
 type layout struct {
 	instructionParts int              // stable[:instructionParts] is the instructions'
+	prefixParts      int              // stable[:prefixParts] is the stable prefix, the rest the summary's
 	ctx              []tokenizer.Part // memory, tool outputs, knowledge
 	ctxText          string
 	memoryEnd        int     // ctx[:memoryEnd] is memory's
@@ -67,6 +68,15 @@ func (a *assembly) markupLayout() (stable []tokenizer.Part, l layout) {
 			stable = append(stable, it.parts...)
 		}
 		stable = append(stable, tokenizer.NewPart(strings.TrimSuffix(memoryClose, "\n\n")))
+	}
+	// The summary goes after the stable prefix, in the same text: it changes only when the session is
+	// compacted, so that what follows it stays cacheable between compactions.
+	l.prefixParts = len(stable)
+	if a.summary != nil {
+		if len(stable) > 0 {
+			stable = append(stable, tokenizer.NewPart("\n\n"))
+		}
+		stable = append(stable, a.summary...)
 	}
 
 	// The volatile context: other memory, tool outputs, knowledge.
@@ -108,17 +118,21 @@ func (a *assembly) markupLayout() (stable []tokenizer.Part, l layout) {
 
 // stableRegion is the region of the stable prefix's first part, which a message of it is framed for.
 func (l *layout) stableRegion() Region {
-	if l.instructionParts > 0 {
+	switch {
+	case l.instructionParts > 0:
 		return RegionInstructions
+	case l.prefixParts > 0:
+		return RegionMemory
 	}
-	return RegionMemory
+	return RegionSummary
 }
 
 // stableText is the stable prefix as one text.
 func (l *layout) stableText(stable []tokenizer.Part) segments {
 	s := segments{parts: stable}
 	s.markAt(l.instructionParts, RegionInstructions)
-	s.markAt(len(stable), RegionMemory)
+	s.markAt(l.prefixParts, RegionMemory)
+	s.markAt(len(stable), RegionSummary)
 	if s.n > 1 { // to be split: a copy, so that a prefix of instructions alone stays off the heap
 		s.parts = slices.Clone(stable)
 	}
@@ -136,15 +150,21 @@ func (l *layout) contextText() segments {
 
 // appendStable appends the stable prefix to s, and then sep, marking its regions' bounds.
 func (l *layout) appendStable(s *segments, stable []tokenizer.Part, sep ...tokenizer.Part) {
-	s.parts = append(s.parts, stable[:l.instructionParts]...)
-	if l.instructionParts == len(stable) {
-		s.parts = append(s.parts, sep...)
-	}
-	s.mark(RegionInstructions)
-	if l.instructionParts < len(stable) {
-		s.parts = append(s.parts, stable[l.instructionParts:]...)
-		s.parts = append(s.parts, sep...)
-		s.mark(RegionMemory)
+	bounds := [3]struct {
+		end    int
+		region Region
+	}{{l.instructionParts, RegionInstructions}, {l.prefixParts, RegionMemory}, {len(stable), RegionSummary}}
+	from := 0
+	for i, b := range bounds {
+		if b.end == from && (i > 0 || b.end < len(stable)) {
+			continue // no parts (the instructions' mark of none is kept, as before, when nothing follows)
+		}
+		s.parts = append(s.parts, stable[from:b.end]...)
+		if b.end == len(stable) {
+			s.parts = append(s.parts, sep...)
+		}
+		s.mark(b.region)
+		from = b.end
 	}
 }
 
@@ -170,9 +190,9 @@ func (l *layout) appendContext(s *segments, sep ...tokenizer.Part) {
 }
 
 // stablePrefix is the text hashed into Result.PrefixHash: the tools' id (the SHA-256 of their canonical
-// JSON, see toolSet) and the stable prefix.
-func stablePrefix(tools string, stable []tokenizer.Part) string {
-	return tools + "\x00" + tokenizer.JoinText(stable)
+// JSON, see toolSet) and the stable prefix, without the summary that follows it in l.
+func (l *layout) stablePrefix(tools string, stable []tokenizer.Part) string {
+	return tools + "\x00" + tokenizer.JoinText(stable[:l.prefixParts])
 }
 
 // trimKeptStart drops the kept history turns that would start the history with an assistant's message or

@@ -160,7 +160,7 @@ func renderChat(a *assembly, out *output, shape string) {
 	}
 	out.addTokens(regionOverhead, a.model.ReplyPriming)
 	out.context = l.knowledge
-	out.prefix = stablePrefix(a.tools.prefixID(), stable)
+	out.prefix = l.stablePrefix(a.tools.prefixID(), stable)
 }
 
 // padCount is what the line break after a text of n tokens adds to its count (see openAI.render).

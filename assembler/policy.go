@@ -19,6 +19,7 @@ const (
 	RegionHistory      = loom.RegionHistory
 	RegionToolOutputs  = loom.RegionToolOutputs
 	RegionMessage      = loom.RegionMessage
+	RegionSummary      = loom.RegionSummary
 )
 
 // Knowledge orders.

@@ -66,6 +66,9 @@ func (a *assembly) prepareMarkup() error {
 	if a.instructions != "" {
 		a.instructionIDs = []string{"instructions"}
 	}
+	if err := a.prepareSummary(); err != nil {
+		return err
+	}
 	a.prepareHistory()
 	a.clearToolResults()
 	if len(a.required) > 0 && a.msgs(&a.required[0])[0].Role != "user" {
@@ -78,6 +81,44 @@ func (a *assembly) prepareMarkup() error {
 	return nil
 }
 
+// conversationSummary is the element of a running summary, always untrusted, with the seqs it covers
+// when they are known.
+func conversationSummary(s *Summary) elem {
+	attrs := make([]string, 0, 6)
+	if s.From > 0 && s.To > 0 {
+		attrs = append(attrs, "from", strconv.FormatInt(s.From, 10), "to", strconv.FormatInt(s.To, 10))
+	}
+	return elem{openTag("conversation_summary", append(attrs, "trusted", "false")...), "conversation_summary"}
+}
+
+// prepareSummary checks the request's summary and renders it: its element, its text escaped as the
+// format writes a tag's text. A summary that covers messages needs a text; a blank one that covers none
+// says nothing and is not rendered.
+func (a *assembly) prepareSummary() error {
+	s := a.req.Summary
+	if s == nil {
+		return nil
+	}
+	if s.Covers < 0 || s.Covers > len(a.req.History) {
+		return fmt.Errorf("%w: the summary covers %d messages of a history of %d", ErrInvalidRequest, s.Covers, len(a.req.History))
+	}
+	if s.From < 0 || s.To < s.From {
+		return fmt.Errorf("%w: the summary's range %d to %d", ErrInvalidRequest, s.From, s.To)
+	}
+	if loom.IsBlank(s.Text) {
+		if s.Covers > 0 {
+			return fmt.Errorf("%w: a summary of %d messages without a text", ErrInvalidRequest, s.Covers)
+		}
+		a.dropped[RegionSummary] = []Dropped{{ID: "summary", Reason: ReasonEmpty}}
+		return nil
+	}
+	el := conversationSummary(s)
+	a.covers = s.Covers
+	a.summary = []tokenizer.Part{tokenizer.NewPart(el.itemOpen(a.tagEnd)), tokenizer.NewPart(a.f.body(EscapeText(strings.TrimSpace(s.Text)))),
+		tokenizer.NewPart("\n" + el.close())}
+	return nil
+}
+
 // prepareHistory groups the history into turns that stay or go together (an assistant's tool calls with
 // their results), drops orphans, and sets the latest tool exchange apart as required.
 func (a *assembly) prepareHistory() {
@@ -87,7 +128,10 @@ func (a *assembly) prepareHistory() {
 	a.contents = sc.contents // every message's content, counted once
 	turns := sc.turns[:0]
 	newGroup := func(i, j int) group { return group{first: int32(i), n: int32(j - i), cost: -1} }
-	for i := 0; i < len(h); i++ {
+	for i := range a.covers { // the summary's: not sent
+		a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(i), Reason: ReasonSummarized})
+	}
+	for i := a.covers; i < len(h); i++ {
 		msg := &h[i]
 		switch {
 		case msg.Role == "assistant" && len(msg.ToolCalls) > 0:

@@ -54,6 +54,11 @@ type Request struct {
 	// Policy sets how the optional regions share the budget; nil means DefaultPolicy.
 	Policy *Policy `json:"policy,omitempty"`
 
+	// Summary, when set, is the running summary of History's first Summary.Covers messages, which it
+	// stands for: they are not sent (the report lists them dropped as "summarized"), and the summary is,
+	// in a <conversation_summary trusted="false"> element after the stable prefix. It is required, as the
+	// instructions are. The cookbook format takes none.
+	Summary *Summary `json:"summary,omitempty"`
 	// CacheScope names who may share a prompt cache entry: Result.PromptCacheKey is derived from it and
 	// the stable prefix. The engine sets it to the tenant's and the agent's (see [CacheScope]); a Go
 	// caller may set its own. It is not part of the wire format, so that no request names another
@@ -139,6 +144,19 @@ func (c ToolChoice) check(tools []Tool) error {
 		return fmt.Errorf("%w: tool_choice %q without tools", ErrInvalidRequest, c.Mode)
 	}
 	return nil
+}
+
+// Summary is a running summary of a history's first messages (a session's stored summary: see
+// loom.Summary).
+type Summary struct {
+	// Text is the summary, untrusted: it is escaped, and written as data, never as instructions.
+	Text string `json:"text"`
+	// Covers is how many of the request's History, from the first, the summary stands for.
+	Covers int `json:"covers,omitempty"`
+	// From and To are the seqs of the session's messages it covers, for the report and the element's
+	// attributes; 0 when not known.
+	From int64 `json:"from,omitempty"`
+	To   int64 `json:"to,omitempty"`
 }
 
 // DropTokenCounts forgets the cached token counts of r's knowledge and history. A count the assembler is

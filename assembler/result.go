@@ -85,6 +85,17 @@ type Reference struct {
 // these rules, by one function of the assembler (see [Format]).
 type Report struct {
 	Regions []RegionReport `json:"regions"`
+	// Summary is the range of the session that the request's summary covers (see Request.Summary), when it
+	// had one: its messages are reported dropped as "summarized" in the history's region.
+	Summary *SummaryRange `json:"summary,omitempty"`
+}
+
+// SummaryRange is what a summary of an assembly covers: the seqs of its first and last messages (0 when
+// not known), and how many of the request's history messages it stands for.
+type SummaryRange struct {
+	From   int64 `json:"from,omitempty"`
+	To     int64 `json:"to,omitempty"`
+	Covers int   `json:"covers"`
 }
 
 // RegionReport is one region's account.
@@ -119,6 +130,7 @@ const (
 	ReasonTruncated     = "truncated"       // kept, but cut head and tail (tool outputs)
 	ReasonStep          = "step"            // it fitted, but the history was cut in a step that keeps its start for the turns that follow (see Policy.HistoryTrim)
 	ReasonCleared       = "cleared"         // kept, its tool result cleared to a placeholder (see Policy.KeepToolResults)
+	ReasonSummarized    = "summarized"      // a history message that the request's summary stands for
 )
 
 // ChatMessage is one message in the provider's format. For "openai", Content holds the text, or Parts

@@ -79,7 +79,7 @@ func (textFormat) render(a *assembly, out *output) {
 	out.text = tokenizer.JoinText(s.parts)
 	out.add(s)
 	out.context = l.knowledge
-	out.prefix = stablePrefix(a.tools.prefixID(), stable)
+	out.prefix = l.stablePrefix(a.tools.prefixID(), stable)
 }
 
 // check has no provider's rules to keep: the transcript is the caller's to send. Its own rules (every

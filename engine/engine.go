@@ -2,6 +2,12 @@
 // configuration, the user's memory, the session's history, tool outputs and pre-retrieved knowledge), merges
 // them with what the request carries inline, and hands the whole to the assembler. Record writes a turn back
 // so that the next assembly sees it.
+//
+// With a summarizer (WithSummarizer), sessions are compacted: once the turns no summary covers cost more
+// than the agent's policy allows (loom.Compaction), the older ones are summarized, with the previous
+// summary, into the session's running summary, in the background after Record (or on demand, Compact).
+// An assembly never waits for it: it sends the latest stored summary in place of the messages it covers,
+// and trims the rest as without one.
 package engine
 
 import (
@@ -21,6 +27,7 @@ import (
 	"github.com/context-loom/loom/embed"
 	"github.com/context-loom/loom/retriever"
 	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/summarize"
 	"github.com/context-loom/loom/tokenizer"
 	"golang.org/x/sync/errgroup"
 )
@@ -60,6 +67,15 @@ type Engine struct {
 	indexMemory     int64 // WithIndexMemory; 0: no cap
 	ix              *registry
 	hints           agentHints // the first page of history to read for an agent (see load)
+
+	summarizer        summarize.Summarizer // WithSummarizer's; nil: no compaction
+	sumCfg            SummarizerConfig
+	sumCounter        tokenizer.Counter // counts the summarization request
+	observeCompaction func(result string)
+	bg                *compactor      // the background compactions; nil without a summarizer
+	closing           context.Context // done once Close is called: it ends the compactions under way
+	closed            context.CancelFunc
+	compactions       compactionCounts
 }
 
 // Option configures an Engine.
@@ -84,6 +100,7 @@ func New(s *store.Store, opts ...Option) (*Engine, error) {
 		return nil, fmt.Errorf("%w: nil store", ErrInvalidRequest)
 	}
 	e := &Engine{store: s, sourceTimeout: DefaultSourceTimeout, now: time.Now, embedders: map[string]embed.Embedder{}}
+	e.closing, e.closed = context.WithCancel(context.Background())
 	e.colls, _ = s.Collections()
 	for _, o := range opts {
 		if err := o(e); err != nil {
@@ -99,6 +116,9 @@ func New(s *store.Store, opts ...Option) (*Engine, error) {
 		}
 	}
 	e.ix = newRegistry(e.colls, e.indexOpts, e.indexMemory)
+	if e.summarizer != nil && s.Summaries() {
+		e.bg = newCompactor(e)
+	}
 	if e.defaultEmbedder == "" {
 		def := embed.Default()
 		e.embedders[def.Name()], e.defaultEmbedder = def, def.Name()
@@ -259,17 +279,44 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 			// back further than the budget reaches: they cannot fit.
 			return nil, &assembler.BudgetError{Required: cut.need, Available: cut.budget}
 		}
+		if req.Summary != nil && len(snap.Messages) > 0 {
+			return nil, fmt.Errorf("%w: an inline summary is of an inline history; a stored session's summary is its own (see Compact)", ErrInvalidRequest)
+		}
 		merged, skipped := merge(&req, snap)
 		if skipped > 0 {
 			degraded = append(degraded, Degradation{Source: string(store.SourceHistory),
 				Cause: fmt.Sprintf("%d stored messages skipped: a role other than user, assistant, system or tool, or a tool message without its tool_call_id", skipped)})
 		}
+		withSummary(merged, snap.Summary)
 		res, err = assembler.AssembleRequest(ctx, merged)
+		var be *assembler.BudgetError
+		if merged.Summary != nil && errors.As(err, &be) {
+			// A summary too long for the budget does not fail the assembly: it goes without, the history
+			// trimmed as it would be without one.
+			merged.Summary = nil
+			if res, err = assembler.AssembleRequest(ctx, merged); err == nil {
+				degraded = append(degraded, Degradation{Source: string(store.SourceSummary),
+					Cause: fmt.Sprintf("the session's summary does not fit the budget (%d tokens needed, %d available)", be.Required, be.Available)})
+			}
+		}
 	}
 	if err != nil {
 		return nil, err
 	}
 	return &Result{Result: res, Degraded: degraded}, nil
+}
+
+// withSummary gives req the session's stored summary, if it covers any message: it stands for the
+// history's first messages up to its To, which are not sent.
+func withSummary(req *assembler.Request, sum *store.Summary) {
+	if sum == nil || sum.To <= 0 || loom.IsBlank(sum.Text) || req.Summary != nil {
+		return // an inline summary is of an inline history: the caller's
+	}
+	covers := 0
+	for covers < len(req.History) && req.History[covers].Seq > 0 && req.History[covers].Seq <= sum.To {
+		covers++
+	}
+	req.Summary = &assembler.Summary{Text: sum.Text, Covers: covers, From: sum.From, To: sum.To}
 }
 
 // loadSources reads the stored sources req names (see load) and sorts their errors: it returns an error for
@@ -290,7 +337,7 @@ func (e *Engine) loadSources(ctx context.Context, tenant string, req *Request) (
 		degraded = append(degraded, Degradation{Source: "store", Cause: err.Error()})
 		snap = &store.Snapshot{}
 	}
-	for _, src := range []store.Source{store.SourceAgent, store.SourceMemory, store.SourceHistory, store.SourceToolOutputs, store.SourceKnowledge} {
+	for _, src := range []store.Source{store.SourceAgent, store.SourceMemory, store.SourceHistory, store.SourceToolOutputs, store.SourceKnowledge, store.SourceSummary} {
 		err := snap.Errors[src]
 		switch {
 		case err == nil:
@@ -382,7 +429,8 @@ func (e *Engine) load(ctx context.Context, tenant string, req Request) (_ *store
 		}
 	}
 	snap, err := e.store.Load(ctx, tenant, store.LoadQuery{Agent: req.Agent, User: req.User, Session: req.Session,
-		MaxMessages: first.limit, MaxTokens: first.bound.MaxTokens, Encoding: first.bound.Encoding, CountToolCalls: first.bound.CountToolCalls})
+		MaxMessages: first.limit, MaxTokens: first.bound.MaxTokens, Encoding: first.bound.Encoding, CountToolCalls: first.bound.CountToolCalls,
+		Summary: req.Session != "" && req.Preset != PresetCookbook && e.store.Summaries()})
 	if err == nil && snap.Agent != nil {
 		e.hints.put(tenant, req.Agent, *snap.Agent)
 	}
@@ -686,6 +734,9 @@ func merge(req *Request, snap *store.Snapshot) (_ *assembler.Request, skipped in
 // Turn is one exchange to record: the user's message and what answered it.
 type Turn struct {
 	Session string
+	// Agent names the agent whose compaction policy the session follows (see loom.Compaction); "" means
+	// the default policy.
+	Agent string
 	// Message is the user's message; "" records only the reply.
 	Message string
 	// Reply is the assistant's reply, with its tool calls and the tool results that answered them, in order.
@@ -695,7 +746,9 @@ type Turn struct {
 }
 
 // Record appends the turn's messages to its session in one atomic append (then its tool outputs), so that
-// the next assembly sees them, and returns the messages as stored. It returns errors wrapping
+// the next assembly sees them, and returns the messages as stored. With a summarizer (WithSummarizer), it
+// then schedules the session's compaction in the background (ScheduleCompaction), which adds nothing to
+// its own time. It returns errors wrapping
 // ErrInvalidRequest or the store's errors.
 func (e *Engine) Record(ctx context.Context, t Turn) ([]store.Message, error) {
 	tenant := loom.Tenant(ctx)
@@ -723,6 +776,9 @@ func (e *Engine) Record(ctx context.Context, t Turn) ([]store.Message, error) {
 		if _, err := e.store.AppendToolOutput(ctx, tenant, t.Session, o); err != nil {
 			return stored, fmt.Errorf("record tool output of session %q: %w", t.Session, err)
 		}
+	}
+	if len(stored) > 0 {
+		e.ScheduleCompaction(ctx, CompactRequest{Session: t.Session, Agent: t.Agent})
 	}
 	return stored, nil
 }

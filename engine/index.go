@@ -83,8 +83,13 @@ func (e *Engine) dropIndex(tenant, collID string) {
 	e.ix.drop(indexKey{tenant, collID})
 }
 
-// Close stops the engine's background work (the change feed's follower, index builds under way) and waits
-// for it; builds and retrievals asked for after it fail with ErrClosed. It does not close the store.
+// Close stops the engine's background work (the change feed's follower, index builds under way, the
+// background compactions) and waits for it; builds and retrievals asked for after it fail with ErrClosed.
+// It does not close the store.
 func (e *Engine) Close() error {
+	e.closed()
+	if e.bg != nil {
+		e.bg.Close()
+	}
 	return e.ix.Close(context.Background())
 }

@@ -168,11 +168,19 @@ func (s *Server) appendMessages(w http.ResponseWriter, r *http.Request) error {
 	for i := range msgs {
 		msgs[i].TokenCounts = nil // counted by the store, never taken from a client
 	}
+	agent := r.URL.Query().Get("agent")
+	if agent != "" {
+		if err := store.ValidateID(store.Limits{}, "agent", agent); err != nil {
+			return err
+		}
+	}
 	stored, err := s.st.AppendMessages(r.Context(), tenant(r.Context()), r.PathValue("session"), msgs...)
 	if err != nil {
 		s.metrics.storeError("append_messages", err)
 		return err
 	}
+	// By the agent's policy (?agent=), in the background: the append does not wait for it.
+	s.eng.ScheduleCompaction(r.Context(), engine.CompactRequest{Session: r.PathValue("session"), Agent: agent})
 	writeJSON(w, http.StatusCreated, map[string][]store.Message{"messages": stored})
 	return nil
 }
@@ -226,6 +234,58 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
 		page.Messages = []store.Message{}
 	}
 	writeJSON(w, http.StatusOK, page)
+	return nil
+}
+
+// apiErrorBody is the error member of an answer that says more beside it (compact's).
+type apiErrorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// compactBody is the body of POST /v1/sessions/{session}/compact.
+type compactBody struct {
+	Agent string `json:"agent,omitempty"`
+	Force bool   `json:"force,omitempty"`
+}
+
+// compact compacts the session now and answers with the result and the session's summary record: 200
+// when it compacted or had nothing to do, 409 when another compaction holds the session, 502 when the
+// summarizer failed (the record says why), 400 without a summarizer.
+func (s *Server) compact(w http.ResponseWriter, r *http.Request) error {
+	var body compactBody
+	if err := s.decode(r, &body); err != nil {
+		return err
+	}
+	res, err := s.eng.Compact(r.Context(), engine.CompactRequest{Session: r.PathValue("session"), Agent: body.Agent, Force: body.Force})
+	switch {
+	case errors.Is(err, engine.ErrCompactionBusy):
+		writeJSON(w, http.StatusConflict, map[string]any{"error": apiErrorBody{Code: "compaction_busy",
+			Message: "another compaction of the session is under way"}, "result": res.Result, "summary": res.Summary})
+		return nil
+	case errors.Is(err, engine.ErrCompactionFailed):
+		s.log.Warn("compaction failed", "session", r.PathValue("session"), "err", err)
+		writeJSON(w, http.StatusBadGateway, map[string]any{"error": apiErrorBody{Code: "summarizer_failed",
+			Message: "the summarizer failed; the summary record's last_error says why, and retry_at when to try again"},
+			"result": res.Result, "summary": res.Summary})
+		return nil
+	case err != nil:
+		s.metrics.storeError("compact", err)
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+// getSummary serves the session's summary record: the summary, the range it covers, and its compaction's
+// state (a claim under way, the failures in a row, the last error and when the next try may start).
+func (s *Server) getSummary(w http.ResponseWriter, r *http.Request) error {
+	sum, err := s.st.Summary(r.Context(), tenant(r.Context()), r.PathValue("session"))
+	if err != nil {
+		s.metrics.storeError("get_summary", err)
+		return err
+	}
+	writeJSON(w, http.StatusOK, sum)
 	return nil
 }
 

@@ -42,7 +42,7 @@ func newMetrics(reg prometheus.Registerer, eng *engine.Engine) (*metrics, error)
 			Help: "Store calls that failed other than for bad input or a missing item, by operation.",
 		}, []string{"op"}),
 	}
-	for _, c := range []prometheus.Collector{m.latency, m.tokens, m.dropped, m.degraded, m.storeErrors, indexCollector{eng}} {
+	for _, c := range []prometheus.Collector{m.latency, m.tokens, m.dropped, m.degraded, m.storeErrors, indexCollector{eng}, compactionCollector{eng}} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -106,4 +106,21 @@ func (c indexCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(indexBuildsDesc, prometheus.CounterValue, float64(s.Builds))
 	ch <- prometheus.MustNewConstMetric(indexBuildFailuresDesc, prometheus.CounterValue, float64(s.BuildFailures))
 	ch <- prometheus.MustNewConstMetric(indexEvictionsDesc, prometheus.CounterValue, float64(s.Evictions))
+}
+
+// compactionsDesc is loom_compactions_total, read from the engine at each scrape.
+var compactionsDesc = prometheus.NewDesc("loom_compactions_total",
+	"Compactions of sessions (background and on demand), by result: compacted, not_needed, busy, backoff, failed, conflict.",
+	[]string{"result"}, nil)
+
+// compactionCollector exports the engine's CompactionStats.
+type compactionCollector struct{ eng *engine.Engine }
+
+func (compactionCollector) Describe(ch chan<- *prometheus.Desc) { ch <- compactionsDesc }
+
+func (c compactionCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, result := range []string{engine.CompactCompacted, engine.CompactNotNeeded, engine.CompactBusy, engine.CompactBackoff,
+		engine.CompactFailed, engine.CompactConflict} {
+		ch <- prometheus.MustNewConstMetric(compactionsDesc, prometheus.CounterValue, float64(c.eng.CompactionStats()[result]), result)
+	}
 }

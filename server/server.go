@@ -191,6 +191,8 @@ func (s *Server) routeTable() []route {
 		{"POST /v1/sessions/{session}/messages", false, s.appendMessages},
 		{"GET /v1/sessions/{session}/messages", false, s.listMessages},
 		{"DELETE /v1/sessions/{session}", false, s.deleteSession},
+		{"POST /v1/sessions/{session}/compact", false, s.compact},
+		{"GET /v1/sessions/{session}/summary", false, s.getSummary},
 		{"POST /v1/sessions/{session}/tool-outputs", false, s.appendToolOutput},
 		{"PUT /v1/sessions/{session}/knowledge", false, s.setKnowledge},
 		{"PUT /v1/users/{user}/memory/{key}", false, s.setFact},

@@ -88,7 +88,9 @@ type Loader interface {
 	// checked query) as the Backend's methods would, the messages as SelectPage would select q.History()
 	// of them, with Snapshot.NextBefore. An error of one source (ErrNotFound for a missing agent, a stored
 	// value that does not decode) goes in Snapshot.Errors for that source; the error Load returns is for
-	// the whole read (the backend is unreachable or closed, ctx is done). Facts may be in any order.
+	// the whole read (the backend is unreachable or closed, ctx is done). Facts may be in any order. A
+	// backend that is a [SummaryBackend] reads the session's summary too when q.Summary says so (none:
+	// Snapshot.Summary nil).
 	Load(ctx context.Context, tenant string, q LoadQuery) (*Snapshot, error)
 }
 
@@ -112,4 +114,17 @@ type OrderedFacts interface {
 // serves.
 type CollectionBackend interface {
 	collection.Store
+}
+
+// SummaryBackend is implemented by a backend that keeps a running summary per session (see
+// [loom.Summary]): memory, SQLite and Valkey's native layout do; the Valkey cookbook's layout, which has
+// no key for one, does not. The summary lives and dies with its session: DeleteSession deletes it, and it
+// expires with the session's messages.
+type SummaryBackend interface {
+	// Summary returns the session's summary as stored; ErrNotFound when there is none.
+	Summary(ctx context.Context, tenant, session string) (Summary, error)
+	// SwapSummary stores s as the session's summary if the stored one's Rev is rev (0: there is none), and
+	// reports whether it did; it is atomic against every other write of the summary, by any server. s.Rev
+	// is rev+1 (the Store sets it). A session without messages (none, or expired) is ErrNotFound.
+	SwapSummary(ctx context.Context, tenant, session string, rev int64, s Summary) (bool, error)
 }

@@ -26,7 +26,8 @@ type Store struct {
 	loader Loader          // b's, or nil
 	colls  collection.Store
 	limits Limits
-	sorted bool // facts are ordered by key (b is no OrderedFacts that keeps its own order)
+	sums   SummaryBackend // b's, or nil
+	sorted bool           // facts are ordered by key (b is no OrderedFacts that keeps its own order)
 	now    func() time.Time
 	closed atomic.Bool
 }
@@ -42,6 +43,7 @@ func New(b Backend, opts Options) (*Store, error) {
 	s := &Store{b: b, limits: opts.Limits.WithDefaults(), sorted: true, now: time.Now}
 	s.sel, _ = b.(MessageSelector)
 	s.loader, _ = b.(Loader)
+	s.sums, _ = b.(SummaryBackend)
 	if o, ok := b.(OrderedFacts); ok && o.FactsOrdered() {
 		s.sorted = false
 	}
@@ -331,6 +333,18 @@ func (s *Store) loadEach(ctx context.Context, tenant string, q LoadQuery, histor
 		return nil, err
 	}
 	snap.Knowledge = items
+	if sb, ok := s.b.(SummaryBackend); ok && q.Summary {
+		sum, err := sb.Summary(ctx, tenant, q.Session)
+		switch {
+		case err == nil:
+			snap.Summary = &sum
+		case errors.Is(err, ErrNotFound):
+		default:
+			if err := source(SourceSummary, err); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return snap, nil
 }
 

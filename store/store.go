@@ -94,6 +94,9 @@ type LoadQuery struct {
 	MaxTokens      int
 	Encoding       string
 	CountToolCalls bool
+	// Summary reads the session's running summary too (Snapshot.Summary), where the backend keeps one (a
+	// [SummaryBackend]).
+	Summary bool
 }
 
 // History is the MessageQuery that selects the messages q reads.
@@ -119,6 +122,7 @@ const (
 	SourceHistory     Source = "history"
 	SourceToolOutputs Source = "tool_outputs"
 	SourceKnowledge   Source = "knowledge"
+	SourceSummary     Source = "summary"
 )
 
 // Snapshot is everything a Load read. A source that could not be read is absent and has its error in
@@ -132,7 +136,9 @@ type Snapshot struct {
 	NextBefore  int64
 	ToolOutputs []ToolOutput
 	Knowledge   []Knowledge
-	Errors      map[Source]error
+	// Summary is the session's running summary when LoadQuery.Summary asked for it and there is one.
+	Summary *Summary
+	Errors  map[Source]error
 }
 
 // Options are the settings of a Store and of every backend under one: the Store applies Limits, the
@@ -202,3 +208,6 @@ func (l Limits) WithDefaults() Limits {
 	}
 	return l
 }
+
+// Summary is a session's running summary and its compaction's state (see [loom.Summary]).
+type Summary = loom.Summary

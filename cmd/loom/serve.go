@@ -26,7 +26,7 @@ import (
 	"github.com/context-loom/loom/store/storeurl"
 )
 
-const serveUsage = `Usage: loom serve [--addr HOST:PORT] [--store URL] [--keys FILE] [flags]
+const serveUsage = `Usage: loom serve [--addr HOST:PORT] [--store URL] [--keys FILE] [--summarizer-url URL --summarizer-model NAME] [flags]
 
 Serve runs Loom's HTTP API (GET /openapi.json describes it) until SIGINT or SIGTERM, then stops accepting
 connections, finishes the requests in flight (up to --shutdown-timeout) and closes the store.
@@ -57,7 +57,7 @@ with Loom's estimate and the reason if that fails. Assemblies never ask.
 
 Every flag can also be set by an environment variable: LOOM_ and the flag's name in capitals with _ for -
 (--max-body-bytes is LOOM_MAX_BODY_BYTES). A flag on the command line wins.
-` + storeFlagsUsage
+` + summarizerUsage + storeFlagsUsage
 
 // serveConfig is what loom serve's flags and environment say.
 type serveConfig struct {
@@ -68,6 +68,7 @@ type serveConfig struct {
 	storeWait                                           time.Duration
 	warm                                                string
 	indexMemory                                         byteSize
+	summarizer                                          summarizerFlags
 }
 
 func runServe(ctx context.Context, args []string, s streams) error {
@@ -88,6 +89,7 @@ func runServe(ctx context.Context, args []string, s streams) error {
 	fs.DurationVar(&c.storeWait, "store-wait", 30*time.Second, "at start, how long to keep trying a store that cannot be reached")
 	fs.StringVar(&c.warm, "warm-indexes", "", "build the search indexes of these collections at start (`TENANT/COLLECTION,...`)")
 	fs.Var(&c.indexMemory, "index-memory", "cap the loaded search indexes' memory at `SIZE` (512MiB, 2GB, bytes; 0: no cap)")
+	c.summarizer = addSummarizerFlags(fs)
 	if err := parseFlags(fs, help, args); err != nil {
 		return err
 	}
@@ -147,8 +149,19 @@ func runServe(ctx context.Context, args []string, s streams) error {
 		return fmt.Errorf("serve: open the store: %w", err)
 	}
 	defer st.Close()
-	eng, err := engine.New(st, engine.WithSourceTimeout(c.sourceTimeout), engine.WithIndexMemory(int64(c.indexMemory)),
-		engine.WithChunkers(newChunkers()))
+	opts := []engine.Option{engine.WithSourceTimeout(c.sourceTimeout), engine.WithIndexMemory(int64(c.indexMemory)),
+		engine.WithChunkers(newChunkers())}
+	sumOpt, err := c.summarizer.option(log)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if sumOpt != nil {
+		if !st.Summaries() {
+			log.Warn("the store keeps no summaries (the Valkey cookbook's layout): sessions are not compacted")
+		}
+		opts = append(opts, sumOpt)
+	}
+	eng, err := engine.New(st, opts...)
 	if err != nil {
 		return err
 	}

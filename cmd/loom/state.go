@@ -155,6 +155,8 @@ const sessionUsage = `Usage:
 	loom session tool-output --session S --tool NAME --result TEXT [--call-id ID] [--args JSON]
 	loom session knowledge --session S --json FILE
 	loom session delete --session S
+	loom session compact --session S [--agent A] [--force] [--summarizer-url URL --summarizer-model NAME]
+	loom session summary --session S
 
 append adds a message to a session (with --json, a file of {"messages": [...]}, a list of messages or one
 message, in the wire format of loom assemble's history); a message needs content, but for an assistant
@@ -164,11 +166,16 @@ them, read a page at a time; with --limit N only the newest N, and where older o
 that shows them goes to standard error; with --before SEQ only those older than SEQ); tool-output records a
 tool step;
 knowledge replaces the session's pre-retrieved knowledge with a JSON list of knowledge items; delete removes
-the session. Each takes --store, --layout and --tenant.
-` + storeFlagsUsage
+the session; compact summarizes the session's turns older than the agent's policy keeps verbatim, with its
+previous summary, waits for it and prints {"result", "summary"} (the summary record, with the range it
+covers and its failures); a summarizer that fails exits 1 with the failure in the record; summary prints
+the session's summary record (its compaction's state: a claim under way, failures, the last error). Each takes
+--store, --layout and --tenant.
+` + summarizerUsage + storeFlagsUsage
 
 var sessionVerbs = map[string]verb{
 	"append": sessionAppend, "show": sessionShow, "tool-output": sessionToolOutput, "knowledge": sessionKnowledge, "delete": sessionDelete,
+	"compact": sessionCompact, "summary": sessionSummary,
 }
 
 func runSession(ctx context.Context, args []string, s streams) error {

@@ -48,6 +48,7 @@ var (
 	_ store.MessageSelector   = (*Backend)(nil)
 	_ store.Loader            = (*Backend)(nil)
 	_ store.CollectionBackend = (*Backend)(nil)
+	_ store.SummaryBackend    = (*Backend)(nil)
 )
 
 // key scopes an id by tenant.
@@ -57,6 +58,7 @@ type session struct {
 	msgs      []store.Message
 	tools     []store.ToolOutput
 	knowledge []store.Knowledge
+	summary   *store.Summary
 	expires   time.Time // zero: never
 }
 
@@ -290,6 +292,10 @@ func (s *Backend) Load(_ context.Context, tenant string, q store.LoadQuery) (*st
 			snap.Messages, snap.NextBefore = cloneMessages(msgs), next
 			snap.ToolOutputs = slices.Clone(ss.tools)
 			snap.Knowledge = cloneKnowledge(ss.knowledge)
+			if q.Summary && ss.summary != nil {
+				sum := *ss.summary
+				snap.Summary = &sum
+			}
 		}
 	}
 	return snap, nil
@@ -300,3 +306,32 @@ func (s *Backend) Ping(context.Context) error { return nil }
 
 // Close implements store.Backend: it keeps what it holds (a Store closed returns store.ErrClosed).
 func (s *Backend) Close() error { return nil }
+
+// Summary implements store.SummaryBackend.
+func (s *Backend) Summary(_ context.Context, tenant, sessionID string) (store.Summary, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if ss := s.live(key{tenant, sessionID}, false); ss != nil && ss.summary != nil {
+		return *ss.summary, nil
+	}
+	return store.Summary{}, fmt.Errorf("summary of session %q: %w", sessionID, store.ErrNotFound)
+}
+
+// SwapSummary implements store.SummaryBackend under the store's lock.
+func (s *Backend) SwapSummary(_ context.Context, tenant, sessionID string, rev int64, sum store.Summary) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.live(key{tenant, sessionID}, true)
+	if ss == nil || len(ss.msgs) == 0 {
+		return false, fmt.Errorf("session %q: %w", sessionID, store.ErrNotFound)
+	}
+	var cur int64
+	if ss.summary != nil {
+		cur = ss.summary.Rev
+	}
+	if cur != rev {
+		return false, nil
+	}
+	ss.summary = &sum
+	return true, nil
+}

@@ -1,6 +1,7 @@
 package memory_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/context-loom/loom/collection"
@@ -55,4 +56,33 @@ func TestConformance_BaseBackend(t *testing.T) {
 
 func TestBackendConformance(t *testing.T) {
 	storetest.RunBackend(t, func(t *testing.T, opts store.Options) store.Backend { return open(t, opts).Backend() }, storetest.BackendOptions{})
+}
+
+// baseWithSummaries is baseBackend that keeps summaries: the Store's Load reads them one source after
+// another (no Loader).
+type baseWithSummaries struct {
+	baseBackend
+	sums store.SummaryBackend
+}
+
+func (b baseWithSummaries) Summary(ctx context.Context, tenant, session string) (store.Summary, error) {
+	return b.sums.Summary(ctx, tenant, session)
+}
+
+func (b baseWithSummaries) SwapSummary(ctx context.Context, tenant, session string, rev int64, s store.Summary) (bool, error) {
+	return b.sums.SwapSummary(ctx, tenant, session, rev, s)
+}
+
+func TestConformance_BaseBackendWithSummaries(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, opts store.Options) *store.Store {
+		mb := open(t, opts).Backend()
+		s, err := store.New(baseWithSummaries{baseBackend{mb}, mb.(store.SummaryBackend)}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !s.Summaries() {
+			t.Fatal("the Store does not see the backend's summaries")
+		}
+		return s
+	})
 }

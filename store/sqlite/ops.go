@@ -688,10 +688,91 @@ func (s *Backend) Load(ctx context.Context, tenant string, q store.LoadQuery) (*
 			return err
 		}
 		snap.Knowledge = items
+		if q.Summary {
+			sum, err := readSummary(t, tenant, q.Session)
+			switch {
+			case err == nil:
+				snap.Summary = &sum
+			case errors.Is(err, store.ErrNotFound):
+			default:
+				if err := source(store.SourceSummary, err); err != nil {
+					return err
+				}
+			}
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return snap, nil
+}
+
+// readSummary reads the session's summary; ErrNotFound when there is none.
+func readSummary(t txn, tenant, sessionID string) (store.Summary, error) {
+	var rev int64
+	var data string
+	switch err := t.scan(qSummary, []any{tenant, sessionID}, &rev, &data); {
+	case errors.Is(err, sql.ErrNoRows):
+		return store.Summary{}, fmt.Errorf("summary of session %q: %w", sessionID, store.ErrNotFound)
+	case err != nil:
+		return store.Summary{}, err
+	}
+	var sum store.Summary
+	if err := json.Unmarshal([]byte(data), &sum); err != nil {
+		return store.Summary{}, &decodeError{fmt.Errorf("summary: %w", err)}
+	}
+	sum.Rev = rev
+	return sum, nil
+}
+
+// Summary implements store.SummaryBackend.
+func (s *Backend) Summary(ctx context.Context, tenant, sessionID string) (store.Summary, error) {
+	var sum store.Summary
+	err := s.read(ctx, "summary", func(t txn) error {
+		ok, _, err := live(t, tenant, sessionID, s.now())
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("summary of session %q: %w", sessionID, store.ErrNotFound)
+		}
+		sum, err = readSummary(t, tenant, sessionID)
+		return err
+	})
+	return sum, err
+}
+
+// SwapSummary implements store.SummaryBackend: the revision compared and the row written in one write
+// transaction, which the file's write lock makes atomic against every process that has it open.
+func (s *Backend) SwapSummary(ctx context.Context, tenant, sessionID string, rev int64, sum store.Summary) (bool, error) {
+	data, err := json.Marshal(sum)
+	if err != nil {
+		return false, fmt.Errorf("sqlite: encode summary: %w", err)
+	}
+	done := false
+	err = s.write(ctx, "swap summary", func(t txn) error {
+		ok, n, err := live(t, tenant, sessionID, s.now())
+		if err != nil {
+			return err
+		}
+		if !ok || n == 0 {
+			return fmt.Errorf("session %q: %w", sessionID, store.ErrNotFound)
+		}
+		var cur int64
+		switch err := t.scan(qSummary, []any{tenant, sessionID}, &cur, new(string)); {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return err
+		}
+		if cur != rev {
+			return nil
+		}
+		if _, err := t.exec(qPutSummary, tenant, sessionID, sum.Rev, string(data)); err != nil {
+			return err
+		}
+		done = true
+		return nil
+	})
+	return done, err
 }

@@ -38,6 +38,9 @@ const (
 		start_offset, end_offset, metadata, token_counts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qKnowledge = `SELECT id, document_id, content, score, source, type, trusted, start_offset, end_offset, metadata, token_counts
 		FROM knowledge WHERE tenant = ? AND session = ? ORDER BY position`
+	qSummary    = `SELECT rev, data FROM summaries WHERE tenant = ? AND session = ?`
+	qPutSummary = `INSERT INTO summaries (tenant, session, rev, data) VALUES (?, ?, ?, ?)
+		ON CONFLICT (tenant, session) DO UPDATE SET rev = excluded.rev, data = excluded.data`
 )
 
 // Collections (collection.Store).
@@ -90,10 +93,11 @@ var writeQueries = append([]string{
 	qPutAgent, qDeleteAgent, qSetFact, qDeleteFact,
 	qSession, qPutSession, qDeleteSession, qHasKnowledge, qDeleteExpired,
 	qInsertMessage, qInsertToolOutput, qDeleteKnowledge, qInsertKnowledge,
+	qLiveSession, qSummary, qPutSummary,
 }, insertChunks...)
 
 var readQueries = []string{
-	qPing, qGetAgent, qFacts, qLiveSession, qNewestMessages, qMessageRange, qToolOutputs, qKnowledge,
+	qPing, qGetAgent, qFacts, qLiveSession, qNewestMessages, qMessageRange, qToolOutputs, qKnowledge, qSummary,
 	qCollectionByID, qCollectionByName, qCollections, qAllCollections, qCollectionKey, qDocument, qDocuments, qDocumentMeta,
 	qDocumentChunks, qCollectionChunks, qChanges, qLastChange,
 }

@@ -194,11 +194,23 @@ ALTER TABLE collections ADD COLUMN vector_weight REAL;
 	5: `
 ALTER TABLE messages ADD COLUMN parts TEXT NOT NULL DEFAULT '';
 `,
+	// A session's running summary and its compaction's state (loom.Summary) as JSON, with its revision
+	// apart for the compare-and-set of a write; it goes with its session.
+	6: `
+CREATE TABLE summaries (
+	tenant  TEXT NOT NULL,
+	session TEXT NOT NULL,
+	rev     INTEGER NOT NULL,
+	data    TEXT NOT NULL, -- the loom.Summary as JSON
+	PRIMARY KEY (tenant, session),
+	FOREIGN KEY (tenant, session) REFERENCES sessions (tenant, session) ON DELETE CASCADE
+) WITHOUT ROWID;
+`,
 }
 
 // SchemaVersion is the schema version this package writes: a file at a later version (written by a newer
 // Loom) is refused by Open.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // migrate brings the file to SchemaVersion in one write transaction. A file at SchemaVersion already (every
 // open but the first) is only read: no write lock for the processes that open it at once to queue for.

@@ -163,6 +163,7 @@ var (
 	_ store.Backend           = (*Backend)(nil)
 	_ store.MessageSelector   = (*Backend)(nil)
 	_ store.Loader            = (*Backend)(nil)
+	_ store.SummaryBackend    = (*Backend)(nil)
 	_ store.CollectionBackend = (*Backend)(nil)
 )
 

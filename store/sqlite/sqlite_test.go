@@ -404,3 +404,42 @@ func TestLoad_SeesWholeBatchesWhileWritersWrite(t *testing.T) {
 		t.Fatalf("%d messages (%v), want %d", len(msgs), err, writers*batches*2)
 	}
 }
+
+// TestSummary_TwoStoresOnOneFile: two stores on one file (two servers, say) that read one revision of a
+// session's summary: exactly one of them writes the next, through the file's write lock.
+func TestSummary_TwoStoresOnOneFile(t *testing.T) {
+	t.Parallel()
+	a, path := open(t, sqlite.Options{})
+	b, err := sqlite.Open(t.Context(), sqlite.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := t.Context()
+	if _, err := a.AppendMessages(ctx, "acme", "s", store.Message{Role: "user", Content: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 20 {
+		cur, err := a.Summary(ctx, "acme", "s")
+		if err != nil && round > 0 {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var wins atomic.Int32
+		for i, st := range []*store.Store{a, b, a, b} {
+			wg.Go(func() {
+				_, ok, err := st.SwapSummary(ctx, "acme", "s", cur, store.Summary{Claim: fmt.Sprint("server-", i)})
+				if err != nil {
+					t.Error(err)
+				}
+				if ok {
+					wins.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if wins.Load() != 1 {
+			t.Fatalf("round %d: %d writers of one revision won", round, wins.Load())
+		}
+	}
+}

@@ -49,6 +49,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"LargeValues", testLargeValues},
 		{"Unicode", testUnicode},
 		{"Load", testLoad},
+		{"Summaries", testSummaries},
 		{"BadIDs", testBadIDs},
 		{"ContextAndClose", testContextAndClose},
 	}

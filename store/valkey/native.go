@@ -79,11 +79,11 @@ func mustEscape(c byte) bool {
 }
 
 // sessionKeys are the keys of one session; they share a hash tag.
-type sessionKeys struct{ msgs, tools, kb string }
+type sessionKeys struct{ msgs, tools, kb, summary string }
 
 func (n *Backend) session(tenant, session string) sessionKeys {
 	base := n.prefix + ":{t:" + escape(tenant) + ":s:" + escape(session) + "}:"
-	return sessionKeys{base + "msgs", base + "tools", base + "kb"}
+	return sessionKeys{base + "msgs", base + "tools", base + "kb", base + "summary"}
 }
 
 func (n *Backend) memKey(tenant, user string) string {
@@ -230,7 +230,7 @@ func (n *Backend) DeleteFact(ctx context.Context, tenant, user, key string) erro
 func (n *Backend) write(ctx context.Context, k sessionKeys, cmds ...valkeygo.Completed) ([]valkeygo.ValkeyMessage, error) {
 	if n.conn.TTL > 0 {
 		ms := n.conn.TTL.Milliseconds()
-		for _, key := range []string{k.msgs, k.tools, k.kb} {
+		for _, key := range []string{k.msgs, k.tools, k.kb, k.summary} {
 			cmds = append(cmds, n.conn.Client.B().Pexpire().Key(key).Milliseconds(ms).Build())
 		}
 	}
@@ -240,10 +240,12 @@ func (n *Backend) write(ctx context.Context, k sessionKeys, cmds ...valkeygo.Com
 // appendMessages appends a batch of messages to a session's list atomically, numbering them from the
 // list's length: each value (a JSON object without seq) is stored with "seq" as its first member, so that a
 // read of the newest N needs no LLEN beside it. Then it refreshes the TTL of all of the session's keys.
-// KEYS are the session's msgs, tools and kb; ARGV[1] is the TTL in milliseconds (0: none), the rest the
-// values. It returns the list's new length.
+// KEYS are the session's msgs, tools, kb and summary; ARGV[1] is the TTL in milliseconds (0: none), the rest the
+// values. A session that starts (again: its messages expired) has no summary left over. It returns the
+// list's new length.
 var appendMessages = valkeygo.NewLuaScript(`
 local n = redis.call('LLEN', KEYS[1])
+if n == 0 then redis.call('DEL', KEYS[4]) end
 local batch = {}
 for i = 2, #ARGV do
   batch[#batch + 1] = '{"seq":' .. string.format('%d', n + i - 1) .. ',' .. string.sub(ARGV[i], 2)
@@ -277,7 +279,7 @@ func (n *Backend) AppendMessages(ctx context.Context, tenant, session string, ms
 		return nil, n.conn.Fail(ctx, err)
 	}
 	defer cancel()
-	length, err := appendMessages.Exec(cctx, n.conn.Client, []string{k.msgs, k.tools, k.kb}, args).AsInt64()
+	length, err := appendMessages.Exec(cctx, n.conn.Client, []string{k.msgs, k.tools, k.kb, k.summary}, args).AsInt64()
 	if err != nil {
 		return nil, n.conn.Fail(ctx, err)
 	}
@@ -404,7 +406,7 @@ func decodeKnowledge(vals []string) ([]store.Knowledge, error) {
 // DeleteSession implements store.Backend: one DEL of the session's keys (one slot).
 func (n *Backend) DeleteSession(ctx context.Context, tenant, session string) error {
 	k := n.session(tenant, session)
-	r, err := n.conn.Do(ctx, n.conn.Client.B().Del().Key(k.msgs, k.tools, k.kb).Build())
+	r, err := n.conn.Do(ctx, n.conn.Client.B().Del().Key(k.msgs, k.tools, k.kb, k.summary).Build())
 	return n.conn.Deleted(ctx, r, err, "session", session)
 }
 
@@ -432,6 +434,9 @@ func (n *Backend) Load(ctx context.Context, tenant string, q store.LoadQuery) (*
 		cmds = append(cmds, n.firstCmd(k.msgs, history),
 			b.Lrange().Key(k.tools).Start(0).Stop(-1).Build(),
 			b.Lrange().Key(k.kb).Start(0).Stop(-1).Build())
+		if q.Summary {
+			cmds = append(cmds, b.Hmget().Key(k.summary).Field("rev", "v").Build())
+		}
 	}
 
 	var (
@@ -498,6 +503,89 @@ func (n *Backend) Load(ctx context.Context, tenant string, q store.LoadQuery) (*
 		} else if snap.Knowledge, err = decodeKnowledge(vals); err != nil {
 			snap.Errors[store.SourceKnowledge] = err
 		}
+		if q.Summary {
+			switch sum, err := n.decodeSummary(ctx, q.Session, rs[sessAt+3]); {
+			case err == nil:
+				snap.Summary = &sum
+			case !errors.Is(err, store.ErrNotFound):
+				snap.Errors[store.SourceSummary] = err
+			}
+		}
 	}
 	return snap, nil
+}
+
+// decodeSummary decodes the reply of HMGET summary rev v; ErrNotFound when there is none.
+func (n *Backend) decodeSummary(ctx context.Context, session string, r valkeygo.ValkeyResult) (store.Summary, error) {
+	vals, err := r.ToArray()
+	if err != nil {
+		return store.Summary{}, n.conn.Fail(ctx, err)
+	}
+	if len(vals) != 2 || vals[0].IsNil() || vals[1].IsNil() {
+		return store.Summary{}, fmt.Errorf("summary of session %q: %w", session, store.ErrNotFound)
+	}
+	revText, err1 := vals[0].ToString()
+	data, err2 := vals[1].ToString()
+	if err := errors.Join(err1, err2); err != nil {
+		return store.Summary{}, n.conn.Fail(ctx, err)
+	}
+	rev, err := strconv.ParseInt(revText, 10, 64)
+	if err != nil {
+		return store.Summary{}, fmt.Errorf("valkey: decode summary revision: %w", err)
+	}
+	var sum store.Summary
+	if err := json.Unmarshal([]byte(data), &sum); err != nil {
+		return store.Summary{}, fmt.Errorf("valkey: decode summary: %w", err)
+	}
+	sum.Rev = rev
+	return sum, nil
+}
+
+// Summary implements store.SummaryBackend: one HMGET.
+func (n *Backend) Summary(ctx context.Context, tenant, session string) (store.Summary, error) {
+	k := n.session(tenant, session)
+	cmd := n.conn.Client.B().Hmget().Key(k.summary).Field("rev", "v").Build()
+	rs, err := n.conn.DoMulti(ctx, cmd)
+	if err != nil {
+		return store.Summary{}, err
+	}
+	return n.decodeSummary(ctx, session, rs[0])
+}
+
+// swapSummary writes a session's summary hash {rev, v} if its rev is ARGV[1] (none: "0"), with the TTL
+// that the session's messages have left, so that it expires with them. KEYS are the session's summary and
+// msgs; ARGV[2] is the new rev, ARGV[3] the summary's JSON. It returns 1 when it wrote, 0 when the rev
+// did not match, -1 when the session has no messages.
+var swapSummary = valkeygo.NewLuaScript(`
+if redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
+local cur = redis.call('HGET', KEYS[1], 'rev')
+if not cur then cur = '0' end
+if cur ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'rev', ARGV[2], 'v', ARGV[3])
+local ttl = redis.call('PTTL', KEYS[2])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) else redis.call('PERSIST', KEYS[1]) end
+return 1
+`)
+
+// SwapSummary implements store.SummaryBackend with one script (swapSummary), atomic on the server.
+func (n *Backend) SwapSummary(ctx context.Context, tenant, session string, rev int64, sum store.Summary) (bool, error) {
+	data, err := json.Marshal(sum)
+	if err != nil {
+		return false, fmt.Errorf("valkey: encode summary: %w", err)
+	}
+	k := n.session(tenant, session)
+	cctx, cancel, err := n.conn.Call(ctx)
+	if err != nil {
+		return false, n.conn.Fail(ctx, err)
+	}
+	defer cancel()
+	args := []string{strconv.FormatInt(rev, 10), strconv.FormatInt(sum.Rev, 10), string(data)}
+	got, err := swapSummary.Exec(cctx, n.conn.Client, []string{k.summary, k.msgs}, args).AsInt64()
+	switch {
+	case err != nil:
+		return false, n.conn.Fail(ctx, err)
+	case got < 0:
+		return false, fmt.Errorf("session %q: %w", session, store.ErrNotFound)
+	}
+	return got == 1, nil
 }

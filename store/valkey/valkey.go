@@ -118,6 +118,7 @@ var (
 	_ store.MessageSelector   = (*Backend)(nil)
 	_ store.Loader            = (*Backend)(nil)
 	_ store.CollectionBackend = (*Backend)(nil)
+	_ store.SummaryBackend    = (*Backend)(nil)
 	_ collection.Epocher      = (*Backend)(nil)
 )
 
