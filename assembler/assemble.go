@@ -378,7 +378,7 @@ func (a *assembly) fill(region Region, limit, used, room int) int {
 // used, what the history that fits costs, and returns what the history then costs. The floor is a share
 // of what fits rather than of the history's share of the budget, which depends on how much history the
 // request holds: a store's window of the newest messages, which holds all that fits, gets the cut the
-// whole session would. The cut starts a turn (a user or system message), so that the history starts as a
+// whole session would. The cut starts a turn (a user message, or system notes before one), so that the history starts as a
 // provider takes it; with none that keeps the floor, keepFrom stays where it is.
 //
 // A position is the message's Seq, or one more than the message's before it when its Seq is not more
@@ -407,9 +407,17 @@ func (a *assembly) stepCut(used int) int {
 		}
 		return pos
 	}
-	startsTurn := func(g *group) bool {
-		role := a.msgs(g)[0].Role
-		return role == "user" || role == "system"
+	startsTurn := func(j int) bool { // a user's message, or system notes before one (see trimKeptStart)
+		for k := j; k < len(a.groups); k++ {
+			switch a.msgs(&a.groups[k])[0].Role {
+			case "user":
+				return true
+			case "system":
+				continue
+			}
+			return false
+		}
+		return true // system notes before the required turns
 	}
 	first := position(int(a.groups[from].first))
 	best, bestKept := -1, 0
@@ -419,7 +427,7 @@ func (a *assembly) stepCut(used int) int {
 	jPos := first
 	for step := int64(1); step > 0; step <<= 1 {
 		bound := (first + step - 1) / step * step
-		for j < len(a.groups) && (jPos < bound || !startsTurn(&a.groups[j])) {
+		for j < len(a.groups) && (jPos < bound || !startsTurn(j)) {
 			kept -= a.groupCost(&a.groups[j])
 			j++
 			if j < len(a.groups) {

@@ -195,21 +195,28 @@ func (l *layout) stablePrefix(tools string, stable []tokenizer.Part) string {
 	return tools + "\x00" + tokenizer.JoinText(stable[:l.prefixParts])
 }
 
-// trimKeptStart drops the kept history turns that would start the history with an assistant's message or
-// a tool result, reporting them as orphans.
+// trimKeptStart drops the kept history turns that would start the conversation with an assistant's
+// message or a tool result, reporting them as orphans. System messages in the history may come before the
+// user's first message, but they do not start the conversation: a system note followed by an assistant's
+// message (whose user message was blank, or cut) goes with it, as the history is a contiguous suffix.
 func (a *assembly) trimKeptStart() {
 	for a.keepFrom < len(a.groups) {
-		g := &a.groups[a.keepFrom]
-		if role := a.msgs(g)[0].Role; role == "user" || role == "system" {
+		f := a.keepFrom // the first kept group that is no system message
+		for f < len(a.groups) && a.msgs(&a.groups[f])[0].Role == "system" {
+			f++
+		}
+		if f == len(a.groups) || a.msgs(&a.groups[f])[0].Role == "user" {
 			return
 		}
-		if !g.orphaned {
-			g.orphaned = true
-			for i := range g.n {
-				a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(int(g.first + i)), Reason: ReasonOrphan})
+		for ; a.keepFrom <= f; a.keepFrom++ {
+			g := &a.groups[a.keepFrom]
+			if !g.orphaned {
+				g.orphaned = true
+				for i := range g.n {
+					a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(int(g.first + i)), Reason: ReasonOrphan})
+				}
 			}
 		}
-		a.keepFrom++
 	}
 }
 

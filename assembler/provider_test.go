@@ -629,3 +629,61 @@ func TestCheck_RefusesEachRuleBroken(t *testing.T) {
 		}
 	}
 }
+
+// TestHistory_SystemNotesDoNotStartTheConversation: a kept history that would begin with a system note
+// and then an assistant's reply (its user message blank, so dropped) begins with the user's next message
+// instead, in every format; the note and the headless reply are reported orphaned. A sweep of random
+// hazardous histories (other seeds than the provider-rules test) holds the rule for openai and anthropic.
+func TestHistory_SystemNotesDoNotStartTheConversation(t *testing.T) {
+	t.Parallel()
+	history := []Message{
+		{Role: "system", Content: "Note: the user is on the free plan."},
+		{Role: "user", Content: " \n"},
+		{Role: "assistant", Content: "A reply to nothing."},
+		{Role: "user", Content: "What does the plan cost?"},
+		{Role: "assistant", Content: "Nothing."},
+	}
+	for _, f := range testFormats {
+		if _, ok := f.(*Cookbook); ok {
+			continue
+		}
+		res, err := AssembleRequest(context.Background(), &Request{Model: "gpt-4o", Formatter: f, History: history, Message: "Thanks."})
+		if err != nil {
+			t.Fatalf("%s: %v", f.Name(), err)
+		}
+		reasons := map[string]string{}
+		for _, r := range res.Report.Regions {
+			for _, d := range r.Dropped {
+				reasons[d.ID] = d.Reason
+			}
+		}
+		if reasons["history[0]"] != ReasonOrphan || reasons["history[1]"] != ReasonEmpty || reasons["history[2]"] != ReasonOrphan {
+			t.Errorf("%s: dropped %v, want history[0] and [2] orphaned, [1] empty", f.Name(), reasons)
+		}
+		if _, ok := reasons["history[3]"]; ok {
+			t.Errorf("%s: the user's message is dropped: %v", f.Name(), reasons)
+		}
+		if f == OpenAI {
+			checkHistoryShape(t, res)
+		}
+	}
+	for seed := range uint64(8) {
+		for i, format := range testFormats {
+			if format != OpenAI && format != Anthropic {
+				continue
+			}
+			r := rand.New(rand.NewPCG(1000+seed, uint64(i)))
+			for range sweep(60) {
+				res, err := AssembleRequest(context.Background(), hazardousRequest(r, format))
+				var be *BudgetError
+				if errors.As(err, &be) || errors.Is(err, ErrNoUserTurn) || errors.Is(err, ErrNoMessages) {
+					continue
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkHistoryShape(t, res)
+			}
+		}
+	}
+}
