@@ -159,9 +159,13 @@ type output struct {
 	m        *tokenizer.Meter
 	messages []ChatMessage
 	system   string
-	tools    []json.RawMessage
-	text     string
-	context  string
+	// systemBlocks is the system prompt as blocks, when a breakpoint ends it; marks are where the stable
+	// parts of a Messages API rendering end (see placeBreakpoints).
+	systemBlocks []Block
+	marks        cacheMarks
+	tools        []json.RawMessage
+	text         string
+	context      string
 	// The Responses API's instructions and input (see Responses), and generateContent's systemInstruction
 	// and contents (see Gemini).
 	instructions      string
