@@ -1,6 +1,7 @@
 package assembler
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -332,6 +333,9 @@ func checkBreakpoints(out *output) error {
 		return nil
 	}
 	for i, t := range out.tools {
+		if !bytes.Contains(t, []byte(`"cache_control":`)) { // most tools: none (a text's quotes are escaped)
+			continue
+		}
 		var tool struct {
 			CacheControl *CacheControl `json:"cache_control"`
 		}
