@@ -691,6 +691,12 @@ func ttlOnce(t *testing.T, newStore NewStore, ttl time.Duration) bool {
 	must(s.AppendMessages(ctx, tenant, "short", store.Message{Role: "user", Content: "first"}))
 	must(s.AppendToolOutput(ctx, tenant, "short", store.ToolOutput{Tool: "t", Result: "r"}))
 	ok(t, s.SetKnowledge(ctx, tenant, "short", []store.Knowledge{{Content: "k"}}))
+	summaries := s.Summaries() // a running summary lives and dies with its session
+	if summaries {
+		if _, done := swap(t, s, tenant, "short", store.Summary{}, store.Summary{Claim: "c", ClaimExpires: time.Now().Add(time.Hour)}); !done {
+			t.Fatal("the first summary of a session was not written")
+		}
+	}
 	firstDone := time.Now() // the first writes expire by firstDone+ttl
 	ok(t, s.SetFact(ctx, tenant, "u", store.Fact{Key: "k", Value: "memory does not expire"}))
 	time.Sleep(ttl / 2)
@@ -713,6 +719,11 @@ func ttlOnce(t *testing.T, newStore NewStore, ttl time.Duration) bool {
 	if n != 2 {
 		t.Fatalf("after a refreshing write, %d tool outputs and knowledge items, want 2", n)
 	}
+	if summaries {
+		if _, err := s.Summary(ctx, tenant, "short"); err != nil {
+			t.Fatalf("after a refreshing write, the summary: %v", err)
+		}
+	}
 	time.Sleep(time.Until(refreshDone.Add(ttl + ttl/8)))
 	if n := len(must(s.Messages(ctx, tenant, "short", store.MessageQuery{}))) + len(must(s.ToolOutputs(ctx, tenant, "short"))) + len(must(s.Knowledge(ctx, tenant, "short"))); n != 0 {
 		t.Fatalf("%d items outlived the session's TTL", n)
@@ -721,12 +732,20 @@ func ttlOnce(t *testing.T, newStore NewStore, ttl time.Duration) bool {
 	if len(snap.Messages) != 0 {
 		t.Fatal("Load reads an expired session")
 	}
+	if summaries {
+		_, err := s.Summary(ctx, tenant, "short")
+		wantErr(t, err, store.ErrNotFound, "the summary of an expired session")
+	}
 	if len(must(s.Facts(ctx, tenant, "u"))) != 1 {
 		t.Fatal("memory expired with the session")
 	}
 	// An expired session starts again.
 	if m := must(s.AppendMessages(ctx, tenant, "short", store.Message{Role: "user", Content: "new"})); m[0].Seq != 1 {
 		t.Errorf("first message of a new session has seq %d", m[0].Seq)
+	}
+	if summaries {
+		_, err := s.Summary(ctx, tenant, "short")
+		wantErr(t, err, store.ErrNotFound, "the summary of a session started again")
 	}
 	return true
 }
