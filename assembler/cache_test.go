@@ -391,3 +391,31 @@ func TestBreakpoints_StableFromTurnToTurn(t *testing.T) {
 		t.Fatalf("checked %d breakpoints, the cut moved %d times: the conversation does not test the rule", checked, moved)
 	}
 }
+
+// TestCheckBreakpoints_RefusesWhatTheAPIRefuses: a fifth breakpoint, one on a blank text, one of another
+// type, and an hour's after a shorter one are provider-rule errors; four in order are not.
+func TestCheckBreakpoints_RefusesWhatTheAPIRefuses(t *testing.T) {
+	t.Parallel()
+	five, hour := CacheControl{Type: "ephemeral"}, CacheControl{Type: "ephemeral", TTL: CacheTTL1h}
+	text := func(s string, c CacheControl) Block { return Block{Type: "text", Text: s, CacheControl: c} }
+	tool := json.RawMessage(`{"name":"t","input_schema":{"type":"object"},"cache_control":{"type":"ephemeral","ttl":"1h"}}`)
+	for name, tc := range map[string]struct {
+		out  output
+		fail bool
+	}{
+		"four in order": {output{tools: []json.RawMessage{tool}, systemBlocks: []Block{text("s", hour)},
+			messages: []ChatMessage{{Role: "user", Blocks: []Block{text("a", five), text("b", five)}}}}, false},
+		"five": {output{tools: []json.RawMessage{tool}, systemBlocks: []Block{text("s", hour)},
+			messages: []ChatMessage{{Role: "user", Blocks: []Block{text("a", five), text("b", five), text("c", five)}}}}, true},
+		"blank text":          {output{messages: []ChatMessage{{Role: "user", Blocks: []Block{text(" ", five)}}}}, true},
+		"another type":        {output{messages: []ChatMessage{{Role: "user", Blocks: []Block{text("a", CacheControl{Type: "persistent"})}}}}, true},
+		"an hour after 5m":    {output{systemBlocks: []Block{text("s", five)}, messages: []ChatMessage{{Role: "user", Blocks: []Block{text("a", hour)}}}}, true},
+		"a thinking block":    {output{messages: []ChatMessage{{Role: "assistant", Blocks: []Block{{Type: "thinking", CacheControl: five}}}}}, true},
+		"a tool's after none": {output{tools: []json.RawMessage{json.RawMessage(`{"name":"t"}`), tool}}, false},
+	} {
+		err := checkBreakpoints(&tc.out)
+		if (err != nil) != tc.fail || err != nil && !errors.Is(err, ErrProviderRule) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
