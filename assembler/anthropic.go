@@ -1,6 +1,7 @@
 package assembler
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -42,7 +43,10 @@ func anthropicTool(t Tool) []byte {
 	return b
 }
 
-func (anthropic) render(a *assembly, out *output) { renderMessages(a, out, FormatAnthropic) }
+func (anthropic) render(a *assembly, out *output) {
+	renderMessages(a, out, FormatAnthropic)
+	placeBreakpoints(a, out)
+}
 
 // renderMessages lays the plan out as a Messages API request, its tools in the shape of the format named
 // (anthropic, or gemini, which writes the request as its own: see gemini.render).
@@ -58,11 +62,13 @@ func renderMessages(a *assembly, out *output, shape string) {
 		out.addTokens(RegionTools, n)
 		out.estimate(RegionTools)
 	}
+	out.marks.tools = out.total
 	if len(stable) > 0 {
 		out.system = tokenizer.JoinText(stable)
 		out.addTokens(l.stableRegion(), a.model.TokensPerMessage) // the system prompt has no role
 		out.add(l.stableText(stable))
 	}
+	out.marks.system = out.total
 	var msgs []ChatMessage
 	// push adds blocks of a role; a message it opens is framed for region.
 	push := func(role string, blocks []Block, region Region) {
@@ -147,6 +153,10 @@ func renderMessages(a *assembly, out *output, shape string) {
 			}
 		}
 	}
+	out.marks.histMsg, out.marks.history = len(msgs)-1, out.total
+	if len(msgs) > 0 {
+		out.marks.histBlock = len(msgs[len(msgs)-1].Blocks) - 1
+	}
 	// The context and the message, in a user message of their own, or the history's last one. A message
 	// the context opens is framed for no region.
 	var final []Block
@@ -168,6 +178,7 @@ func renderMessages(a *assembly, out *output, shape string) {
 		push("user", final, frame)
 	}
 	out.messages = msgs
+	out.marks.last = out.total
 	out.addTokens(regionOverhead, a.model.ReplyPriming)
 	out.context = l.knowledge
 	out.prefix = l.stablePrefix(a.tools.prefixID(), stable)
@@ -189,7 +200,10 @@ func renderMessages(a *assembly, out *output, shape string) {
 //   - a tool_use id matches ^[a-zA-Z0-9_-]+$ (see anthropicID), its input is a JSON object, and a tool's
 //     name matches ^[a-zA-Z0-9_-]{1,128}$ (Loom holds tool names to the stricter loom.CheckToolName);
 //   - an image block is the user's, with a base64 source (its media type and data) or a url source
-//     (https://platform.claude.com/docs/en/build-with-claude/vision).
+//     (https://platform.claude.com/docs/en/build-with-claude/vision);
+//   - at most four cache_control breakpoints in all (tools, system and messages), each on a block that
+//     may carry one (not an empty text), of type "ephemeral", and no longer TTL after a shorter one
+//     (https://platform.claude.com/docs/en/build-with-claude/prompt-caching; see placeBreakpoints).
 //
 // The rendering keeps each of them by construction; check proves it on every output.
 func (anthropic) check(a *assembly, out *output) error {
@@ -259,6 +273,9 @@ func (anthropic) check(a *assembly, out *output) error {
 	if len(asked) > 0 {
 		return fmt.Errorf("%w: anthropic: tool_use %q of the final message has no tool_result after it", ErrProviderRule, asked[0])
 	}
+	if err := checkBreakpoints(out); err != nil {
+		return err
+	}
 	if m := &out.messages[len(out.messages)-1]; m.Role == "assistant" {
 		if r, _ := utf8.DecodeLastRuneInString(m.Blocks[len(m.Blocks)-1].Text); loom.IsSpace(r) {
 			return fmt.Errorf("%w: anthropic: the final assistant content ends with white space", ErrProviderRule)
@@ -297,4 +314,65 @@ func anthropicID(id string) string {
 	}
 	sum := sha256.Sum256([]byte(id)) // keep ids that differ only in replaced characters apart
 	return "t" + string(b) + "_" + hex.EncodeToString(sum[:4])
+}
+
+// checkBreakpoints holds out's cache breakpoints to the Messages API's rules (see anthropic.check).
+func checkBreakpoints(out *output) error {
+	n, shortest := 0, false // shortest: a breakpoint of the default TTL came before
+	see := func(where string, c CacheControl) error {
+		n++
+		switch {
+		case n > MaxCacheBreakpoints:
+			return fmt.Errorf("%w: anthropic: more than %d cache breakpoints (%s)", ErrProviderRule, MaxCacheBreakpoints, where)
+		case c.Type != "ephemeral" || (c.TTL != "" && c.TTL != CacheTTL5m && c.TTL != CacheTTL1h):
+			return fmt.Errorf("%w: anthropic: %s has a cache_control the API does not take", ErrProviderRule, where)
+		case c.TTL == CacheTTL1h && shortest:
+			return fmt.Errorf("%w: anthropic: %s has a 1h cache_control after a shorter one", ErrProviderRule, where)
+		}
+		shortest = shortest || c.TTL != CacheTTL1h
+		return nil
+	}
+	for i, t := range out.tools {
+		if !bytes.Contains(t, []byte(`"cache_control":`)) { // most tools: none (a text's quotes are escaped)
+			continue
+		}
+		var tool struct {
+			CacheControl *CacheControl `json:"cache_control"`
+		}
+		if err := json.Unmarshal(t, &tool); err != nil {
+			return fmt.Errorf("%w: anthropic: tools[%d]: %w", ErrProviderRule, i, err)
+		}
+		if tool.CacheControl != nil {
+			if err := see(fmt.Sprintf("tools[%d]", i), *tool.CacheControl); err != nil {
+				return err
+			}
+		}
+	}
+	for i := range out.systemBlocks {
+		b := &out.systemBlocks[i]
+		if b.Type != "text" || b.CacheControl != (CacheControl{}) && !cacheable(b) {
+			return fmt.Errorf("%w: anthropic: system[%d] is not a text block the API takes", ErrProviderRule, i)
+		}
+		if b.CacheControl != (CacheControl{}) {
+			if err := see(fmt.Sprintf("system[%d]", i), b.CacheControl); err != nil {
+				return err
+			}
+		}
+	}
+	for i := range out.messages {
+		for j := range out.messages[i].Blocks {
+			b := &out.messages[i].Blocks[j]
+			if b.CacheControl == (CacheControl{}) {
+				continue
+			}
+			where := fmt.Sprintf("messages[%d].content[%d]", i, j)
+			if !cacheable(b) {
+				return fmt.Errorf("%w: anthropic: %s may not carry a cache_control", ErrProviderRule, where)
+			}
+			if err := see(where, b.CacheControl); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

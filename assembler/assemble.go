@@ -162,6 +162,9 @@ func newAssembly(req *Request) (*assembly, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkCache(req, f); err != nil {
+		return nil, err
+	}
 	a := &assembly{req: req, f: f, tagEnd: f.body("\n")}
 	name := req.Model
 	if name == "" {
@@ -616,6 +619,7 @@ func (a *assembly) result(out *output) *Result {
 		Exact:             a.model.Exact(),
 		Messages:          out.messages,
 		System:            out.system,
+		SystemBlocks:      out.systemBlocks,
 		Tools:             slices.Clone(out.tools), // the bytes are the tool set's: see Result.Tools
 		Text:              out.text,
 		Instructions:      out.instructions,

@@ -280,3 +280,28 @@ func BenchmarkAssembleFormats(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAnthropicBreakpoints is the anthropic format's assembly with its cache breakpoints placed
+// (auto) and without (off), in one run, for the cost of placing them.
+func BenchmarkAnthropicBreakpoints(b *testing.B) {
+	for _, mode := range []string{CacheBreakpointsAuto, CacheBreakpointsOff} {
+		b.Run(mode, func(b *testing.B) {
+			req := benchRequest(b, true)
+			req.Tools, req.Formatter, req.CacheBreakpoints = benchTools(), Anthropic, mode
+			req.MaxTokens += 2000
+			res, err := AssembleRequest(context.Background(), req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if placed := res.Messages[len(res.Messages)-1].Blocks[0].CacheControl != (CacheControl{}) || res.SystemBlocks != nil; placed != (mode == CacheBreakpointsAuto) {
+				b.Fatalf("%s: breakpoints placed: %v", mode, placed)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := AssembleRequest(context.Background(), req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

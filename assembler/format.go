@@ -72,7 +72,11 @@ var (
 	// tool_result has no content); an assistant message that ends the conversation (no context or message
 	// after it: a prefill the reply continues) is sent without the white space it ends with; and a request
 	// with no message to send (the instructions alone are the system prompt, and no message, context or
-	// history within the budget is left) is [ErrNoMessages]. TotalTokens counts what is sent.
+	// history within the budget is left) is [ErrNoMessages]. TotalTokens counts what is sent. Unless the
+	// request says cache_breakpoints "off", it carries up to four cache_control breakpoints, at the ends of
+	// the tools, the system prompt (then also Result.SystemBlocks), the history and the newest turn, where
+	// the prompt before each reaches the model's minimum cacheable length ([CacheMinTokens]); they add no
+	// tokens to the count (see Request.CacheBreakpoints).
 	Anthropic Format = anthropic{}
 	// Text renders one transcript of turns (see Request.Format). It sends text alone: a message's content
 	// parts are lines of its turn after its content, an image written ImagePlaceholder ("[image]"), as
@@ -159,9 +163,13 @@ type output struct {
 	m        *tokenizer.Meter
 	messages []ChatMessage
 	system   string
-	tools    []json.RawMessage
-	text     string
-	context  string
+	// systemBlocks is the system prompt as blocks, when a breakpoint ends it; marks are where the stable
+	// parts of a Messages API rendering end (see placeBreakpoints).
+	systemBlocks []Block
+	marks        cacheMarks
+	tools        []json.RawMessage
+	text         string
+	context      string
 	// The Responses API's instructions and input (see Responses), and generateContent's systemInstruction
 	// and contents (see Gemini).
 	instructions      string

@@ -47,6 +47,24 @@ var goldenCases = []goldenCase{
 			Message: "Is it raining in Lyon?",
 		}
 	}},
+	{"cache_breakpoints", "a Claude model's prompt past its minimum cacheable length (1024 tokens): the anthropic format's four cache breakpoints, after the tools, the system prompt, the history and the newest turn", func() Request {
+		long := strings.Repeat("Answer from the station's records; say which record. ", 90)
+		return Request{
+			Model:        "claude-sonnet-4-5",
+			Instructions: "You are a weather assistant. " + strings.Repeat("Give temperatures in Celsius and winds in km/h. ", 10),
+			Tools: []Tool{
+				{Type: "function", Function: ToolFunction{Name: "get_weather", Description: "The weather in a city, now. " + long,
+					Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)}},
+			},
+			History: []Message{
+				{Role: "user", Content: "Is it raining in Lyon?"},
+				{Role: "assistant", Content: "", ToolCalls: []ToolCall{{ID: "call_1", Type: "function", Function: ToolCallFunction{Name: "get_weather", Arguments: `{"city":"Lyon"}`}}}},
+				{Role: "tool", ToolCallID: "call_1", Content: "light rain, 12 C"},
+				{Role: "assistant", Content: "Yes, light rain and 12 C."},
+			},
+			Message: "And in Paris?",
+		}
+	}},
 	{"memory", "facts pinned and not, the recent ones newest first, one with line breaks and markup, one empty", func() Request {
 		return Request{
 			Instructions: "You are a concierge.",

@@ -59,6 +59,15 @@ type Request struct {
 	// in a <conversation_summary trusted="false"> element after the stable prefix. It is required, as the
 	// instructions are. The cookbook format takes none.
 	Summary *Summary `json:"summary,omitempty"`
+	// CacheBreakpoints says whether the anthropic format places cache_control breakpoints: "" or "auto"
+	// (the default) places up to four, at the ends of the stable parts, where the prompt before them
+	// reaches the model's minimum cacheable length (see [CacheMinTokens]); "off" places none, and the
+	// output is the same as without breakpoints. The other formats place none. Token counts are the same
+	// either way: a cache_control is not billed as tokens.
+	CacheBreakpoints string `json:"cache_breakpoints,omitempty"`
+	// CacheTTL is the breakpoints' time to live: "" or "5m" (the API's default, five minutes, sent as no
+	// ttl) or "1h" (an hour, written "ttl":"1h" on every breakpoint). Only the anthropic format takes it.
+	CacheTTL string `json:"cache_ttl,omitempty"`
 	// CacheScope names who may share a prompt cache entry: Result.PromptCacheKey is derived from it and
 	// the stable prefix. The engine sets it to the tenant's and the agent's (see [CacheScope]); a Go
 	// caller may set its own. It is not part of the wire format, so that no request names another

@@ -25,6 +25,10 @@ type Result struct {
 
 	Messages []ChatMessage `json:"messages,omitzero"` // openai and anthropic: at least one (see ErrNoMessages); none for the others
 	System   string        `json:"system,omitempty"`  // anthropic: the top-level system prompt
+	// SystemBlocks is the anthropic format's system prompt as the Messages API's array of text blocks, set
+	// when a cache breakpoint ends it (see Request.CacheBreakpoints): send it as the request's system in
+	// place of System, whose text it holds.
+	SystemBlocks []Block `json:"system_blocks,omitempty"`
 	// Tools are the tool definitions in the format's shape. Their bytes are shared by the results of the
 	// same tool set (see AssembleRequest) and must not be modified.
 	Tools []json.RawMessage `json:"tools,omitempty"`
@@ -146,7 +150,8 @@ type ChatMessage struct {
 	ToolCallID string
 }
 
-// Block is an Anthropic content block: text, image, tool_use or tool_result.
+// Block is an Anthropic content block: text, image, tool_use or tool_result, or a text block of the
+// system prompt (Result.SystemBlocks).
 type Block struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text,omitempty"`
@@ -156,6 +161,8 @@ type Block struct {
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Content   string          `json:"content,omitempty"`
 	Source    ImageSource     `json:"source,omitzero"` // an image's
+	// CacheControl is a cache breakpoint the anthropic format placed (see Request.CacheBreakpoints).
+	CacheControl CacheControl `json:"cache_control,omitzero"`
 }
 
 // MarshalJSON writes the message as its provider expects: OpenAI's {"role","content",...}, its content

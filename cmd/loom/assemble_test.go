@@ -249,3 +249,30 @@ func TestAssemble_PolicyClearsToolResults(t *testing.T) {
 		t.Errorf("a bad history_trim: exit %d: %s", code, errOut)
 	}
 }
+
+// TestAssemble_CacheBreakpointsFromTheRequestFile: a request file's cache_breakpoints and cache_ttl reach
+// the anthropic format: breakpoints of an hour by default, none with "off", and a bad value fails.
+func TestAssemble_CacheBreakpointsFromTheRequestFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(extra string) string {
+		path := filepath.Join(dir, fmt.Sprintf("req%d.json", len(extra)))
+		body := fmt.Sprintf(`{"model":"claude-sonnet-4-5","format":"anthropic","instructions":%q,"message":"Hi."%s}`,
+			strings.Repeat("Give temperatures in Celsius. ", 300), extra)
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	out, errOut, code := runLoom(t, "", "assemble", "--request", write(`,"cache_ttl":"1h"`))
+	if code != 0 || strings.Count(out, `"cache_control":{"type":"ephemeral","ttl":"1h"}`) != 2 || !strings.Contains(out, `"system_blocks"`) {
+		t.Errorf("cache_ttl 1h: exit %d %s: %s", code, errOut, out)
+	}
+	out, errOut, code = runLoom(t, "", "assemble", "--request", write(`,"cache_breakpoints":"off"`))
+	if code != 0 || strings.Contains(out, "cache_control") {
+		t.Errorf("off: exit %d %s: %s", code, errOut, out)
+	}
+	if _, errOut, code = runLoom(t, "", "assemble", "--request", write(`,"cache_breakpoints":"sometimes"`)); code == 0 || !strings.Contains(errOut, "cache_breakpoints") {
+		t.Errorf("a bad value: exit %d: %s", code, errOut)
+	}
+}

@@ -171,7 +171,7 @@ func Result(v any) (string, error) {
 	}
 	w := &writer{}
 	first := []string{"format", "model", "encoding", "exact", "budget"}
-	body := []string{"system", "instructions", "system_instruction", "messages", "input", "contents", "text", "tools", "context", "citations", "prefix_hash", "prompt_cache_key"}
+	body := []string{"system", "system_blocks", "instructions", "system_instruction", "messages", "input", "contents", "text", "tools", "context", "citations", "prefix_hash", "prompt_cache_key"}
 	last := []string{"report", "total_tokens"}
 	for _, k := range first {
 		if v := root.get(k); v != nil {

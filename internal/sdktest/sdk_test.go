@@ -176,6 +176,29 @@ func TestSDK_OpenAIMatchesTheSDKAndTheRules(t *testing.T) {
 
 func TestSDK_AnthropicMatchesTheSDKAndTheRules(t *testing.T) {
 	t.Parallel()
+	t.Run("cache breakpoints", func(t *testing.T) {
+		t.Parallel()
+		for _, ttl := range []string{"", assembler.CacheTTL1h} {
+			req := sdkToolConversation()
+			req.Format, req.Model, req.CacheTTL = assembler.FormatAnthropic, "claude-sonnet-4-5", ttl
+			req.Instructions = strings.Repeat("Answer from the records and say which. ", 150)
+			req.Tools[len(req.Tools)-1].Function.Description = strings.Repeat("Look it up. ", 400)
+			res, err := assembler.AssembleRequest(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := json.Marshal(res)
+			if n := strings.Count(string(raw), `"cache_control":`); n != 4 || res.SystemBlocks == nil {
+				t.Fatalf("ttl %q: %d breakpoints (want 4) in %s", ttl, n, raw)
+			}
+			if ttl != "" && strings.Count(string(raw), `"ttl":"1h"`) != 4 {
+				t.Errorf("ttl %q: not every breakpoint has it: %s", ttl, raw)
+			}
+			for _, p := range sdkCheckAnthropic(res) { // the SDK keeps every cache_control, as sent
+				t.Error(p)
+			}
+		}
+	})
 	for name, mk := range sdkCases() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -915,9 +938,35 @@ func sdkCheckAnthropic(res *assembler.Result) []string {
 		return []string{err.Error()}
 	}
 	ours := map[string]any{"messages": sdkNormalizeAnthropic(sdkDecodeAll(msgs)), "tools": sdkDecodeAll(tools)}
-	var system []anthropic.TextBlockParam
-	if res.System != "" {
+	var system, builtSystem []anthropic.TextBlockParam
+	switch {
+	case res.SystemBlocks != nil: // the system prompt as blocks, a breakpoint on them: read as the SDK reads them
+		raw, err := json.Marshal(res.SystemBlocks)
+		if err != nil {
+			return []string{err.Error()}
+		}
+		if err := json.Unmarshal(raw, &system); err != nil {
+			fail("system_blocks: the SDK cannot read %s: %v", raw, err)
+		}
+		var blocks []sdkAnthropicBlock
+		if err := sdkDecodeStrict(raw, &blocks); err != nil {
+			fail("system_blocks %s: %v", raw, err)
+		}
+		for _, b := range blocks {
+			if b.Type != "text" || b.Text == nil || *b.Text != res.System {
+				fail("system_blocks %s: want one text block of the system prompt", raw)
+				continue
+			}
+			tb := anthropic.TextBlockParam{Text: *b.Text}
+			if b.CacheControl != nil {
+				tb.CacheControl = sdkCacheControl(b.CacheControl)
+			}
+			builtSystem = append(builtSystem, tb)
+		}
+		ours["system"] = sdkDecodeAll([]json.RawMessage{raw})[0]
+	case res.System != "":
 		system = []anthropic.TextBlockParam{{Text: res.System}}
+		builtSystem = system
 		ours["system"] = []any{map[string]any{"type": "text", "text": res.System}}
 	}
 
@@ -940,7 +989,7 @@ func sdkCheckAnthropic(res *assembler.Result) []string {
 	problems = append(problems, sdkCompareSent("anthropic (unmarshalled)", params, ours, []string{"messages", "tools", "system"})...)
 
 	// 2. The same params, built with the SDK's constructors.
-	built := anthropic.MessageNewParams{Model: anthropic.Model(res.Model), MaxTokens: 1024, System: system}
+	built := anthropic.MessageNewParams{Model: anthropic.Model(res.Model), MaxTokens: 1024, System: builtSystem}
 	for i, raw := range msgs {
 		p, err := sdkBuildAnthropicMessage(raw)
 		if err != nil {
@@ -967,22 +1016,41 @@ func sdkCheckAnthropic(res *assembler.Result) []string {
 // sdkAnthropicWire is an Anthropic message as we send it; decoded strictly, so its content must be an
 // array of blocks.
 type sdkAnthropicWire struct {
-	Role    string `json:"role"`
-	Content []struct {
-		Type      string          `json:"type"`
-		Text      *string         `json:"text"`
-		ID        string          `json:"id"`
-		Name      string          `json:"name"`
-		Input     json.RawMessage `json:"input"`
-		ToolUseID string          `json:"tool_use_id"`
-		Content   *string         `json:"content"`
-		Source    *struct {
-			Type      string `json:"type"`
-			MediaType string `json:"media_type"`
-			Data      string `json:"data"`
-			URL       string `json:"url"`
-		} `json:"source"`
-	} `json:"content"`
+	Role    string              `json:"role"`
+	Content []sdkAnthropicBlock `json:"content"`
+}
+
+// sdkAnthropicBlock is a content block as we send it.
+type sdkAnthropicBlock struct {
+	Type      string          `json:"type"`
+	Text      *string         `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   *string         `json:"content"`
+	Source    *struct {
+		Type      string `json:"type"`
+		MediaType string `json:"media_type"`
+		Data      string `json:"data"`
+		URL       string `json:"url"`
+	} `json:"source"`
+	CacheControl *sdkCacheControlWire `json:"cache_control"`
+}
+
+// sdkCacheControlWire is a cache breakpoint as we send it.
+type sdkCacheControlWire struct {
+	Type string `json:"type"`
+	TTL  string `json:"ttl"`
+}
+
+// sdkCacheControl is the SDK's breakpoint of ours: an ephemeral one, of the default TTL or of an hour.
+func sdkCacheControl(c *sdkCacheControlWire) anthropic.CacheControlEphemeralParam {
+	cc := anthropic.NewCacheControlEphemeralParam()
+	if c.TTL != "" {
+		cc.TTL = anthropic.CacheControlEphemeralTTL(c.TTL)
+	}
+	return cc
 }
 
 func sdkBuildAnthropicMessage(raw json.RawMessage) (anthropic.MessageParam, error) {
@@ -1025,6 +1093,12 @@ func sdkBuildAnthropicMessage(raw json.RawMessage) (anthropic.MessageParam, erro
 		default:
 			return anthropic.MessageParam{}, fmt.Errorf("content[%d]: block type %q", j, b.Type)
 		}
+		if b.CacheControl != nil {
+			if b.CacheControl.Type != "ephemeral" {
+				return anthropic.MessageParam{}, fmt.Errorf("content[%d]: cache_control of type %q", j, b.CacheControl.Type)
+			}
+			*blocks[len(blocks)-1].GetCacheControl() = sdkCacheControl(b.CacheControl)
+		}
 	}
 	switch w.Role {
 	case "user":
@@ -1037,9 +1111,10 @@ func sdkBuildAnthropicMessage(raw json.RawMessage) (anthropic.MessageParam, erro
 
 func sdkBuildAnthropicTool(raw json.RawMessage) (anthropic.ToolUnionParam, error) {
 	var w struct {
-		Name        string         `json:"name"`
-		Description *string        `json:"description"`
-		InputSchema map[string]any `json:"input_schema"`
+		Name         string               `json:"name"`
+		Description  *string              `json:"description"`
+		InputSchema  map[string]any       `json:"input_schema"`
+		CacheControl *sdkCacheControlWire `json:"cache_control"`
 	}
 	if err := sdkDecodeStrict(raw, &w); err != nil {
 		return anthropic.ToolUnionParam{}, err
@@ -1066,6 +1141,12 @@ func sdkBuildAnthropicTool(raw json.RawMessage) (anthropic.ToolUnionParam, error
 	tool := anthropic.ToolParam{Name: w.Name, InputSchema: schema}
 	if w.Description != nil {
 		tool.Description = anthropic.String(*w.Description)
+	}
+	if w.CacheControl != nil {
+		if w.CacheControl.Type != "ephemeral" {
+			return anthropic.ToolUnionParam{}, fmt.Errorf("cache_control of type %q", w.CacheControl.Type)
+		}
+		tool.CacheControl = sdkCacheControl(w.CacheControl)
 	}
 	return anthropic.ToolUnionParam{OfTool: &tool}, nil
 }
