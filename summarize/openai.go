@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -16,6 +15,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/context-loom/loom/internal/apiretry"
 
 	"github.com/context-loom/loom"
 )
@@ -35,10 +36,7 @@ const (
 )
 
 const (
-	maxRetryDelay     = 30 * time.Second
-	maxRetryAfter     = time.Minute
 	maxErrorBodyBytes = 64 << 10 // read of an error response
-	maxErrorTextBytes = 512      // of an error message kept in an APIError
 	// The envelope of a Chat Completions answer is small beside its summary: the body read is bounded by
 	// the longest summary, escaped as JSON at its worst (6 bytes a byte), and this much more.
 	envelopeBytes = 64 << 10
@@ -200,17 +198,7 @@ func (o *OpenAI) Summarize(ctx context.Context, req Request) (string, error) {
 
 // backoff returns the delay before retry number attempt+1: RetryDelay doubled attempt times, at most 30 s
 // (or RetryDelay if longer), less a random part of up to half of it.
-func (o *OpenAI) backoff(attempt int) time.Duration {
-	d := o.retryDelay
-	for range attempt {
-		if d >= maxRetryDelay {
-			break
-		}
-		d *= 2
-	}
-	d = min(d, max(maxRetryDelay, o.retryDelay))
-	return d - rand.N(d/2+1)
-}
+func (o *OpenAI) backoff(attempt int) time.Duration { return apiretry.Backoff(o.retryDelay, attempt) }
 
 // attemptResult is the outcome of one request: err is nil on success, or says whether to retry and, when
 // the server said so, after how long (-1: not said).
@@ -250,7 +238,7 @@ func (o *OpenAI) attempt(ctx context.Context, body []byte) (string, attemptResul
 		if err != nil && len(data) == 0 {
 			return "", o.transportError(ctx, actx, err)
 		}
-		return "", attemptResult{err: o.apiError(resp.StatusCode, data), retry: retryableStatus(resp.StatusCode), retryAfter: retryAfter(resp.Header)}
+		return "", attemptResult{err: o.apiError(resp.StatusCode, data), retry: apiretry.RetryableStatus(resp.StatusCode), retryAfter: apiretry.RetryAfter(resp.Header)}
 	}
 	limit := int64(o.maxSummary)*6 + envelopeBytes
 	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
@@ -376,78 +364,6 @@ func (e *APIError) Error() string {
 // apiError makes the error of an error response from its status and body.
 func (o *OpenAI) apiError(status int, body []byte) *APIError {
 	e := &APIError{StatusCode: status}
-	var env struct {
-		Error   json.RawMessage `json:"error"`
-		Message string          `json:"message"`
-		Type    string          `json:"type"`
-		Code    json.RawMessage `json:"code"`
-	}
-	var detail struct {
-		Message string          `json:"message"`
-		Type    string          `json:"type"`
-		Code    json.RawMessage `json:"code"`
-	}
-	switch {
-	case json.Unmarshal(body, &env) != nil:
-		e.Message = string(body)
-	case json.Unmarshal(env.Error, &detail) == nil && detail.Message != "":
-		e.Message, e.Type, e.Code = detail.Message, detail.Type, rawCode(detail.Code)
-	case json.Unmarshal(env.Error, &e.Message) == nil && e.Message != "":
-	case env.Message != "":
-		e.Message, e.Type, e.Code = env.Message, env.Type, rawCode(env.Code)
-	default:
-		e.Message = string(body)
-	}
-	e.Message, e.Type, e.Code = o.clean(e.Message), o.clean(e.Type), o.clean(e.Code)
+	e.Message, e.Type, e.Code = apiretry.ErrorBody(body, o.key)
 	return e
-}
-
-// rawCode returns a JSON string's or number's text; "" for anything else.
-func rawCode(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var n json.Number
-	if json.Unmarshal(raw, &n) == nil {
-		return n.String()
-	}
-	return ""
-}
-
-// clean makes server text fit for an error message: the API key redacted, invalid UTF-8 replaced, runs of
-// white space collapsed, and at most maxErrorTextBytes long.
-func (o *OpenAI) clean(s string) string {
-	if o.key != "" {
-		s = strings.ReplaceAll(s, o.key, "[redacted]")
-	}
-	s = strings.Join(strings.Fields(strings.ToValidUTF8(s, "\uFFFD")), " ")
-	if len(s) > maxErrorTextBytes {
-		cut := maxErrorTextBytes
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return s
-}
-
-// retryableStatus reports whether a request answered with status may succeed if sent again.
-func retryableStatus(status int) bool {
-	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
-}
-
-// retryAfter returns the delay a response asks for before a retry, at most maxRetryAfter, or -1.
-func retryAfter(h http.Header) time.Duration {
-	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms >= 0 {
-		return time.Duration(min(ms, float64(maxRetryAfter/time.Millisecond)) * float64(time.Millisecond))
-	}
-	v := h.Get("Retry-After")
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
-		return time.Duration(min(s, maxRetryAfter.Seconds()) * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return min(max(0, time.Until(t)), maxRetryAfter)
-	}
-	return -1
 }
