@@ -410,17 +410,19 @@ func (a *assembly) stepCut(used int) int {
 		}
 		return pos
 	}
-	startsTurn := func(j int) bool { // a user's message, or system notes before one (see trimKeptStart)
-		for k := j; k < len(a.groups); k++ {
-			switch a.msgs(&a.groups[k])[0].Role {
-			case "user":
-				return true
-			case "system":
-				continue
-			}
-			return false
+	// startsTurn reports whether groups[j] starts a turn: a user's message, or system notes before one
+	// (see trimKeptStart). The walk asks it of j in increasing order, and a run of notes has one answer,
+	// so the end of the last run read and its answer are kept: a history of many notes is read once.
+	runEnd, runStarts := -1, false
+	startsTurn := func(j int) bool {
+		if j <= runEnd {
+			return runStarts
 		}
-		return true // system notes before the required turns
+		runEnd = j
+		for ; runEnd < len(a.groups) && a.msgs(&a.groups[runEnd])[0].Role == "system"; runEnd++ {
+		}
+		runStarts = runEnd == len(a.groups) || a.msgs(&a.groups[runEnd])[0].Role == "user" // notes before the required turns start one too
+		return runStarts
 	}
 	first := position(int(a.groups[from].first))
 	best, bestKept := -1, 0
