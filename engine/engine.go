@@ -66,7 +66,8 @@ type Engine struct {
 	maxDocChunks    int   // WithMaxDocumentChunks; 0: the default
 	indexMemory     int64 // WithIndexMemory; 0: no cap
 	ix              *registry
-	hints           agentHints // the first page of history to read for an agent (see load)
+	hints           agentHints    // the first page of history to read for an agent (see load)
+	records         RecordOptions // WithAssemblyRecords'
 
 	summarizer        summarize.Summarizer // WithSummarizer's; nil: no compaction
 	sumCfg            SummarizerConfig
@@ -303,7 +304,9 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Result: res, Degraded: degraded}, nil
+	out := &Result{Result: res, Degraded: degraded}
+	e.record(ctx, &req, snap, out)
+	return out, nil
 }
 
 // withSummary gives req the session's stored summary, if it covers any message: it stands for the
