@@ -163,6 +163,9 @@ type Request struct {
 	// Retrieve fills the knowledge region by retrieving from a collection for the message (after any
 	// stored and inline knowledge).
 	Retrieve *RetrieveRequest `json:"retrieve,omitempty"`
+	// NoRecord leaves this assembly out of its session's recorded assemblies (see WithAssemblyRecords):
+	// the inspector's "try it" runs, which ask what a change would do, set it.
+	NoRecord bool `json:"no_record,omitempty"`
 
 	assembler.Request
 }

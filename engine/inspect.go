@@ -82,7 +82,7 @@ const MaxRecordedMessageBytes = 1024
 // session stored. A record that cannot be written is left out: the assembly it describes has succeeded,
 // and the inspector shows what was recorded.
 func (e *Engine) record(ctx context.Context, req *Request, snap *store.Snapshot, res *Result) {
-	if e.records.Off || req.Session == "" || !e.store.Assemblies() ||
+	if e.records.Off || req.NoRecord || req.Session == "" || !e.store.Assemblies() ||
 		len(snap.Messages)+len(snap.ToolOutputs)+len(snap.Knowledge) == 0 {
 		return
 	}
