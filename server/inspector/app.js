@@ -121,12 +121,14 @@
 
   function renderBar(rec) {
     const res = rec.result;
-    const scale = Math.max(rec.window || 0, res.budget, res.total_tokens, 1);
+    // The stacked bar is the budget; the thin bar under it, the model's window.
+    const scale = Math.max(res.budget, res.total_tokens, 1);
     const bar = $("bar");
     bar.replaceChildren();
     const legend = $("legend");
     legend.replaceChildren();
     for (const r of res.report.regions) {
+      if (r.used === 0 && r.budget === 0) continue;
       const seg = el("div", { cls: "seg " + regionClass(r.name), title: r.name + ": " + r.used + " tokens (budget " + r.budget + ")" });
       seg.style.width = (100 * r.used / scale) + "%";
       bar.appendChild(seg);
@@ -139,9 +141,16 @@
       bar.appendChild(seg);
       legend.appendChild(el("li", null, el("span", { cls: "swatch r-other" }), document.createTextNode("overhead " + overhead)));
     }
-    $("bar-budget").style.left = (100 * res.budget / scale) + "%";
-    $("bar-scale").textContent = "bar: " + (rec.window ? "the model's window, " + rec.window + " tokens" : scale + " tokens") +
-      "; dashed line: the budget, " + res.budget + "; used " + res.total_tokens + " (" + (100 * res.total_tokens / res.budget).toFixed(1) + "% of the budget)";
+    $("bar-scale").textContent = "the budget, " + res.budget + " tokens: used " + res.total_tokens + " (" +
+      (100 * res.total_tokens / scale).toFixed(1) + "%), " + Math.max(res.budget - res.total_tokens, 0) + " left";
+    const wrap = $("window-wrap");
+    wrap.hidden = !rec.window;
+    if (rec.window) {
+      $("window-used").style.width = Math.min(100, 100 * res.total_tokens / rec.window) + "%";
+      $("window-budget").style.left = Math.min(100, 100 * res.budget / rec.window) + "%";
+      $("window-scale").textContent = "the model's window, " + rec.window + " tokens: the prompt takes " +
+        (100 * res.total_tokens / rec.window).toFixed(2) + "%, the budget (dashed) " + (100 * res.budget / rec.window).toFixed(2) + "%";
+    }
   }
 
   function renderRegions(res) {
@@ -213,9 +222,9 @@
   function findSummaryText(res) {
     for (const m of res.messages || []) {
       const t = typeof m.content === "string" ? m.content : "";
-      const at = t.indexOf("<summary");
-      const end = at >= 0 ? t.indexOf("</summary>", at) : -1;
-      if (end >= 0) return t.slice(at, end + "</summary>".length);
+      const at = t.indexOf("<conversation_summary");
+      const end = at >= 0 ? t.indexOf("</conversation_summary>", at) : -1;
+      if (end >= 0) return t.slice(at, end + "</conversation_summary>".length);
     }
     return "";
   }
