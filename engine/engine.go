@@ -68,6 +68,7 @@ type Engine struct {
 	ix              *registry
 	hints           agentHints    // the first page of history to read for an agent (see load)
 	records         RecordOptions // WithAssemblyRecords'
+	rec             *recorder     // writes the records; nil when the engine records none
 
 	summarizer        summarize.Summarizer // WithSummarizer's; nil: no compaction
 	sumCfg            SummarizerConfig
@@ -119,6 +120,9 @@ func New(s *store.Store, opts ...Option) (*Engine, error) {
 	e.ix = newRegistry(e.colls, e.indexOpts, e.indexMemory)
 	if e.summarizer != nil && s.Summaries() {
 		e.bg = newCompactor(e)
+	}
+	if !e.records.Off && s.Assemblies() {
+		e.rec = newRecorder(e)
 	}
 	if e.defaultEmbedder == "" {
 		def := embed.Default()
@@ -201,7 +205,8 @@ type Degradation struct {
 // ErrAgentNotFound for an agent that does not exist, a *assembler.BudgetError when the required items do not
 // fit, errors wrapping ErrInvalidRequest, assembler.ErrInvalidRequest or store.ErrInvalid for a bad request,
 // and an error wrapping ErrSourceFailed when the named agent cannot be read or (only when req.Strict) another
-// source cannot be read.
+// source cannot be read. The engine records the result in its session for the inspector after it
+// returns (see WithAssemblyRecords): treat it as read-only.
 func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 	tenant := loom.Tenant(ctx)
 	switch req.Preset {

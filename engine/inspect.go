@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -43,7 +46,7 @@ func WithAssemblyRecords(o RecordOptions) Option {
 
 // Recording reports whether the engine records assemblies: it was not told not to, and its store keeps
 // records.
-func (e *Engine) Recording() bool { return !e.records.Off && e.store.Assemblies() }
+func (e *Engine) Recording() bool { return e.rec != nil }
 
 // Recorded is one assembly as its session's record keeps it: what was asked, the model's window, the
 // result (its report, prefix hash and, unless OutputOmitted, its rendered output) and the sources it went
@@ -78,11 +81,12 @@ type RecordedRequest struct {
 // MaxRecordedMessageBytes is how much of a request's message its record keeps.
 const MaxRecordedMessageBytes = 1024
 
-// record records the assembly of req in its session, if the engine records and the snapshot shows the
-// session stored. A record that cannot be written is left out: the assembly it describes has succeeded,
-// and the inspector shows what was recorded.
+// record queues the assembly of req for its session's records, if the engine records and the snapshot
+// shows the session stored. The record is encoded and written by the engine's recorder, off the
+// assembly's path (see recorder); one that cannot be written is left out: the assembly it describes has
+// succeeded, and the inspector shows what was recorded.
 func (e *Engine) record(ctx context.Context, req *Request, snap *store.Snapshot, res *Result) {
-	if e.records.Off || req.NoRecord || req.Session == "" || !e.store.Assemblies() ||
+	if e.rec == nil || req.NoRecord || req.Session == "" ||
 		len(snap.Messages)+len(snap.ToolOutputs)+len(snap.Knowledge) == 0 {
 		return
 	}
@@ -94,28 +98,148 @@ func (e *Engine) record(ctx context.Context, req *Request, snap *store.Snapshot,
 		}
 		msg = msg[:cut]
 	}
-	rec := Recorded{
+	result := *res.Result // the fields as returned; Assemble's caller treats the result as read-only
+	e.rec.add(recordJob{tenant: loom.Tenant(ctx), rec: Recorded{
 		Request: RecordedRequest{Agent: req.Agent, User: req.User, Session: req.Session, Message: msg,
 			Model: req.Model, MaxTokens: req.MaxTokens, Format: req.Format, Preset: req.Preset, HistoryLimit: req.HistoryLimit},
-		Result:   res.Result,
-		Degraded: res.Degraded,
+		Result:   &result,
+		Degraded: slices.Clone(res.Degraded),
+	}})
+}
+
+// recordJob is one assembly to record.
+type recordJob struct {
+	tenant string
+	rec    Recorded
+}
+
+// recordQueue is how many assemblies may wait for the recorder; past it, an assembly goes unrecorded
+// (Engine.RecordsDropped counts them) rather than wait.
+const recordQueue = 256
+
+// recorder encodes and writes assembly records on a goroutine of its own, so that an assembly pays
+// nothing for being recorded but a queue send. It is the engine's: Close stops it after it has written
+// what was queued.
+type recorder struct {
+	e       *Engine
+	jobs    chan recordJob
+	done    chan struct{}
+	mu      sync.Mutex
+	cond    *sync.Cond
+	pending int // queued or being written
+	dropped atomic.Int64
+	closed  bool
+}
+
+func newRecorder(e *Engine) *recorder {
+	r := &recorder{e: e, jobs: make(chan recordJob, recordQueue), done: make(chan struct{})}
+	r.cond = sync.NewCond(&r.mu)
+	go r.run()
+	return r
+}
+
+func (r *recorder) add(j recordJob) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
 	}
-	if m, err := tokenizer.ForModel(res.Model); err == nil {
+	select {
+	case r.jobs <- j:
+		r.pending++
+	default:
+		r.dropped.Add(1)
+	}
+}
+
+func (r *recorder) run() {
+	defer close(r.done)
+	for j := range r.jobs {
+		r.write(j)
+		r.mu.Lock()
+		r.pending--
+		if r.pending == 0 {
+			r.cond.Broadcast()
+		}
+		r.mu.Unlock()
+	}
+}
+
+// write encodes and stores one record: without its rendered output if it is over the bound, not at all
+// if it is still over.
+func (r *recorder) write(j recordJob) {
+	rec := j.rec
+	if m, err := tokenizer.ForModel(rec.Result.Model); err == nil {
 		rec.Window = m.ContextWindow
 	}
-	maxBytes := cmp.Or(e.records.MaxBytes, store.DefaultMaxAssemblyBytes)
+	maxBytes := cmp.Or(r.e.records.MaxBytes, store.DefaultMaxAssemblyBytes)
 	data, err := json.Marshal(rec)
 	if err == nil && len(data) > maxBytes {
-		bare := *res.Result
+		bare := *rec.Result
 		bare.Messages, bare.System, bare.SystemBlocks, bare.Tools, bare.Text = nil, "", nil, nil, ""
 		bare.Instructions, bare.Input, bare.SystemInstruction, bare.Contents, bare.Context = "", nil, nil, nil, ""
 		rec.Result, rec.OutputOmitted = &bare, true
 		data, err = json.Marshal(rec)
 	}
 	if err != nil || len(data) > maxBytes {
+		r.dropped.Add(1)
 		return
 	}
-	_, _ = e.store.RecordAssembly(ctx, loom.Tenant(ctx), req.Session, data, e.records.Keep, maxBytes) // see the doc comment
+	// The engine's own context: the request that was recorded may be over, the engine not.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.e.closing), r.e.sourceTimeout)
+	defer cancel()
+	if _, err := r.e.store.RecordAssembly(ctx, j.tenant, rec.Request.Session, data, r.e.records.Keep, maxBytes); err != nil {
+		r.dropped.Add(1)
+	}
+}
+
+// flush waits until what was queued before it is written, or ctx is done.
+func (r *recorder) flush(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.cond.Broadcast()
+	})
+	defer stop()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for r.pending > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r.cond.Wait()
+	}
+	return nil
+}
+
+// close stops taking records and waits until the queued ones are written.
+func (r *recorder) close() {
+	r.mu.Lock()
+	if !r.closed {
+		r.closed = true
+		close(r.jobs)
+	}
+	r.mu.Unlock()
+	<-r.done
+}
+
+// FlushRecords waits until the assemblies recorded before it was called are in the store (or left out:
+// see RecordsDropped), or ctx is done. Records are written in the background, so a reader that must see
+// the record of an assembly it just made (a test, say) calls it first.
+func (e *Engine) FlushRecords(ctx context.Context) error {
+	if e.rec == nil {
+		return nil
+	}
+	return e.rec.flush(ctx)
+}
+
+// RecordsDropped is how many assemblies went unrecorded though recording was on: the recorder's queue was
+// full, the record was too large even without its output, or the store refused it.
+func (e *Engine) RecordsDropped() int64 {
+	if e.rec == nil {
+		return 0
+	}
+	return e.rec.dropped.Load()
 }
 
 // Assemblies returns the session's recorded assemblies, newest first; none for a session without any. It

@@ -46,6 +46,9 @@ func TestAssemble_RecordsItsReportInTheSession(t *testing.T) {
 	if _, err := e.Assemble(ctx, engine.Request{Session: "empty", Request: assembler.Request{Model: "gpt-4o", Message: "hi"}}); err != nil {
 		t.Fatal(err)
 	}
+	if err := e.FlushRecords(ctx); err != nil {
+		t.Fatal(err)
+	}
 	recs, err := e.Assemblies(ctx, "s")
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +98,9 @@ func TestAssemble_RecordOverItsBoundGoesWithoutTheOutput(t *testing.T) {
 	if _, err := e.Assemble(ctx, engine.Request{Session: "s", Request: assembler.Request{Model: "gpt-4o", MaxTokens: 2000, Message: "go"}}); err != nil {
 		t.Fatal(err)
 	}
+	if err := e.FlushRecords(ctx); err != nil {
+		t.Fatal(err)
+	}
 	recs, err := e.Assemblies(ctx, "s")
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("%d records: %v", len(recs), err)
@@ -124,5 +130,55 @@ func TestAssemble_RecordsNothingWhenOff(t *testing.T) {
 	}
 	if _, err := testEngine(st, engine.WithAssemblyRecords(engine.RecordOptions{Keep: -1})); !errors.Is(err, engine.ErrInvalidRequest) {
 		t.Fatalf("a negative keep: %v", err)
+	}
+}
+
+func TestAssemble_RecordTooLargeEvenBareIsCountedNotWritten(t *testing.T) {
+	t.Parallel()
+	st := newMemory()
+	e, err := testEngine(st, engine.WithAssemblyRecords(engine.RecordOptions{MaxBytes: 100}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	seedLongSession(t, ctx, st, "s")
+	if _, err := e.Assemble(ctx, engine.Request{Session: "s", Request: assembler.Request{Model: "gpt-4o", MaxTokens: 2000, Message: "go"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.FlushRecords(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if recs, err := e.Assemblies(ctx, "s"); err != nil || len(recs) != 0 || e.RecordsDropped() != 1 {
+		t.Fatalf("%d records, %d dropped: %v", len(recs), e.RecordsDropped(), err)
+	}
+}
+
+func TestClose_WritesTheQueuedRecordsFirst(t *testing.T) {
+	t.Parallel()
+	st := newMemory()
+	e, err := testEngine(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	seedLongSession(t, ctx, st, "s")
+	for range 5 {
+		if _, err := e.Assemble(ctx, engine.Request{Session: "s", Request: assembler.Request{Model: "gpt-4o", Message: "go"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := st.AssemblyRecords(ctx, loom.DefaultTenant, "s")
+	if err != nil || len(recs) != 5 {
+		t.Fatalf("after Close, %d records: %v", len(recs), err)
+	}
+	// A closed engine records nothing more, and does not block.
+	if _, err := e.Assemble(ctx, engine.Request{Session: "s", Request: assembler.Request{Model: "gpt-4o", Message: "go"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.FlushRecords(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

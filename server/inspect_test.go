@@ -76,6 +76,9 @@ func TestAssemblies_ListedAndReadByTheirTenantOnly(t *testing.T) {
 	if code, b, _ := call(t, "POST", ts.URL+"/v1/assemble", "key-acme", `{"session":"s","model":"gpt-4o","max_tokens":900,"message":"and now?","no_record":true}`); code != 200 {
 		t.Fatalf("assemble: %d %s", code, b)
 	}
+	if err := eng.FlushRecords(t.Context()); err != nil { // records are written in the background
+		t.Fatal(err)
+	}
 	code, b, _ := call(t, "GET", ts.URL+"/v1/sessions/s/assemblies", "key-acme", "")
 	if code != 200 {
 		t.Fatalf("list: %d %s", code, b)

@@ -127,6 +127,9 @@ func TestInspector_ShowsTheRegionsAndDroppedItemsOfASeededSession(t *testing.T) 
 	// Two assemblies of the session, the second with a smaller budget: it drops more.
 	post(t, ts.URL+"/v1/assemble", `{"agent":"support","session":"`+session+`","max_tokens":900,"message":"When does it arrive?"}`)
 	post(t, ts.URL+"/v1/assemble", `{"agent":"support","session":"`+session+`","max_tokens":400,"message":"When does it arrive?"}`)
+	if err := eng.FlushRecords(ctx); err != nil { // records are written in the background
+		t.Fatal(err)
+	}
 
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 1700))...)
