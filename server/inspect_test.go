@@ -130,6 +130,10 @@ func TestAssemblies_ListedAndReadByTheirTenantOnly(t *testing.T) {
 	if _, b, _ := call(t, "GET", ts.URL+"/v1/sessions/s/assemblies", "key-globex", ""); bytes.Contains(b, []byte(`"seq"`)) {
 		t.Fatalf("another tenant lists %s", b)
 	}
+	// What went unrecorded is counted on /metrics.
+	if _, b, _ := call(t, "GET", ts.URL+"/metrics", "", ""); !bytes.Contains(b, []byte("loom_assembly_records_dropped_total 0")) {
+		t.Errorf("/metrics lacks loom_assembly_records_dropped_total 0")
+	}
 	// Deleted with the session.
 	if code, b, _ := call(t, "DELETE", ts.URL+"/v1/sessions/s", "key-acme", ""); code != 204 {
 		t.Fatalf("delete: %d %s", code, b)
