@@ -92,15 +92,16 @@ func benchAssemble(b *testing.B, s *store.Store, opts ...engine.Option) {
 }
 
 // BenchmarkAssembleFromStore assembles from 200 stored messages, memory, tool outputs and knowledge, read
-// from each backend (the network ones on loopback): recorded in the session for the inspector, as by
-// default, and unrecorded (WithAssemblyRecords(RecordOptions{Off: true})), to show what recording costs.
+// from each backend (the network ones on loopback): recorded in the session for the inspector
+// (WithAssemblyRecords, as loom serve does by default) and unrecorded (the engine's default), to show what
+// recording costs.
 func BenchmarkAssembleFromStore(b *testing.B) {
 	modes := []struct {
 		name string
 		opts []engine.Option
 	}{
-		{"recorded", nil},
-		{"unrecorded", []engine.Option{engine.WithAssemblyRecords(engine.RecordOptions{Off: true})}},
+		{"recorded", []engine.Option{engine.WithAssemblyRecords(engine.RecordOptions{})}},
+		{"unrecorded", nil},
 	}
 	for _, m := range modes {
 		b.Run("memory/"+m.name, func(b *testing.B) {

@@ -68,6 +68,7 @@ type Engine struct {
 	ix              *registry
 	hints           agentHints    // the first page of history to read for an agent (see load)
 	records         RecordOptions // WithAssemblyRecords'
+	recordsOn       bool          // WithAssemblyRecords was given, without Off
 	rec             *recorder     // writes the records; nil when the engine records none
 
 	summarizer        summarize.Summarizer // WithSummarizer's; nil: no compaction
@@ -121,7 +122,7 @@ func New(s *store.Store, opts ...Option) (*Engine, error) {
 	if e.summarizer != nil && s.Summaries() {
 		e.bg = newCompactor(e)
 	}
-	if !e.records.Off && s.Assemblies() {
+	if e.recordsOn && s.Assemblies() {
 		e.rec = newRecorder(e)
 	}
 	if e.defaultEmbedder == "" {

@@ -21,6 +21,10 @@ import (
 // many: an assembly of a session the store holds anything of (messages, tool outputs, knowledge) is
 // recorded after it is assembled, where the store keeps records (store.Store.Assemblies). The zero value
 // records with the defaults.
+//
+// An engine records only when told to (WithAssemblyRecords): a record costs about as much CPU as the
+// assembly it records (encoding its rendered output) and one store write, which a library user who does
+// not look at the inspector should not pay. `loom serve`, the inspector's home, records by default.
 type RecordOptions struct {
 	// Off records no assembly.
 	Off bool
@@ -31,21 +35,22 @@ type RecordOptions struct {
 	MaxBytes int
 }
 
-// WithAssemblyRecords sets what the engine records of its assemblies (see RecordOptions); by default it
-// records every assembly of a stored session, the newest store.DefaultAssembliesKept of each kept.
-// RecordOptions{Off: true} turns recording off.
+// WithAssemblyRecords turns recording on and sets what the engine records of its assemblies (see
+// RecordOptions): with the zero value, every assembly of a stored session, the newest
+// store.DefaultAssembliesKept of each kept. Without it, or with RecordOptions{Off: true}, the engine
+// records none.
 func WithAssemblyRecords(o RecordOptions) Option {
 	return func(e *Engine) error {
 		if o.Keep < 0 || o.MaxBytes < 0 {
 			return fmt.Errorf("%w: assembly records' keep and max bytes must not be negative", ErrInvalidRequest)
 		}
-		e.records = o
+		e.records, e.recordsOn = o, !o.Off
 		return nil
 	}
 }
 
-// Recording reports whether the engine records assemblies: it was not told not to, and its store keeps
-// records.
+// Recording reports whether the engine records assemblies: it was told to (WithAssemblyRecords), and its
+// store keeps records.
 func (e *Engine) Recording() bool { return e.rec != nil }
 
 // Recorded is one assembly as its session's record keeps it: what was asked, the model's window, the

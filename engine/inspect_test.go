@@ -110,25 +110,35 @@ func TestAssemble_RecordOverItsBoundGoesWithoutTheOutput(t *testing.T) {
 	}
 }
 
+// TestAssemble_RecordsNothingWhenOff: with RecordOptions{Off: true}, or without WithAssemblyRecords (a
+// library user who did not ask for the inspector's records does not pay for them), nothing is recorded.
 func TestAssemble_RecordsNothingWhenOff(t *testing.T) {
 	t.Parallel()
-	st := newMemory()
-	e, err := testEngine(st, engine.WithAssemblyRecords(engine.RecordOptions{Off: true}))
-	if err != nil {
-		t.Fatal(err)
+	for name, opts := range map[string][]engine.Option{
+		"off":     {engine.WithAssemblyRecords(engine.RecordOptions{Off: true})},
+		"default": nil,
+	} {
+		st := newMemory()
+		e, err := testEngine(st, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Recording() {
+			t.Fatalf("%s: Recording", name)
+		}
+		ctx := t.Context()
+		seedLongSession(t, ctx, st, "s")
+		if _, err := e.Assemble(ctx, engine.Request{Session: "s", Request: assembler.Request{Model: "gpt-4o", Message: "go"}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if recs, err := st.AssemblyRecords(ctx, loom.DefaultTenant, "s"); err != nil || len(recs) != 0 {
+			t.Fatalf("%s: recorded %d: %v", name, len(recs), err)
+		}
 	}
-	if e.Recording() {
-		t.Fatal("Recording with recording off")
-	}
-	ctx := t.Context()
-	seedLongSession(t, ctx, st, "s")
-	if _, err := e.Assemble(ctx, engine.Request{Session: "s", Request: assembler.Request{Model: "gpt-4o", Message: "go"}}); err != nil {
-		t.Fatal(err)
-	}
-	if recs, err := e.Assemblies(ctx, "s"); err != nil || len(recs) != 0 {
-		t.Fatalf("recorded %d with recording off: %v", len(recs), err)
-	}
-	if _, err := testEngine(st, engine.WithAssemblyRecords(engine.RecordOptions{Keep: -1})); !errors.Is(err, engine.ErrInvalidRequest) {
+	if _, err := testEngine(newMemory(), engine.WithAssemblyRecords(engine.RecordOptions{Keep: -1})); !errors.Is(err, engine.ErrInvalidRequest) {
 		t.Fatalf("a negative keep: %v", err)
 	}
 }
@@ -156,7 +166,7 @@ func TestAssemble_RecordTooLargeEvenBareIsCountedNotWritten(t *testing.T) {
 func TestClose_WritesTheQueuedRecordsFirst(t *testing.T) {
 	t.Parallel()
 	st := newMemory()
-	e, err := testEngine(st)
+	e, err := testEngine(st, engine.WithAssemblyRecords(engine.RecordOptions{}))
 	if err != nil {
 		t.Fatal(err)
 	}

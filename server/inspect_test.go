@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/context-loom/loom"
+	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/server"
 	"github.com/context-loom/loom/store"
 )
@@ -43,7 +44,7 @@ func call(t *testing.T, method, url, key, body string) (int, []byte, http.Header
 func TestAssemblies_ListedAndReadByTheirTenantOnly(t *testing.T) {
 	t.Parallel()
 	st := newMemory()
-	eng, err := testEngine(st)
+	eng, err := testEngine(st, engine.WithAssemblyRecords(engine.RecordOptions{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,7 +112,7 @@ func TestInspector_ShowsTheRegionsAndDroppedItemsOfASeededSession(t *testing.T) 
 		t.Fatal(err)
 	}
 	defer st.Close()
-	eng, err := engine.New(st)
+	eng, err := engine.New(st, engine.WithAssemblyRecords(engine.RecordOptions{}))
 	if err != nil {
 		t.Fatal(err)
 	}
