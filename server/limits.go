@@ -19,4 +19,3 @@ func (s *Server) checkTexts(body any) error {
 	}
 	return nil
 }
-
