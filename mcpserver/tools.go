@@ -46,7 +46,7 @@ func (s *Server) assemble(ctx context.Context, in *AssembleInput) (any, error) {
 type RetrieveInput struct {
 	Collection string            `json:"collection" jsonschema:"the collection to search"`
 	Query      string            `json:"query" jsonschema:"what to search for"`
-	TopK       int               `json:"top_k,omitempty" jsonschema:"how many results (default 5)"`
+	TopK       int               `json:"top_k,omitempty" jsonschema:"how many results (default 10)"`
 	MinScore   float64           `json:"min_score,omitempty" jsonschema:"drop results less relevant than this, from 0 to 1"`
 	Mode       string            `json:"mode,omitempty" jsonschema:"hybrid (the default), keyword, vector or mmr"`
 	Filter     map[string]string `json:"filter,omitempty" jsonschema:"keep only chunks whose metadata has these values"`
