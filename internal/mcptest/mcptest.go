@@ -237,7 +237,8 @@ func Run(t *testing.T, cs *mcp.ClientSession) {
 }
 
 // RunBadInput checks that bad inputs are tool errors (isError results, not protocol errors) that say what
-// is wrong, with the server's limits at Limits.
+// is wrong, and write nothing, with the server's limits at Limits. The tenant must have no session or
+// memory before.
 func RunBadInput(t *testing.T, cs *mcp.ClientSession) {
 	t.Helper()
 	big := strings.Repeat("x", Limits.MaxTextBytes+1)
@@ -277,6 +278,13 @@ func RunBadInput(t *testing.T, cs *mcp.ClientSession) {
 		if msg := Text(t, res); !strings.Contains(msg, tc.want) || strings.Contains(msg, "internal error") {
 			t.Errorf("%s: the error %q does not say %q", tc.name, msg, tc.want)
 		}
+	}
+	// Nothing was written: every limit was checked before the work.
+	if got := Read(t, cs, "loom://sessions/"+Session+"/messages"); got != `{"messages":[]}` {
+		t.Errorf("bad inputs were recorded: %s", short(got))
+	}
+	if got := Read(t, cs, "loom://users/"+User+"/memory"); got != `{"facts":[]}` {
+		t.Errorf("bad inputs were remembered: %s", short(got))
 	}
 	// A resource URI of another shape is refused.
 	for _, uri := range []string{"loom://sessions/a/b/messages", "loom://users//memory", "loom://sessions/s/messages?x=1"} {

@@ -55,7 +55,11 @@ func check(v reflect.Value, path string, limit int) error {
 					return err
 				}
 			}
-			if err := check(it.Value(), path+"["+strconv.Quote(shorten(fmt.Sprint(k.Interface())))+"]", limit); err != nil {
+			name := k.String() // a value read through an unexported field has no Interface
+			if k.Kind() != reflect.String && k.CanInterface() {
+				name = fmt.Sprint(k.Interface())
+			}
+			if err := check(it.Value(), path+"["+strconv.Quote(shorten(name))+"]", limit); err != nil {
 				return err
 			}
 		}
@@ -63,7 +67,11 @@ func check(v reflect.Value, path string, limit int) error {
 		t := v.Type()
 		for i := range t.NumField() {
 			f := t.Field(i)
-			if !f.IsExported() || f.Tag.Get("textlimit") == "body" {
+			// An unexported embedded struct's exported fields are decoded as the outer one's, so they
+			// are checked too (as encoding/json reads them).
+			embedded := f.Anonymous && (f.Type.Kind() == reflect.Struct ||
+				f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct)
+			if (!f.IsExported() && !embedded) || f.Tag.Get("textlimit") == "body" {
 				continue
 			}
 			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
