@@ -50,6 +50,9 @@ loopback address, and it answers only requests whose Host is a loopback name or 
 without keys, a request with a body must be Content-Type: application/json (415 otherwise), so that a web
 page cannot post a form to the API, and no CORS header is ever sent.
 
+MCP: POST /mcp serves Loom's MCP server (the tools and resources of loom mcp) over streamable HTTP,
+statelessly, behind the same keys and rules: an MCP client with a key sees only its tenant's state.
+
 Provider counts: with LOOM_ANTHROPIC_API_KEY or LOOM_GEMINI_API_KEY set, POST /v1/tokens/count asks
 Anthropic's /v1/messages/count_tokens or Gemini's countTokens for the exact count of a request to a model
 without a public tokenizer (LOOM_ANTHROPIC_BASE_URL and LOOM_GEMINI_BASE_URL change where), and answers
