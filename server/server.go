@@ -1,7 +1,8 @@
 // Package server is Loom's HTTP API: assembly from stored and inline state, the stores' sessions, memory,
-// agents and tool outputs, token counting and chunking, health, readiness, Prometheus metrics and an
-// OpenAPI document. Every request is authenticated by an API key bound to one tenant (unless no keys are
-// configured), limited in size and time, and answered with JSON; errors are {"error": {"code", "message"}}.
+// agents and tool outputs, token counting and chunking, an MCP server at POST /mcp (package mcpserver),
+// health, readiness, Prometheus metrics and an OpenAPI document. Every request is authenticated by an API
+// key bound to one tenant (unless no keys are configured), limited in size and time, and answered with
+// JSON; errors are {"error": {"code", "message"}}.
 //
 // Browsers: a request with a body (every POST and PUT) must say Content-Type: application/json, with no
 // charset but UTF-8, or it gets 415; a web page cannot send that cross-origin without a CORS preflight, and
@@ -30,6 +31,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/context-loom/loom/engine"
+	"github.com/context-loom/loom/mcpserver"
 	"github.com/context-loom/loom/promptcount"
 	"github.com/context-loom/loom/store"
 )
@@ -118,6 +120,8 @@ type Server struct {
 	metrics       *metrics
 	gatherer      prometheus.Gatherer
 	handler       http.Handler
+	// mcp serves POST /mcp.
+	mcp http.Handler
 }
 
 // New returns a server for cfg. It returns an error for a missing engine, an empty key or tenant, or
@@ -158,6 +162,13 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.metrics, s.gatherer = m, gat
+	ms, err := mcpserver.New(mcpserver.Config{Engine: cfg.Engine, Logger: s.log, Limits: mcpserver.Limits{
+		MaxBodyBytes: s.limits.MaxBodyBytes, MaxTextBytes: s.limits.MaxMessageBytes, MaxItems: s.limits.MaxItems,
+		CallTimeout: s.limits.RequestTimeout}})
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.mcp = ms.Handler()
 	s.handler = s.routes()
 	return s, nil
 }
@@ -214,11 +225,19 @@ func (s *Server) routeTable() []route {
 		{"POST /v1/retrieve", false, s.counted("retrieve", s.retrieve)},
 		{"POST /v1/tokens/count", false, s.countTokens},
 		{"POST /v1/chunk", false, s.chunk},
+		{"POST /mcp", false, s.serveMCP},
 		{"GET /healthz", true, s.healthz},
 		{"GET /readyz", true, s.readyz},
 		{"GET /metrics", true, nil},
 		{"GET /openapi.json", true, s.openAPI},
 	}
+}
+
+// serveMCP serves the MCP server (package mcpserver) over streamable HTTP, statelessly, as the request's
+// tenant: a key's MCP client reaches its tenant's data only, as its API requests do.
+func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) error {
+	s.mcp.ServeHTTP(w, r)
+	return nil
 }
 
 // counted wraps a collection route's handler so that its store failures count in loom_store_errors_total

@@ -27,6 +27,7 @@ type command struct {
 var commands = []command{
 	{"demo", "run the Valkey cookbook's scenario on a temporary SQLite file and show the assembled context", runDemo},
 	{"serve", "run the HTTP API", runServe},
+	{"mcp", "run the MCP server on standard input and output", runMCP},
 	{"tokens", "count the tokens of files or standard input", runTokens},
 	{"chunk", "split a file into chunks, printed as JSON Lines", runChunk},
 	{"assemble", "fit a request, or stored state, into its token budget and print the result", runAssemble},

@@ -50,6 +50,9 @@ loopback address, and it answers only requests whose Host is a loopback name or 
 without keys, a request with a body must be Content-Type: application/json (415 otherwise), so that a web
 page cannot post a form to the API, and no CORS header is ever sent.
 
+MCP: POST /mcp serves Loom's MCP server (the tools and resources of loom mcp) over streamable HTTP,
+statelessly, behind the same keys and rules: an MCP client with a key sees only its tenant's state.
+
 The inspector: GET / (or /inspect) in a browser shows a session's recent assemblies: the window by region
 against the budget and the model's window, every item kept or dropped and why, the rendered messages, the
 cacheable prefix, the compaction summary, and a form that runs an assembly again with another budget or
