@@ -19,7 +19,15 @@ type anthropic struct{ markup }
 
 func (anthropic) Name() string { return FormatAnthropic }
 
-func (anthropic) prepare(a *assembly) error { return a.prepareMarkup() }
+// prepare checks the request and makes its candidates (see assembly.prepareMarkup); a tool's parameters,
+// its input_schema, must be a JSON object whose "type" is "object" (the Messages API refuses a schema
+// without one with a 400), or prepare returns an error wrapping ErrInvalidRequest that names the tool.
+func (anthropic) prepare(a *assembly) error {
+	if err := a.prepareMarkup(); err != nil {
+		return err
+	}
+	return a.tools.checkInputSchemas()
+}
 
 func (anthropic) body(text string) string { return text }
 

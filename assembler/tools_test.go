@@ -549,3 +549,33 @@ func TestAssemble_RefusesDeepSchemas(t *testing.T) {
 		t.Errorf("%v", err)
 	}
 }
+
+// TestAnthropic_InputSchemaMustBeAnObject: the Messages API refuses a tool whose input_schema is not an
+// object schema, so Loom refuses it at the request, naming the tool; no schema (sent as an empty object
+// schema) and an object schema pass, and the other formats are not held to the rule.
+func TestAnthropic_InputSchemaMustBeAnObject(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		schema string
+		ok     bool
+	}{
+		{"", true},
+		{`{"type":"object"}`, true},
+		{`{"properties":{"a":{"type":"string"}},"type":"object"}`, true},
+		{`{"type":"string"}`, false},
+		{`{"properties":{}}`, false},
+		{`{"type":["object","null"]}`, false},
+		{`[{"type":"object"}]`, false},
+		{`"object"`, false},
+		{`true`, false},
+	} {
+		tool := Tool{Type: "function", Function: ToolFunction{Name: "lookup", Parameters: json.RawMessage(tc.schema)}}
+		_, err := AssembleRequest(context.Background(), &Request{Format: FormatAnthropic, Message: "hi", Tools: []Tool{tool}})
+		if tc.ok != (err == nil) || err != nil && (!errors.Is(err, ErrInvalidRequest) || !strings.Contains(err.Error(), `"lookup"`)) {
+			t.Errorf("%s: %v", tc.schema, err)
+		}
+		if _, err := AssembleRequest(context.Background(), &Request{Format: FormatOpenAI, Message: "hi", Tools: []Tool{tool}}); err != nil {
+			t.Errorf("openai, %s: %v", tc.schema, err)
+		}
+	}
+}

@@ -34,6 +34,8 @@ type toolSet struct {
 	responses     renderedTools
 	geminiOnce    sync.Once
 	gemini        renderedTools
+	schemaOnce    sync.Once
+	schemaErr     error // of checkInputSchemas
 
 	mu     sync.Mutex
 	counts map[toolCountKey]toolCount
@@ -170,6 +172,33 @@ func sameTools(a, b []Tool) bool {
 			bytes.Equal(fx.Parameters, fy.Parameters) &&
 			(fx.Strict == nil) == (fy.Strict == nil) && (fx.Strict == nil || *fx.Strict == *fy.Strict)
 	})
+}
+
+// checkInputSchemas returns an error wrapping ErrInvalidRequest unless every tool's parameters are none
+// (sent as an empty object schema) or a JSON object whose "type" is "object": the Messages API takes no
+// other input_schema. It checks a set once; nil for no tools (s nil).
+func (s *toolSet) checkInputSchemas() error {
+	if s == nil {
+		return nil
+	}
+	s.schemaOnce.Do(func() {
+		for _, t := range s.canonical {
+			if len(t.Function.Parameters) == 0 {
+				continue
+			}
+			var schema map[string]json.RawMessage
+			var typ string
+			if json.Unmarshal(t.Function.Parameters, &schema) != nil {
+				s.schemaErr = fmt.Errorf("%w: anthropic: tool %q: its parameters (input_schema) are not a JSON object", ErrInvalidRequest, t.Function.Name)
+				return
+			}
+			if json.Unmarshal(schema["type"], &typ) != nil || typ != "object" {
+				s.schemaErr = fmt.Errorf("%w: anthropic: tool %q: its parameters (input_schema) must have \"type\":\"object\"", ErrInvalidRequest, t.Function.Name)
+				return
+			}
+		}
+	})
+	return s.schemaErr
 }
 
 // anthropicTools returns the set in the Messages API's shape.
