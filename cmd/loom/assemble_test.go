@@ -268,6 +268,11 @@ func TestAssemble_CacheBreakpointsFromTheRequestFile(t *testing.T) {
 	if code != 0 || strings.Count(out, `"cache_control":{"type":"ephemeral","ttl":"1h"}`) != 2 || !strings.Contains(out, `"system_blocks"`) {
 		t.Errorf("cache_ttl 1h: exit %d %s: %s", code, errOut, out)
 	}
+	// The flag overrides the file: an hour on the system prompt, five minutes on the message.
+	out, errOut, code = runLoom(t, "", "assemble", "--request", write(`,"cache_ttl":"1h"`), "--cache-ttl", "1h+5m")
+	if code != 0 || strings.Count(out, `"cache_control":{"type":"ephemeral","ttl":"1h"}`) != 1 || strings.Count(out, `"cache_control":{"type":"ephemeral"}`) != 1 {
+		t.Errorf("--cache-ttl 1h+5m: exit %d %s: %s", code, errOut, out)
+	}
 	out, errOut, code = runLoom(t, "", "assemble", "--request", write(`,"cache_breakpoints":"off"`))
 	if code != 0 || strings.Contains(out, "cache_control") {
 		t.Errorf("off: exit %d %s: %s", code, errOut, out)
