@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/context-loom/loom"
 )
 
 // CacheControl is an Anthropic cache breakpoint (a content block's, a tool's or the system prompt's
@@ -15,17 +17,13 @@ type CacheControl struct {
 	TTL  string `json:"ttl,omitempty"`
 }
 
-// The values of Request.CacheBreakpoints and Request.CacheTTL. CacheTTL1h5m is an hour on the breakpoints
-// of the stable prefix (the tools' and the system prompt's), which change only when the agent does, and
-// five minutes on the messages', which a conversation rewrites every turn: the hour's writes cost more
-// (twice the input price, against 1.25 times for five minutes), and are worth it only where they are read
-// an hour long.
+// The values of Request.CacheBreakpoints and Request.CacheTTL (see [loom.CacheTTL1h5m]).
 const (
-	CacheBreakpointsAuto = "auto"
-	CacheBreakpointsOff  = "off"
-	CacheTTL5m           = "5m"
-	CacheTTL1h           = "1h"
-	CacheTTL1h5m         = "1h+5m"
+	CacheBreakpointsAuto = loom.CacheBreakpointsAuto
+	CacheBreakpointsOff  = loom.CacheBreakpointsOff
+	CacheTTL5m           = loom.CacheTTL5m
+	CacheTTL1h           = loom.CacheTTL1h
+	CacheTTL1h5m         = loom.CacheTTL1h5m
 )
 
 // MaxCacheBreakpoints is the most cache_control breakpoints a Messages API request may carry (a fifth is
@@ -68,22 +66,11 @@ func CacheMinTokens(model string) int {
 // checkCache returns an error wrapping ErrInvalidRequest unless the request's cache options are known
 // values, and its TTL is asked of a format that places breakpoints.
 func checkCache(req *Request, f Format) error {
-	switch req.CacheBreakpoints {
-	case "", CacheBreakpointsAuto, CacheBreakpointsOff:
-	default:
-		return fmt.Errorf("%w: cache_breakpoints %q (known: auto, off)", ErrInvalidRequest, req.CacheBreakpoints)
+	if err := loom.CheckCacheOptions(req.CacheBreakpoints, req.CacheTTL); err != nil {
+		return invalidRequest(err)
 	}
-	switch req.CacheTTL {
-	case "":
-	case CacheTTL5m, CacheTTL1h, CacheTTL1h5m:
-		if f.Name() != FormatAnthropic {
-			return fmt.Errorf("%w: cache_ttl is for the anthropic format's breakpoints, and the format is %q", ErrInvalidRequest, f.Name())
-		}
-		if req.CacheBreakpoints == CacheBreakpointsOff {
-			return fmt.Errorf("%w: cache_ttl %q with cache_breakpoints \"off\"", ErrInvalidRequest, req.CacheTTL)
-		}
-	default:
-		return fmt.Errorf("%w: cache_ttl %q (known: 5m, 1h, 1h+5m)", ErrInvalidRequest, req.CacheTTL)
+	if req.CacheTTL != "" && f.Name() != FormatAnthropic {
+		return fmt.Errorf("%w: cache_ttl is for the anthropic format's breakpoints, and the format is %q", ErrInvalidRequest, f.Name())
 	}
 	return nil
 }
