@@ -84,6 +84,9 @@ func renderMessages(a *assembly, out *output, shape string) {
 			msgs[n-1].Blocks = append(msgs[n-1].Blocks, blocks...)
 			return
 		}
+		if role == "assistant" && len(msgs) > 0 { // the end of what the call that answered with it sent (see placeBreakpoints)
+			out.marks.turnMsg, out.marks.turn = len(msgs)-1, out.total
+		}
 		msgs = append(msgs, ChatMessage{Role: role, Blocks: blocks})
 		if role == "assistant" && shape == FormatGemini { // framed as it is sent
 			role = "model"

@@ -83,8 +83,16 @@ type cacheMarks struct {
 	// count up to it.
 	histMsg, histBlock int
 	history            int
-	last               int // the count of the whole prompt but the reply priming
+	// The message before the history's latest assistant message (0 with turn 0: none), whose end is where
+	// the call before this one ended, and the count up to it.
+	turnMsg, turn int
+	last          int // the count of the whole prompt but the reply priming
 }
+
+// cacheLookback is how many blocks before a breakpoint the Messages API looks back for a cached prefix:
+// "up to approximately 20 blocks" (https://platform.claude.com/docs/en/build-with-claude/prompt-caching),
+// less a margin for the approximation.
+const cacheLookback = 20 - 4
 
 // cacheable reports whether b may carry a cache_control: a text that is not blank, an image, a tool_use
 // or a tool_result (not a thinking block, which Loom does not write, nor an empty text).
@@ -111,6 +119,12 @@ func cacheable(b *Block) bool {
 //  4. the last block of the newest turn, the whole prompt, which the next turn finds by the API's look
 //     back from its own breakpoints.
 //
+// The API looks back only about 20 blocks from a breakpoint (cacheLookback): when the history's latest
+// assistant message and what follows it (a turn of many parallel tool calls and their results) put the
+// first of 3 and 4 further than that from where the call before this one ended (the block before that
+// message, where its breakpoints were), a bridge breakpoint goes on that block, which finds what the call
+// before wrote; then, for four at most, the tools' goes, whose prefix the system prompt's holds.
+//
 // A breakpoint is placed only where the prompt up to it counts at least the model's minimum cacheable
 // length (CacheMinTokens), and only on a block that may carry one (see cacheable). All carry the
 // request's TTL, but for CacheTTL1h5m: an hour on the tools' and the system prompt's, five minutes on the
@@ -130,32 +144,58 @@ func placeBreakpoints(a *assembly, out *output) {
 	}
 	min := CacheMinTokens(a.model.Name)
 	k := &out.marks
-	if n := len(out.tools); n > 0 && k.tools >= min {
-		tools := make([]json.RawMessage, n)
-		copy(tools, out.tools)
-		tools[n-1] = withCacheControl(tools[n-1], prefix)
-		out.tools = tools
+	// The messages' breakpoints, each a message and block index, in order.
+	type at struct{ msg, block int }
+	var marks []at
+	if last := len(out.messages) - 1; last >= 0 {
+		lastBlock := len(out.messages[last].Blocks) - 1
+		if k.histMsg >= 0 && (k.histMsg != last || k.histBlock != lastBlock) && k.history >= min &&
+			cacheable(&out.messages[k.histMsg].Blocks[k.histBlock]) {
+			marks = append(marks, at{k.histMsg, k.histBlock})
+		}
+		if lastBlock >= 0 && k.last >= min && cacheable(&out.messages[last].Blocks[lastBlock]) {
+			marks = append(marks, at{last, lastBlock})
+		}
+		if bridge := (at{k.turnMsg, len(out.messages[k.turnMsg].Blocks) - 1}); k.turn > 0 && k.turn >= min && len(marks) > 0 &&
+			blocksBetween(out.messages, bridge.msg, bridge.block, marks[0].msg, marks[0].block) > cacheLookback &&
+			cacheable(&out.messages[bridge.msg].Blocks[bridge.block]) {
+			marks = append([]at{bridge}, marks...)
+		}
 	}
-	if out.system != "" && k.system >= min {
+	tools := len(out.tools) > 0 && k.tools >= min
+	system := out.system != "" && k.system >= min
+	if tools && system && len(marks) > MaxCacheBreakpoints-2 {
+		tools = false
+	}
+	if tools {
+		n := len(out.tools)
+		t := make([]json.RawMessage, n)
+		copy(t, out.tools)
+		t[n-1] = withCacheControl(t[n-1], prefix)
+		out.tools = t
+	}
+	if system {
 		out.systemBlocks = []Block{{Type: "text", Text: out.system, CacheControl: prefix}}
 	}
-	mark := func(i, j int) {
-		m := &out.messages[i]
-		m.Blocks = append([]Block(nil), m.Blocks...) // a copy: the plan's rendered blocks are not written
-		m.Blocks[j].CacheControl = cc
+	copied := -1
+	for _, m := range marks {
+		msg := &out.messages[m.msg]
+		if copied != m.msg {
+			msg.Blocks = append([]Block(nil), msg.Blocks...) // a copy: the plan's rendered blocks are not written
+			copied = m.msg
+		}
+		msg.Blocks[m.block].CacheControl = cc
 	}
-	last := len(out.messages) - 1
-	if last < 0 {
-		return
+}
+
+// blocksBetween is how many blocks msgs holds after block j of message i, up to and including block l of
+// message k (k, l after i, j).
+func blocksBetween(msgs []ChatMessage, i, j, k, l int) int {
+	n := l + 1 - (j + 1)
+	for m := i; m < k; m++ {
+		n += len(msgs[m].Blocks)
 	}
-	lastBlock := len(out.messages[last].Blocks) - 1
-	if k.histMsg >= 0 && (k.histMsg != last || k.histBlock != lastBlock) && k.history >= min &&
-		cacheable(&out.messages[k.histMsg].Blocks[k.histBlock]) {
-		mark(k.histMsg, k.histBlock)
-	}
-	if lastBlock >= 0 && k.last >= min && cacheable(&out.messages[last].Blocks[lastBlock]) {
-		mark(last, lastBlock)
-	}
+	return n
 }
 
 // withCacheControl returns a copy of the tool definition raw (a JSON object) with c as its cache_control.
