@@ -146,7 +146,8 @@ func placeBreakpoints(a *assembly, out *output) {
 	k := &out.marks
 	// The messages' breakpoints, each a message and block index, in order.
 	type at struct{ msg, block int }
-	var marks []at
+	var buf [3]at
+	marks := buf[:0]
 	if last := len(out.messages) - 1; last >= 0 {
 		lastBlock := len(out.messages[last].Blocks) - 1
 		if k.histMsg >= 0 && (k.histMsg != last || k.histBlock != lastBlock) && k.history >= min &&
@@ -159,7 +160,9 @@ func placeBreakpoints(a *assembly, out *output) {
 		if bridge := (at{k.turnMsg, len(out.messages[k.turnMsg].Blocks) - 1}); k.turn > 0 && k.turn >= min && len(marks) > 0 &&
 			blocksBetween(out.messages, bridge.msg, bridge.block, marks[0].msg, marks[0].block) > cacheLookback &&
 			cacheable(&out.messages[bridge.msg].Blocks[bridge.block]) {
-			marks = append([]at{bridge}, marks...)
+			marks = append(marks, at{})
+			copy(marks[1:], marks)
+			marks[0] = bridge
 		}
 	}
 	tools := len(out.tools) > 0 && k.tools >= min
