@@ -42,7 +42,7 @@ func newMetrics(reg prometheus.Registerer, eng *engine.Engine) (*metrics, error)
 			Help: "Store calls that failed other than for bad input or a missing item, by operation.",
 		}, []string{"op"}),
 	}
-	for _, c := range []prometheus.Collector{m.latency, m.tokens, m.dropped, m.degraded, m.storeErrors, indexCollector{eng}, compactionCollector{eng}} {
+	for _, c := range []prometheus.Collector{m.latency, m.tokens, m.dropped, m.degraded, m.storeErrors, indexCollector{eng}, compactionCollector{eng}, recordsCollector{eng}} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -123,4 +123,18 @@ func (c compactionCollector) Collect(ch chan<- prometheus.Metric) {
 		engine.CompactFailed, engine.CompactConflict} {
 		ch <- prometheus.MustNewConstMetric(compactionsDesc, prometheus.CounterValue, float64(c.eng.CompactionStats()[result]), result)
 	}
+}
+
+// recordsDroppedDesc is the count of assemblies that went unrecorded though recording was on.
+var recordsDroppedDesc = prometheus.NewDesc("loom_assembly_records_dropped_total",
+	"Assemblies the inspector's records left out though recording was on: the recorder's queue was full, the record was too large even without its rendered output, or the store refused it.",
+	nil, nil)
+
+// recordsCollector exports the engine's RecordsDropped.
+type recordsCollector struct{ eng *engine.Engine }
+
+func (recordsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- recordsDroppedDesc }
+
+func (c recordsCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(recordsDroppedDesc, prometheus.CounterValue, float64(c.eng.RecordsDropped()))
 }

@@ -26,8 +26,9 @@ type Store struct {
 	loader Loader          // b's, or nil
 	colls  collection.Store
 	limits Limits
-	sums   SummaryBackend // b's, or nil
-	sorted bool           // facts are ordered by key (b is no OrderedFacts that keeps its own order)
+	sums   SummaryBackend  // b's, or nil
+	asms   AssemblyBackend // b's, or nil
+	sorted bool            // facts are ordered by key (b is no OrderedFacts that keeps its own order)
 	now    func() time.Time
 	closed atomic.Bool
 }
@@ -44,6 +45,7 @@ func New(b Backend, opts Options) (*Store, error) {
 	s.sel, _ = b.(MessageSelector)
 	s.loader, _ = b.(Loader)
 	s.sums, _ = b.(SummaryBackend)
+	s.asms, _ = b.(AssemblyBackend)
 	if o, ok := b.(OrderedFacts); ok && o.FactsOrdered() {
 		s.sorted = false
 	}

@@ -52,6 +52,7 @@ var (
 	_ store.Loader            = (*Backend)(nil)
 	_ store.CollectionBackend = (*Backend)(nil)
 	_ store.SummaryBackend    = (*Backend)(nil)
+	_ store.AssemblyBackend   = (*Backend)(nil)
 )
 
 // key scopes an id by tenant.
@@ -62,7 +63,8 @@ type session struct {
 	tools     []store.ToolOutput
 	knowledge []store.Knowledge
 	summary   *store.Summary
-	expires   time.Time // zero: never
+	asms      []store.AssemblyRecord // oldest first
+	expires   time.Time              // zero: never
 }
 
 func newBackend(opts Options) *Backend {
@@ -272,7 +274,7 @@ func (s *Backend) DeleteSession(_ context.Context, tenant, sessionID string) err
 	defer s.mu.Unlock()
 	k := key{tenant, sessionID}
 	ss := s.live(k, true)
-	if ss == nil || len(ss.msgs)+len(ss.tools)+len(ss.knowledge) == 0 {
+	if ss == nil || len(ss.msgs)+len(ss.tools)+len(ss.knowledge)+len(ss.asms) == 0 {
 		return fmt.Errorf("session %q: %w", sessionID, store.ErrNotFound)
 	}
 	delete(s.sessions, k)
@@ -348,4 +350,37 @@ func (s *Backend) SwapSummary(_ context.Context, tenant, sessionID string, rev i
 	}
 	ss.summary = &sum
 	return true, nil
+}
+
+// RecordAssembly implements store.AssemblyBackend under the store's lock.
+func (s *Backend) RecordAssembly(_ context.Context, tenant, sessionID string, rec store.AssemblyRecord, keep int) (store.AssemblyRecord, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.touch(key{tenant, sessionID})
+	rec.Seq = 1
+	if n := len(ss.asms); n > 0 {
+		rec.Seq = ss.asms[n-1].Seq + 1
+	}
+	rec.Data = slices.Clone(rec.Data)
+	ss.asms = append(ss.asms, rec)
+	if over := len(ss.asms) - keep; over > 0 {
+		ss.asms = slices.Delete(ss.asms, 0, over)
+	}
+	return rec, nil
+}
+
+// Assemblies implements store.AssemblyBackend.
+func (s *Backend) Assemblies(_ context.Context, tenant, sessionID string) ([]store.AssemblyRecord, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	ss := s.live(key{tenant, sessionID}, false)
+	if ss == nil {
+		return nil, nil
+	}
+	out := make([]store.AssemblyRecord, len(ss.asms))
+	for i, r := range ss.asms {
+		r.Data = slices.Clone(r.Data)
+		out[len(out)-1-i] = r
+	}
+	return out, nil
 }

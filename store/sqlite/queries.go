@@ -41,6 +41,11 @@ const (
 	qSummary    = `SELECT rev, data FROM summaries WHERE tenant = ? AND session = ?`
 	qPutSummary = `INSERT INTO summaries (tenant, session, rev, data) VALUES (?, ?, ?, ?)
 		ON CONFLICT (tenant, session) DO UPDATE SET rev = excluded.rev, data = excluded.data`
+	qLastAssembly   = `SELECT coalesce(max(seq), 0) FROM assemblies WHERE tenant = ? AND session = ?`
+	qInsertAssembly = `INSERT INTO assemblies (tenant, session, seq, ts_s, ts_ns, data) VALUES (?, ?, ?, ?, ?, ?)`
+	qTrimAssemblies = `DELETE FROM assemblies WHERE tenant = ? AND session = ? AND seq <= ?`
+	qHasAssemblies  = `SELECT EXISTS (SELECT 1 FROM assemblies WHERE tenant = ? AND session = ?)`
+	qAssemblies     = `SELECT seq, ts_s, ts_ns, data FROM assemblies WHERE tenant = ? AND session = ? ORDER BY seq DESC`
 )
 
 // Collections (collection.Store).
@@ -94,10 +99,11 @@ var writeQueries = append([]string{
 	qSession, qPutSession, qDeleteSession, qHasKnowledge, qDeleteExpired,
 	qInsertMessage, qInsertToolOutput, qDeleteKnowledge, qInsertKnowledge,
 	qLiveSession, qSummary, qPutSummary,
+	qLastAssembly, qInsertAssembly, qTrimAssemblies, qHasAssemblies,
 }, insertChunks...)
 
 var readQueries = []string{
-	qPing, qGetAgent, qFacts, qLiveSession, qNewestMessages, qMessageRange, qToolOutputs, qKnowledge, qSummary,
+	qPing, qGetAgent, qFacts, qLiveSession, qNewestMessages, qMessageRange, qToolOutputs, qKnowledge, qSummary, qAssemblies,
 	qCollectionByID, qCollectionByName, qCollections, qAllCollections, qCollectionKey, qDocument, qDocuments, qDocumentMeta,
 	qDocumentChunks, qCollectionChunks, qChanges, qLastChange,
 }
