@@ -15,9 +15,14 @@ type Agent struct {
 	Tools        []Tool `json:"tools,omitempty"`
 	Model        string `json:"model,omitempty"`
 	// MaxTokens is the agent's prompt budget; 0 leaves it to the request or the model's window.
-	MaxTokens int       `json:"max_tokens,omitempty"`
-	Policy    *Policy   `json:"policy,omitempty"`
-	UpdatedAt time.Time `json:"updated_at,omitzero"`
+	MaxTokens int     `json:"max_tokens,omitempty"`
+	Policy    *Policy `json:"policy,omitempty"`
+	// CacheBreakpoints and CacheTTL are the defaults of the agent's requests' cache_breakpoints and
+	// cache_ttl (see CheckCacheOptions), which a request's own override: "" leaves them to the request.
+	// The TTL applies to the requests in the anthropic format whose breakpoints are not "off".
+	CacheBreakpoints string    `json:"cache_breakpoints,omitempty"`
+	CacheTTL         string    `json:"cache_ttl,omitempty"`
+	UpdatedAt        time.Time `json:"updated_at,omitzero"`
 }
 
 // SystemPrompt is the agent's instructions as a model reads them: the role, then "Constraints: ..." and

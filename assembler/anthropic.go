@@ -19,7 +19,15 @@ type anthropic struct{ markup }
 
 func (anthropic) Name() string { return FormatAnthropic }
 
-func (anthropic) prepare(a *assembly) error { return a.prepareMarkup() }
+// prepare checks the request and makes its candidates (see assembly.prepareMarkup); a tool's parameters,
+// its input_schema, must be a JSON object whose "type" is "object" (the Messages API refuses a schema
+// without one with a 400), or prepare returns an error wrapping ErrInvalidRequest that names the tool.
+func (anthropic) prepare(a *assembly) error {
+	if err := a.prepareMarkup(); err != nil {
+		return err
+	}
+	return a.tools.checkInputSchemas()
+}
 
 func (anthropic) body(text string) string { return text }
 
@@ -75,6 +83,9 @@ func renderMessages(a *assembly, out *output, shape string) {
 		if n := len(msgs); n > 0 && msgs[n-1].Role == role { // Anthropic alternates roles: merge
 			msgs[n-1].Blocks = append(msgs[n-1].Blocks, blocks...)
 			return
+		}
+		if role == "assistant" && len(msgs) > 0 { // the end of what the call that answered with it sent (see placeBreakpoints)
+			out.marks.turnMsg, out.marks.turn = len(msgs)-1, out.total
 		}
 		msgs = append(msgs, ChatMessage{Role: role, Blocks: blocks})
 		if role == "assistant" && shape == FormatGemini { // framed as it is sent

@@ -101,6 +101,11 @@ type assembly struct {
 	// after it add up, whatever the text (see cost).
 	closeAdds bool
 
+	// memoryWrap is what the wrapper of a block of memory costs, plus one (0: not counted yet; see
+	// memoryWrapCost): [0] the context's, [1] pinned memory's in the stable prefix.
+	memoryWrap [2]int
+	wraps      [numWraps]tokenizer.Part // the wrappers' parts, each counted once (see wrap)
+
 	tools     *toolSet          // the request's tools, rendered (nil: none)
 	callNames map[string]string // the function each tool call of the history calls, by call id
 	pad       padCount          // the openai format's last count of the line break after the first system message
@@ -253,6 +258,33 @@ func (a *assembly) run(ctx context.Context) (*Result, error) {
 // required items' cost, the shares, the items chosen within them, then the items dropped while the
 // rendering is over the budget. Planning ends before each rendering, which does not change the plan.
 func (a *assembly) plan(ctx context.Context) (*output, error) {
+	out, err := a.choose(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Verify: count what would be returned; while it is over the budget (counts that did not add up, the
+	// context message's overhead), drop the least valuable optional item.
+	for out.total > a.budget {
+		if !a.dropOne() {
+			return nil, &BudgetError{Required: out.total, Available: a.budget}
+		}
+		a.render(out)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// Last, the format holds what it rendered to its provider's rules: an output the provider would
+	// refuse is an error here, not a request sent.
+	if err := a.f.check(a, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// choose makes the plan (see plan) up to its verification: it returns the rendering of the items chosen
+// within the shares, which the planner costs so that it is within the budget but for counts that do not
+// add up when joined.
+func (a *assembly) choose(ctx context.Context) (*output, error) {
 	if err := a.f.prepare(a); err != nil {
 		return nil, err
 	}
@@ -299,23 +331,7 @@ func (a *assembly) plan(ctx context.Context) (*output, error) {
 		}
 	}
 
-	// Verify: count what would be returned; while it is over the budget (counts that did not add up, the
-	// context message's overhead), drop the least valuable optional item.
 	a.render(out)
-	for out.total > a.budget {
-		if !a.dropOne() {
-			return nil, &BudgetError{Required: out.total, Available: a.budget}
-		}
-		a.render(out)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	// Last, the format holds what it rendered to its provider's rules: an output the provider would
-	// refuse is an error here, not a request sent.
-	if err := a.f.check(a, out); err != nil {
-		return nil, err
-	}
 	return out, nil
 }
 
@@ -356,13 +372,22 @@ func (a *assembly) fill(region Region, limit, used, room int) int {
 		}
 		return used
 	default:
+		wrapped := a.wrappedMemory(region)
 		for _, it := range a.items(region) {
 			if it.kept || it.dup != "" {
 				continue
 			}
 			cost, exact := a.cost(it, max(room-(used-start), limit-used))
+			// The first memory item of a block brings the block's wrapper.
+			wrap := region == RegionMemory && !wrapped[b2i(it.pinned)]
+			if wrap {
+				cost += a.memoryWrapCost(it.pinned)
+			}
 			if !exact || used+cost > limit {
 				continue
+			}
+			if wrap {
+				wrapped[b2i(it.pinned)] = true
 			}
 			if region == RegionKnowledge {
 				if it.dup = a.duplicate(it); it.dup != "" {
@@ -475,6 +500,7 @@ func (a *assembly) demand(region Region, upTo, room int) int {
 			n += a.groupCost(&a.groups[i])
 		}
 	default:
+		wrapped := a.wrappedMemory(region)
 		for _, it := range a.items(region) {
 			if n >= upTo {
 				break
@@ -483,6 +509,10 @@ func (a *assembly) demand(region Region, upTo, room int) int {
 				continue
 			}
 			cost, _ := a.cost(it, max(room, upTo)) // when not exact, more than upTo
+			if region == RegionMemory && !wrapped[b2i(it.pinned)] {
+				wrapped[b2i(it.pinned)] = true
+				cost += a.memoryWrapCost(it.pinned)
+			}
 			n += cost
 		}
 	}
@@ -537,6 +567,74 @@ func (a *assembly) cost(it *ctxItem, limit int) (n int, exact bool) {
 	}
 	it.cost = n + marker
 	return it.cost, true
+}
+
+// wrappedMemory says, for region memory, which of its blocks (see memoryWrap) already hold a kept item,
+// and so cost their wrapper already; none for another region.
+func (a *assembly) wrappedMemory(region Region) (wrapped [2]bool) {
+	if region != RegionMemory {
+		return wrapped
+	}
+	for _, it := range a.memory {
+		if it.kept {
+			wrapped[b2i(it.pinned)] = true
+		}
+	}
+	return wrapped
+}
+
+// memoryWrapCost is what a block of memory costs besides its items (see markupLayout): the open and close
+// tags of <user_memory>, and for pinned memory the blank line that parts it from the rest of the stable
+// prefix, or when there is none the frame of the message it is then; the context's blank line after its block is left to the reserve, as its framing is. Each is
+// counted alone, which errs high of a count of the text they are in; the verified rendering has the last
+// word.
+func (a *assembly) memoryWrapCost(pinned bool) int {
+	i := b2i(pinned)
+	if a.memoryWrap[i] == 0 {
+		var n int
+		if pinned {
+			n = a.wrap(wrapPinnedOpen).Tokens + a.wrap(wrapPinnedClose).Tokens
+			if a.instructions != "" || a.summary != nil {
+				n += a.wrap(wrapBlank).Tokens
+			} else { // the stable prefix is pinned memory's alone: its message's frame (a system message's, which errs high of a system prompt's)
+				n += a.model.TokensPerMessage + a.roleTokens("system")
+			}
+		} else {
+			n = a.wrap(wrapMemoryOpen).Tokens + a.wrap(wrapMemoryClose).Tokens
+		}
+		a.memoryWrap[i] = n + 1
+	}
+	return a.memoryWrap[i] - 1
+}
+
+// The wrappers of Loom's markup that the planner costs (see wrap).
+const (
+	wrapPinnedOpen = iota
+	wrapPinnedClose
+	wrapMemoryOpen
+	wrapMemoryClose
+	wrapBlank
+	numWraps
+)
+
+var wrapTexts = [numWraps]string{pinnedOpen, strings.TrimSuffix(memoryClose, "\n\n"), memoryOpen, memoryClose, "\n\n"}
+
+// wrap returns a wrapper's part, counted: once in an assembly, for the planner and every rendering.
+func (a *assembly) wrap(i int) tokenizer.Part {
+	if p := a.wraps[i]; p.Text != "" {
+		return p
+	}
+	p := tokenizer.Part{Text: wrapTexts[i], Tokens: a.m.Count(wrapTexts[i])}
+	a.wraps[i] = p
+	return p
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // startsAsRendered reports whether s starts with a character that EscapeText leaves as it is.

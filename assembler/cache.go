@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/context-loom/loom"
 )
 
 // CacheControl is an Anthropic cache breakpoint (a content block's, a tool's or the system prompt's
@@ -15,12 +17,13 @@ type CacheControl struct {
 	TTL  string `json:"ttl,omitempty"`
 }
 
-// The values of Request.CacheBreakpoints and Request.CacheTTL.
+// The values of Request.CacheBreakpoints and Request.CacheTTL (see [loom.CacheTTL1h5m]).
 const (
-	CacheBreakpointsAuto = "auto"
-	CacheBreakpointsOff  = "off"
-	CacheTTL5m           = "5m"
-	CacheTTL1h           = "1h"
+	CacheBreakpointsAuto = loom.CacheBreakpointsAuto
+	CacheBreakpointsOff  = loom.CacheBreakpointsOff
+	CacheTTL5m           = loom.CacheTTL5m
+	CacheTTL1h           = loom.CacheTTL1h
+	CacheTTL1h5m         = loom.CacheTTL1h5m
 )
 
 // MaxCacheBreakpoints is the most cache_control breakpoints a Messages API request may carry (a fifth is
@@ -63,22 +66,11 @@ func CacheMinTokens(model string) int {
 // checkCache returns an error wrapping ErrInvalidRequest unless the request's cache options are known
 // values, and its TTL is asked of a format that places breakpoints.
 func checkCache(req *Request, f Format) error {
-	switch req.CacheBreakpoints {
-	case "", CacheBreakpointsAuto, CacheBreakpointsOff:
-	default:
-		return fmt.Errorf("%w: cache_breakpoints %q (known: auto, off)", ErrInvalidRequest, req.CacheBreakpoints)
+	if err := loom.CheckCacheOptions(req.CacheBreakpoints, req.CacheTTL); err != nil {
+		return invalidRequest(err)
 	}
-	switch req.CacheTTL {
-	case "":
-	case CacheTTL5m, CacheTTL1h:
-		if f.Name() != FormatAnthropic {
-			return fmt.Errorf("%w: cache_ttl is for the anthropic format's breakpoints, and the format is %q", ErrInvalidRequest, f.Name())
-		}
-		if req.CacheBreakpoints == CacheBreakpointsOff {
-			return fmt.Errorf("%w: cache_ttl %q with cache_breakpoints \"off\"", ErrInvalidRequest, req.CacheTTL)
-		}
-	default:
-		return fmt.Errorf("%w: cache_ttl %q (known: 5m, 1h)", ErrInvalidRequest, req.CacheTTL)
+	if req.CacheTTL != "" && f.Name() != FormatAnthropic {
+		return fmt.Errorf("%w: cache_ttl is for the anthropic format's breakpoints, and the format is %q", ErrInvalidRequest, f.Name())
 	}
 	return nil
 }
@@ -91,8 +83,16 @@ type cacheMarks struct {
 	// count up to it.
 	histMsg, histBlock int
 	history            int
-	last               int // the count of the whole prompt but the reply priming
+	// The message before the history's latest assistant message (0 with turn 0: none), whose end is where
+	// the call before this one ended, and the count up to it.
+	turnMsg, turn int
+	last          int // the count of the whole prompt but the reply priming
 }
+
+// cacheLookback is how many blocks before a breakpoint the Messages API looks back for a cached prefix:
+// "up to approximately 20 blocks" (https://platform.claude.com/docs/en/build-with-claude/prompt-caching),
+// less a margin for the approximation.
+const cacheLookback = 20 - 4
 
 // cacheable reports whether b may carry a cache_control: a text that is not blank, an image, a tool_use
 // or a tool_result (not a thinking block, which Loom does not write, nor an empty text).
@@ -119,47 +119,86 @@ func cacheable(b *Block) bool {
 //  4. the last block of the newest turn, the whole prompt, which the next turn finds by the API's look
 //     back from its own breakpoints.
 //
+// The API looks back only about 20 blocks from a breakpoint (cacheLookback): when the history's latest
+// assistant message and what follows it (a turn of many parallel tool calls and their results) put the
+// first of 3 and 4 further than that from where the call before this one ended (the block before that
+// message, where its breakpoints were), a bridge breakpoint goes on that block, which finds what the call
+// before wrote; then, for four at most, the tools' goes, whose prefix the system prompt's holds.
+//
 // A breakpoint is placed only where the prompt up to it counts at least the model's minimum cacheable
 // length (CacheMinTokens), and only on a block that may carry one (see cacheable). All carry the
-// request's TTL, so the API's rule that a longer TTL comes before a shorter one holds. The counts are
+// request's TTL, but for CacheTTL1h5m: an hour on the tools' and the system prompt's, five minutes on the
+// messages'; so the API's rule that a longer TTL comes before a shorter one holds. The counts are
 // unchanged: a cache_control is not billed as tokens. It changes nothing but the fields it sets, which
 // are copies: the tools' shared bytes and the plan are not written.
 func placeBreakpoints(a *assembly, out *output) {
 	if a.req.CacheBreakpoints == CacheBreakpointsOff {
 		return
 	}
-	cc := CacheControl{Type: "ephemeral"}
-	if a.req.CacheTTL == CacheTTL1h {
-		cc.TTL = CacheTTL1h
+	cc, prefix := CacheControl{Type: "ephemeral"}, CacheControl{Type: "ephemeral"} // the messages', the stable prefix's
+	switch a.req.CacheTTL {
+	case CacheTTL1h:
+		cc.TTL, prefix.TTL = CacheTTL1h, CacheTTL1h
+	case CacheTTL1h5m:
+		prefix.TTL = CacheTTL1h
 	}
 	min := CacheMinTokens(a.model.Name)
 	k := &out.marks
-	if n := len(out.tools); n > 0 && k.tools >= min {
-		tools := make([]json.RawMessage, n)
-		copy(tools, out.tools)
-		tools[n-1] = withCacheControl(tools[n-1], cc)
-		out.tools = tools
+	// The messages' breakpoints, each a message and block index, in order.
+	type at struct{ msg, block int }
+	var buf [3]at
+	marks := buf[:0]
+	if last := len(out.messages) - 1; last >= 0 {
+		lastBlock := len(out.messages[last].Blocks) - 1
+		if k.histMsg >= 0 && (k.histMsg != last || k.histBlock != lastBlock) && k.history >= min &&
+			cacheable(&out.messages[k.histMsg].Blocks[k.histBlock]) {
+			marks = append(marks, at{k.histMsg, k.histBlock})
+		}
+		if lastBlock >= 0 && k.last >= min && cacheable(&out.messages[last].Blocks[lastBlock]) {
+			marks = append(marks, at{last, lastBlock})
+		}
+		if bridge := (at{k.turnMsg, len(out.messages[k.turnMsg].Blocks) - 1}); k.turn > 0 && k.turn >= min && len(marks) > 0 &&
+			blocksBetween(out.messages, bridge.msg, bridge.block, marks[0].msg, marks[0].block) > cacheLookback &&
+			cacheable(&out.messages[bridge.msg].Blocks[bridge.block]) {
+			marks = append(marks, at{})
+			copy(marks[1:], marks)
+			marks[0] = bridge
+		}
 	}
-	if out.system != "" && k.system >= min {
-		out.systemBlocks = []Block{{Type: "text", Text: out.system, CacheControl: cc}}
+	tools := len(out.tools) > 0 && k.tools >= min
+	system := out.system != "" && k.system >= min
+	if tools && system && len(marks) > MaxCacheBreakpoints-2 {
+		tools = false
 	}
-	mark := func(i, j int) {
-		m := &out.messages[i]
-		m.Blocks = append([]Block(nil), m.Blocks...) // a copy: the plan's rendered blocks are not written
-		m.Blocks[j].CacheControl = cc
+	if tools {
+		n := len(out.tools)
+		t := make([]json.RawMessage, n)
+		copy(t, out.tools)
+		t[n-1] = withCacheControl(t[n-1], prefix)
+		out.tools = t
 	}
-	last := len(out.messages) - 1
-	if last < 0 {
-		return
+	if system {
+		out.systemBlocks = []Block{{Type: "text", Text: out.system, CacheControl: prefix}}
 	}
-	lastBlock := len(out.messages[last].Blocks) - 1
-	if k.histMsg >= 0 && (k.histMsg != last || k.histBlock != lastBlock) && k.history >= min &&
-		cacheable(&out.messages[k.histMsg].Blocks[k.histBlock]) {
-		mark(k.histMsg, k.histBlock)
+	copied := -1
+	for _, m := range marks {
+		msg := &out.messages[m.msg]
+		if copied != m.msg {
+			msg.Blocks = append([]Block(nil), msg.Blocks...) // a copy: the plan's rendered blocks are not written
+			copied = m.msg
+		}
+		msg.Blocks[m.block].CacheControl = cc
 	}
-	if lastBlock >= 0 && k.last >= min && cacheable(&out.messages[last].Blocks[lastBlock]) {
-		mark(last, lastBlock)
+}
+
+// blocksBetween is how many blocks msgs holds after block j of message i, up to and including block l of
+// message k (k, l after i, j).
+func blocksBetween(msgs []ChatMessage, i, j, k, l int) int {
+	n := l + 1 - (j + 1)
+	for m := i; m < k; m++ {
+		n += len(msgs[m].Blocks)
 	}
+	return n
 }
 
 // withCacheControl returns a copy of the tool definition raw (a JSON object) with c as its cache_control.

@@ -105,10 +105,11 @@ func countKeys(t *testing.T, data []byte, key string) int {
 // TestBreakpoints_AtTheEndsOfTheStableParts: a prompt whose parts each pass the model's minimum gets four
 // breakpoints, in the provider's order: the last tool, the system prompt (then also written as a block),
 // the history's last block (its tool result, in the user turn the context and the message then join),
-// the newest turn's last block; each the request's TTL.
+// the newest turn's last block; each the request's TTL (for "1h+5m", an hour on the tools and the system
+// prompt, five minutes on the messages), which the provider's check accepts.
 func TestBreakpoints_AtTheEndsOfTheStableParts(t *testing.T) {
 	t.Parallel()
-	for _, ttl := range []string{"", CacheTTL5m, CacheTTL1h} {
+	for _, ttl := range []string{"", CacheTTL5m, CacheTTL1h, CacheTTL1h5m} {
 		req := cacheRequest()
 		req.CacheTTL = ttl
 		res, err := AssembleRequest(context.Background(), req)
@@ -122,7 +123,11 @@ func TestBreakpoints_AtTheEndsOfTheStableParts(t *testing.T) {
 		var got []string
 		for _, b := range bps {
 			got = append(got, b.where)
-			if wantTTL := map[string]string{"": "", CacheTTL5m: "", CacheTTL1h: "1h"}[ttl]; b.cc != (CacheControl{Type: "ephemeral", TTL: wantTTL}) {
+			wantTTL := map[string]string{"": "", CacheTTL5m: "", CacheTTL1h: "1h"}[ttl]
+			if ttl == CacheTTL1h5m && !strings.HasPrefix(b.where, "messages") { // an hour on the stable prefix, five minutes after it
+				wantTTL = CacheTTL1h
+			}
+			if b.cc != (CacheControl{Type: "ephemeral", TTL: wantTTL}) {
 				t.Errorf("ttl %q: %s has %+v", ttl, b.where, b.cc)
 			}
 		}

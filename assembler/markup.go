@@ -61,20 +61,20 @@ func (a *assembly) markupLayout() (stable []tokenizer.Part, l layout) {
 	}
 	if len(pinned) > 0 {
 		if len(stable) > 0 {
-			stable = append(stable, tokenizer.NewPart("\n\n"))
+			stable = append(stable, a.wrap(wrapBlank))
 		}
-		stable = append(stable, tokenizer.NewPart(pinnedOpen))
+		stable = append(stable, a.wrap(wrapPinnedOpen))
 		for _, it := range pinned {
 			stable = append(stable, it.parts...)
 		}
-		stable = append(stable, tokenizer.NewPart(strings.TrimSuffix(memoryClose, "\n\n")))
+		stable = append(stable, a.wrap(wrapPinnedClose))
 	}
 	// The summary goes after the stable prefix, in the same text: it changes only when the session is
 	// compacted, so that what follows it stays cacheable between compactions.
 	l.prefixParts = len(stable)
 	if a.summary != nil {
 		if len(stable) > 0 {
-			stable = append(stable, tokenizer.NewPart("\n\n"))
+			stable = append(stable, a.wrap(wrapBlank))
 		}
 		stable = append(stable, a.summary...)
 	}
@@ -82,11 +82,11 @@ func (a *assembly) markupLayout() (stable []tokenizer.Part, l layout) {
 	// The volatile context: other memory, tool outputs, knowledge.
 	var ctxParts []tokenizer.Part
 	if len(recent) > 0 {
-		ctxParts = append(ctxParts, tokenizer.NewPart(memoryOpen))
+		ctxParts = append(ctxParts, a.wrap(wrapMemoryOpen))
 		for _, it := range recent {
 			ctxParts = append(ctxParts, it.parts...)
 		}
-		ctxParts = append(ctxParts, tokenizer.NewPart(memoryClose))
+		ctxParts = append(ctxParts, a.wrap(wrapMemoryClose))
 	}
 	l.memoryEnd = len(ctxParts)
 	for i := len(a.toolOuts) - 1; i >= 0; i-- { // chronological

@@ -1,9 +1,12 @@
 package assembler
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/tokenizer"
@@ -38,7 +41,7 @@ func (openAI) turnCost(a *assembly, msg *Message, content []tokenizer.Part) int 
 	}
 	rule := a.model.Tools
 	if !rule.Namespace || (msg.Role != "tool" && len(msg.ToolCalls) == 0) {
-		return a.chatCost(msg.Role, content, name, msg.ToolCalls, msg.ToolCallID)
+		return a.chatCost(msg.Role, content, name, openAICalls(msg.ToolCalls), openAIID(msg.ToolCallID))
 	}
 	if msg.Role == "tool" {
 		called, ok := a.callNames[msg.ToolCallID]
@@ -59,6 +62,43 @@ func (openAI) turnCost(a *assembly, msg *Message, content []tokenizer.Part) int 
 }
 
 func (openAI) render(a *assembly, out *output) { renderChat(a, out, FormatOpenAI) }
+
+// MaxOpenAIToolCallID is the longest tool call id that Chat Completions takes, in bytes: a longer one
+// is refused ("Invalid 'messages[1].tool_calls[0].id': string too long. Expected a string with maximum
+// length 40"), as the ids of another API (a Responses "fc_" item id, a gateway's UUID) often are.
+const MaxOpenAIToolCallID = 40
+
+// openAIID maps a tool call id to one that Chat Completions takes (see MaxOpenAIToolCallID): an id that
+// is short enough is itself; a longer one is its start (cut at a character's boundary) and "_" and eight
+// hex digits of its SHA-256, 40 bytes, so that ids that differ only after the cut stay apart. The same
+// for a call and its result, in openai and responses alike (which writes the same messages as its input).
+func openAIID(id string) string {
+	if len(id) <= MaxOpenAIToolCallID {
+		return id
+	}
+	keep := MaxOpenAIToolCallID - 9
+	for keep > 0 && !utf8.RuneStart(id[keep]) {
+		keep--
+	}
+	sum := sha256.Sum256([]byte(id))
+	return id[:keep] + "_" + hex.EncodeToString(sum[:4])
+}
+
+// openAICalls returns calls with their ids as openAIID maps them: calls itself when none changes, or a
+// copy (the request's messages are not written).
+func openAICalls(calls []ToolCall) []ToolCall {
+	for i, c := range calls {
+		if openAIID(c.ID) == c.ID {
+			continue
+		}
+		out := slices.Clone(calls)
+		for j := i; j < len(out); j++ {
+			out[j].ID = openAIID(out[j].ID)
+		}
+		return out
+	}
+	return calls
+}
 
 // renderChat lays the plan out as Chat Completions messages, its tools in the shape of the format named
 // (openai, or responses, which writes the messages as its input: see responses.render).
@@ -106,7 +146,7 @@ func renderChat(a *assembly, out *output, shape string) {
 			if msg.Role == "tool" { // Chat Completions' tool messages have no name
 				name = ""
 			}
-			cm := ChatMessage{Role: msg.Role, Content: contents[i].Text, Name: name, ToolCalls: msg.ToolCalls, ToolCallID: msg.ToolCallID}
+			cm := ChatMessage{Role: msg.Role, Content: contents[i].Text, Name: name, ToolCalls: openAICalls(msg.ToolCalls), ToolCallID: openAIID(msg.ToolCallID)}
 			if len(msg.Parts) > 0 { // the content is its parts, Content's text the first of them
 				cm.Content, cm.Parts = "", a.rendered[int(g.first)+i].openAI
 			}
@@ -217,6 +257,9 @@ func (openAI) check(a *assembly, out *output) error {
 				}
 				if c.ID == "" || slices.Contains(open, c.ID) {
 					return fmt.Errorf("%w: openai: messages[%d].tool_calls[%d] has no id of its own", ErrProviderRule, i, j)
+				}
+				if len(c.ID) > MaxOpenAIToolCallID {
+					return fmt.Errorf("%w: openai: messages[%d].tool_calls[%d].id is longer than %d bytes", ErrProviderRule, i, j, MaxOpenAIToolCallID)
 				}
 				open = append(open, c.ID)
 			}

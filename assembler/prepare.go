@@ -42,7 +42,7 @@ func (a *assembly) prepareMarkup() error {
 		a.dropped[RegionInstructions] = []Dropped{{ID: "instructions", Reason: ReasonEmpty}}
 	}
 	var err error
-	if a.tools, err = cachedToolSet(req.Tools); err != nil { // checked when the set is made
+	if a.tools, err = cachedToolSet(req.CacheScope, req.Tools); err != nil { // checked when the set is made
 		return err
 	}
 	if err := req.ToolChoice.check(req.Tools); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -204,7 +205,7 @@ func openAIViolation(res *Result) string {
 				return fmt.Sprintf("messages[%d] is a blank assistant message without tool calls", i)
 			}
 			for _, c := range m.ToolCalls {
-				if c.ID == "" || c.Type != "function" || loom.CheckToolName(c.Function.Name) != nil || open[c.ID] {
+				if c.ID == "" || len(c.ID) > MaxOpenAIToolCallID || c.Type != "function" || loom.CheckToolName(c.Function.Name) != nil || open[c.ID] {
 					return fmt.Sprintf("messages[%d] has a bad tool call %+v", i, c)
 				}
 				open[c.ID] = true
@@ -451,6 +452,30 @@ func hazardousRequest(r *rand.Rand, format Format) *Request {
 	case 1:
 		req.Instructions = space()
 	}
+	// Tool call ids from other APIs: long (a Responses item id, a gateway's UUID), two alike but for their
+	// end, and characters Anthropic refuses; each pair renamed alike, from a source of its own.
+	ir := rand.New(rand.NewPCG(uint64(len(req.History)), 17))
+	renamed := map[string]string{}
+	for i := range req.History {
+		m := &req.History[i]
+		for j := range m.ToolCalls {
+			if ir.IntN(2) == 0 {
+				continue
+			}
+			m.ToolCalls = slices.Clone(m.ToolCalls)
+			id := m.ToolCalls[j].ID
+			renamed[id] = []string{
+				"fc_0f0e50a1476a6c35006912c58dc9f8819192c25864eb16f07f_" + id,
+				"call/ünïcode.id:" + id,
+				strings.Repeat("é", 20) + id,
+				"portkey-6aa6db90-1b84-4155-9f32-f658c97d6b1b-" + id,
+			}[ir.IntN(4)]
+			m.ToolCalls[j].ID = renamed[id]
+		}
+		if to, ok := renamed[m.ToolCallID]; ok && m.Role == "tool" {
+			m.ToolCallID = to
+		}
+	}
 	if r.IntN(5) == 0 { // nothing but the history and the instructions
 		req.Memory, req.Knowledge, req.ToolOutputs, req.Message = nil, nil, nil, ""
 	}
@@ -685,5 +710,27 @@ func TestHistory_SystemNotesDoNotStartTheConversation(t *testing.T) {
 				checkHistoryShape(t, res)
 			}
 		}
+	}
+}
+
+// TestOpenAIID_ShortDistinctAndStable: a long tool call id maps to one of at most MaxOpenAIToolCallID
+// bytes, valid UTF-8, the same each time, apart from another that differs only after the cut; a short
+// one is itself.
+func TestOpenAIID_ShortDistinctAndStable(t *testing.T) {
+	t.Parallel()
+	seen := map[string]string{}
+	for _, id := range []string{"call_1", strings.Repeat("x", 40), strings.Repeat("x", 41), strings.Repeat("x", 42),
+		strings.Repeat("é", 30), strings.Repeat("é", 30) + "a", "fc_0f0e50a1476a6c35006912c58dc9f8819192c25864eb16f07f"} {
+		got := openAIID(id)
+		switch {
+		case len(id) <= MaxOpenAIToolCallID && got != id:
+			t.Errorf("%q: mapped to %q", id, got)
+		case len(got) > MaxOpenAIToolCallID || !utf8.ValidString(got) || got != openAIID(id):
+			t.Errorf("%q: mapped to %q", id, got)
+		}
+		if other, ok := seen[got]; ok {
+			t.Errorf("%q and %q both map to %q", id, other, got)
+		}
+		seen[got] = id
 	}
 }

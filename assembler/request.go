@@ -66,7 +66,9 @@ type Request struct {
 	// either way: a cache_control is not billed as tokens.
 	CacheBreakpoints string `json:"cache_breakpoints,omitempty"`
 	// CacheTTL is the breakpoints' time to live: "" or "5m" (the API's default, five minutes, sent as no
-	// ttl) or "1h" (an hour, written "ttl":"1h" on every breakpoint). Only the anthropic format takes it.
+	// ttl), "1h" (an hour, written "ttl":"1h" on every breakpoint), or "1h+5m" (an hour on the tools' and
+	// the system prompt's breakpoints, five minutes on the messages': see [CacheTTL1h5m]). Only the
+	// anthropic format takes it.
 	CacheTTL string `json:"cache_ttl,omitempty"`
 	// CacheScope names who may share a prompt cache entry: Result.PromptCacheKey is derived from it and
 	// the stable prefix. The engine sets it to the tenant's and the agent's (see [CacheScope]); a Go

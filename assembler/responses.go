@@ -35,7 +35,7 @@ func (responses) turnCost(a *assembly, msg *Message, content []tokenizer.Part) i
 	if m.Content != "" {
 		n = a.chatCost(m.Role, content, "", nil, "")
 	}
-	for _, c := range m.ToolCalls {
+	for _, c := range openAICalls(m.ToolCalls) {
 		n += a.chatCost(m.Role, nil, "", []ToolCall{c}, "")
 	}
 	return n

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -303,7 +304,7 @@ func TestAssemble_ToolSetCachedAndIdentified(t *testing.T) {
 	again := make([]Tool, len(tools))
 	copy(again, tools)
 	set := func(tools []Tool) *toolSet {
-		s, err := cachedToolSet(tools)
+		s, err := cachedToolSet("", tools)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -327,7 +328,7 @@ func TestAssemble_ToolSetCachedAndIdentified(t *testing.T) {
 	// A set is checked when it is made, and a bad one is not kept.
 	bad := []Tool{{Function: ToolFunction{Name: "ok", Parameters: json.RawMessage(`{"type":`)}}}
 	for range 2 {
-		if _, err := cachedToolSet(bad); !errors.Is(err, ErrInvalidRequest) {
+		if _, err := cachedToolSet("", bad); !errors.Is(err, ErrInvalidRequest) {
 			t.Errorf("parameters that are not JSON: %v", err)
 		}
 	}
@@ -413,6 +414,50 @@ func TestAssemble_ToolSetsShared(t *testing.T) {
 	}
 }
 
+// TestToolSetCache_NotSharedAcrossScopes: a cache scope (a tenant's and agent's) never finds a set that
+// another scope made, nor its counts, so that no tenant can tell whether another sends a set; and a scope
+// that fills its share of the cache does not drop another's sets.
+func TestToolSetCache_NotSharedAcrossScopes(t *testing.T) {
+	t.Parallel()
+	tools := randomTools(rand.New(rand.NewPCG(9, 9)))
+	tools[0].Function.Description = fmt.Sprintf("scoped %p", tools) // new to the cache
+	a, b := CacheScope("tenant-a", "agent"), CacheScope("tenant-b", "agent")
+	set := func(scope string, tools []Tool) *toolSet {
+		s, err := cachedToolSet(scope, tools)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	req := &Request{Model: "gpt-4o", Message: "hi", Tools: tools, CacheScope: a}
+	if _, err := AssembleRequest(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	first := set(a, tools)
+	if first != set(a, slices.Clone(tools)) {
+		t.Error("one scope, the same tools: two sets")
+	}
+	other := set(b, tools)
+	if other == first {
+		t.Fatal("tenant-b found the set tenant-a made")
+	}
+	other.mu.Lock()
+	counts := len(other.counts)
+	other.mu.Unlock()
+	if counts != 0 {
+		t.Errorf("tenant-b's set holds %d counts before it assembled anything", counts)
+	}
+	if other.id != first.id {
+		t.Error("one tool set, two ids: the prefix hash depends on the scope")
+	}
+	for i := range maxScopeToolSets + 1 { // tenant-b fills its share, and starts again
+		set(b, []Tool{{Type: "function", Function: ToolFunction{Name: fmt.Sprint("t", i)}}})
+	}
+	if set(a, tools) != first {
+		t.Error("tenant-b filling its share dropped tenant-a's set")
+	}
+}
+
 // TestToolSetCache_BoundedInBytes: the tool-set cache keeps at most maxToolSetBytes however large the
 // sets that requests bring, and a set larger than all of it is still assembled, not kept. It adds sets of
 // 1 MiB until twice the bound has gone in, so that the cache has started again at least twice, and not
@@ -429,9 +474,11 @@ func TestToolSetCache_BoundedInBytes(t *testing.T) {
 		toolSets.RLock()
 		defer toolSets.RUnlock()
 		n := 0
-		for _, sets := range toolSets.sets {
-			for _, s := range sets {
-				n += s.size()
+		for _, sc := range toolSets.scopes {
+			for _, sets := range sc.sets {
+				for _, s := range sets {
+					n += s.size()
+				}
 			}
 		}
 		return n
@@ -440,7 +487,7 @@ func TestToolSetCache_BoundedInBytes(t *testing.T) {
 	for i, added := 0, 0; added <= 2*maxToolSetBytes; i++ {
 		tools := []Tool{{Type: "function", Function: ToolFunction{Name: "big", Parameters: params(i, 1<<20)}}}
 		before := cached()
-		s, err := cachedToolSet(tools)
+		s, err := cachedToolSet(fmt.Sprint("bounded", i%8), tools) // scopes of 8 MiB or more: the global bound is reached
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -458,7 +505,7 @@ func TestToolSetCache_BoundedInBytes(t *testing.T) {
 	}
 	// Its parameters are kept three times over and rendered once: a quarter of the bound is more than all of it.
 	huge := []Tool{{Type: "function", Function: ToolFunction{Name: "huge", Parameters: params(-1, maxToolSetBytes/4)}}}
-	s, err := cachedToolSet(huge)
+	s, err := cachedToolSet("", huge)
 	if err != nil || s == nil || s.prefixID() == "" {
 		t.Fatalf("a set larger than the cache: %v, %v", s, err)
 	}
@@ -547,5 +594,35 @@ func TestAssemble_RefusesDeepSchemas(t *testing.T) {
 	_, err := AssembleRequest(context.Background(), &Request{Message: "hi", Tools: []Tool{{Type: "function", Function: ToolFunction{Name: "f", Parameters: json.RawMessage(deep)}}}})
 	if !errors.Is(err, tokenizer.ErrSchemaDepth) || !errors.Is(err, ErrInvalidRequest) {
 		t.Errorf("%v", err)
+	}
+}
+
+// TestAnthropic_InputSchemaMustBeAnObject: the Messages API refuses a tool whose input_schema is not an
+// object schema, so Loom refuses it at the request, naming the tool; no schema (sent as an empty object
+// schema) and an object schema pass, and the other formats are not held to the rule.
+func TestAnthropic_InputSchemaMustBeAnObject(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		schema string
+		ok     bool
+	}{
+		{"", true},
+		{`{"type":"object"}`, true},
+		{`{"properties":{"a":{"type":"string"}},"type":"object"}`, true},
+		{`{"type":"string"}`, false},
+		{`{"properties":{}}`, false},
+		{`{"type":["object","null"]}`, false},
+		{`[{"type":"object"}]`, false},
+		{`"object"`, false},
+		{`true`, false},
+	} {
+		tool := Tool{Type: "function", Function: ToolFunction{Name: "lookup", Parameters: json.RawMessage(tc.schema)}}
+		_, err := AssembleRequest(context.Background(), &Request{Format: FormatAnthropic, Message: "hi", Tools: []Tool{tool}})
+		if tc.ok != (err == nil) || err != nil && (!errors.Is(err, ErrInvalidRequest) || !strings.Contains(err.Error(), `"lookup"`)) {
+			t.Errorf("%s: %v", tc.schema, err)
+		}
+		if _, err := AssembleRequest(context.Background(), &Request{Format: FormatOpenAI, Message: "hi", Tools: []Tool{tool}}); err != nil {
+			t.Errorf("openai, %s: %v", tc.schema, err)
+		}
 	}
 }

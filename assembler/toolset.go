@@ -34,6 +34,8 @@ type toolSet struct {
 	responses     renderedTools
 	geminiOnce    sync.Once
 	gemini        renderedTools
+	schemaOnce    sync.Once
+	schemaErr     error // of checkInputSchemas
 
 	mu     sync.Mutex
 	counts map[toolCountKey]toolCount
@@ -53,35 +55,53 @@ type toolCount struct {
 	known bool
 }
 
-// toolSets is the cache of tool sets, by the fast hash of their definitions. It holds at most
-// maxToolSets sets of maxToolSetBytes in all; when a set would not fit, it starts again empty, and a set
-// larger than all of it is not kept.
+// toolSets is the cache of tool sets: one of its own for each cache scope (Request.CacheScope: the
+// tenant's and the agent's in the engine), by the fast hash of their definitions. A set is never shared
+// between scopes, so that no tenant can learn whether another sends a set, by a lookup's speed or by the
+// set's counts: a scope that sends a set another has sent makes its own. A scope holds at most
+// maxScopeToolSets sets of maxScopeToolSetBytes; when a set would not fit, the scope starts again empty,
+// and a set larger than all of it is not kept. The cache holds at most maxToolSets sets of
+// maxToolSetBytes in all; when a set would not fit, the scope holding the most bytes is dropped whole
+// (what another scope can tell from that is only that someone filled the cache, never which tools).
 var toolSets = struct {
 	sync.RWMutex
+	scopes map[string]*toolScope
+	n      int
+	bytes  int
+}{scopes: map[string]*toolScope{}}
+
+// toolScope is the sets of one cache scope (see toolSets).
+type toolScope struct {
 	sets  map[uint64][]*toolSet
 	n     int
 	bytes int
-}{sets: map[uint64][]*toolSet{}}
+}
 
-// maxToolSets and maxToolSetBytes bound the cache, and maxToolSetsPerKey the sets a lookup may compare.
-// The bytes are bounded too, as a request's tools may be as large as its body: a thousand large sets
-// from one client would otherwise be kept.
-const maxToolSets, maxToolSetBytes, maxToolSetsPerKey = 1024, 64 << 20, 8
+// maxToolSets and maxToolSetBytes bound the cache, maxScopeToolSets and maxScopeToolSetBytes one scope's
+// share of it, and maxToolSetsPerKey the sets a lookup may compare. The bytes are bounded too, as a
+// request's tools may be as large as its body: a thousand large sets from one client would otherwise be
+// kept.
+const (
+	maxToolSets, maxToolSetBytes, maxToolSetsPerKey = 1024, 64 << 20, 8
+	maxScopeToolSets, maxScopeToolSetBytes          = 256, maxToolSetBytes / 4
+)
 
-// cachedToolSet returns the set of tools, from the cache or made and added; nil for no tools. A set is
-// checked when it is made: a tool's name must be one providers accept (CheckToolName) and its parameters,
-// if any, JSON nested no deeper than tokenizer.MaxSchemaDepth, or cachedToolSet returns an error wrapping
-// ErrInvalidRequest.
-func cachedToolSet(tools []Tool) (*toolSet, error) {
+// cachedToolSet returns the set of tools of the cache scope (see toolSets), from the cache or made and
+// added; nil for no tools. A set is checked when it is made: a tool's name must be one providers accept
+// (CheckToolName) and its parameters, if any, JSON nested no deeper than tokenizer.MaxSchemaDepth, or
+// cachedToolSet returns an error wrapping ErrInvalidRequest.
+func cachedToolSet(scope string, tools []Tool) (*toolSet, error) {
 	if len(tools) == 0 {
 		return nil, nil
 	}
 	key := toolsHash(tools)
 	toolSets.RLock()
-	for _, s := range toolSets.sets[key] {
-		if sameTools(s.tools, tools) {
-			toolSets.RUnlock()
-			return s, nil
+	if sc := toolSets.scopes[scope]; sc != nil {
+		for _, s := range sc.sets[key] {
+			if sameTools(s.tools, tools) {
+				toolSets.RUnlock()
+				return s, nil
+			}
 		}
 	}
 	toolSets.RUnlock()
@@ -98,21 +118,46 @@ func cachedToolSet(tools []Tool) (*toolSet, error) {
 		}
 	}
 	s := newToolSet(tools)
-	toolSets.Lock()
-	defer toolSets.Unlock()
-	for _, other := range toolSets.sets[key] { // made meanwhile by another assembly
-		if sameTools(other.tools, tools) {
-			return other, nil
-		}
-	}
 	size := s.size()
-	if size > maxToolSetBytes {
+	if size > maxScopeToolSetBytes {
 		return s, nil
 	}
-	if toolSets.n >= maxToolSets || toolSets.bytes+size > maxToolSetBytes || len(toolSets.sets[key]) >= maxToolSetsPerKey {
-		toolSets.sets, toolSets.n, toolSets.bytes = map[uint64][]*toolSet{}, 0, 0
+	toolSets.Lock()
+	defer toolSets.Unlock()
+	sc := toolSets.scopes[scope]
+	if sc != nil {
+		for _, other := range sc.sets[key] { // made meanwhile by another assembly
+			if sameTools(other.tools, tools) {
+				return other, nil
+			}
+		}
+		if sc.n >= maxScopeToolSets || sc.bytes+size > maxScopeToolSetBytes || len(sc.sets[key]) >= maxToolSetsPerKey {
+			toolSets.n, toolSets.bytes = toolSets.n-sc.n, toolSets.bytes-sc.bytes
+			sc = nil
+		}
 	}
-	toolSets.sets[key] = append(toolSets.sets[key], s)
+	if sc == nil {
+		sc = &toolScope{sets: map[uint64][]*toolSet{}}
+		toolSets.scopes[scope] = sc
+	}
+	for toolSets.n >= maxToolSets || toolSets.bytes+size > maxToolSetBytes {
+		var largest string
+		var drop *toolScope
+		for name, other := range toolSets.scopes {
+			if drop == nil || other.bytes > drop.bytes {
+				largest, drop = name, other
+			}
+		}
+		toolSets.n, toolSets.bytes = toolSets.n-drop.n, toolSets.bytes-drop.bytes
+		if drop == sc {
+			sc.sets, sc.n, sc.bytes = map[uint64][]*toolSet{}, 0, 0
+			continue
+		}
+		delete(toolSets.scopes, largest)
+	}
+	sc.sets[key] = append(sc.sets[key], s)
+	sc.n++
+	sc.bytes += size
 	toolSets.n++
 	toolSets.bytes += size
 	return s, nil
@@ -170,6 +215,33 @@ func sameTools(a, b []Tool) bool {
 			bytes.Equal(fx.Parameters, fy.Parameters) &&
 			(fx.Strict == nil) == (fy.Strict == nil) && (fx.Strict == nil || *fx.Strict == *fy.Strict)
 	})
+}
+
+// checkInputSchemas returns an error wrapping ErrInvalidRequest unless every tool's parameters are none
+// (sent as an empty object schema) or a JSON object whose "type" is "object": the Messages API takes no
+// other input_schema. It checks a set once; nil for no tools (s nil).
+func (s *toolSet) checkInputSchemas() error {
+	if s == nil {
+		return nil
+	}
+	s.schemaOnce.Do(func() {
+		for _, t := range s.canonical {
+			if len(t.Function.Parameters) == 0 {
+				continue
+			}
+			var schema map[string]json.RawMessage
+			var typ string
+			if json.Unmarshal(t.Function.Parameters, &schema) != nil {
+				s.schemaErr = fmt.Errorf("%w: anthropic: tool %q: its parameters (input_schema) are not a JSON object", ErrInvalidRequest, t.Function.Name)
+				return
+			}
+			if json.Unmarshal(schema["type"], &typ) != nil || typ != "object" {
+				s.schemaErr = fmt.Errorf("%w: anthropic: tool %q: its parameters (input_schema) must have \"type\":\"object\"", ErrInvalidRequest, t.Function.Name)
+				return
+			}
+		}
+	})
+	return s.schemaErr
 }
 
 // anthropicTools returns the set in the Messages API's shape.

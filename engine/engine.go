@@ -711,6 +711,18 @@ func merge(req *Request, snap *store.Snapshot) (_ *assembler.Request, skipped in
 		if out.Policy == nil {
 			out.Policy = a.Policy
 		}
+		// The agent's cache options are defaults that the request's own override; its TTL is for the
+		// anthropic format's breakpoints only, and not when the request turns them off.
+		if out.CacheBreakpoints == "" && !(out.CacheTTL != "" && a.CacheBreakpoints == assembler.CacheBreakpointsOff) {
+			out.CacheBreakpoints = a.CacheBreakpoints // a request that asks for a TTL asks for breakpoints
+		}
+		format := out.Format
+		if out.Formatter != nil {
+			format = out.Formatter.Name()
+		}
+		if out.CacheTTL == "" && format == assembler.FormatAnthropic && out.CacheBreakpoints != assembler.CacheBreakpointsOff {
+			out.CacheTTL = a.CacheTTL
+		}
 	}
 	if len(snap.Facts) > 0 {
 		facts := make([]assembler.MemoryFact, 0, len(snap.Facts)+len(req.Memory))

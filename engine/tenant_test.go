@@ -86,3 +86,61 @@ func TestPromptCacheKey_IsTheTenantsAndTheAgents(t *testing.T) {
 		t.Errorf("the cookbook preset: acme's and globex's helper share the key %q", c)
 	}
 }
+
+// TestAssemble_AgentCacheDefaults: an agent's cache_breakpoints and cache_ttl are the defaults of its
+// requests, which a request's own override: the agent's "1h+5m" puts an hour on the system prompt and
+// five minutes on the message; a request's "5m" or "off" wins; and a request in another format, which
+// takes no TTL, is not refused for the agent's.
+func TestAssemble_AgentCacheDefaults(t *testing.T) {
+	t.Parallel()
+	st := newMemory()
+	ctx := loom.WithTenant(t.Context(), "acme")
+	long := strings.Repeat("Give temperatures in Celsius. ", 300) // past the model's minimum cacheable length
+	if err := st.PutAgent(ctx, "acme", store.Agent{ID: "cached", Instructions: long, Model: "claude-sonnet-4-5", CacheTTL: assembler.CacheTTL1h5m}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutAgent(ctx, "acme", store.Agent{ID: "uncached", Instructions: long, Model: "claude-sonnet-4-5", CacheBreakpoints: assembler.CacheBreakpointsOff}); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := testEngine(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ttls := func(agent string, req assembler.Request) []string {
+		t.Helper()
+		req.Message = "Hi."
+		res, err := eng.Assemble(ctx, engine.Request{Agent: agent, Request: req})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, b := range res.SystemBlocks {
+			got = append(got, "system:"+b.CacheControl.TTL)
+		}
+		for _, m := range res.Messages {
+			for _, b := range m.Blocks {
+				if b.CacheControl.Type != "" {
+					got = append(got, "message:"+b.CacheControl.TTL)
+				}
+			}
+		}
+		return got
+	}
+	anthropic := assembler.Request{Format: assembler.FormatAnthropic}
+	for _, tc := range []struct {
+		agent string
+		req   assembler.Request
+		want  string
+	}{
+		{"cached", anthropic, "system:1h message:"},
+		{"cached", assembler.Request{Format: assembler.FormatAnthropic, CacheTTL: assembler.CacheTTL5m}, "system: message:"},
+		{"cached", assembler.Request{Format: assembler.FormatAnthropic, CacheBreakpoints: assembler.CacheBreakpointsOff}, ""},
+		{"cached", assembler.Request{Format: assembler.FormatOpenAI}, ""},
+		{"uncached", anthropic, ""},
+		{"uncached", assembler.Request{Format: assembler.FormatAnthropic, CacheTTL: assembler.CacheTTL1h}, "system:1h message:1h"},
+	} {
+		if got := strings.Join(ttls(tc.agent, tc.req), " "); got != tc.want {
+			t.Errorf("%s, %+v: breakpoints %q, want %q", tc.agent, tc.req, got, tc.want)
+		}
+	}
+}

@@ -26,6 +26,11 @@ func TestAPI_CacheBreakpoints(t *testing.T) {
 	if got := jsonString(res); strings.Count(got, `"cache_control":{"ttl":"1h","type":"ephemeral"}`)+strings.Count(got, `"cache_control":{"type":"ephemeral","ttl":"1h"}`) != 2 || res["system_blocks"] == nil {
 		t.Errorf("want two breakpoints of 1h and system blocks: %s", got)
 	}
+	// An hour on the system prompt, five minutes on the message's breakpoint.
+	mixed := ts.must("POST", "/v1/assemble", keyAcme, req(map[string]any{"cache_ttl": "1h+5m"}), 200)
+	if got := jsonString(mixed); strings.Count(got, `"ttl":"1h"`) != 1 || strings.Count(got, `"cache_control":{"type":"ephemeral"}`) != 1 {
+		t.Errorf("1h+5m: want one breakpoint of 1h and one of 5m: %s", got)
+	}
 	off := ts.must("POST", "/v1/assemble", keyAcme, req(map[string]any{"cache_breakpoints": "off"}), 200)
 	if got := jsonString(off); strings.Contains(got, "cache_control") || off["system_blocks"] != nil {
 		t.Errorf("off: %s", got)
@@ -49,7 +54,7 @@ func TestAPI_CacheBreakpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	props := doc.Components.Schemas["AssembleRequest"].Properties
-	if got := strings.Join(props["cache_breakpoints"].Enum, " ") + "|" + strings.Join(props["cache_ttl"].Enum, " "); got != "auto off|5m 1h" {
+	if got := strings.Join(props["cache_breakpoints"].Enum, " ") + "|" + strings.Join(props["cache_ttl"].Enum, " "); got != "auto off|5m 1h 1h+5m" {
 		t.Errorf("the OpenAPI document's cache fields: %s", got)
 	}
 	if _, ok := doc.Components.Schemas["AssembleResult"].Properties["system_blocks"]; !ok {

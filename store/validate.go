@@ -282,6 +282,9 @@ func prepareAgent(l Limits, now time.Time, a Agent) (Agent, error) {
 	if m, err := tokenizer.ForModel(a.Model); a.Model != "" && err == nil && m.ContextWindow > 0 && a.MaxTokens > m.ContextWindow {
 		return Agent{}, fmt.Errorf("%w: agent max_tokens %d is more than %s's window of %d", ErrInvalid, a.MaxTokens, m.Name, m.ContextWindow)
 	}
+	if err := loom.CheckCacheOptions(a.CacheBreakpoints, a.CacheTTL); err != nil {
+		return Agent{}, fmt.Errorf("%w: agent: %w", ErrInvalid, err)
+	}
 	for i, t := range a.Tools {
 		if err := CheckToolName(t.Function.Name); err != nil {
 			return Agent{}, fmt.Errorf("agent tool %d: %w", i, err)

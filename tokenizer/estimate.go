@@ -13,6 +13,50 @@ type Estimator struct{}
 // Count returns Estimate(text), an approximate count.
 func (Estimator) Count(text string) int { return Estimate(text) }
 
+// CountUpTo implements [UpToCounter]: Estimate(text), but it stops reading once the estimate exceeds
+// limit (a negative limit means none), and then returns a count greater than limit.
+func (Estimator) CountUpTo(text string, limit int) (n int, within bool) {
+	n = estimate(text, limit)
+	return n, limit < 0 || n <= limit
+}
+
+// SplitsAt implements [Splitter]: the estimate of text is that of text[:p] plus that of text[p:] where the
+// runs it prices part there (the characters on either side of p are of different runs, or a lower-case
+// letter is followed by an upper-case one) and each side costs at least a token whatever else it holds
+// (the characters at the join are neither free nor plain spaces, whose runs may cost nothing: a line
+// break's run costs one). It looks only at the two characters around p.
+func (Estimator) SplitsAt(text string, p int) bool {
+	if p <= 0 || p >= len(text) {
+		return true
+	}
+	return estimateSplits(text[:p], text[p:])
+}
+
+// estimateSplits is Estimator.SplitsAt of a+b at len(a), for a and b not empty, without joining them.
+func estimateSplits(a, b string) bool {
+	r1, w1 := utf8.DecodeLastRuneInString(a)
+	r2, w2 := utf8.DecodeRuneInString(b)
+	if r1 == utf8.RuneError && w1 <= 1 || r2 == utf8.RuneError && w2 <= 1 {
+		return false // invalid UTF-8, or p inside a character
+	}
+	p1, p2 := charProps(r1), charProps(r2)
+	k1, k2 := p1.kind(), p2.kind()
+	for _, c := range [2]props{p1, p2} {
+		if k := c.kind(); k == runFree || k == runSpace && c&propBreak == 0 {
+			return false
+		}
+	}
+	return k1 != k2 || k1 == runNone || k1 == runWord && p1&propLower != 0 && p2&propUpper != 0
+}
+
+// charProps returns the props of any character.
+func charProps(r rune) props {
+	if r < utf8.RuneSelf {
+		return asciiProps[r]
+	}
+	return runeProps(r)
+}
+
 // Estimate returns an APPROXIMATE number of tokens in text, for models whose tokenizer is not public. It is
 // no model's exact count: use an exact [*Encoding] whenever the model has one (see [ForModel] and
 // [Model.Exact]).
@@ -44,7 +88,11 @@ func (Estimator) Count(text string) int { return Estimate(text) }
 // Estimates of the parts of a text bound the estimate of the whole: for all strings a and b,
 // Estimate(a+b) <= Estimate(a)+Estimate(b)+1. And text only grows the estimate: Estimate(a) <= Estimate(a+b)
 // whenever a is valid UTF-8 (a prefix cut inside a character is priced byte by byte, and may cost more).
-func Estimate(text string) int {
+func Estimate(text string) int { return estimate(text, -1) }
+
+// estimate is Estimate, but it stops once the estimate exceeds limit (a negative limit means none): the
+// count of the runs closed so far only grows.
+func estimate(text string, limit int) int {
 	var (
 		n     int     // tokens of closed runs and of characters outside runs
 		kind  runKind // the open run
@@ -78,6 +126,9 @@ func Estimate(text string) int {
 		if k != kind || (p&propUpper != 0 && lower) {
 			n += runCost(kind, size, brk)
 			kind, size, brk, lower = k, 0, false, false
+			if limit >= 0 && n > limit {
+				return n
+			}
 		}
 		if k == runNone {
 			n += p.weight()

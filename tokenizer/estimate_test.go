@@ -2,6 +2,7 @@ package tokenizer_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -215,6 +216,41 @@ func TestEstimate_PartsBoundTheWhole(t *testing.T) {
 	}
 }
 
+// TestEstimator_SplitsAtAddsUp: at every byte of random texts of every kind of character where
+// Estimator.SplitsAt says so, the estimates of the two sides add up to the whole's, as the meter relies on
+// to count a join of parts from their counts; and it says so often enough to matter, at the joins of
+// Loom's tags to their text.
+func TestEstimator_SplitsAtAddsUp(t *testing.T) {
+	t.Parallel()
+	pool := []string{"a", "b", "Z", "é", "ß", "п", "Я", "世", "7", "0", ".", "<", "\"", " ", "  ", "\n", "\t", "😀", "\u200d", "\ufe0f", "\u0301", "\x01", "\xff", "\xe4\xb8"}
+	r := rand.New(rand.NewPCG(5, 5))
+	var e tokenizer.Estimator
+	splits := 0
+	for range 3000 {
+		var b strings.Builder
+		for range 1 + r.IntN(12) {
+			b.WriteString(pool[r.IntN(len(pool))])
+		}
+		text := b.String()
+		for p := 0; p <= len(text); p++ {
+			if e.SplitsAt(text, p) {
+				splits++
+				if got, want := tokenizer.Estimate(text[:p])+tokenizer.Estimate(text[p:]), tokenizer.Estimate(text); got != want {
+					t.Fatalf("SplitsAt(%q, %d): the sides estimate %d, the whole %d", text, p, got, want)
+				}
+			}
+		}
+	}
+	for _, join := range [][2]string{{"<context trusted=\"false\">\n", "Paris is north."}, {"north.\n", "</context>"}} {
+		if !e.SplitsAt(join[0]+join[1], len(join[0])) {
+			t.Errorf("%q + %q: not known to add up", join[0], join[1])
+		}
+	}
+	if splits < 3000 {
+		t.Errorf("only %d splits: the test proves little", splits)
+	}
+}
+
 func TestEstimate_DoesNotAllocate(t *testing.T) {
 	text := readCorpus(t, "cjk.txt")[:4096] + "😀👨‍👩‍👧 Straße привет\xff"
 	if allocs := testing.AllocsPerRun(10, func() { tokenizer.Estimate(text) }); allocs != 0 {
@@ -245,6 +281,23 @@ func FuzzEstimate(f *testing.F) {
 		}
 		if eab > ea+eb+1 {
 			t.Fatalf("Estimate(a+b) = %d > Estimate(a) + Estimate(b) + 1 = %d+%d+1 for a=%q b=%q", eab, ea, eb, a, b)
+		}
+		// Where the estimator says the counts add up, they do, and for any text that agrees with a+b around
+		// the join (SplitsAt looks no further than a character each side).
+		var e tokenizer.Estimator
+		if e.SplitsAt(a+b, len(a)) {
+			if eab != ea+eb {
+				t.Fatalf("SplitsAt(%q, %d), but Estimate(a+b) = %d != %d + %d", a+b, len(a), eab, ea, eb)
+			}
+			_, w := utf8.DecodeLastRuneInString(a)
+			if !e.SplitsAt(a[len(a)-w:]+b, w) {
+				t.Fatalf("SplitsAt(%q, %d) but not of its window", a+b, len(a))
+			}
+		}
+		for _, limit := range []int{-1, 0, eab / 2, eab - 1, eab} {
+			if n, within := e.CountUpTo(a+b, limit); within != (limit < 0 || eab <= limit) || within && n != eab || !within && n <= limit {
+				t.Fatalf("CountUpTo(%q, %d) = %d, %v; the estimate is %d", a+b, limit, n, within, eab)
+			}
 		}
 		// A prefix that ends inside a character may cost more than the whole: its bytes are counted one by one.
 		if utf8.ValidString(a) && eab < ea {

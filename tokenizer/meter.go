@@ -61,6 +61,7 @@ type Meter struct {
 	split   Splitter     // nil: counts are never known to add up
 	enc     *Encoding    // the counter, when it is one: its SplitsAt is asked about windows on the stack
 	bound   LowerBounder // nil: no bound but 0
+	est     bool         // the counter is the Estimator, whose SplitsAt is asked about the two texts unjoined
 	short   map[string]int
 }
 
@@ -71,6 +72,7 @@ func NewMeter(c Counter) *Meter {
 	m.split, _ = c.(Splitter)
 	m.enc, _ = c.(*Encoding)
 	m.bound, _ = c.(LowerBounder)
+	_, m.est = c.(Estimator)
 	return m
 }
 
@@ -341,6 +343,9 @@ func (m *Meter) Adds(a, b string) bool {
 	}
 	if tail == "" {
 		return false
+	}
+	if m.est {
+		return estimateSplits(tail, b)
 	}
 	if m.enc != nil && len(tail)+len(b) <= 32 {
 		// Joined on the stack: the encoding does not keep the text.

@@ -17,6 +17,7 @@ const assembleUsage = `Usage:
 	loom assemble --request FILE.json [--format openai|responses|anthropic|gemini|text]
 	loom assemble [--store URL] [--layout native|cookbook] [--tenant T] --agent A --user U --session S
 	              --message M [--max-tokens N] [--model M] [--format F] [--preset cookbook] [--strict]
+	              [--cache-breakpoints auto|off] [--cache-ttl 5m|1h|1h+5m]
 
 Assemble fits a request into its token budget and prints the result as one JSON object: the provider-ready
 messages (openai; system and messages for anthropic; instructions and input for responses, OpenAI's
@@ -69,6 +70,8 @@ func runAssemble(ctx context.Context, args []string, s streams) error {
 	maxTokens := fs.Int("max-tokens", 0, "the prompt budget in tokens (0: the agent's, or the model's window)")
 	fs.String("model", "", "the `model`, overriding the agent's and the request's")
 	fs.String("preset", "", "render with a `preset`: cookbook")
+	fs.String("cache-breakpoints", "", "anthropic: `auto` (the default) or off, overriding the request's and the agent's cache_breakpoints")
+	fs.String("cache-ttl", "", "anthropic: the breakpoints' `TTL`, 5m, 1h or 1h+5m (an hour on the tools and system prompt, five minutes on the messages), overriding the request's and the agent's cache_ttl")
 	strict := fs.Bool("strict", false, "fail when a source cannot be read, instead of a degraded result")
 	if err := parseFlags(fs, help, args); err != nil {
 		return err
@@ -89,7 +92,8 @@ func runAssemble(ctx context.Context, args []string, s streams) error {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	for name, dst := range map[string]*string{"agent": &req.Agent, "user": &req.User, "session": &req.Session, "message": &req.Message, "model": &req.Model, "format": &req.Format, "preset": &req.Preset} {
+	for name, dst := range map[string]*string{"agent": &req.Agent, "user": &req.User, "session": &req.Session, "message": &req.Message, "model": &req.Model, "format": &req.Format, "preset": &req.Preset,
+		"cache-breakpoints": &req.CacheBreakpoints, "cache-ttl": &req.CacheTTL} {
 		if set[name] {
 			*dst = fs.Lookup(name).Value.String()
 		}

@@ -268,11 +268,45 @@ func TestAssemble_CacheBreakpointsFromTheRequestFile(t *testing.T) {
 	if code != 0 || strings.Count(out, `"cache_control":{"type":"ephemeral","ttl":"1h"}`) != 2 || !strings.Contains(out, `"system_blocks"`) {
 		t.Errorf("cache_ttl 1h: exit %d %s: %s", code, errOut, out)
 	}
+	// The flag overrides the file: an hour on the system prompt, five minutes on the message.
+	out, errOut, code = runLoom(t, "", "assemble", "--request", write(`,"cache_ttl":"1h"`), "--cache-ttl", "1h+5m")
+	if code != 0 || strings.Count(out, `"cache_control":{"type":"ephemeral","ttl":"1h"}`) != 1 || strings.Count(out, `"cache_control":{"type":"ephemeral"}`) != 1 {
+		t.Errorf("--cache-ttl 1h+5m: exit %d %s: %s", code, errOut, out)
+	}
 	out, errOut, code = runLoom(t, "", "assemble", "--request", write(`,"cache_breakpoints":"off"`))
 	if code != 0 || strings.Contains(out, "cache_control") {
 		t.Errorf("off: exit %d %s: %s", code, errOut, out)
 	}
 	if _, errOut, code = runLoom(t, "", "assemble", "--request", write(`,"cache_breakpoints":"sometimes"`)); code == 0 || !strings.Contains(errOut, "cache_breakpoints") {
 		t.Errorf("a bad value: exit %d: %s", code, errOut)
+	}
+}
+
+// TestAssemble_AgentCacheDefaultsFromTheCLI: loom agent put --cache-ttl sets the default of the agent's
+// requests, which loom assemble --cache-ttl overrides; an unknown value is refused when stored.
+func TestAssemble_AgentCacheDefaultsFromTheCLI(t *testing.T) {
+	t.Parallel()
+	db := "sqlite:" + filepath.Join(t.TempDir(), "loom.db")
+	instructions := strings.Repeat("Give temperatures in Celsius. ", 300)
+	if _, errOut, code := runLoom(t, "", "agent", "put", "--store", db, "--agent", "a", "--model", "claude-sonnet-4-5",
+		"--instructions", instructions, "--cache-ttl", "1h+5m"); code != 0 {
+		t.Fatalf("agent put: exit %d: %s", code, errOut)
+	}
+	assemble := func(extra ...string) string {
+		t.Helper()
+		out, errOut, code := runLoom(t, "", append([]string{"assemble", "--store", db, "--agent", "a", "--format", "anthropic", "--message", "Hi."}, extra...)...)
+		if code != 0 {
+			t.Fatalf("assemble %v: exit %d: %s", extra, code, errOut)
+		}
+		return out
+	}
+	if out := assemble(); strings.Count(out, `"cache_control":{"type":"ephemeral","ttl":"1h"}`) != 1 || strings.Count(out, `"cache_control":{"type":"ephemeral"}`) != 1 {
+		t.Errorf("the agent's 1h+5m: %s", out)
+	}
+	if out := assemble("--cache-ttl", "5m"); strings.Contains(out, `"ttl":"1h"`) || strings.Count(out, `"cache_control":{"type":"ephemeral"}`) != 2 {
+		t.Errorf("--cache-ttl 5m over the agent's: %s", out)
+	}
+	if _, errOut, code := runLoom(t, "", "agent", "put", "--store", db, "--agent", "b", "--cache-ttl", "10m"); code == 0 || !strings.Contains(errOut, "cache_ttl") {
+		t.Errorf("agent put --cache-ttl 10m: exit %d: %s", code, errOut)
 	}
 }

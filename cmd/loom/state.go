@@ -477,12 +477,13 @@ func memoryDelete(ctx context.Context, name string, args []string, s streams) er
 const agentUsage = `Usage:
 
 	loom agent put --agent A [--instructions TEXT] [--constraints TEXT] [--output-format TEXT] [--model M]
-	               [--max-tokens N] [--tools FILE]
+	               [--max-tokens N] [--tools FILE] [--cache-breakpoints auto|off] [--cache-ttl 5m|1h|1h+5m]
 	loom agent put --json FILE
 	loom agent get --agent A
 
 put creates or replaces an agent's configuration (--tools: a JSON list of OpenAI function tools; --json: the
-whole configuration as get prints it); get prints it as JSON. Each takes --store, --layout and --tenant.
+whole configuration as get prints it; --cache-breakpoints and --cache-ttl: the defaults of the agent's
+requests' cache_breakpoints and cache_ttl, which a request's own override); get prints it as JSON. Each takes --store, --layout and --tenant.
 ` + storeFlagsUsage
 
 var agentVerbs = map[string]verb{"put": agentPut, "get": agentGet}
@@ -501,6 +502,8 @@ func agentPut(ctx context.Context, name string, args []string, s streams) error 
 	model := fs.String("model", "", "the agent's `model`")
 	maxTokens := fs.Int("max-tokens", 0, "the agent's prompt budget in tokens (0: the model's window)")
 	tools := fs.String("tools", "", "a JSON `FILE` with a list of tools")
+	breakpoints := fs.String("cache-breakpoints", "", "the default cache_breakpoints of the agent's requests: `auto` or off")
+	ttl := fs.String("cache-ttl", "", "the default cache_ttl of the agent's anthropic requests: `5m`, 1h or 1h+5m")
 	file := fs.String("json", "", "a JSON `FILE` with the whole configuration (- for standard input)")
 	if err := parseFlags(fs, help, args); err != nil {
 		return err
@@ -521,7 +524,8 @@ func agentPut(ctx context.Context, name string, args []string, s streams) error 
 		if err := required(fs, "agent"); err != nil {
 			return err
 		}
-		a = store.Agent{ID: *id, Instructions: *instructions, Constraints: *constraints, OutputFormat: *format, Model: *model, MaxTokens: *maxTokens}
+		a = store.Agent{ID: *id, Instructions: *instructions, Constraints: *constraints, OutputFormat: *format, Model: *model, MaxTokens: *maxTokens,
+			CacheBreakpoints: *breakpoints, CacheTTL: *ttl}
 		if *tools != "" {
 			data, err := readLimited(*tools, s)
 			if err != nil {

@@ -99,13 +99,14 @@ func testBackendAgents(t *testing.T, b store.Backend, tn string) {
 	wantErr(t, err, store.ErrNotFound, "GetAgent of a missing agent")
 	wantErr(t, b.DeleteAgent(ctx, tn, "support"), store.ErrNotFound, "DeleteAgent of a missing agent")
 	a := store.Agent{ID: "support", Instructions: "You are a helpful AI assistant.", Constraints: "Be brief.", OutputFormat: "Plain text.",
-		Model: "gpt-4o", MaxTokens: 4000, UpdatedAt: now(),
+		Model: "gpt-4o", MaxTokens: 4000, CacheBreakpoints: "auto", CacheTTL: "1h+5m", UpdatedAt: now(),
 		Tools:  []assembler.Tool{{Type: "function", Function: assembler.ToolFunction{Name: "check_account", Parameters: []byte(`{"type":"object"}`)}}},
 		Policy: &assembler.Policy{MinScore: 0.5}}
 	ok(t, b.PutAgent(ctx, tn, a))
 	got := must(b.GetAgent(ctx, tn, "support"))
 	if got.ID != a.ID || got.Instructions != a.Instructions || got.Constraints != a.Constraints || got.OutputFormat != a.OutputFormat ||
 		got.Model != a.Model || got.MaxTokens != a.MaxTokens || !got.UpdatedAt.Equal(a.UpdatedAt) || len(got.Tools) != 1 ||
+		got.CacheBreakpoints != a.CacheBreakpoints || got.CacheTTL != a.CacheTTL ||
 		got.Tools[0].Function.Name != "check_account" || got.Policy == nil || got.Policy.MinScore != 0.5 {
 		t.Fatalf("GetAgent = %+v, want %+v", got, a)
 	}

@@ -114,7 +114,7 @@ func testAgents(t *testing.T, newStore NewStore) {
 	strict := true
 	a := store.Agent{
 		ID: "support", Instructions: "You are a helpful AI assistant.", Constraints: "Be concise and accurate.",
-		OutputFormat: "Plain text.", Model: "gpt-4o", MaxTokens: 4000,
+		OutputFormat: "Plain text.", Model: "gpt-4o", MaxTokens: 4000, CacheBreakpoints: "auto", CacheTTL: "1h+5m",
 		Tools: []assembler.Tool{{Type: "function", Function: assembler.ToolFunction{Name: "check_account",
 			Description: "Look up the account", Parameters: []byte(`{"type":"object","properties":{"user":{"type":"string"}}}`), Strict: &strict}}},
 		Policy: &assembler.Policy{KnowledgeOrder: assembler.OrderLostInTheMiddle, MinScore: 0.25},
@@ -126,6 +126,7 @@ func testAgents(t *testing.T, newStore NewStore) {
 	}
 	if got.Instructions != a.Instructions || got.Constraints != a.Constraints || got.OutputFormat != a.OutputFormat ||
 		got.Model != a.Model || got.MaxTokens != a.MaxTokens || len(got.Tools) != 1 ||
+		got.CacheBreakpoints != a.CacheBreakpoints || got.CacheTTL != a.CacheTTL ||
 		got.Tools[0].Function.Name != "check_account" || !jsonEqual(got.Tools[0].Function.Parameters, a.Tools[0].Function.Parameters) ||
 		got.Tools[0].Function.Strict == nil || !*got.Tools[0].Function.Strict ||
 		got.Policy == nil || got.Policy.KnowledgeOrder != assembler.OrderLostInTheMiddle || got.Policy.MinScore != 0.25 {
@@ -144,6 +145,8 @@ func testAgents(t *testing.T, newStore NewStore) {
 	wantErr(t, s.PutAgent(ctx, tenant, store.Agent{ID: "x", Tools: []assembler.Tool{{Function: assembler.ToolFunction{Name: "f", Parameters: []byte("{not json")}}}}), store.ErrInvalid, "a tool with bad JSON")
 	wantErr(t, s.PutAgent(ctx, tenant, store.Agent{}), store.ErrInvalid, "an agent without id")
 	wantErr(t, s.PutAgent(ctx, tenant, store.Agent{ID: "x", Model: "gpt-4", MaxTokens: 1_000_000}), store.ErrInvalid, "a budget over the model's window")
+	wantErr(t, s.PutAgent(ctx, tenant, store.Agent{ID: "x", CacheTTL: "10m"}), store.ErrInvalid, "an unknown cache_ttl")
+	wantErr(t, s.PutAgent(ctx, tenant, store.Agent{ID: "x", CacheBreakpoints: "off", CacheTTL: "1h"}), store.ErrInvalid, "a cache_ttl with cache_breakpoints off")
 	ok(t, s.PutAgent(ctx, tenant, store.Agent{ID: "y", Model: "a-model-of-its-own", MaxTokens: 1_000_000})) // unknown: the request decides
 	ok(t, s.PutAgent(ctx, tenant, store.Agent{ID: "z", Model: "gpt-4o", MaxTokens: 120_000}))               // fits with a smaller reserve_output
 	ok(t, s.DeleteAgent(ctx, tenant, "support"))

@@ -31,10 +31,11 @@ func GlobEscape(s string) string {
 
 // AgentFields are the field-value pairs of an agent's hash, in both layouts: the instructions under
 // role ("role" in the cookbook's, "instructions" in the native one), constraints, output_format,
-// updated_at, and model, max_tokens, tools and policy (JSON) when set.
+// updated_at, and model, max_tokens, tools, policy (JSON), cache_breakpoints and cache_ttl when set.
 func AgentFields(a store.Agent, role string) ([]string, error) {
 	f := []string{role, a.Instructions, "updated_at", a.UpdatedAt.Format(time.RFC3339Nano)}
-	for _, kv := range [][2]string{{"constraints", a.Constraints}, {"output_format", a.OutputFormat}, {"model", a.Model}} {
+	for _, kv := range [][2]string{{"constraints", a.Constraints}, {"output_format", a.OutputFormat}, {"model", a.Model},
+		{"cache_breakpoints", a.CacheBreakpoints}, {"cache_ttl", a.CacheTTL}} {
 		if kv[1] != "" {
 			f = append(f, kv[0], kv[1])
 		}
@@ -64,7 +65,8 @@ func DecodeAgentHash(id string, h map[string]string, role string) (store.Agent, 
 	if len(h) == 0 {
 		return store.Agent{}, fmt.Errorf("agent %q: %w", id, store.ErrNotFound)
 	}
-	a := store.Agent{ID: id, Instructions: h[role], Constraints: h["constraints"], OutputFormat: h["output_format"], Model: h["model"]}
+	a := store.Agent{ID: id, Instructions: h[role], Constraints: h["constraints"], OutputFormat: h["output_format"], Model: h["model"],
+		CacheBreakpoints: h["cache_breakpoints"], CacheTTL: h["cache_ttl"]}
 	var err error
 	if v := h["max_tokens"]; v != "" {
 		if a.MaxTokens, err = strconv.Atoi(v); err != nil {
