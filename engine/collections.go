@@ -350,6 +350,14 @@ func settingsHash(coll loom.Collection, d ingest.Document, strategy string, ck c
 
 func (e *Engine) ingestOne(ctx context.Context, coll loom.Collection, d ingest.Document) (IngestResult, error) {
 	tenant := loom.Tenant(ctx)
+	// Before any work, an unchanged document's included: vectors of another embedder are never mixed in.
+	emb, err := e.embedderOf(coll)
+	if err == nil {
+		err = checkDimensions(coll, emb, emb.Dimensions()) // when it knows them; else after the embedding
+	}
+	if err != nil {
+		return IngestResult{}, err
+	}
 	if err := store.ValidateID(store.Limits{}, "document", d.ID); err != nil {
 		return IngestResult{}, err
 	}
@@ -393,10 +401,6 @@ func (e *Engine) ingestOne(ctx context.Context, coll loom.Collection, d ingest.D
 		return IngestResult{}, fmt.Errorf("%w: document %q makes %d chunks, more than the limit of %d (use a larger chunk size)",
 			store.ErrTooLarge, d.ID, len(pieces), limit)
 	}
-	emb := e.embedders[coll.Embedder]
-	if emb == nil {
-		return IngestResult{}, fmt.Errorf("%w: the collection's embedder %q is not registered", ErrInvalidRequest, coll.Embedder)
-	}
 	texts := make([]string, len(pieces))
 	for i, p := range pieces {
 		texts[i] = p.Content
@@ -404,6 +408,11 @@ func (e *Engine) ingestOne(ctx context.Context, coll loom.Collection, d ingest.D
 	vectors, err := embedAll(ctx, emb, texts)
 	if err != nil {
 		return IngestResult{}, fmt.Errorf("embed: %w", err)
+	}
+	if len(vectors) > 0 {
+		if err := checkDimensions(coll, emb, len(vectors[0])); err != nil {
+			return IngestResult{}, err
+		}
 	}
 	// Each chunk has the chunker's metadata (its heading path, say), and the document's once for all: the
 	// store keeps that once, the index too, and both show a chunk the whole.
@@ -587,12 +596,15 @@ func (e *Engine) Retrieve(ctx context.Context, query string, opts ...RetrieveOpt
 		return nil, err
 	}
 	if q.Mode != ModeKeyword {
-		if emb == nil {
-			return nil, fmt.Errorf("%w: the collection's embedder %q is not registered", ErrInvalidRequest, coll.Embedder)
+		if emb, err = e.embedderOf(coll); err != nil {
+			return nil, err
 		}
 		vs, err := emb.Embed(ctx, []string{query})
 		if err != nil {
 			return nil, fmt.Errorf("embed the query: %w", err)
+		}
+		if err := checkDimensions(coll, emb, len(vs[0])); err != nil {
+			return nil, err
 		}
 		q.Vector = vs[0]
 	}

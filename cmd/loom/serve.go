@@ -26,7 +26,8 @@ import (
 	"github.com/context-loom/loom/store/storeurl"
 )
 
-const serveUsage = `Usage: loom serve [--addr HOST:PORT] [--store URL] [--keys FILE] [--summarizer-url URL --summarizer-model NAME] [flags]
+const serveUsage = `Usage: loom serve [--addr HOST:PORT] [--store URL] [--keys FILE] [--summarizer-url URL --summarizer-model NAME]
+                  [--embedder-url URL --embedder-model NAME] [flags]
 
 Serve runs Loom's HTTP API (GET /openapi.json describes it) until SIGINT or SIGTERM, then stops accepting
 connections, finishes the requests in flight (up to --shutdown-timeout) and closes the store.
@@ -57,7 +58,7 @@ with Loom's estimate and the reason if that fails. Assemblies never ask.
 
 Every flag can also be set by an environment variable: LOOM_ and the flag's name in capitals with _ for -
 (--max-body-bytes is LOOM_MAX_BODY_BYTES). A flag on the command line wins.
-` + summarizerUsage + storeFlagsUsage
+` + summarizerUsage + embedderUsage + storeFlagsUsage
 
 // serveConfig is what loom serve's flags and environment say.
 type serveConfig struct {
@@ -69,6 +70,7 @@ type serveConfig struct {
 	warm                                                string
 	indexMemory                                         byteSize
 	summarizer                                          summarizerFlags
+	embedder                                            embedderFlags
 }
 
 func runServe(ctx context.Context, args []string, s streams) error {
@@ -90,6 +92,7 @@ func runServe(ctx context.Context, args []string, s streams) error {
 	fs.StringVar(&c.warm, "warm-indexes", "", "build the search indexes of these collections at start (`TENANT/COLLECTION,...`)")
 	fs.Var(&c.indexMemory, "index-memory", "cap the loaded search indexes' memory at `SIZE` (512MiB, 2GB, bytes; 0: no cap)")
 	c.summarizer = addSummarizerFlags(fs)
+	c.embedder = addEmbedderFlags(fs)
 	if err := parseFlags(fs, help, args); err != nil {
 		return err
 	}
@@ -151,6 +154,13 @@ func runServe(ctx context.Context, args []string, s streams) error {
 	defer st.Close()
 	opts := []engine.Option{engine.WithSourceTimeout(c.sourceTimeout), engine.WithIndexMemory(int64(c.indexMemory)),
 		engine.WithChunkers(newChunkers())}
+	embOpt, err := c.embedder.option(log)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if embOpt != nil {
+		opts = append(opts, embOpt)
+	}
 	sumOpt, err := c.summarizer.option(log)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
