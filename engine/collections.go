@@ -487,9 +487,10 @@ func WithCollection(id string) RetrieveOption { return func(c *retrieveConfig) {
 // WithTopK sets how many results to return (default 10).
 func WithTopK(k int) RetrieveOption { return func(c *retrieveConfig) { c.q.TopK = k } }
 
-// WithMinScore drops results less relevant than s, on a 0..1 scale whatever the mode (see
-// retriever.Query.MinScore): BM25 relative to the best match in keyword mode, cosine similarity in vector
-// mode, the fused score (their weighted mean) in hybrid and mmr mode.
+// WithMinScore drops results less relevant than s, relevance meaning the same in every mode (see
+// retriever.Query.MinScore): the score of the mode's ranking (BM25 in keyword mode, cosine similarity in
+// vector mode, the fused score in hybrid and mmr mode) relative to the best result's, from 0 to 1. So 0.5
+// keeps the results at least half as good as the best, and the best is always kept.
 func WithMinScore(s float64) RetrieveOption { return func(c *retrieveConfig) { c.q.MinScore = s } }
 
 // WithMode sets the retrieval mode: "hybrid" (BM25 and vectors fused by the weighted mean of their
@@ -631,6 +632,9 @@ type Hit struct {
 	KeywordRank int               `json:"keyword_rank,omitempty"`
 	Vector      float64           `json:"vector,omitempty"`
 	VectorRank  int               `json:"vector_rank,omitempty"`
+	// Relevance is what min_score is compared with: the score relative to the best result's (see
+	// retriever.Result.Relevance).
+	Relevance float64 `json:"relevance"`
 }
 
 // NewHit flattens r.
@@ -638,7 +642,7 @@ func NewHit(r retriever.Result) Hit {
 	c := r.Chunk
 	return Hit{Rank: r.Rank, Score: r.Score, Kind: r.Kind, ChunkID: c.ID, DocumentID: c.DocumentID,
 		Source: c.Metadata["source"], Start: c.StartOffset, End: c.EndOffset, Text: c.Content, Metadata: c.Metadata,
-		Keyword: r.Keyword, KeywordRank: r.KeywordRank, Vector: r.Vector, VectorRank: r.VectorRank}
+		Keyword: r.Keyword, KeywordRank: r.KeywordRank, Vector: r.Vector, VectorRank: r.VectorRank, Relevance: r.Relevance}
 }
 
 // followBackoff bounds the pause after a failed read of the change feed.

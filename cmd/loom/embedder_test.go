@@ -159,3 +159,43 @@ func TestServe_WithAnEmbedder(t *testing.T) {
 		t.Errorf("logs:\n%s", logs)
 	}
 }
+
+// TestRetrieve_MinScoreMeansTheSameInEveryMode: with the offline embedder, whose cosine similarities are
+// low, --min-score 0.5 keeps the best result and those at least half as relevant in every mode, each line's
+// "relevance" at least 0.5 (--mode vector --min-score 0.5 kept nothing while hybrid kept results of that
+// cosine).
+func TestRetrieve_MinScoreMeansTheSameInEveryMode(t *testing.T) {
+	t.Parallel()
+	db := "sqlite:" + filepath.Join(t.TempDir(), "loom.db")
+	files := writeFiles(t, "The password reset link is valid for thirty minutes.", "Invoices are sent monthly by email.",
+		"A reset of the router needs the admin password.", "Thirty days of history are kept.")
+	if _, errOut, code := runLoom(t, "", append([]string{"ingest", "--store", db, "--collection", "kb"}, files...)...); code != 0 {
+		t.Fatalf("ingest: exit %d: %s", code, errOut)
+	}
+	for _, mode := range []string{"keyword", "vector", "hybrid", "mmr"} {
+		out, errOut, code := runLoom(t, "", "retrieve", "--store", db, "--collection", "kb", "--mode", mode, "--min-score", "0.5", "tell me how many minutes pass before my customer account password reset link expires, and whether support can send another one today")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", mode, code, errOut)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		var first struct {
+			Text      string  `json:"text"`
+			Vector    float64 `json:"vector"`
+			Relevance float64 `json:"relevance"`
+		}
+		if err := json.Unmarshal([]byte(lines[0]), &first); err != nil || !strings.Contains(first.Text, "password reset link") || first.Relevance != 1 {
+			t.Fatalf("%s: %v; first line %s", mode, err, lines[0])
+		}
+		if mode == "vector" && first.Vector >= 0.5 {
+			t.Fatalf("the best cosine is %v: the test needs one under the min-score", first.Vector)
+		}
+		for _, l := range lines {
+			var h struct {
+				Relevance float64 `json:"relevance"`
+			}
+			if err := json.Unmarshal([]byte(l), &h); err != nil || h.Relevance < 0.5 {
+				t.Errorf("%s: %v: %s", mode, err, l)
+			}
+		}
+	}
+}

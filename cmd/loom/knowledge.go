@@ -243,9 +243,11 @@ keywords and the embedder's own for the vectors (0.4 for the offline lexical emb
 server's). mmr drops duplicates and near-duplicates of the hybrid candidates and re-ranks them for
 diversity (--mmr-lambda from 0, most diverse, to 1, most relevant; default 0.7).
 
---min-score (0 to 1) drops results less relevant than it, relevance being what ranks them: in keyword mode
-the BM25 score relative to the best match, in vector mode the cosine similarity, in hybrid and mmr mode the
-fused score.
+--min-score (0 to 1) drops results less relevant than it, relevance meaning the same in every mode: a
+result's score in its mode's ranking (BM25 in keyword mode, the cosine similarity in vector mode, the
+fused score in hybrid and mmr mode) relative to the best result's, printed as "relevance". So 0.5 keeps the
+results at least half as good as the best one, in any mode; the best one is always kept. It cannot tell a
+query that nothing matches well: "vector" keeps the absolute cosine similarity for that.
 ` + embedderUsage + storeFlagsUsage
 
 func runRetrieve(ctx context.Context, args []string, s streams) error {
@@ -255,7 +257,7 @@ func runRetrieve(ctx context.Context, args []string, s streams) error {
 	name := fs.String("collection", "", "the collection's `name` (or id)")
 	topK := fs.Int("top-k", 10, "return at most `N` results")
 	mode := fs.String("mode", engine.ModeHybrid, "the retrieval `mode`: hybrid, keyword, vector or mmr")
-	minScore := fs.Float64("min-score", 0, "drop results less relevant than this (0 to 1)")
+	minScore := fs.Float64("min-score", 0, "drop results less relevant than this share of the best result's score (0 to 1)")
 	keywordWeight := fs.Float64("keyword-weight", 1, "the weight `W` of the keyword ranking in hybrid and mmr mode (default: the collection's, else 1)")
 	vectorWeight := fs.Float64("vector-weight", 0, "the weight `W` of the vector ranking in hybrid and mmr mode (default: the collection's, else the embedder's)")
 	lambda := fs.Float64("mmr-lambda", 0, "relevance against diversity in mmr mode, `L` from 0 to 1 (default 0.7)")
