@@ -273,7 +273,9 @@ type IngestResult struct {
 // the collection's settings are unchanged is left as it is (IngestResult.Changed false). A document whose
 // metadata is over the store's default limits (store.DefaultMaxMetadataBytes, DefaultMaxMetadataKeys) is
 // refused with an error wrapping store.ErrTooLarge before it is chunked. The document's metadata is stored
-// once; each chunk keeps the chunker's own (its heading path, say), and is retrieved with both.
+// once; each chunk keeps the chunker's own (its heading path, say), and is retrieved with both. A
+// collection built with another embedder than the engine has, or whose vectors have other dimensions than
+// the embedder's, is refused an ingest, unchanged documents included, with an *EmbedderMismatchError.
 func (e *Engine) Ingest(ctx context.Context, collectionID string, docs ...ingest.Document) ([]IngestResult, error) {
 	coll, err := e.Collection(ctx, collectionID)
 	if err != nil {
@@ -565,7 +567,9 @@ const MaxTopK = 1000
 // (WithKeywordWeight, WithVectorWeight), else the collection's, else the defaults (see loom.FusionWeights).
 // Settings that retriever.Query.Validate refuses, and a TopK over MaxTopK, are refused with an error
 // wrapping ErrInvalidRequest (and retriever.ErrInvalidQuery for the former), and so are fusion weights
-// that are negative, NaN, infinite or both 0 (wrapping loom.ErrInvalidFusionWeights too).
+// that are negative, NaN, infinite or both 0 (wrapping loom.ErrInvalidFusionWeights too). A retrieval in
+// any mode but keyword from a collection built with another embedder than the engine has, or whose vectors
+// have other dimensions than the query's, is refused with an *EmbedderMismatchError (ErrEmbedderMismatch).
 func (e *Engine) Retrieve(ctx context.Context, query string, opts ...RetrieveOption) ([]retriever.Result, error) {
 	var cfg retrieveConfig
 	for _, o := range opts {

@@ -54,7 +54,8 @@ func TestIngest_EmbedderDownIs503(t *testing.T) {
 
 // TestRetrieve_EmbedderMismatchIs409: a collection built with the offline embedder, served by a server
 // configured with a model's embedder, answers a vector query and an ingest with 409 "embedder_mismatch" and a
-// message naming both embedders; keyword retrieval still answers.
+// message naming both embedders, and so does an assembly that retrieves from it; keyword retrieval still
+// answers.
 func TestRetrieve_EmbedderMismatchIs409(t *testing.T) {
 	t.Parallel()
 	st := newMemory()
@@ -82,6 +83,7 @@ func TestRetrieve_EmbedderMismatchIs409(t *testing.T) {
 		{"/v1/retrieve", map[string]any{"collection": "kb", "query": "rivers"}},
 		{"/v1/retrieve", map[string]any{"collection": "kb", "query": "rivers", "mode": "vector"}},
 		{"/v1/collections/kb/documents", map[string]any{"id": "d", "text": "rivers run"}},
+		{"/v1/assemble", map[string]any{"message": "rivers", "max_tokens": 1000, "retrieve": map[string]any{"collection": "kb"}}},
 	} {
 		out := ts.must("POST", c.path, keyAcme, c.body, 409)
 		msg, _ := out["error"].(map[string]any)["message"].(string)
