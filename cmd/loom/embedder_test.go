@@ -65,7 +65,8 @@ func TestEmbedderFlags_IngestAndRetrieve(t *testing.T) {
 	db := "sqlite:" + filepath.Join(t.TempDir(), "loom.db")
 	files := writeFiles(t, "Rivers carry water to the sea.", "Hills are green in spring.")
 	flags := []string{"--embedder-url", url, "--embedder-model", "hash-16"}
-	if _, errOut, code := runLoom(t, "", append(append([]string{"ingest", "--store", db, "--collection", "kb"}, flags...), files...)...); code != 0 {
+	if _, errOut, code := runLoom(t, "", append(append([]string{"ingest", "--store", db, "--collection", "kb"}, flags...), files...)...); code != 0 ||
+		!strings.Contains(errOut, "embedder openai:hash-16") {
 		t.Fatalf("ingest: exit %d: %s", code, errOut)
 	}
 	if requests.Load() == 0 {

@@ -86,7 +86,7 @@ func runIngest(ctx context.Context, args []string, s streams) error {
 		if err != nil {
 			return usageError(fmt.Errorf("ingest: create collection %q: %w", *name, err))
 		}
-		fmt.Fprintf(s.stderr, "created collection %q (%s, %d tokens, overlap %d)\n", coll.Name, coll.ChunkStrategy, coll.ChunkSize, coll.ChunkOverlap)
+		fmt.Fprintf(s.stderr, "created collection %q (%s, %d tokens, overlap %d, embedder %s)\n", coll.Name, coll.ChunkStrategy, coll.ChunkSize, coll.ChunkOverlap, coll.Embedder)
 	case err != nil:
 		return fmt.Errorf("ingest: %w", err)
 	case (*strategy != "" && *strategy != coll.ChunkStrategy) || (*size != 0 && *size != coll.ChunkSize) || (*overlap != 0 && max(*overlap, 0) != coll.ChunkOverlap):
