@@ -64,6 +64,7 @@ var sentinels = map[string]error{
 	"embed.ErrUnavailable":          embed.ErrUnavailable,
 	"engine.ErrInvalidRequest":      engine.ErrInvalidRequest,
 	"engine.ErrClosed":              engine.ErrClosed,
+	"engine.ErrEmbedderMismatch":    engine.ErrEmbedderMismatch,
 	"engine.ErrAgentNotFound":       engine.ErrAgentNotFound,
 	"engine.ErrNoCollections":       engine.ErrNoCollections,
 	"engine.ErrNoSummarizer":        engine.ErrNoSummarizer,

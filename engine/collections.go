@@ -273,7 +273,9 @@ type IngestResult struct {
 // the collection's settings are unchanged is left as it is (IngestResult.Changed false). A document whose
 // metadata is over the store's default limits (store.DefaultMaxMetadataBytes, DefaultMaxMetadataKeys) is
 // refused with an error wrapping store.ErrTooLarge before it is chunked. The document's metadata is stored
-// once; each chunk keeps the chunker's own (its heading path, say), and is retrieved with both.
+// once; each chunk keeps the chunker's own (its heading path, say), and is retrieved with both. A
+// collection built with another embedder than the engine has, or whose vectors have other dimensions than
+// the embedder's, is refused an ingest, unchanged documents included, with an *EmbedderMismatchError.
 func (e *Engine) Ingest(ctx context.Context, collectionID string, docs ...ingest.Document) ([]IngestResult, error) {
 	coll, err := e.Collection(ctx, collectionID)
 	if err != nil {
@@ -350,6 +352,14 @@ func settingsHash(coll loom.Collection, d ingest.Document, strategy string, ck c
 
 func (e *Engine) ingestOne(ctx context.Context, coll loom.Collection, d ingest.Document) (IngestResult, error) {
 	tenant := loom.Tenant(ctx)
+	// Before any work, an unchanged document's included: vectors of another embedder are never mixed in.
+	emb, err := e.embedderOf(coll)
+	if err == nil {
+		err = checkDimensions(coll, emb, emb.Dimensions()) // when it knows them; else after the embedding
+	}
+	if err != nil {
+		return IngestResult{}, err
+	}
 	if err := store.ValidateID(store.Limits{}, "document", d.ID); err != nil {
 		return IngestResult{}, err
 	}
@@ -393,10 +403,6 @@ func (e *Engine) ingestOne(ctx context.Context, coll loom.Collection, d ingest.D
 		return IngestResult{}, fmt.Errorf("%w: document %q makes %d chunks, more than the limit of %d (use a larger chunk size)",
 			store.ErrTooLarge, d.ID, len(pieces), limit)
 	}
-	emb := e.embedders[coll.Embedder]
-	if emb == nil {
-		return IngestResult{}, fmt.Errorf("%w: the collection's embedder %q is not registered", ErrInvalidRequest, coll.Embedder)
-	}
 	texts := make([]string, len(pieces))
 	for i, p := range pieces {
 		texts[i] = p.Content
@@ -404,6 +410,11 @@ func (e *Engine) ingestOne(ctx context.Context, coll loom.Collection, d ingest.D
 	vectors, err := embedAll(ctx, emb, texts)
 	if err != nil {
 		return IngestResult{}, fmt.Errorf("embed: %w", err)
+	}
+	if len(vectors) > 0 {
+		if err := checkDimensions(coll, emb, len(vectors[0])); err != nil {
+			return IngestResult{}, err
+		}
 	}
 	// Each chunk has the chunker's metadata (its heading path, say), and the document's once for all: the
 	// store keeps that once, the index too, and both show a chunk the whole.
@@ -478,9 +489,10 @@ func WithCollection(id string) RetrieveOption { return func(c *retrieveConfig) {
 // WithTopK sets how many results to return (default 10).
 func WithTopK(k int) RetrieveOption { return func(c *retrieveConfig) { c.q.TopK = k } }
 
-// WithMinScore drops results less relevant than s, on a 0..1 scale whatever the mode (see
-// retriever.Query.MinScore): BM25 relative to the best match in keyword mode, cosine similarity in vector
-// mode, the fused score (their weighted mean) in hybrid and mmr mode.
+// WithMinScore drops results less relevant than s, relevance meaning the same in every mode (see
+// retriever.Query.MinScore): the score of the mode's ranking (BM25 in keyword mode, cosine similarity in
+// vector mode, the fused score in hybrid and mmr mode) relative to the best result's, from 0 to 1. So 0.5
+// keeps the results at least half as good as the best, and the best is always kept.
 func WithMinScore(s float64) RetrieveOption { return func(c *retrieveConfig) { c.q.MinScore = s } }
 
 // WithMode sets the retrieval mode: "hybrid" (BM25 and vectors fused by the weighted mean of their
@@ -555,7 +567,9 @@ const MaxTopK = 1000
 // (WithKeywordWeight, WithVectorWeight), else the collection's, else the defaults (see loom.FusionWeights).
 // Settings that retriever.Query.Validate refuses, and a TopK over MaxTopK, are refused with an error
 // wrapping ErrInvalidRequest (and retriever.ErrInvalidQuery for the former), and so are fusion weights
-// that are negative, NaN, infinite or both 0 (wrapping loom.ErrInvalidFusionWeights too).
+// that are negative, NaN, infinite or both 0 (wrapping loom.ErrInvalidFusionWeights too). A retrieval in
+// any mode but keyword from a collection built with another embedder than the engine has, or whose vectors
+// have other dimensions than the query's, is refused with an *EmbedderMismatchError (ErrEmbedderMismatch).
 func (e *Engine) Retrieve(ctx context.Context, query string, opts ...RetrieveOption) ([]retriever.Result, error) {
 	var cfg retrieveConfig
 	for _, o := range opts {
@@ -587,12 +601,15 @@ func (e *Engine) Retrieve(ctx context.Context, query string, opts ...RetrieveOpt
 		return nil, err
 	}
 	if q.Mode != ModeKeyword {
-		if emb == nil {
-			return nil, fmt.Errorf("%w: the collection's embedder %q is not registered", ErrInvalidRequest, coll.Embedder)
+		if emb, err = e.embedderOf(coll); err != nil {
+			return nil, err
 		}
 		vs, err := emb.Embed(ctx, []string{query})
 		if err != nil {
 			return nil, fmt.Errorf("embed the query: %w", err)
+		}
+		if err := checkDimensions(coll, emb, len(vs[0])); err != nil {
+			return nil, err
 		}
 		q.Vector = vs[0]
 	}
@@ -619,6 +636,9 @@ type Hit struct {
 	KeywordRank int               `json:"keyword_rank,omitempty"`
 	Vector      float64           `json:"vector,omitempty"`
 	VectorRank  int               `json:"vector_rank,omitempty"`
+	// Relevance is what min_score is compared with: the score relative to the best result's (see
+	// retriever.Result.Relevance).
+	Relevance float64 `json:"relevance"`
 }
 
 // NewHit flattens r.
@@ -626,7 +646,7 @@ func NewHit(r retriever.Result) Hit {
 	c := r.Chunk
 	return Hit{Rank: r.Rank, Score: r.Score, Kind: r.Kind, ChunkID: c.ID, DocumentID: c.DocumentID,
 		Source: c.Metadata["source"], Start: c.StartOffset, End: c.EndOffset, Text: c.Content, Metadata: c.Metadata,
-		Keyword: r.Keyword, KeywordRank: r.KeywordRank, Vector: r.Vector, VectorRank: r.VectorRank}
+		Keyword: r.Keyword, KeywordRank: r.KeywordRank, Vector: r.Vector, VectorRank: r.VectorRank, Relevance: r.Relevance}
 }
 
 // followBackoff bounds the pause after a failed read of the change feed.

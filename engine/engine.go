@@ -413,10 +413,11 @@ func (e *Engine) retrieveKnowledge(ctx context.Context, tenant string, r *Retrie
 	return out, nil
 }
 
-// isRequestError reports whether err is the caller's doing: an invalid request or a missing collection.
+// isRequestError reports whether err is the caller's doing: an invalid request, a missing collection or one
+// built with another embedder.
 func isRequestError(err error) bool {
 	return errors.Is(err, ErrInvalidRequest) || errors.Is(err, collection.ErrNotFound) || errors.Is(err, store.ErrInvalid) ||
-		errors.Is(err, store.ErrTooLarge) || errors.Is(err, ErrNoCollections)
+		errors.Is(err, store.ErrTooLarge) || errors.Is(err, ErrNoCollections) || errors.Is(err, ErrEmbedderMismatch)
 }
 
 // load reads the stored sources with the source deadline: in one Load, with the first page of the

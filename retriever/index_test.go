@@ -513,8 +513,11 @@ func TestSearch_MinScore(t *testing.T) {
 	}
 }
 
-// TestSearch_MinScoreIsTheRelevance: in every mode, MinScore keeps exactly the results whose relevance, as
-// Query.MinScore defines it per mode, is at least MinScore, and the relevance is in [0, 1].
+// TestSearch_MinScoreIsTheRelevance: MinScore means the same thing in every mode: it keeps exactly the
+// results whose score in the mode's ranking is at least MinScore times the best result's (for MMR, the
+// hybrid ranking's), which is Result.Relevance, in [0, 1]; so the best result is always kept, whatever the
+// mode and the scale of its scores. (Comparing MinScore with the cosine similarity kept nothing in vector
+// mode for the queries whose best cosine is under it, while hybrid mode kept results of that cosine.)
 func TestSearch_MinScoreIsTheRelevance(t *testing.T) {
 	t.Parallel()
 	ix := NewIndex(IndexOptions{})
@@ -528,38 +531,34 @@ func TestSearch_MinScoreIsTheRelevance(t *testing.T) {
 		for _, mode := range []string{ModeKeyword, ModeVector, ModeHybrid, ModeMMR} {
 			q.Mode, q.MinScore = mode, 0
 			all := search(t, ix, q)
-			// The relevance of each chunk in this mode.
+			// The relevance of each chunk in this mode: its score over the best's.
 			relOf := map[string]float64{}
-			switch mode {
-			case ModeKeyword:
-				for _, r := range all {
-					relOf[r.Chunk.ID] = r.Score / all[0].Score
-				}
-			case ModeVector:
-				for _, r := range all {
-					relOf[r.Chunk.ID] = r.Score
-				}
-			default: // a hybrid result's Score; MMR's chunks are hybrid candidates
+			ranking := all
+			if mode == ModeMMR { // MMR's chunks are hybrid candidates, relevant as they are there
 				h := q
 				h.Mode, h.TopK = ModeHybrid, 1000
-				for _, r := range search(t, ix, h) {
-					relOf[r.Chunk.ID] = r.Score
-				}
+				ranking = search(t, ix, h)
+			}
+			for _, r := range ranking {
+				relOf[r.Chunk.ID] = r.Score / ranking[0].Score
 			}
 			if len(all) == 0 {
 				continue
 			}
 			for _, r := range all {
-				if rel, ok := relOf[r.Chunk.ID]; !ok || !(rel >= 0 && rel <= 1+1e-9) {
-					t.Fatalf("%s: %s has relevance %v (known %v)", mode, r.Chunk.ID, rel, ok)
+				if rel, ok := relOf[r.Chunk.ID]; !ok || !(rel >= 0 && rel <= 1+1e-9) || math.Abs(r.Relevance-rel) > 1e-9 {
+					t.Fatalf("%s: %s has relevance %v, Relevance %v (known %v)", mode, r.Chunk.ID, rel, r.Relevance, ok)
 				}
 			}
-			for _, min := range []float64{0.05, 0.3, 0.5, 0.8} {
+			for _, min := range []float64{0.05, 0.3, 0.5, 0.8, 1} {
 				q.MinScore = min
 				got := search(t, ix, q)
+				if len(got) == 0 || got[0].Chunk.ID != all[0].Chunk.ID {
+					t.Fatalf("%s, MinScore %v: %d results; the best result must be kept", mode, min, len(got))
+				}
 				for _, r := range got {
-					if relOf[r.Chunk.ID] < min {
-						t.Fatalf("%s, MinScore %v: %s kept with relevance %v", mode, min, r.Chunk.ID, relOf[r.Chunk.ID])
+					if r.Relevance < min {
+						t.Fatalf("%s, MinScore %v: %s kept with relevance %v", mode, min, r.Chunk.ID, r.Relevance)
 					}
 				}
 				if mode == ModeMMR {
@@ -567,7 +566,7 @@ func TestSearch_MinScoreIsTheRelevance(t *testing.T) {
 				}
 				want := 0
 				for _, r := range all {
-					if relOf[r.Chunk.ID] >= min {
+					if r.Relevance >= min {
 						want++
 					}
 				}

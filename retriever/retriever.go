@@ -70,4 +70,8 @@ type Result struct {
 	// VectorRank is the chunk's position in the vector ranking, from 1, or 0 when it was not in it.
 	Vector     float64
 	VectorRank int
+	// Relevance is the result's score in the ranking of its mode relative to the best result's, from 0 to
+	// 1 (1 for the best), what Query.MinScore is compared with in every mode (for MMR, the fused score's,
+	// before diversity lowers Score).
+	Relevance float64
 }

@@ -42,14 +42,15 @@ type Query struct {
 	Vector []float32
 	// TopK is the most results to return; 0 means DefaultTopK.
 	TopK int
-	// MinScore drops results less relevant than it. Relevance is on a scale from 0 to 1 whatever the mode
-	// (a MinScore outside it is invalid), and it is what ranks the results (but for MMR's diversity):
-	//   - keyword: the chunk's BM25 score divided by the best BM25 score of the query (the best result is 1);
-	//   - vector: the chunk's cosine similarity to the query;
-	//   - hybrid and mmr: the fused score, the weighted mean of the two above (see loom.FusionWeights),
-	//     which is a hybrid result's Score; an MMR result's Score is lowered by its likeness to the results
-	//     before it, its relevance is not.
-	// 0 keeps all.
+	// MinScore drops results less relevant than it, relevance being the same thing in every mode: a
+	// result's score in the ranking of its mode divided by the best result's (Result.Relevance), from 0 to
+	// 1 (a MinScore outside it is invalid). So 0.5 keeps the results at least half as good as the best in
+	// keyword, vector, hybrid and mmr mode alike, and the best result is always kept. The ranking's score
+	// is the BM25 score in keyword mode, the cosine similarity in vector mode, and the fused score in
+	// hybrid and mmr mode (see loom.FusionWeights; an MMR result's Score is then lowered by its likeness to
+	// the results before it, its relevance is not). Being relative, MinScore cannot tell a query that
+	// matches nothing well from one that matches well: Result.Vector keeps the absolute cosine similarity
+	// for that. 0 keeps all.
 	MinScore float64
 	// Mode is ModeHybrid (the default when ""), ModeKeyword, ModeVector or ModeMMR.
 	Mode string
@@ -260,11 +261,24 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Result, error) {
 		}
 	}
 
-	// Keep the results above MinScore, attaching their chunks.
+	// Each result's relevance is its score in the ranking relative to the best result's, whatever the
+	// mode: that is what MinScore is compared with. (The keyword ranking's relevance already is; the
+	// vector ranking's cosine and the fused score are not: a MinScore compared with them meant another
+	// thing in each mode, and kept nothing in vector mode where a query's best cosine was under it.)
+	var best float64
+	for _, x := range rel {
+		best = max(best, x)
+	}
+	for i := range results {
+		if best > 0 {
+			results[i].Relevance = max(rel[i], 0) / best
+		}
+	}
+	// Keep the results as relevant as MinScore or more, attaching their chunks.
 	slots := make([]uint32, 0, len(ranked))
 	kept, keptRel := results[:0], rel[:0]
 	for i, r := range results {
-		if q.MinScore > 0 && rel[i] < q.MinScore {
+		if q.MinScore > 0 && r.Relevance < q.MinScore {
 			continue
 		}
 		slots = append(slots, ranked[i].slot)

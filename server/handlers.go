@@ -28,6 +28,8 @@ var kindStatuses = []struct {
 }{
 	{loom.ErrBudget, http.StatusUnprocessableEntity, "budget_exceeded"},
 	{loom.ErrExists, http.StatusConflict, "conflict"},
+	// Before ErrInvalid, which it wraps: the request is fine, the collection's vectors are of another embedder.
+	{engine.ErrEmbedderMismatch, http.StatusConflict, "embedder_mismatch"},
 	{loom.ErrNotFound, http.StatusNotFound, "not_found"},
 	{loom.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
 	{loom.ErrInvalid, http.StatusBadRequest, "invalid_request"},

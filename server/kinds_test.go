@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/embed"
 	"github.com/context-loom/loom/engine"
 	"github.com/context-loom/loom/server"
@@ -49,4 +50,46 @@ func TestIngest_EmbedderDownIs503(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRetrieve_EmbedderMismatchIs409: a collection built with the offline embedder, served by a server
+// configured with a model's embedder, answers a vector query and an ingest with 409 "embedder_mismatch" and a
+// message naming both embedders, and so does an assembly that retrieves from it; keyword retrieval still
+// answers.
+func TestRetrieve_EmbedderMismatchIs409(t *testing.T) {
+	t.Parallel()
+	st := newMemory()
+	built, err := testEngine(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { built.Close() })
+	if _, err := built.CreateCollection(loom.WithTenant(t.Context(), "acme"), loom.Collection{Name: "kb"}); err != nil {
+		t.Fatal(err)
+	}
+	emb, err := embed.NewOpenAI(embed.OpenAIConfig{BaseURL: "http://127.0.0.1:1/v1", Model: "text-embedding-3-small", Dimensions: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := testEngine(st, engine.WithEmbedder(emb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := newTestServerFor(t, eng, server.Limits{})
+	for _, c := range []struct {
+		path string
+		body map[string]any
+	}{
+		{"/v1/retrieve", map[string]any{"collection": "kb", "query": "rivers"}},
+		{"/v1/retrieve", map[string]any{"collection": "kb", "query": "rivers", "mode": "vector"}},
+		{"/v1/collections/kb/documents", map[string]any{"id": "d", "text": "rivers run"}},
+		{"/v1/assemble", map[string]any{"message": "rivers", "max_tokens": 1000, "retrieve": map[string]any{"collection": "kb"}}},
+	} {
+		out := ts.must("POST", c.path, keyAcme, c.body, 409)
+		msg, _ := out["error"].(map[string]any)["message"].(string)
+		if errorCode(out) != "embedder_mismatch" || !strings.Contains(msg, `"lexical2-384"`) || !strings.Contains(msg, `"openai:text-embedding-3-small:512" (512 dimensions)`) {
+			t.Errorf("%s %v: got %v", c.path, c.body, out)
+		}
+	}
+	ts.must("POST", "/v1/retrieve", keyAcme, map[string]any{"collection": "kb", "query": "rivers", "mode": "keyword"}, 200)
 }

@@ -19,11 +19,12 @@ import (
 )
 
 const ingestUsage = `Usage: loom ingest --collection NAME [--store URL] [--tenant T] [--strategy S] [--chunk-size N]
-                   [--chunk-overlap M] [--include GLOB]... [--exclude GLOB]... [--prune] [--json] PATH...
+                   [--chunk-overlap M] [--include GLOB]... [--exclude GLOB]... [--prune] [--json]
+                   [--embedder-url URL --embedder-model NAME] PATH...
 
 Ingest reads files and directories (in lexical order; hidden files and symbolic links are left out) as
 text, Markdown, HTML (its text extracted, its headings kept for chunking) or code, chunks and embeds them
-with the offline embedder, and stores them in the collection NAME, which is created if it does not exist
+(with the offline embedder, or the one --embedder-url and --embedder-model name), and stores them in the collection NAME, which is created if it does not exist
 (with --strategy, --chunk-size and --chunk-overlap, or the defaults: auto, 512, 50). A document's id is its
 path as walked; ingesting an unchanged file again changes nothing, a changed one replaces its old chunks.
 With --prune, it then deletes the documents it made from files under the PATHs that no longer exist, and
@@ -31,7 +32,7 @@ lists them ("removed ID"; with --json, "removed": [...]): run it from the same d
 document's id is its path as given. A file that is there keeps its document, even one left out by
 --exclude. On a terminal it shows a progress bar on standard error; at the end it prints a summary (--json:
 as JSON). Files that cannot be read as text are skipped and listed.
-` + storeFlagsUsage
+` + embedderUsage + storeFlagsUsage
 
 // multiFlag collects a repeated flag.
 type multiFlag []string
@@ -42,6 +43,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 func runIngest(ctx context.Context, args []string, s streams) error {
 	fs, help := newFlagSet("ingest", ingestUsage, s)
 	sf := addStoreFlags(fs)
+	ef := addEmbedderFlags(fs)
 	name := fs.String("collection", "", "the collection's `name` (or id)")
 	strategy := fs.String("strategy", "", "a new collection's chunking `strategy`: auto, recursive, fixed, sliding, semantic, code, markdown")
 	size := fs.Int("chunk-size", 0, "a new collection's chunk size in tokens, at least 16 (default 512)")
@@ -63,7 +65,15 @@ func runIngest(ctx context.Context, args []string, s streams) error {
 			return fmt.Errorf("ingest: %w", err)
 		}
 	}
-	eng, closeAll, err := openEngine(ctx, sf)
+	embOpt, err := ef.option(nil)
+	if err != nil {
+		return err
+	}
+	var engOpts []engine.Option
+	if embOpt != nil {
+		engOpts = append(engOpts, embOpt)
+	}
+	eng, closeAll, err := openEngine(ctx, sf, engOpts...)
 	if err != nil {
 		return err
 	}
@@ -76,7 +86,7 @@ func runIngest(ctx context.Context, args []string, s streams) error {
 		if err != nil {
 			return usageError(fmt.Errorf("ingest: create collection %q: %w", *name, err))
 		}
-		fmt.Fprintf(s.stderr, "created collection %q (%s, %d tokens, overlap %d)\n", coll.Name, coll.ChunkStrategy, coll.ChunkSize, coll.ChunkOverlap)
+		fmt.Fprintf(s.stderr, "created collection %q (%s, %d tokens, overlap %d, embedder %s)\n", coll.Name, coll.ChunkStrategy, coll.ChunkSize, coll.ChunkOverlap, coll.Embedder)
 	case err != nil:
 		return fmt.Errorf("ingest: %w", err)
 	case (*strategy != "" && *strategy != coll.ChunkStrategy) || (*size != 0 && *size != coll.ChunkSize) || (*overlap != 0 && max(*overlap, 0) != coll.ChunkOverlap):
@@ -93,6 +103,9 @@ func runIngest(ctx context.Context, args []string, s streams) error {
 	sum, err := eng.IngestPaths(ctx, coll.ID, fs.Args(), opts)
 	if bar != nil {
 		bar.finish()
+	}
+	if errors.Is(err, engine.ErrEmbedderMismatch) {
+		return usageError(fmt.Errorf("ingest: %w", mismatchHint(err)))
 	}
 	if err != nil {
 		return fmt.Errorf("ingest: %w", err)
@@ -133,13 +146,13 @@ func runIngest(ctx context.Context, args []string, s streams) error {
 	return nil
 }
 
-// openEngine opens the store the flags name and an engine over it; closeAll closes both.
-func openEngine(ctx context.Context, sf storeFlags) (*engine.Engine, func(), error) {
+// openEngine opens the store the flags name and an engine over it, with opts; closeAll closes both.
+func openEngine(ctx context.Context, sf storeFlags, opts ...engine.Option) (*engine.Engine, func(), error) {
 	st, err := sf.open(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	eng, err := engine.New(st, engine.WithChunkers(newChunkers()))
+	eng, err := engine.New(st, append([]engine.Option{engine.WithChunkers(newChunkers())}, opts...)...)
 	if err != nil {
 		st.Close()
 		return nil, nil, err
@@ -212,7 +225,8 @@ func (p *progressBar) finish() { fmt.Fprintln(p.w) }
 
 const retrieveUsage = `Usage: loom retrieve --collection NAME [--store URL] [--tenant T] [--top-k N]
                      [--mode hybrid|keyword|vector|mmr] [--min-score S] [--filter KEY=VALUE]...
-                     [--keyword-weight W] [--vector-weight W] [--mmr-lambda L] QUERY...
+                     [--keyword-weight W] [--vector-weight W] [--mmr-lambda L]
+                     [--embedder-url URL --embedder-model NAME] QUERY...
 
 Retrieve prints the chunks of the collection most relevant to QUERY as JSON Lines, best first:
 
@@ -229,18 +243,21 @@ keywords and the embedder's own for the vectors (0.4 for the offline lexical emb
 server's). mmr drops duplicates and near-duplicates of the hybrid candidates and re-ranks them for
 diversity (--mmr-lambda from 0, most diverse, to 1, most relevant; default 0.7).
 
---min-score (0 to 1) drops results less relevant than it, relevance being what ranks them: in keyword mode
-the BM25 score relative to the best match, in vector mode the cosine similarity, in hybrid and mmr mode the
-fused score.
-` + storeFlagsUsage
+--min-score (0 to 1) drops results less relevant than it, relevance meaning the same in every mode: a
+result's score in its mode's ranking (BM25 in keyword mode, the cosine similarity in vector mode, the
+fused score in hybrid and mmr mode) relative to the best result's, printed as "relevance". So 0.5 keeps the
+results at least half as good as the best one, in any mode; the best one is always kept. It cannot tell a
+query that nothing matches well: "vector" keeps the absolute cosine similarity for that.
+` + embedderUsage + storeFlagsUsage
 
 func runRetrieve(ctx context.Context, args []string, s streams) error {
 	fs, help := newFlagSet("retrieve", retrieveUsage, s)
 	sf := addStoreFlags(fs)
+	ef := addEmbedderFlags(fs)
 	name := fs.String("collection", "", "the collection's `name` (or id)")
 	topK := fs.Int("top-k", 10, "return at most `N` results")
 	mode := fs.String("mode", engine.ModeHybrid, "the retrieval `mode`: hybrid, keyword, vector or mmr")
-	minScore := fs.Float64("min-score", 0, "drop results less relevant than this (0 to 1)")
+	minScore := fs.Float64("min-score", 0, "drop results less relevant than this share of the best result's score (0 to 1)")
 	keywordWeight := fs.Float64("keyword-weight", 1, "the weight `W` of the keyword ranking in hybrid and mmr mode (default: the collection's, else 1)")
 	vectorWeight := fs.Float64("vector-weight", 0, "the weight `W` of the vector ranking in hybrid and mmr mode (default: the collection's, else the embedder's)")
 	lambda := fs.Float64("mmr-lambda", 0, "relevance against diversity in mmr mode, `L` from 0 to 1 (default 0.7)")
@@ -261,7 +278,15 @@ func runRetrieve(ctx context.Context, args []string, s streams) error {
 		}
 		filter[k] = v
 	}
-	eng, closeAll, err := openEngine(ctx, sf)
+	embOpt, err := ef.option(nil)
+	if err != nil {
+		return err
+	}
+	var engOpts []engine.Option
+	if embOpt != nil {
+		engOpts = append(engOpts, embOpt)
+	}
+	eng, closeAll, err := openEngine(ctx, sf, engOpts...)
 	if err != nil {
 		return err
 	}
@@ -282,6 +307,8 @@ func runRetrieve(ctx context.Context, args []string, s streams) error {
 	}
 	results, err := eng.Retrieve(ctx, query, opts...)
 	switch {
+	case errors.Is(err, engine.ErrEmbedderMismatch):
+		return usageError(fmt.Errorf("retrieve: %w", mismatchHint(err)))
 	case errors.Is(err, engine.ErrInvalidRequest):
 		return usageError(fmt.Errorf("retrieve: %w", err))
 	case err != nil:

@@ -26,7 +26,8 @@ import (
 	"github.com/context-loom/loom/store/storeurl"
 )
 
-const serveUsage = `Usage: loom serve [--addr HOST:PORT] [--store URL] [--keys FILE] [--summarizer-url URL --summarizer-model NAME] [flags]
+const serveUsage = `Usage: loom serve [--addr HOST:PORT] [--store URL] [--keys FILE] [--summarizer-url URL --summarizer-model NAME]
+                  [--embedder-url URL --embedder-model NAME] [flags]
 
 Serve runs Loom's HTTP API (GET /openapi.json describes it) until SIGINT or SIGTERM, then stops accepting
 connections, finishes the requests in flight (up to --shutdown-timeout) and closes the store.
@@ -69,7 +70,7 @@ with Loom's estimate and the reason if that fails. Assemblies never ask.
 
 Every flag can also be set by an environment variable: LOOM_ and the flag's name in capitals with _ for -
 (--max-body-bytes is LOOM_MAX_BODY_BYTES). A flag on the command line wins.
-` + summarizerUsage + storeFlagsUsage
+` + summarizerUsage + embedderUsage + storeFlagsUsage
 
 // serveConfig is what loom serve's flags and environment say.
 type serveConfig struct {
@@ -84,6 +85,7 @@ type serveConfig struct {
 	assembliesKept                                      int
 	assemblyMaxBytes                                    byteSize
 	summarizer                                          summarizerFlags
+	embedder                                            embedderFlags
 }
 
 func runServe(ctx context.Context, args []string, s streams) error {
@@ -109,6 +111,7 @@ func runServe(ctx context.Context, args []string, s streams) error {
 	c.assemblyMaxBytes = store.DefaultMaxAssemblyBytes
 	fs.Var(&c.assemblyMaxBytes, "assembly-max-bytes", "the largest assembly record, `SIZE` (a larger one goes without its rendered messages)")
 	c.summarizer = addSummarizerFlags(fs)
+	c.embedder = addEmbedderFlags(fs)
 	if err := parseFlags(fs, help, args); err != nil {
 		return err
 	}
@@ -175,6 +178,13 @@ func runServe(ctx context.Context, args []string, s streams) error {
 		engine.WithChunkers(newChunkers())}
 	opts = append(opts, engine.WithAssemblyRecords(engine.RecordOptions{Off: !c.recordAssemblies,
 		Keep: c.assembliesKept, MaxBytes: int(min(int64(c.assemblyMaxBytes), math.MaxInt32))}))
+	embOpt, err := c.embedder.option(log)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if embOpt != nil {
+		opts = append(opts, embOpt)
+	}
 	sumOpt, err := c.summarizer.option(log)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
