@@ -654,6 +654,9 @@ func (a *assembly) result(out *output) *Result {
 	}
 	// The report: required regions, then the optional ones in priority order.
 	used := out.regionsUsed()
+	if a.req.CacheReport || a.req.CachePrevious != nil {
+		res.CacheState, res.Cache = a.cacheState(res, used, a.req.CachePrevious)
+	}
 	add := func(name Region, budget, used int, included []string, dropped []Dropped) {
 		exact := a.model.Exact() && !out.estimated[name]
 		res.Exact = res.Exact && exact
