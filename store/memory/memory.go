@@ -49,6 +49,7 @@ var (
 	_ store.Loader            = (*Backend)(nil)
 	_ store.CollectionBackend = (*Backend)(nil)
 	_ store.SummaryBackend    = (*Backend)(nil)
+	_ store.CacheStateBackend = (*Backend)(nil)
 )
 
 // key scopes an id by tenant.
@@ -59,6 +60,7 @@ type session struct {
 	tools     []store.ToolOutput
 	knowledge []store.Knowledge
 	summary   *store.Summary
+	cache     []byte    // the cache state (store.CacheStateBackend)
 	expires   time.Time // zero: never
 }
 
@@ -296,6 +298,9 @@ func (s *Backend) Load(_ context.Context, tenant string, q store.LoadQuery) (*st
 				sum := *ss.summary
 				snap.Summary = &sum
 			}
+			if q.CacheState && ss.cache != nil {
+				snap.CacheState = slices.Clone(ss.cache)
+			}
 		}
 	}
 	return snap, nil
@@ -334,4 +339,26 @@ func (s *Backend) SwapSummary(_ context.Context, tenant, sessionID string, rev i
 	}
 	ss.summary = &sum
 	return true, nil
+}
+
+// CacheState implements store.CacheStateBackend.
+func (s *Backend) CacheState(_ context.Context, tenant, sessionID string) ([]byte, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if ss := s.live(key{tenant, sessionID}, false); ss != nil && ss.cache != nil {
+		return slices.Clone(ss.cache), nil
+	}
+	return nil, fmt.Errorf("cache state of session %q: %w", sessionID, store.ErrNotFound)
+}
+
+// PutCacheState implements store.CacheStateBackend.
+func (s *Backend) PutCacheState(_ context.Context, tenant, sessionID string, state []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.live(key{tenant, sessionID}, true)
+	if ss == nil || len(ss.msgs) == 0 {
+		return fmt.Errorf("session %q: %w", sessionID, store.ErrNotFound)
+	}
+	ss.cache = slices.Clone(state)
+	return nil
 }

@@ -206,11 +206,22 @@ CREATE TABLE summaries (
 	FOREIGN KEY (tenant, session) REFERENCES sessions (tenant, session) ON DELETE CASCADE
 ) WITHOUT ROWID;
 `,
+	// A session's cache state (store.CacheStateBackend): the hashes of its last assembly's stable parts,
+	// opaque to the store; it goes with its session.
+	7: `
+CREATE TABLE cache_states (
+	tenant  TEXT NOT NULL,
+	session TEXT NOT NULL,
+	data    BLOB NOT NULL,
+	PRIMARY KEY (tenant, session),
+	FOREIGN KEY (tenant, session) REFERENCES sessions (tenant, session) ON DELETE CASCADE
+) WITHOUT ROWID;
+`,
 }
 
 // SchemaVersion is the schema version this package writes: a file at a later version (written by a newer
 // Loom) is refused by Open.
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // migrate brings the file to SchemaVersion in one write transaction. A file at SchemaVersion already (every
 // open but the first) is only read: no write lock for the processes that open it at once to queue for.

@@ -50,6 +50,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Unicode", testUnicode},
 		{"Load", testLoad},
 		{"Summaries", testSummaries},
+		{"CacheStates", testCacheStates},
 		{"BadIDs", testBadIDs},
 		{"ContextAndClose", testContextAndClose},
 	}
