@@ -91,5 +91,6 @@ func (e *Engine) Close() error {
 	if e.bg != nil {
 		e.bg.Close()
 	}
+	e.caches.wait() // each write is bounded by its own timeout; none starts once closing is done
 	return e.ix.Close(context.Background())
 }
