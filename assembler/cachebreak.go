@@ -1,10 +1,10 @@
 package assembler
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"hash"
+	"hash/crc32"
+	"unsafe"
 )
 
 // The reasons of a CacheReport: why the prompt's prefix shared with the previous assembly's ended
@@ -47,7 +47,8 @@ type CacheState struct {
 	History CacheHistory `json:"history"`
 }
 
-// CachePart is one stable part of a prompt: its region, the hex of a hash of its bytes, and its tokens.
+// CachePart is one stable part of a prompt: its region, the hex of a 64-bit hash of its bytes, and its
+// tokens.
 type CachePart struct {
 	Region string `json:"region"`
 	Hash   string `json:"hash"`
@@ -70,59 +71,98 @@ var cacheReasons = map[string]string{
 	RegionSummary.String():      CacheCompaction,
 }
 
-// partHash is the hex of the first 16 bytes of h's sum.
-func partHash(h hash.Hash) string {
-	var sum [sha256.Size]byte
-	return hex.EncodeToString(h.Sum(sum[:0])[:16])
+// castagnoli is the CRC-32C table, which the CPU's instruction computes where it has one.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// fieldWriter hashes fields, each prefixed with its length so that no two sequences of fields hash the
+// same, through a buffer of its own (a string is appended to it, not converted). The hash is 64 bits: the
+// CRC-32C and the CRC-32 (IEEE) of the bytes, which the CPU computes at several GB/s, for the history is
+// hashed on every assembly. It tells a changed part from an unchanged one, which is all it is for: a
+// prompt is its caller's own, and a collision would only misreport that caller's own cache break.
+type fieldWriter struct {
+	c, i uint32
+	buf  []byte
 }
 
-// writeField writes s to h prefixed with its length, so that no two sequences of fields hash the same.
-func writeField(h hash.Hash, s string) {
-	var n [binary.MaxVarintLen64]byte
-	h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
-	h.Write([]byte(s))
+func (w *fieldWriter) field(s string) {
+	w.buf = binary.AppendUvarint(w.buf, uint64(len(s)))
+	if len(s) < 256 {
+		w.buf = append(w.buf, s...)
+		return
+	}
+	// A long text is hashed where it is, not copied: the CRCs only read it.
+	w.flush()
+	w.update(unsafe.Slice(unsafe.StringData(s), len(s)))
 }
+
+func (w *fieldWriter) update(b []byte) {
+	w.c = crc32.Update(w.c, castagnoli, b)
+	w.i = crc32.Update(w.i, crc32.IEEETable, b)
+}
+
+// flush hashes what is buffered.
+func (w *fieldWriter) flush() {
+	w.update(w.buf)
+	w.buf = w.buf[:0]
+}
+
+// sum is the hash of what was written, in hex, the buffer flushed.
+func (w *fieldWriter) sum() string {
+	w.flush()
+	var b [8]byte
+	binary.BigEndian.PutUint32(b[:4], w.c)
+	binary.BigEndian.PutUint32(b[4:], w.i)
+	return hex.EncodeToString(b[:])
+}
+
+// reset starts another hash.
+func (w *fieldWriter) reset() { w.c, w.i, w.buf = 0, 0, w.buf[:0] }
 
 // cacheState computes the assembly's CacheState from its settled plan, with used the regions' tokens, and,
-// when prev is not nil, the CacheReport against it.
+// when prev is not nil, the CacheReport against it. It hashes each stable part and the kept history once,
+// through one buffer.
 func (a *assembly) cacheState(res *Result, used regionTokens, prev *CacheState) (*CacheState, *CacheReport) {
 	st := &CacheState{Format: res.Format, Model: res.Model, Parts: make([]CachePart, 0, 4)}
-	h := sha256.New()
-	part := func(r Region, tokens int, write func()) {
-		h.Reset()
-		write()
-		st.Parts = append(st.Parts, CachePart{Region: r.String(), Hash: partHash(h), Tokens: tokens})
-	}
-	if a.tools != nil {
-		part(RegionTools, used[RegionTools], func() { writeField(h, a.tools.prefixID()) })
-	}
-	if a.instructions != "" {
-		part(RegionInstructions, used[RegionInstructions], func() { writeField(h, a.instructions) })
-	}
-	pinned, pinnedTokens := false, 0
-	for _, it := range a.memory {
-		if it.kept && it.pinned {
-			pinned = true
-			pinnedTokens += max(it.cost, 0)
-		}
-	}
-	if pinned {
-		part(RegionMemory, pinnedTokens, func() {
+	var scratch [1024]byte
+	w := fieldWriter{buf: scratch[:0]}
+	parts := 0 // which of tools, instructions, pinned memory, summary
+	pinnedTokens := 0
+	for k, r := range [...]Region{RegionTools, RegionInstructions, RegionMemory, RegionSummary} {
+		tokens := used[r]
+		switch r {
+		case RegionTools:
+			if a.tools != nil {
+				w.field(a.tools.prefixID())
+				parts |= 1 << k
+			}
+		case RegionInstructions:
+			if a.instructions != "" {
+				w.field(a.instructions)
+				parts |= 1 << k
+			}
+		case RegionMemory:
 			for _, it := range a.memory {
 				if it.kept && it.pinned {
+					pinnedTokens += max(it.cost, 0)
 					for _, p := range it.parts {
-						writeField(h, p.Text)
+						w.field(p.Text)
 					}
+					parts |= 1 << k
 				}
 			}
-		})
-	}
-	if a.summary != nil {
-		part(RegionSummary, used[RegionSummary], func() {
+			tokens = pinnedTokens
+		case RegionSummary:
 			for _, p := range a.summary {
-				writeField(h, p.Text)
+				w.field(p.Text)
 			}
-		})
+			if a.summary != nil {
+				parts |= 1 << k
+			}
+		}
+		if parts&(1<<k) != 0 {
+			st.Parts = append(st.Parts, CachePart{Region: r.String(), Hash: w.sum(), Tokens: tokens})
+			w.reset()
+		}
 	}
 
 	// The history, message by message; the hash of its first prev.History.Messages is kept to compare.
@@ -130,46 +170,50 @@ func (a *assembly) cacheState(res *Result, used regionTokens, prev *CacheState) 
 	if prev != nil {
 		want = prev.History.Messages
 	}
-	h.Reset()
 	n, prefixHash := 0, ""
 	if want == 0 {
-		prefixHash = partHash(h)
+		prefixHash = w.sum()
 	}
 	for gi := a.keepFrom; gi < len(a.turns); gi++ {
 		g := &a.turns[gi]
 		msgs, contents := a.msgs(g), a.groupContents(g)
 		for i := range msgs {
 			m := &msgs[i]
-			writeField(h, m.Role)
-			writeField(h, m.Name)
-			writeField(h, m.ToolCallID)
-			writeField(h, contents[i].Text)
+			w.field(m.Role)
+			w.field(m.Name)
+			w.field(m.ToolCallID)
+			w.field(contents[i].Text)
 			for _, c := range m.ToolCalls {
-				writeField(h, c.ID)
-				writeField(h, c.Function.Name)
-				writeField(h, c.Function.Arguments)
+				w.field(c.ID)
+				w.field(c.Function.Name)
+				w.field(c.Function.Arguments)
 			}
 			for _, p := range m.Parts {
-				writeField(h, p.Type)
-				writeField(h, p.Text)
+				w.field(p.Type)
+				w.field(p.Text)
 				if p.Image != nil {
-					writeField(h, p.Image.URL)
-					writeField(h, string(p.Image.Data))
-					writeField(h, p.Image.MediaType)
+					w.field(p.Image.URL)
+					w.field(string(p.Image.Data))
+					w.field(p.Image.MediaType)
 				}
 			}
 			n++
-			if n == 1 {
-				st.History.First = partHash(h)
-			}
-			if n == want {
-				prefixHash = partHash(h)
+			switch {
+			case n == 1:
+				st.History.First = w.sum()
+				if n == want {
+					prefixHash = st.History.First
+				}
+			case n == want:
+				prefixHash = w.sum()
+			case len(w.buf) >= len(scratch)-256:
+				w.flush()
 			}
 		}
 	}
 	st.History.Messages, st.History.Tokens = n, used[RegionHistory]
 	if n > 0 {
-		st.History.Hash = partHash(h)
+		st.History.Hash = w.sum()
 	}
 	if prev == nil {
 		return st, nil
