@@ -5,15 +5,17 @@ GOFMT ?= $(shell $(GO) env GOROOT)/bin/gofmt
 # staticcheck, pinned; `go run` fetches and builds it once (the module and build caches keep it).
 STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
-# The modules of the repository: the library, the benchmarks and the SDK conformance tests.
-MODULES := . bench internal/sdktest
+# The modules of the repository: the library, the benchmarks, the SDK conformance tests and the inspector
+# page's browser test.
+MODULES := . bench internal/sdktest internal/browsertest
 
-.PHONY: test test-fast test-full test-deps lint nocgo bench generate
+.PHONY: test test-fast test-full test-deps lint nocgo bench generate screenshot
 
 # test checks the formatting and runs staticcheck on every module (lint), builds, vets and tests what
 # depends on cgo without it (nocgo), vets the benchmark module and runs its tests (which compiles the
 # benchmarks without running them), vets and runs the SDK conformance tests (internal/sdktest, a module of
-# its own so that the OpenAI and Anthropic SDKs stay out of the library's go.mod), then vets the main
+# its own so that the OpenAI and Anthropic SDKs stay out of the library's go.mod) and the inspector page's
+# test in headless Chromium (internal/browsertest, its own module for chromedp), then vets the main
 # module and tests it twice: every test of every package without the race detector, at full size (the
 # allocation tests among them: under the detector sync.Pool drops values on purpose, so they skip there),
 # then the packages in RACE_PKGS with it, where the single-goroutine property sweeps run a tenth of their
@@ -24,6 +26,8 @@ test: test-deps lint nocgo
 	cd bench && $(GO) test -run . -count=1 ./...
 	cd internal/sdktest && $(GO) vet ./...
 	cd internal/sdktest && $(GO) test -count=1 ./...
+	cd internal/browsertest && $(GO) vet ./...
+	cd internal/browsertest && $(GO) test -count=1 ./...
 	$(GO) vet ./...
 	LOOM_REQUIRE_VALKEY=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	LOOM_REQUIRE_VALKEY=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(RACE_PKGS)
@@ -70,9 +74,15 @@ test-full: test-deps
 	LOOM_FULL_SWEEPS=1 LOOM_REQUIRE_VALKEY=1 $(GO) test -count=1 ./...
 
 # test-deps installs what the tests need besides Go: a Valkey-protocol server binary (Debian's
-# redis-server when no valkey-server or redis-server is installed).
+# redis-server when no valkey-server or redis-server is installed) and a headless Chromium for the
+# inspector's browser test (Debian's chromium; where it cannot be installed, that test skips and says why).
 test-deps:
 	bash scripts/ensure-valkey.sh
+	bash scripts/ensure-chromium.sh
+
+# screenshot regenerates docs/inspector.png, the README's picture of the inspector, from the browser test.
+screenshot: test-deps
+	cd internal/browsertest && $(GO) test -count=1 -run TestInspector -update-screenshot ./...
 
 # bench runs the benchmarks, Loom beside its peers (see bench/).
 bench:

@@ -61,9 +61,9 @@ func fillBenchState(b *testing.B, s *store.Store) {
 }
 
 // benchAssemble assembles from s in a loop and reports p50 and p99 latency besides the mean.
-func benchAssemble(b *testing.B, s *store.Store) {
+func benchAssemble(b *testing.B, s *store.Store, opts ...engine.Option) {
 	fillBenchState(b, s)
-	eng, err := engine.New(s)
+	eng, err := engine.New(s, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -82,25 +82,39 @@ func benchAssemble(b *testing.B, s *store.Store) {
 			b.Fatalf("degraded %v, %d tokens", res.Degraded, res.TotalTokens)
 		}
 	}
+	if err := eng.FlushRecords(b.Context()); err != nil { // the records' cost is the benchmark's too
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(eng.RecordsDropped())/float64(len(lat)), "unrecorded/op")
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 }
 
 // BenchmarkAssembleFromStore assembles from 200 stored messages, memory, tool outputs and knowledge, read
-// from each backend (the network ones on loopback).
+// from each backend (the network ones on loopback): recorded in the session for the inspector, as by
+// default, and unrecorded (WithAssemblyRecords(RecordOptions{Off: true})), to show what recording costs.
 func BenchmarkAssembleFromStore(b *testing.B) {
-	b.Run("memory", func(b *testing.B) {
-		s := newMemory()
-		defer s.Close()
-		benchAssemble(b, s)
-	})
-	for _, backend := range backends {
-		b.Run(backend.name, func(b *testing.B) {
-			s := backend.open(b)
+	modes := []struct {
+		name string
+		opts []engine.Option
+	}{
+		{"recorded", nil},
+		{"unrecorded", []engine.Option{engine.WithAssemblyRecords(engine.RecordOptions{Off: true})}},
+	}
+	for _, m := range modes {
+		b.Run("memory/"+m.name, func(b *testing.B) {
+			s := newMemory()
 			defer s.Close()
-			benchAssemble(b, s)
+			benchAssemble(b, s, m.opts...)
 		})
+		for _, backend := range backends {
+			b.Run(backend.name+"/"+m.name, func(b *testing.B) {
+				s := backend.open(b)
+				defer s.Close()
+				benchAssemble(b, s, m.opts...)
+			})
+		}
 	}
 }
 

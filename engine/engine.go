@@ -66,7 +66,9 @@ type Engine struct {
 	maxDocChunks    int   // WithMaxDocumentChunks; 0: the default
 	indexMemory     int64 // WithIndexMemory; 0: no cap
 	ix              *registry
-	hints           agentHints // the first page of history to read for an agent (see load)
+	hints           agentHints    // the first page of history to read for an agent (see load)
+	records         RecordOptions // WithAssemblyRecords'
+	rec             *recorder     // writes the records; nil when the engine records none
 
 	summarizer        summarize.Summarizer // WithSummarizer's; nil: no compaction
 	sumCfg            SummarizerConfig
@@ -120,6 +122,9 @@ func New(s *store.Store, opts ...Option) (*Engine, error) {
 	if e.summarizer != nil && s.Summaries() {
 		e.bg = newCompactor(e)
 	}
+	if !e.records.Off && s.Assemblies() {
+		e.rec = newRecorder(e)
+	}
 	if e.defaultEmbedder == "" {
 		def := embed.Default()
 		e.embedders[def.Name()], e.defaultEmbedder = def, def.Name()
@@ -163,6 +168,9 @@ type Request struct {
 	// Retrieve fills the knowledge region by retrieving from a collection for the message (after any
 	// stored and inline knowledge).
 	Retrieve *RetrieveRequest `json:"retrieve,omitempty"`
+	// NoRecord leaves this assembly out of its session's recorded assemblies (see WithAssemblyRecords):
+	// the inspector's "try it" runs, which ask what a change would do, set it.
+	NoRecord bool `json:"no_record,omitempty"`
 
 	assembler.Request
 }
@@ -198,7 +206,8 @@ type Degradation struct {
 // ErrAgentNotFound for an agent that does not exist, a *assembler.BudgetError when the required items do not
 // fit, errors wrapping ErrInvalidRequest, assembler.ErrInvalidRequest or store.ErrInvalid for a bad request,
 // and an error wrapping ErrSourceFailed when the named agent cannot be read or (only when req.Strict) another
-// source cannot be read.
+// source cannot be read. The engine records the result in its session for the inspector after it
+// returns (see WithAssemblyRecords): treat it as read-only.
 func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 	tenant := loom.Tenant(ctx)
 	switch req.Preset {
@@ -316,7 +325,9 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 	if tracked && res.CacheState != nil {
 		e.putCacheState(cacheKey{tenant, req.Session}, res.CacheState)
 	}
-	return &Result{Result: res, Degraded: degraded}, nil
+	out := &Result{Result: res, Degraded: degraded}
+	e.record(ctx, &req, snap, out)
+	return out, nil
 }
 
 // withSummary gives req the session's stored summary, if it covers any message: it stands for the

@@ -84,7 +84,8 @@ func (e *Engine) dropIndex(tenant, collID string) {
 }
 
 // Close stops the engine's background work (the change feed's follower, index builds under way, the
-// background compactions) and waits for it; builds and retrievals asked for after it fail with ErrClosed.
+// background compactions, the recorder of assemblies, which first writes the records queued) and waits
+// for it; builds and retrievals asked for after it fail with ErrClosed.
 // It does not close the store.
 func (e *Engine) Close() error {
 	e.closed()
@@ -92,5 +93,8 @@ func (e *Engine) Close() error {
 		e.bg.Close()
 	}
 	e.caches.wait() // each write is bounded by its own timeout; none starts once closing is done
+	if e.rec != nil {
+		e.rec.close()
+	}
 	return e.ix.Close(context.Background())
 }

@@ -54,7 +54,7 @@ func newMetrics(reg prometheus.Registerer, eng *engine.Engine) (*metrics, error)
 		}, []string{"region"}),
 	}
 	for _, c := range []prometheus.Collector{m.latency, m.tokens, m.dropped, m.degraded, m.storeErrors, m.shared, m.breaks,
-		indexCollector{eng}, compactionCollector{eng}, cacheStateCollector{eng}} {
+		indexCollector{eng}, compactionCollector{eng}, recordsCollector{eng}, cacheStateCollector{eng}} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -161,4 +161,18 @@ func (c cacheStateCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, result := range []string{engine.CacheStateWritten, engine.CacheStateFailed, engine.CacheStateDropped, engine.CacheStateSkipped} {
 		ch <- prometheus.MustNewConstMetric(cacheStateWritesDesc, prometheus.CounterValue, float64(stats[result]), result)
 	}
+}
+
+// recordsDroppedDesc is the count of assemblies that went unrecorded though recording was on.
+var recordsDroppedDesc = prometheus.NewDesc("loom_assembly_records_dropped_total",
+	"Assemblies the inspector's records left out though recording was on: the recorder's queue was full, the record was too large even without its rendered output, or the store refused it.",
+	nil, nil)
+
+// recordsCollector exports the engine's RecordsDropped.
+type recordsCollector struct{ eng *engine.Engine }
+
+func (recordsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- recordsDroppedDesc }
+
+func (c recordsCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(recordsDroppedDesc, prometheus.CounterValue, float64(c.eng.RecordsDropped()))
 }

@@ -193,6 +193,8 @@ func (s *Server) routeTable() []route {
 		{"DELETE /v1/sessions/{session}", false, s.deleteSession},
 		{"POST /v1/sessions/{session}/compact", false, s.compact},
 		{"GET /v1/sessions/{session}/summary", false, s.getSummary},
+		{"GET /v1/sessions/{session}/assemblies", false, s.listAssemblies},
+		{"GET /v1/sessions/{session}/assemblies/{seq}", false, s.getAssembly},
 		{"POST /v1/sessions/{session}/tool-outputs", false, s.appendToolOutput},
 		{"PUT /v1/sessions/{session}/knowledge", false, s.setKnowledge},
 		{"PUT /v1/users/{user}/memory/{key}", false, s.setFact},
@@ -241,6 +243,15 @@ func (s *Server) routes() http.Handler {
 			h = s.wrap(rt)
 		}
 		mux.Handle(rt.pattern, s.observe(rt.pattern, h))
+	}
+	// The inspector page (not the API: public, as it holds no data; it asks the API with the user's key).
+	for _, p := range [...]struct{ pattern, file, ctype string }{
+		{"GET /{$}", "index.html", "text/html; charset=utf-8"},
+		{"GET /inspect", "index.html", "text/html; charset=utf-8"},
+		{"GET /inspect/app.js", "app.js", "text/javascript; charset=utf-8"},
+		{"GET /inspect/app.css", "app.css", "text/css; charset=utf-8"},
+	} {
+		mux.Handle(p.pattern, s.observe("inspector", s.wrap(route{pattern: p.pattern, public: true, handle: inspectorPage(p.file, p.ctype)})))
 	}
 	// Everything else: a JSON 404, or 405 with Allow when the path exists with other methods.
 	other := s.observe("other", s.wrap(route{pattern: "/", public: true, handle: func(w http.ResponseWriter, r *http.Request) error {

@@ -28,6 +28,7 @@ type Store struct {
 	limits Limits
 	sums   SummaryBackend    // b's, or nil
 	caches CacheStateBackend // b's, or nil
+	asms   AssemblyBackend   // b's, or nil
 	sorted bool              // facts are ordered by key (b is no OrderedFacts that keeps its own order)
 	now    func() time.Time
 	closed atomic.Bool
@@ -46,6 +47,7 @@ func New(b Backend, opts Options) (*Store, error) {
 	s.loader, _ = b.(Loader)
 	s.sums, _ = b.(SummaryBackend)
 	s.caches, _ = b.(CacheStateBackend)
+	s.asms, _ = b.(AssemblyBackend)
 	if o, ok := b.(OrderedFacts); ok && o.FactsOrdered() {
 		s.sorted = false
 	}

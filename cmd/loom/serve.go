@@ -50,6 +50,15 @@ loopback address, and it answers only requests whose Host is a loopback name or 
 without keys, a request with a body must be Content-Type: application/json (415 otherwise), so that a web
 page cannot post a form to the API, and no CORS header is ever sent.
 
+The inspector: GET / (or /inspect) in a browser shows a session's recent assemblies: the window by region
+against the budget and the model's window, every item kept or dropped and why, the rendered messages, the
+cacheable prefix, the compaction summary, and a form that runs an assembly again with another budget or
+format. The page asks for an API key and keeps it for the tab only. Each assembly of a stored session is
+recorded in the store (so any server of a cluster shows it): the newest --assemblies-kept of each session
+(default 20), each at most --assembly-max-bytes (default 256KiB; a larger one is kept without its
+rendered messages). --record-assemblies=false records none. GET /v1/sessions/SESSION/assemblies lists
+them, .../assemblies/SEQ returns one.
+
 Provider counts: with LOOM_ANTHROPIC_API_KEY or LOOM_GEMINI_API_KEY set, POST /v1/tokens/count asks
 Anthropic's /v1/messages/count_tokens or Gemini's countTokens for the exact count of a request to a model
 without a public tokenizer (LOOM_ANTHROPIC_BASE_URL and LOOM_GEMINI_BASE_URL change where), and answers
@@ -68,6 +77,9 @@ type serveConfig struct {
 	storeWait                                           time.Duration
 	warm                                                string
 	indexMemory                                         byteSize
+	recordAssemblies                                    bool
+	assembliesKept                                      int
+	assemblyMaxBytes                                    byteSize
 	summarizer                                          summarizerFlags
 }
 
@@ -89,6 +101,10 @@ func runServe(ctx context.Context, args []string, s streams) error {
 	fs.DurationVar(&c.storeWait, "store-wait", 30*time.Second, "at start, how long to keep trying a store that cannot be reached")
 	fs.StringVar(&c.warm, "warm-indexes", "", "build the search indexes of these collections at start (`TENANT/COLLECTION,...`)")
 	fs.Var(&c.indexMemory, "index-memory", "cap the loaded search indexes' memory at `SIZE` (512MiB, 2GB, bytes; 0: no cap)")
+	fs.BoolVar(&c.recordAssemblies, "record-assemblies", true, "record each assembly of a stored session for the inspector (GET /)")
+	fs.IntVar(&c.assembliesKept, "assemblies-kept", store.DefaultAssembliesKept, "how many of a session's newest assemblies to keep recorded")
+	c.assemblyMaxBytes = store.DefaultMaxAssemblyBytes
+	fs.Var(&c.assemblyMaxBytes, "assembly-max-bytes", "the largest assembly record, `SIZE` (a larger one goes without its rendered messages)")
 	c.summarizer = addSummarizerFlags(fs)
 	if err := parseFlags(fs, help, args); err != nil {
 		return err
@@ -98,6 +114,9 @@ func runServe(ctx context.Context, args []string, s streams) error {
 	}
 	if err := flagsFromEnv(fs); err != nil {
 		return usageError(fmt.Errorf("serve: %w", err))
+	}
+	if c.assembliesKept < 1 || c.assemblyMaxBytes < 1 {
+		return usageError(errors.New("serve: --assemblies-kept and --assembly-max-bytes must be at least 1 (turn recording off with --record-assemblies=false)"))
 	}
 	env, envSet := os.LookupEnv("LOOM_API_KEYS")
 	keys, err := loadKeys(env, envSet, c.keysFile)
@@ -151,6 +170,8 @@ func runServe(ctx context.Context, args []string, s streams) error {
 	defer st.Close()
 	opts := []engine.Option{engine.WithSourceTimeout(c.sourceTimeout), engine.WithIndexMemory(int64(c.indexMemory)),
 		engine.WithChunkers(newChunkers())}
+	opts = append(opts, engine.WithAssemblyRecords(engine.RecordOptions{Off: !c.recordAssemblies,
+		Keep: c.assembliesKept, MaxBytes: int(min(int64(c.assemblyMaxBytes), math.MaxInt32))}))
 	sumOpt, err := c.summarizer.option(log)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)

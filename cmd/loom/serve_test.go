@@ -303,3 +303,13 @@ func TestServe_WaitsForTheStore(t *testing.T) {
 		t.Fatalf("serve: %v", err)
 	}
 }
+
+func TestServe_RefusesAssemblyRecordBoundsBelowOne(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"--assemblies-kept", "0"}, {"--assembly-max-bytes", "0"}} {
+		_, errOut, code := runLoom(t, "", append([]string{"serve", "--addr", "127.0.0.1:0", "--store", "memory:"}, args...)...)
+		if code != exitUsage || !strings.Contains(errOut, "--record-assemblies=false") {
+			t.Errorf("serve %v: exit %d, %q", args, code, errOut)
+		}
+	}
+}

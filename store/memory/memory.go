@@ -41,6 +41,9 @@ type Backend struct {
 	sessions map[key]*session
 
 	colls collections // collection.Store (collections.go); its zero value is ready
+
+	// unlocked, when a test sets it, runs where a read has let go of mu and copies what it selected.
+	unlocked func()
 }
 
 var (
@@ -50,6 +53,7 @@ var (
 	_ store.CollectionBackend = (*Backend)(nil)
 	_ store.SummaryBackend    = (*Backend)(nil)
 	_ store.CacheStateBackend = (*Backend)(nil)
+	_ store.AssemblyBackend   = (*Backend)(nil)
 )
 
 // key scopes an id by tenant.
@@ -60,8 +64,9 @@ type session struct {
 	tools     []store.ToolOutput
 	knowledge []store.Knowledge
 	summary   *store.Summary
-	cache     []byte    // the cache state (store.CacheStateBackend)
-	expires   time.Time // zero: never
+	cache     []byte                 // the cache state (store.CacheStateBackend)
+	asms      []store.AssemblyRecord // oldest first
+	expires   time.Time              // zero: never
 }
 
 func newBackend(opts Options) *Backend {
@@ -180,25 +185,30 @@ func (s *Backend) AppendMessages(_ context.Context, tenant, sessionID string, ms
 
 // ReadMessages implements store.Backend.
 func (s *Backend) ReadMessages(_ context.Context, tenant, sessionID string, before int64, n int) ([]store.Message, int64, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	ss := s.live(key{tenant, sessionID}, false)
-	if ss == nil {
-		return nil, 0, nil
-	}
-	msgs, next := store.SelectPage(ss.msgs, store.MessageQuery{Before: before, Limit: n})
-	return cloneMessages(msgs), next, nil
+	return s.selectMessages(tenant, sessionID, store.MessageQuery{Before: before, Limit: n})
 }
 
 // SelectMessages implements store.MessageSelector: it copies only the messages q selects.
 func (s *Backend) SelectMessages(_ context.Context, tenant, sessionID string, q store.MessageQuery) ([]store.Message, int64, error) {
+	return s.selectMessages(tenant, sessionID, q)
+}
+
+// selectMessages selects under the read lock and copies after it: a session's messages are only ever
+// appended, and a stored one is never changed, so the selected part of the slice stays as it was while
+// AppendMessages writes past its end or moves the session to a larger array. Copying a long page
+// under the lock is what made an append wait for a background compaction's read.
+func (s *Backend) selectMessages(tenant, sessionID string, q store.MessageQuery) ([]store.Message, int64, error) {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
 	ss := s.live(key{tenant, sessionID}, false)
 	if ss == nil {
+		s.mu.RUnlock()
 		return nil, 0, nil
 	}
 	msgs, next := store.SelectPage(ss.msgs, q)
+	s.mu.RUnlock()
+	if s.unlocked != nil {
+		s.unlocked()
+	}
 	return cloneMessages(msgs), next, nil
 }
 
@@ -266,18 +276,20 @@ func (s *Backend) DeleteSession(_ context.Context, tenant, sessionID string) err
 	defer s.mu.Unlock()
 	k := key{tenant, sessionID}
 	ss := s.live(k, true)
-	if ss == nil || len(ss.msgs)+len(ss.tools)+len(ss.knowledge) == 0 {
+	if ss == nil || len(ss.msgs)+len(ss.tools)+len(ss.knowledge)+len(ss.asms) == 0 {
 		return fmt.Errorf("session %q: %w", sessionID, store.ErrNotFound)
 	}
 	delete(s.sessions, k)
 	return nil
 }
 
-// Load implements store.Loader: it reads every source under one lock.
+// Load implements store.Loader: it reads every source under one lock, and copies the session's messages
+// and tool outputs after it (both are only ever appended to: see selectMessages).
 func (s *Backend) Load(_ context.Context, tenant string, q store.LoadQuery) (*store.Snapshot, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
 	snap := &store.Snapshot{Errors: map[store.Source]error{}}
+	var msgs []store.Message
+	var tools []store.ToolOutput
+	s.mu.RLock()
 	if q.Agent != "" {
 		if a, err := s.agentLocked(tenant, q.Agent); err != nil {
 			snap.Errors[store.SourceAgent] = err
@@ -290,9 +302,8 @@ func (s *Backend) Load(_ context.Context, tenant string, q store.LoadQuery) (*st
 	}
 	if q.Session != "" {
 		if ss := s.live(key{tenant, q.Session}, false); ss != nil {
-			msgs, next := store.SelectPage(ss.msgs, q.History())
-			snap.Messages, snap.NextBefore = cloneMessages(msgs), next
-			snap.ToolOutputs = slices.Clone(ss.tools)
+			msgs, snap.NextBefore = store.SelectPage(ss.msgs, q.History())
+			tools = ss.tools[:len(ss.tools):len(ss.tools)]
 			snap.Knowledge = cloneKnowledge(ss.knowledge)
 			if q.Summary && ss.summary != nil {
 				sum := *ss.summary
@@ -303,6 +314,11 @@ func (s *Backend) Load(_ context.Context, tenant string, q store.LoadQuery) (*st
 			}
 		}
 	}
+	s.mu.RUnlock()
+	if s.unlocked != nil {
+		s.unlocked()
+	}
+	snap.Messages, snap.ToolOutputs = cloneMessages(msgs), slices.Clone(tools)
 	return snap, nil
 }
 
@@ -361,4 +377,37 @@ func (s *Backend) PutCacheState(_ context.Context, tenant, sessionID string, sta
 	}
 	ss.cache = slices.Clone(state)
 	return nil
+}
+
+// RecordAssembly implements store.AssemblyBackend under the store's lock.
+func (s *Backend) RecordAssembly(_ context.Context, tenant, sessionID string, rec store.AssemblyRecord, keep int) (store.AssemblyRecord, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.touch(key{tenant, sessionID})
+	rec.Seq = 1
+	if n := len(ss.asms); n > 0 {
+		rec.Seq = ss.asms[n-1].Seq + 1
+	}
+	rec.Data = slices.Clone(rec.Data)
+	ss.asms = append(ss.asms, rec)
+	if over := len(ss.asms) - keep; over > 0 {
+		ss.asms = slices.Delete(ss.asms, 0, over)
+	}
+	return rec, nil
+}
+
+// Assemblies implements store.AssemblyBackend.
+func (s *Backend) Assemblies(_ context.Context, tenant, sessionID string) ([]store.AssemblyRecord, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	ss := s.live(key{tenant, sessionID}, false)
+	if ss == nil {
+		return nil, nil
+	}
+	out := make([]store.AssemblyRecord, len(ss.asms))
+	for i, r := range ss.asms {
+		r.Data = slices.Clone(r.Data)
+		out[len(out)-1-i] = r
+	}
+	return out, nil
 }

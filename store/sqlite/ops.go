@@ -626,6 +626,11 @@ func (s *Backend) DeleteSession(ctx context.Context, tenant, sessionID string) e
 				return err
 			}
 			if !has {
+				if err := t.scan(qHasAssemblies, []any{tenant, sessionID}, &has); err != nil {
+					return err
+				}
+			}
+			if !has {
 				return notFound
 			}
 		}
@@ -831,4 +836,63 @@ func (s *Backend) PutCacheState(ctx context.Context, tenant, sessionID string, s
 		_, err = t.exec(qPutCacheState, tenant, sessionID, state)
 		return err
 	})
+}
+
+// RecordAssembly implements store.AssemblyBackend: the record written and the older ones trimmed in one
+// write transaction, a write to the session like any other (its expiry refreshed).
+func (s *Backend) RecordAssembly(ctx context.Context, tenant, sessionID string, rec store.AssemblyRecord, keep int) (store.AssemblyRecord, error) {
+	err := s.write(ctx, "record assembly", func(t txn) error {
+		ss, err := s.touch(t, tenant, sessionID, s.now())
+		if err != nil {
+			return err
+		}
+		if err := ss.put(t, tenant, sessionID); err != nil {
+			return err
+		}
+		var last int64
+		if err := t.scan(qLastAssembly, []any{tenant, sessionID}, &last); err != nil {
+			return err
+		}
+		rec.Seq = last + 1
+		if _, err := t.exec(qInsertAssembly, tenant, sessionID, rec.Seq, rec.Time.Unix(), rec.Time.Nanosecond(), string(rec.Data)); err != nil {
+			return err
+		}
+		_, err = t.exec(qTrimAssemblies, tenant, sessionID, rec.Seq-int64(keep))
+		return err
+	})
+	if err != nil {
+		return store.AssemblyRecord{}, err
+	}
+	return rec, nil
+}
+
+// Assemblies implements store.AssemblyBackend.
+func (s *Backend) Assemblies(ctx context.Context, tenant, sessionID string) ([]store.AssemblyRecord, error) {
+	var recs []store.AssemblyRecord
+	err := s.read(ctx, "assemblies", func(t txn) error {
+		ok, _, err := live(t, tenant, sessionID, s.now())
+		if err != nil || !ok {
+			return err
+		}
+		rows, err := t.query(qAssemblies, tenant, sessionID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var r store.AssemblyRecord
+			var sec, nsec int64
+			var data string
+			if err := rows.Scan(&r.Seq, &sec, &nsec, &data); err != nil {
+				return err
+			}
+			r.Time, r.Data = time.Unix(sec, nsec).UTC(), json.RawMessage(data)
+			recs = append(recs, r)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return recs, nil
 }

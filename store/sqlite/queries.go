@@ -44,6 +44,11 @@ const (
 	qCacheState    = `SELECT data FROM cache_states WHERE tenant = ? AND session = ?`
 	qPutCacheState = `INSERT INTO cache_states (tenant, session, data) VALUES (?, ?, ?)
 		ON CONFLICT (tenant, session) DO UPDATE SET data = excluded.data`
+	qLastAssembly   = `SELECT coalesce(max(seq), 0) FROM assemblies WHERE tenant = ? AND session = ?`
+	qInsertAssembly = `INSERT INTO assemblies (tenant, session, seq, ts_s, ts_ns, data) VALUES (?, ?, ?, ?, ?, ?)`
+	qTrimAssemblies = `DELETE FROM assemblies WHERE tenant = ? AND session = ? AND seq <= ?`
+	qHasAssemblies  = `SELECT EXISTS (SELECT 1 FROM assemblies WHERE tenant = ? AND session = ?)`
+	qAssemblies     = `SELECT seq, ts_s, ts_ns, data FROM assemblies WHERE tenant = ? AND session = ? ORDER BY seq DESC`
 )
 
 // Collections (collection.Store).
@@ -97,10 +102,11 @@ var writeQueries = append([]string{
 	qSession, qPutSession, qDeleteSession, qHasKnowledge, qDeleteExpired,
 	qInsertMessage, qInsertToolOutput, qDeleteKnowledge, qInsertKnowledge,
 	qLiveSession, qSummary, qPutSummary, qPutCacheState,
+	qLastAssembly, qInsertAssembly, qTrimAssemblies, qHasAssemblies,
 }, insertChunks...)
 
 var readQueries = []string{
-	qPing, qGetAgent, qFacts, qLiveSession, qNewestMessages, qMessageRange, qToolOutputs, qKnowledge, qSummary, qCacheState,
+	qPing, qGetAgent, qFacts, qLiveSession, qNewestMessages, qMessageRange, qToolOutputs, qKnowledge, qSummary, qCacheState, qAssemblies,
 	qCollectionByID, qCollectionByName, qCollections, qAllCollections, qCollectionKey, qDocument, qDocuments, qDocumentMeta,
 	qDocumentChunks, qCollectionChunks, qChanges, qLastChange,
 }

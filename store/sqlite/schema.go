@@ -217,11 +217,25 @@ CREATE TABLE cache_states (
 	FOREIGN KEY (tenant, session) REFERENCES sessions (tenant, session) ON DELETE CASCADE
 ) WITHOUT ROWID;
 `,
+	// A session's recent assemblies for the inspector (store.AssemblyRecord), the newest few kept; they go
+	// with their session.
+	8: `
+CREATE TABLE assemblies (
+	tenant  TEXT NOT NULL,
+	session TEXT NOT NULL,
+	seq     INTEGER NOT NULL,
+	ts_s    INTEGER NOT NULL,
+	ts_ns   INTEGER NOT NULL,
+	data    TEXT NOT NULL, -- the record's JSON
+	PRIMARY KEY (tenant, session, seq),
+	FOREIGN KEY (tenant, session) REFERENCES sessions (tenant, session) ON DELETE CASCADE
+) WITHOUT ROWID;
+`,
 }
 
 // SchemaVersion is the schema version this package writes: a file at a later version (written by a newer
 // Loom) is refused by Open.
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 // migrate brings the file to SchemaVersion in one write transaction. A file at SchemaVersion already (every
 // open but the first) is only read: no write lock for the processes that open it at once to queue for.

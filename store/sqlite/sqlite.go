@@ -165,6 +165,7 @@ var (
 	_ store.Loader            = (*Backend)(nil)
 	_ store.SummaryBackend    = (*Backend)(nil)
 	_ store.CacheStateBackend = (*Backend)(nil)
+	_ store.AssemblyBackend   = (*Backend)(nil)
 	_ store.CollectionBackend = (*Backend)(nil)
 )
 

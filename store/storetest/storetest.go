@@ -51,6 +51,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Load", testLoad},
 		{"Summaries", testSummaries},
 		{"CacheStates", testCacheStates},
+		{"Assemblies", testAssemblies},
 		{"BadIDs", testBadIDs},
 		{"ContextAndClose", testContextAndClose},
 	}
@@ -692,7 +693,11 @@ func ttlOnce(t *testing.T, newStore NewStore, ttl time.Duration) bool {
 	must(s.AppendMessages(ctx, tenant, "short", store.Message{Role: "user", Content: "first"}))
 	must(s.AppendToolOutput(ctx, tenant, "short", store.ToolOutput{Tool: "t", Result: "r"}))
 	ok(t, s.SetKnowledge(ctx, tenant, "short", []store.Knowledge{{Content: "k"}}))
-	summaries := s.Summaries() // a running summary lives and dies with its session
+	summaries := s.Summaries()   // a running summary lives and dies with its session
+	assemblies := s.Assemblies() // so do its assembly records
+	if assemblies {
+		must(s.RecordAssembly(ctx, tenant, "short", []byte(`{"first":true}`), 0, 0))
+	}
 	if summaries {
 		if _, done := swap(t, s, tenant, "short", store.Summary{}, store.Summary{Claim: "c", ClaimExpires: time.Now().Add(time.Hour)}); !done {
 			t.Fatal("the first summary of a session was not written")
@@ -725,6 +730,9 @@ func ttlOnce(t *testing.T, newStore NewStore, ttl time.Duration) bool {
 			t.Fatalf("after a refreshing write, the summary: %v", err)
 		}
 	}
+	if assemblies && len(must(s.AssemblyRecords(ctx, tenant, "short"))) != 1 {
+		t.Fatal("after a refreshing write, the assembly record is gone")
+	}
 	time.Sleep(time.Until(refreshDone.Add(ttl + ttl/8)))
 	if n := len(must(s.Messages(ctx, tenant, "short", store.MessageQuery{}))) + len(must(s.ToolOutputs(ctx, tenant, "short"))) + len(must(s.Knowledge(ctx, tenant, "short"))); n != 0 {
 		t.Fatalf("%d items outlived the session's TTL", n)
@@ -736,6 +744,9 @@ func ttlOnce(t *testing.T, newStore NewStore, ttl time.Duration) bool {
 	if summaries {
 		_, err := s.Summary(ctx, tenant, "short")
 		wantErr(t, err, store.ErrNotFound, "the summary of an expired session")
+	}
+	if assemblies && len(must(s.AssemblyRecords(ctx, tenant, "short"))) != 0 {
+		t.Fatal("an assembly record outlived its session's TTL")
 	}
 	if len(must(s.Facts(ctx, tenant, "u"))) != 1 {
 		t.Fatal("memory expired with the session")

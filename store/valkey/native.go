@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	valkeygo "github.com/valkey-io/valkey-go"
 
@@ -79,11 +80,11 @@ func mustEscape(c byte) bool {
 }
 
 // sessionKeys are the keys of one session; they share a hash tag.
-type sessionKeys struct{ msgs, tools, kb, summary, cache string }
+type sessionKeys struct{ msgs, tools, kb, summary, asms, cache string }
 
 func (n *Backend) session(tenant, session string) sessionKeys {
 	base := n.prefix + ":{t:" + escape(tenant) + ":s:" + escape(session) + "}:"
-	return sessionKeys{base + "msgs", base + "tools", base + "kb", base + "summary", base + "cache"}
+	return sessionKeys{base + "msgs", base + "tools", base + "kb", base + "summary", base + "asms", base + "cache"}
 }
 
 func (n *Backend) memKey(tenant, user string) string {
@@ -230,7 +231,7 @@ func (n *Backend) DeleteFact(ctx context.Context, tenant, user, key string) erro
 func (n *Backend) write(ctx context.Context, k sessionKeys, cmds ...valkeygo.Completed) ([]valkeygo.ValkeyMessage, error) {
 	if n.conn.TTL > 0 {
 		ms := n.conn.TTL.Milliseconds()
-		for _, key := range []string{k.msgs, k.tools, k.kb, k.summary, k.cache} {
+		for _, key := range []string{k.msgs, k.tools, k.kb, k.summary, k.asms, k.cache} {
 			cmds = append(cmds, n.conn.Client.B().Pexpire().Key(key).Milliseconds(ms).Build())
 		}
 	}
@@ -240,12 +241,12 @@ func (n *Backend) write(ctx context.Context, k sessionKeys, cmds ...valkeygo.Com
 // appendMessages appends a batch of messages to a session's list atomically, numbering them from the
 // list's length: each value (a JSON object without seq) is stored with "seq" as its first member, so that a
 // read of the newest N needs no LLEN beside it. Then it refreshes the TTL of all of the session's keys.
-// KEYS are the session's msgs, tools, kb, summary and cache; ARGV[1] is the TTL in milliseconds (0: none), the
-// rest the values. A session that starts (again: its messages expired) has no summary or cache state left
-// over. It returns the list's new length.
+// KEYS are the session's msgs, tools, kb, summary, asms and cache; ARGV[1] is the TTL in milliseconds (0:
+// none), the rest the values. A session that starts (again: its messages expired) has no summary or cache
+// state left over. It returns the list's new length.
 var appendMessages = valkeygo.NewLuaScript(`
 local n = redis.call('LLEN', KEYS[1])
-if n == 0 then redis.call('DEL', KEYS[4], KEYS[5]) end
+if n == 0 then redis.call('DEL', KEYS[4], KEYS[6]) end
 local batch = {}
 for i = 2, #ARGV do
   batch[#batch + 1] = '{"seq":' .. string.format('%d', n + i - 1) .. ',' .. string.sub(ARGV[i], 2)
@@ -279,7 +280,7 @@ func (n *Backend) AppendMessages(ctx context.Context, tenant, session string, ms
 		return nil, n.conn.Fail(ctx, err)
 	}
 	defer cancel()
-	length, err := appendMessages.Exec(cctx, n.conn.Client, []string{k.msgs, k.tools, k.kb, k.summary, k.cache}, args).AsInt64()
+	length, err := appendMessages.Exec(cctx, n.conn.Client, []string{k.msgs, k.tools, k.kb, k.summary, k.asms, k.cache}, args).AsInt64()
 	if err != nil {
 		return nil, n.conn.Fail(ctx, err)
 	}
@@ -406,7 +407,7 @@ func decodeKnowledge(vals []string) ([]store.Knowledge, error) {
 // DeleteSession implements store.Backend: one DEL of the session's keys (one slot).
 func (n *Backend) DeleteSession(ctx context.Context, tenant, session string) error {
 	k := n.session(tenant, session)
-	r, err := n.conn.Do(ctx, n.conn.Client.B().Del().Key(k.msgs, k.tools, k.kb, k.summary, k.cache).Build())
+	r, err := n.conn.Do(ctx, n.conn.Client.B().Del().Key(k.msgs, k.tools, k.kb, k.summary, k.asms, k.cache).Build())
 	return n.conn.Deleted(ctx, r, err, "session", session)
 }
 
@@ -653,4 +654,74 @@ func (n *Backend) PutCacheState(ctx context.Context, tenant, session string, sta
 		return fmt.Errorf("session %q: %w", session, store.ErrNotFound)
 	}
 	return nil
+}
+
+// recordAssembly pushes an assembly record on the head of a session's list of them (newest first), as its
+// JSON object (ARGV[3]) with "seq" as its first member, the seq after the newest one's; trims the list to
+// ARGV[2] records and refreshes the TTL (ARGV[1] milliseconds, 0: none) of all of the session's keys,
+// KEYS, the first of which is the list. It returns the record's seq.
+var recordAssembly = valkeygo.NewLuaScript(`
+local seq = 1
+local top = redis.call('LINDEX', KEYS[1], 0)
+if top then seq = tonumber(string.match(top, '^{"seq":(%d+),')) + 1 end
+redis.call('LPUSH', KEYS[1], '{"seq":' .. string.format('%d', seq) .. ',' .. string.sub(ARGV[3], 2))
+redis.call('LTRIM', KEYS[1], 0, tonumber(ARGV[2]) - 1)
+local ttl = tonumber(ARGV[1])
+if ttl > 0 then
+  for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ttl) end
+end
+return seq
+`)
+
+// RecordAssembly implements store.AssemblyBackend with one script (recordAssembly), atomic on the server.
+func (n *Backend) RecordAssembly(ctx context.Context, tenant, session string, rec store.AssemblyRecord, keep int) (store.AssemblyRecord, error) {
+	// Written by hand, not by json.Marshal, which would escape the data's HTML characters: the data is kept
+	// byte for byte as given.
+	b, err := json.Marshal(rec.Time)
+	if err != nil {
+		return store.AssemblyRecord{}, fmt.Errorf("valkey: encode assembly record: %w", err)
+	}
+	b = append(append(append(append([]byte(`{"time":`), b...), `,"data":`...), rec.Data...), '}')
+	k := n.session(tenant, session)
+	cctx, cancel, err := n.conn.Call(ctx)
+	if err != nil {
+		return store.AssemblyRecord{}, n.conn.Fail(ctx, err)
+	}
+	defer cancel()
+	args := []string{strconv.FormatInt(max(n.conn.TTL.Milliseconds(), 0), 10), strconv.Itoa(keep), string(b)}
+	seq, err := recordAssembly.Exec(cctx, n.conn.Client, []string{k.asms, k.msgs, k.tools, k.kb, k.summary, k.cache}, args).AsInt64()
+	if err != nil {
+		return store.AssemblyRecord{}, n.conn.Fail(ctx, err)
+	}
+	rec.Seq = seq
+	return rec, nil
+}
+
+// assemblyValue is an assembly record as the list keeps it (the script puts "seq" first).
+type assemblyValue struct {
+	Seq  int64           `json:"seq,omitempty"`
+	Time time.Time       `json:"time"`
+	Data json.RawMessage `json:"data"`
+}
+
+// Assemblies implements store.AssemblyBackend: one LRANGE.
+func (n *Backend) Assemblies(ctx context.Context, tenant, session string) ([]store.AssemblyRecord, error) {
+	k := n.session(tenant, session)
+	r, err := n.conn.Do(ctx, n.conn.Client.B().Lrange().Key(k.asms).Start(0).Stop(-1).Build())
+	if err != nil {
+		return nil, err
+	}
+	vals, err := r.AsStrSlice()
+	if err != nil {
+		return nil, n.conn.Fail(ctx, err)
+	}
+	out := make([]store.AssemblyRecord, 0, len(vals))
+	for i, v := range vals {
+		var a assemblyValue
+		if err := json.Unmarshal([]byte(v), &a); err != nil {
+			return nil, fmt.Errorf("valkey: decode assembly record %d: %w", i, err)
+		}
+		out = append(out, store.AssemblyRecord{Seq: a.Seq, Time: a.Time.UTC(), Data: a.Data})
+	}
+	return out, nil
 }
