@@ -311,6 +311,9 @@ func (a *assembly) plan(ctx context.Context) (*output, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if f, ok := a.f.(finisher); ok {
+		f.finish(a, out)
+	}
 	// Last, the format holds what it rendered to its provider's rules: an output the provider would
 	// refuse is an error here, not a request sent.
 	if err := a.f.check(a, out); err != nil {
