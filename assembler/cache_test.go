@@ -434,7 +434,9 @@ func TestWithCacheControl_AsMarshaled(t *testing.T) {
 			t.Errorf("%+v: %s, want %s", c, got, want)
 		}
 		got := withCacheControl(json.RawMessage(`{"name":"f"} `), c)
-		var back struct{ CacheControl CacheControl `json:"cache_control"` }
+		var back struct {
+			CacheControl CacheControl `json:"cache_control"`
+		}
 		if err := json.Unmarshal(got, &back); err != nil || back.CacheControl != c {
 			t.Errorf("%s reads back as %+v (%v)", got, back.CacheControl, err)
 		}
