@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -51,10 +52,13 @@ func anthropicTool(t Tool) []byte {
 	return b
 }
 
-func (anthropic) render(a *assembly, out *output) {
-	renderMessages(a, out, FormatAnthropic)
-	placeBreakpoints(a, out)
-}
+func (anthropic) render(a *assembly, out *output) { renderMessages(a, out, FormatAnthropic) }
+
+// finish places the cache breakpoints on the verified rendering: they cost no tokens, so the renderings
+// of the planning go without them.
+func (anthropic) finish(a *assembly, out *output) { placeBreakpoints(a, out) }
+
+var _ finisher = anthropic{}
 
 // renderMessages lays the plan out as a Messages API request, its tools in the shape of the format named
 // (anthropic, or gemini, which writes the request as its own: see gemini.render).
@@ -330,21 +334,38 @@ func anthropicID(id string) string {
 // checkBreakpoints holds out's cache breakpoints to the Messages API's rules (see anthropic.check).
 func checkBreakpoints(out *output) error {
 	n, shortest := 0, false // shortest: a breakpoint of the default TTL came before
-	see := func(where string, c CacheControl) error {
+	// see counts a breakpoint; where names it, for an error only.
+	see := func(where func() string, c CacheControl) error {
 		n++
 		switch {
 		case n > MaxCacheBreakpoints:
-			return fmt.Errorf("%w: anthropic: more than %d cache breakpoints (%s)", ErrProviderRule, MaxCacheBreakpoints, where)
+			return fmt.Errorf("%w: anthropic: more than %d cache breakpoints (%s)", ErrProviderRule, MaxCacheBreakpoints, where())
 		case c.Type != "ephemeral" || (c.TTL != "" && c.TTL != CacheTTL5m && c.TTL != CacheTTL1h):
-			return fmt.Errorf("%w: anthropic: %s has a cache_control the API does not take", ErrProviderRule, where)
+			return fmt.Errorf("%w: anthropic: %s has a cache_control the API does not take", ErrProviderRule, where())
 		case c.TTL == CacheTTL1h && shortest:
-			return fmt.Errorf("%w: anthropic: %s has a 1h cache_control after a shorter one", ErrProviderRule, where)
+			return fmt.Errorf("%w: anthropic: %s has a 1h cache_control after a shorter one", ErrProviderRule, where())
 		}
 		shortest = shortest || c.TTL != CacheTTL1h
 		return nil
 	}
 	for i, t := range out.tools {
 		if !bytes.Contains(t, []byte(`"cache_control":`)) { // most tools: none (a text's quotes are escaped)
+			continue
+		}
+		// A tool object that ends with a cache_control member holds it at its top level: the member's
+		// value is followed by the object's closing brace, the last byte (the tools are valid JSON). So
+		// the breakpoints Loom writes are known without decoding the tool; any other is decoded.
+		var known bool
+		for _, c := range [...]CacheControl{{Type: "ephemeral"}, {Type: "ephemeral", TTL: CacheTTL1h}} {
+			if bytes.HasSuffix(t, cacheControlMember(c)) {
+				if err := see(func() string { return "tools[" + strconv.Itoa(i) + "]" }, c); err != nil {
+					return err
+				}
+				known = true
+				break
+			}
+		}
+		if known {
 			continue
 		}
 		var tool struct {
@@ -354,7 +375,7 @@ func checkBreakpoints(out *output) error {
 			return fmt.Errorf("%w: anthropic: tools[%d]: %w", ErrProviderRule, i, err)
 		}
 		if tool.CacheControl != nil {
-			if err := see(fmt.Sprintf("tools[%d]", i), *tool.CacheControl); err != nil {
+			if err := see(func() string { return "tools[" + strconv.Itoa(i) + "]" }, *tool.CacheControl); err != nil {
 				return err
 			}
 		}
@@ -365,7 +386,7 @@ func checkBreakpoints(out *output) error {
 			return fmt.Errorf("%w: anthropic: system[%d] is not a text block the API takes", ErrProviderRule, i)
 		}
 		if b.CacheControl != (CacheControl{}) {
-			if err := see(fmt.Sprintf("system[%d]", i), b.CacheControl); err != nil {
+			if err := see(func() string { return "system[" + strconv.Itoa(i) + "]" }, b.CacheControl); err != nil {
 				return err
 			}
 		}
@@ -376,9 +397,9 @@ func checkBreakpoints(out *output) error {
 			if b.CacheControl == (CacheControl{}) {
 				continue
 			}
-			where := fmt.Sprintf("messages[%d].content[%d]", i, j)
+			where := func() string { return fmt.Sprintf("messages[%d].content[%d]", i, j) }
 			if !cacheable(b) {
-				return fmt.Errorf("%w: anthropic: %s may not carry a cache_control", ErrProviderRule, where)
+				return fmt.Errorf("%w: anthropic: %s may not carry a cache_control", ErrProviderRule, where())
 			}
 			if err := see(where, b.CacheControl); err != nil {
 				return err

@@ -273,6 +273,9 @@ func (a *assembly) plan(ctx context.Context) (*output, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if f, ok := a.f.(finisher); ok {
+		f.finish(a, out)
+	}
 	// Last, the format holds what it rendered to its provider's rules: an output the provider would
 	// refuse is an error here, not a request sent.
 	if err := a.f.check(a, out); err != nil {
@@ -752,6 +755,9 @@ func (a *assembly) result(out *output) *Result {
 	}
 	// The report: required regions, then the optional ones in priority order.
 	used := out.regionsUsed()
+	if a.req.CacheReport || a.req.CachePrevious != nil {
+		res.CacheState, res.Cache = a.cacheState(res, used, a.req.CachePrevious)
+	}
 	add := func(name Region, budget, used int, included []string, dropped []Dropped) {
 		exact := a.model.Exact() && !out.estimated[name]
 		res.Exact = res.Exact && exact

@@ -77,22 +77,38 @@ func benchTools() []Tool {
 
 // BenchmarkAssembleRequest assembles benchRequest with counts cached, then the same with the 20 tools of
 // benchTools (cached once per tool set: the difference is what tools cost an assembly), then counted from
-// scratch.
+// scratch. The cache-planning pairs assemble with the 20 tools with the cache planning off (no breakpoints,
+// no cache report) and on (the anthropic format's breakpoints, the cache state hashed and compared with
+// the previous assembly's), in the openai and anthropic formats: their difference is what the planning
+// costs an assembly.
 func BenchmarkAssembleRequest(b *testing.B) {
 	for _, tc := range []struct {
 		name          string
 		cached, tools bool
 		trim          string // the history's trim ("": the default, steps)
+		format        string // "": openai
+		cache         string // "": as the request has it; "off" or "on": the cache planning
 	}{
-		{"counts-cached", true, false, ""}, {"counts-cached-20-tools", true, true, ""}, {"counted-from-scratch", false, false, ""},
+		{"counts-cached", true, false, "", "", ""}, {"counts-cached-20-tools", true, true, "", "", ""}, {"counted-from-scratch", false, false, "", "", ""},
 		// Cut a turn at a time: the plan of the assembler before it cut in steps, which keeps more history
 		// and less knowledge.
-		{"counts-cached-turns", true, false, HistoryTrimTurns}, {"counted-from-scratch-turns", false, false, HistoryTrimTurns},
+		{"counts-cached-turns", true, false, HistoryTrimTurns, "", ""}, {"counted-from-scratch-turns", false, false, HistoryTrimTurns, "", ""},
+		{"cache-planning-off/openai", true, true, "", FormatOpenAI, "off"}, {"cache-planning-on/openai", true, true, "", FormatOpenAI, "on"},
+		{"cache-planning-off/anthropic", true, true, "", FormatAnthropic, "off"}, {"cache-planning-on/anthropic", true, true, "", FormatAnthropic, "on"},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			req := benchRequest(b, tc.cached)
 			if tc.trim != "" {
 				req.Policy = &Policy{HistoryTrim: tc.trim}
+			}
+			if tc.format != "" {
+				req.Format = tc.format
+			}
+			switch tc.cache {
+			case "off":
+				req.CacheBreakpoints = CacheBreakpointsOff
+			case "on":
+				req.CacheReport = true
 			}
 			if tc.tools {
 				// The budget grows by what the tools take, so that the rest of the plan is the same.
@@ -107,6 +123,13 @@ func BenchmarkAssembleRequest(b *testing.B) {
 					}
 				}
 			}
+			if tc.cache == "on" { // the previous turn's state, as the engine hands it over
+				res, err := AssembleRequest(context.Background(), req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				req.CachePrevious = res.CacheState
+			}
 			b.ReportAllocs()
 			for b.Loop() {
 				res, err := AssembleRequest(context.Background(), req)
@@ -115,6 +138,9 @@ func BenchmarkAssembleRequest(b *testing.B) {
 				}
 				if res.TotalTokens > req.MaxTokens {
 					b.Fatal("over budget")
+				}
+				if (res.Cache != nil) != (tc.cache == "on") {
+					b.Fatal("cache report")
 				}
 			}
 		})
@@ -303,5 +329,40 @@ func BenchmarkAnthropicBreakpoints(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkCacheState is the cache report's share of an assembly alone: hashing the stable parts and the
+// kept history of benchRequest's settled plan (with the 20 tools of benchTools) and comparing them with
+// the previous assembly's. b.SetBytes is the history's bytes hashed.
+func BenchmarkCacheState(b *testing.B) {
+	req := benchRequest(b, true)
+	req.Tools = benchTools()
+	req.MaxTokens += 3000
+	a, err := newAssembly(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	a.scratch = getScratch()
+	defer a.release()
+	out, err := a.plan(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	res := a.result(out)
+	used := out.regionsUsed()
+	prev, _ := a.cacheState(res, used, nil)
+	size := 0
+	for gi := a.keepFrom; gi < len(a.turns); gi++ {
+		for _, c := range a.groupContents(&a.turns[gi]) {
+			size += len(c.Text)
+		}
+	}
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, rep := a.cacheState(res, used, prev); rep.Region != "" {
+			b.Fatal(rep)
+		}
 	}
 }

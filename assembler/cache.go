@@ -201,13 +201,30 @@ func blocksBetween(msgs []ChatMessage, i, j, k, l int) int {
 	return n
 }
 
+// The cache_control members that withCacheControl writes, with the closing brace of the object after them.
+var (
+	cacheControl5m = []byte(`,"cache_control":{"type":"ephemeral"}}`)
+	cacheControl1h = []byte(`,"cache_control":{"type":"ephemeral","ttl":"1h"}}`)
+)
+
+// cacheControlMember is the last member that withCacheControl writes for c, and the object's closing
+// brace: c is {ephemeral} or {ephemeral, 1h}, the breakpoints placeBreakpoints places.
+func cacheControlMember(c CacheControl) []byte {
+	if c.TTL == CacheTTL1h {
+		return cacheControl1h
+	}
+	return cacheControl5m
+}
+
 // withCacheControl returns a copy of the tool definition raw (a JSON object) with c as its cache_control.
 func withCacheControl(raw json.RawMessage, c CacheControl) json.RawMessage {
-	cc, _ := marshalRaw(c)
+	member := cacheControlMember(c)
+	if c != (CacheControl{Type: "ephemeral"}) && c != (CacheControl{Type: "ephemeral", TTL: CacheTTL1h}) {
+		cc, _ := marshalRaw(c)
+		member = append(append([]byte(`,"cache_control":`), cc...), '}')
+	}
 	raw = bytes.TrimRight(raw, " \t\r\n")
-	out := make(json.RawMessage, 0, len(raw)+len(cc)+18)
+	out := make(json.RawMessage, 0, len(raw)-1+len(member))
 	out = append(out, raw[:len(raw)-1]...)
-	out = append(out, `,"cache_control":`...)
-	out = append(out, cc...)
-	return append(out, '}')
+	return append(out, member...)
 }

@@ -424,3 +424,31 @@ func TestCheckBreakpoints_RefusesWhatTheAPIRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestWithCacheControl_AsMarshaled: the cache_control members written without encoding are the bytes the
+// encoder writes, and a tool that only mentions cache_control in its schema is decoded, not taken for
+// one that carries a breakpoint.
+func TestWithCacheControl_AsMarshaled(t *testing.T) {
+	t.Parallel()
+	for _, c := range []CacheControl{{Type: "ephemeral"}, {Type: "ephemeral", TTL: CacheTTL1h}} {
+		cc, err := marshalRaw(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := string(cacheControlMember(c)), `,"cache_control":`+string(cc)+"}"; got != want {
+			t.Errorf("%+v: %s, want %s", c, got, want)
+		}
+		got := withCacheControl(json.RawMessage(`{"name":"f"} `), c)
+		var back struct {
+			CacheControl CacheControl `json:"cache_control"`
+		}
+		if err := json.Unmarshal(got, &back); err != nil || back.CacheControl != c {
+			t.Errorf("%s reads back as %+v (%v)", got, back.CacheControl, err)
+		}
+	}
+	nested := json.RawMessage(`{"name":"f","input_schema":{"type":"object","properties":{"cache_control":{"type":"ephemeral"}}}}`)
+	out := &output{tools: []json.RawMessage{nested, nested, nested, nested, nested}}
+	if err := checkBreakpoints(out); err != nil {
+		t.Errorf("a schema's cache_control property counted as a breakpoint: %v", err)
+	}
+}

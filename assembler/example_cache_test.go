@@ -31,3 +31,33 @@ func ExampleCacheMinTokens() {
 	// user: "Hi!" {Type:ephemeral TTL:1h}
 	// true true
 }
+
+// A caller that keeps each session's last CacheState learns why the next call may miss the prompt cache:
+// here the next turn shares the instructions and the whole previous history, and then the instructions
+// are edited, which breaks the prefix at its start.
+func ExampleCacheReport() {
+	req := &assembler.Request{Model: "gpt-4o", Instructions: "You are a travel agent.", CacheReport: true,
+		History: []assembler.Message{{Role: "user", Content: "Hi."}, {Role: "assistant", Content: "Hello! Where to?"}},
+		Message: "Lisbon."}
+	first, err := assembler.AssembleRequest(context.Background(), req)
+	if err != nil {
+		panic(err)
+	}
+	req.History = append(req.History, assembler.Message{Role: "user", Content: "Lisbon."},
+		assembler.Message{Role: "assistant", Content: "When?"})
+	req.Message, req.CachePrevious = "In May.", first.CacheState
+	next, err := assembler.AssembleRequest(context.Background(), req)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("%+v\n", *next.Cache)
+	req.Instructions, req.CachePrevious = "You are a travel agent. Be brief.", next.CacheState
+	edited, err := assembler.AssembleRequest(context.Background(), req)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("%+v\n", *edited.Cache)
+	// Output:
+	// {SharedTokens:25 Region: Reason:}
+	// {SharedTokens:0 Region:instructions Reason:instructions_edited}
+}

@@ -57,6 +57,13 @@ type formatter interface {
 	check(a *assembly, out *output) error
 }
 
+// finisher is implemented by a format that adds to its verified rendering what costs no tokens and so
+// need not be in every rendering of the planning (the anthropic format's cache breakpoints): finish runs
+// once, on the rendering the assembly returns, before check.
+type finisher interface {
+	finish(a *assembly, out *output)
+}
+
 // The formats.
 var (
 	// OpenAI renders Chat Completions messages: a system message with the instructions and pinned memory,

@@ -75,6 +75,12 @@ type Request struct {
 	// caller may set its own. It is not part of the wire format, so that no request names another
 	// tenant's scope.
 	CacheScope string `json:"-"`
+	// CacheReport asks for Result.CacheState, the hashes of the stable parts of the prompt that the next
+	// assembly of the session compares with; CachePrevious, when set, is the previous assembly's, and the
+	// result's Cache then says how much of the prompt's start is the same and, if it ends early, why (see
+	// [CacheReport]). The engine keeps the previous state per session; a Go caller may keep its own.
+	CacheReport   bool        `json:"-"`
+	CachePrevious *CacheState `json:"-"`
 }
 
 // CacheScope is the Request.CacheScope of an agent's assemblies for a tenant: the two names, each

@@ -56,7 +56,13 @@ type Result struct {
 	// the same prompt cache; a change of tools, instructions or pinned memory changes it, and no two
 	// tenants or agents share one. The names are hashed: the key does not show them.
 	PromptCacheKey string `json:"prompt_cache_key,omitempty"`
-	Report         Report `json:"report"`
+	// Cache says how much of the prompt's start is byte-identical to the previous assembly's for the
+	// session, and why the shared prefix ended early, when it did (see Request.CachePrevious).
+	Cache *CacheReport `json:"cache,omitempty"`
+	// CacheState is what the next assembly's Cache compares with (see Request.CacheReport). It is not
+	// part of the JSON: the engine keeps it in the store.
+	CacheState *CacheState `json:"-"`
+	Report     Report      `json:"report"`
 }
 
 // Reference is a citation of one included knowledge item, by the marker [n] that precedes it in the

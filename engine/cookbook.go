@@ -51,6 +51,7 @@ func assembleCookbook(ctx context.Context, req *Request, snap *store.Snapshot) (
 		Message:      req.Message,
 		MessageParts: req.MessageParts,
 		CacheScope:   req.CacheScope,
+		CacheReport:  req.CacheReport, CachePrevious: req.CachePrevious,
 	}
 	if a := snap.Agent; a != nil {
 		out.Model, out.MaxTokens = cmp.Or(out.Model, a.Model), cmp.Or(out.MaxTokens, a.MaxTokens)

@@ -79,6 +79,7 @@ type Engine struct {
 	closing           context.Context // done once Close is called: it ends the compactions under way
 	closed            context.CancelFunc
 	compactions       compactionCounts
+	caches            cacheStates // the sessions' cache states, written behind the assemblies
 }
 
 // Option configures an Engine.
@@ -279,6 +280,15 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 	// The prompt cache key is the tenant's and the agent's, whatever the request says (see
 	// assembler.Request.CacheScope).
 	req.CacheScope = assembler.CacheScope(tenant, req.Agent)
+	// The cache report compares with the session's previous assembly (see assembler.CacheReport); a state
+	// that cannot be read leaves a first assembly's report, never a failed assembly.
+	tracked := req.Session != "" && e.store.CacheStates()
+	if tracked {
+		if err := snap.Errors[store.SourceCacheState]; err != nil {
+			degraded = append(degraded, Degradation{Source: string(store.SourceCacheState), Cause: err.Error()})
+		}
+		req.CacheReport, req.CachePrevious = true, e.caches.previous(cacheKey{tenant, req.Session}, snap.CacheState)
+	}
 	var res *assembler.Result
 	if req.Preset == PresetCookbook {
 		res, err = assembleCookbook(ctx, &req, snap)
@@ -312,6 +322,9 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if tracked && res.CacheState != nil {
+		e.putCacheState(cacheKey{tenant, req.Session}, res.CacheState)
 	}
 	out := &Result{Result: res, Degraded: degraded}
 	e.record(ctx, &req, snap, out)
@@ -443,7 +456,8 @@ func (e *Engine) load(ctx context.Context, tenant string, req Request) (_ *store
 	}
 	snap, err := e.store.Load(ctx, tenant, store.LoadQuery{Agent: req.Agent, User: req.User, Session: req.Session,
 		MaxMessages: first.limit, MaxTokens: first.bound.MaxTokens, Encoding: first.bound.Encoding, CountToolCalls: first.bound.CountToolCalls,
-		Summary: req.Session != "" && req.Preset != PresetCookbook && e.store.Summaries()})
+		Summary:    req.Session != "" && req.Preset != PresetCookbook && e.store.Summaries(),
+		CacheState: req.Session != "" && e.store.CacheStates()})
 	if err == nil && snap.Agent != nil {
 		e.hints.put(tenant, req.Agent, *snap.Agent)
 	}

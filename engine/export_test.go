@@ -20,3 +20,6 @@ func IndexUsers(e *Engine, tenant, collection string) int {
 
 // AutoStrategy is autoStrategy, the strategy StrategyAuto chunks a document with.
 var AutoStrategy = autoStrategy
+
+// FlushCacheStates waits until the cache states handed to writers so far are written or failed.
+func FlushCacheStates(e *Engine) { e.caches.wait() }

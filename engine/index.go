@@ -92,6 +92,7 @@ func (e *Engine) Close() error {
 	if e.bg != nil {
 		e.bg.Close()
 	}
+	e.caches.wait() // each write is bounded by its own timeout; none starts once closing is done
 	if e.rec != nil {
 		e.rec.close()
 	}

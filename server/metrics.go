@@ -16,6 +16,8 @@ type metrics struct {
 	dropped     *prometheus.CounterVec
 	degraded    *prometheus.CounterVec
 	storeErrors *prometheus.CounterVec
+	shared      prometheus.Histogram
+	breaks      *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, eng *engine.Engine) (*metrics, error) {
@@ -41,8 +43,18 @@ func newMetrics(reg prometheus.Registerer, eng *engine.Engine) (*metrics, error)
 			Name: "loom_store_errors_total",
 			Help: "Store calls that failed other than for bad input or a missing item, by operation.",
 		}, []string{"op"}),
+		shared: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "loom_prefix_tokens_shared",
+			Help:    "Tokens at the start of a session's assembled prompt that are byte-identical to its previous assembly's (the result's cache.shared_tokens).",
+			Buckets: prometheus.ExponentialBuckets(256, 2, 10), // 256 to 131,072
+		}),
+		breaks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loom_cache_breaks_total",
+			Help: "Session assemblies whose prefix shared with the previous one ended early, by the region that changed first (tools, instructions, memory, summary, history), or first_assembly or format_changed.",
+		}, []string{"region"}),
 	}
-	for _, c := range []prometheus.Collector{m.latency, m.tokens, m.dropped, m.degraded, m.storeErrors, indexCollector{eng}, compactionCollector{eng}, recordsCollector{eng}} {
+	for _, c := range []prometheus.Collector{m.latency, m.tokens, m.dropped, m.degraded, m.storeErrors, m.shared, m.breaks,
+		indexCollector{eng}, compactionCollector{eng}, recordsCollector{eng}, cacheStateCollector{eng}} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -63,6 +75,15 @@ func (m *metrics) assembled(res *engine.Result) {
 	}
 	for _, d := range res.Degraded {
 		m.degraded.WithLabelValues(d.Source).Inc()
+	}
+	if c := res.Cache; c != nil {
+		m.shared.Observe(float64(c.SharedTokens))
+		switch {
+		case c.Region != "":
+			m.breaks.WithLabelValues(c.Region).Inc()
+		case c.Reason != "":
+			m.breaks.WithLabelValues(c.Reason).Inc()
+		}
 	}
 }
 
@@ -122,6 +143,23 @@ func (c compactionCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, result := range []string{engine.CompactCompacted, engine.CompactNotNeeded, engine.CompactBusy, engine.CompactBackoff,
 		engine.CompactFailed, engine.CompactConflict} {
 		ch <- prometheus.MustNewConstMetric(compactionsDesc, prometheus.CounterValue, float64(c.eng.CompactionStats()[result]), result)
+	}
+}
+
+// cacheStateWritesDesc is loom_cache_state_writes_total, read from the engine at each scrape.
+var cacheStateWritesDesc = prometheus.NewDesc("loom_cache_state_writes_total",
+	"Writes of sessions' cache states (the hashes the next assembly's cache report compares with), made behind the assemblies, by result: written, failed, dropped (too many under way), skipped (a session without stored messages).",
+	[]string{"result"}, nil)
+
+// cacheStateCollector exports the engine's CacheStateStats.
+type cacheStateCollector struct{ eng *engine.Engine }
+
+func (cacheStateCollector) Describe(ch chan<- *prometheus.Desc) { ch <- cacheStateWritesDesc }
+
+func (c cacheStateCollector) Collect(ch chan<- prometheus.Metric) {
+	stats := c.eng.CacheStateStats()
+	for _, result := range []string{engine.CacheStateWritten, engine.CacheStateFailed, engine.CacheStateDropped, engine.CacheStateSkipped} {
+		ch <- prometheus.MustNewConstMetric(cacheStateWritesDesc, prometheus.CounterValue, float64(stats[result]), result)
 	}
 }
 

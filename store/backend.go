@@ -90,7 +90,8 @@ type Loader interface {
 	// value that does not decode) goes in Snapshot.Errors for that source; the error Load returns is for
 	// the whole read (the backend is unreachable or closed, ctx is done). Facts may be in any order. A
 	// backend that is a [SummaryBackend] reads the session's summary too when q.Summary says so (none:
-	// Snapshot.Summary nil).
+	// Snapshot.Summary nil), and one that is a [CacheStateBackend] the session's cache state when
+	// q.CacheState says so (none: Snapshot.CacheState nil).
 	Load(ctx context.Context, tenant string, q LoadQuery) (*Snapshot, error)
 }
 

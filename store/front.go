@@ -26,9 +26,10 @@ type Store struct {
 	loader Loader          // b's, or nil
 	colls  collection.Store
 	limits Limits
-	sums   SummaryBackend  // b's, or nil
-	asms   AssemblyBackend // b's, or nil
-	sorted bool            // facts are ordered by key (b is no OrderedFacts that keeps its own order)
+	sums   SummaryBackend    // b's, or nil
+	caches CacheStateBackend // b's, or nil
+	asms   AssemblyBackend   // b's, or nil
+	sorted bool              // facts are ordered by key (b is no OrderedFacts that keeps its own order)
 	now    func() time.Time
 	closed atomic.Bool
 }
@@ -45,6 +46,7 @@ func New(b Backend, opts Options) (*Store, error) {
 	s.sel, _ = b.(MessageSelector)
 	s.loader, _ = b.(Loader)
 	s.sums, _ = b.(SummaryBackend)
+	s.caches, _ = b.(CacheStateBackend)
 	s.asms, _ = b.(AssemblyBackend)
 	if o, ok := b.(OrderedFacts); ok && o.FactsOrdered() {
 		s.sorted = false
@@ -343,6 +345,18 @@ func (s *Store) loadEach(ctx context.Context, tenant string, q LoadQuery, histor
 		case errors.Is(err, ErrNotFound):
 		default:
 			if err := source(SourceSummary, err); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if s.caches != nil && q.CacheState {
+		state, err := s.caches.CacheState(ctx, tenant, q.Session)
+		switch {
+		case err == nil:
+			snap.CacheState = state
+		case errors.Is(err, ErrNotFound):
+		default:
+			if err := source(SourceCacheState, err); err != nil {
 				return nil, err
 			}
 		}

@@ -97,6 +97,9 @@ type LoadQuery struct {
 	// Summary reads the session's running summary too (Snapshot.Summary), where the backend keeps one (a
 	// [SummaryBackend]).
 	Summary bool
+	// CacheState reads the session's cache state too (Snapshot.CacheState), where the backend keeps one (a
+	// [CacheStateBackend]).
+	CacheState bool
 }
 
 // History is the MessageQuery that selects the messages q reads.
@@ -123,6 +126,7 @@ const (
 	SourceToolOutputs Source = "tool_outputs"
 	SourceKnowledge   Source = "knowledge"
 	SourceSummary     Source = "summary"
+	SourceCacheState  Source = "cache_state"
 )
 
 // Snapshot is everything a Load read. A source that could not be read is absent and has its error in
@@ -138,7 +142,9 @@ type Snapshot struct {
 	Knowledge   []Knowledge
 	// Summary is the session's running summary when LoadQuery.Summary asked for it and there is one.
 	Summary *Summary
-	Errors  map[Source]error
+	// CacheState is the session's cache state when LoadQuery.CacheState asked for it and there is one.
+	CacheState []byte
+	Errors     map[Source]error
 }
 
 // Options are the settings of a Store and of every backend under one: the Store applies Limits, the

@@ -35,6 +35,13 @@ retrieved from the store's collection for the message. A store that cannot be re
 list in the result; --strict makes that an error. --preset cookbook renders the messages as the Valkey
 cookbook's assemble_context does.
 
+With --session, the result's "cache" says why a call may miss the provider's prompt cache: shared_tokens,
+how many tokens at the start of the prompt are byte-identical to the session's previous assembly's, and,
+when that shared prefix ends before the previous history does, the region that changed first (tools,
+instructions, memory, summary, history) and the reason (tools_changed, instructions_edited,
+pinned_memory_changed, compaction, history_cut_moved, history_rewritten; first_assembly, format_changed).
+The store keeps the hashes of each session's last prompt for it (not with the Valkey cookbook's layout).
+
 The request:
 
 	{"model": "gpt-4o", "max_tokens": 8000, "reserve_output": 1000, "format": "openai",

@@ -310,3 +310,39 @@ func TestAssemble_AgentCacheDefaultsFromTheCLI(t *testing.T) {
 		t.Errorf("agent put --cache-ttl 10m: exit %d: %s", code, errOut)
 	}
 }
+
+// TestAssemble_CacheReportAcrossRuns: two runs of loom assemble on one session of a SQLite file, the
+// second with other instructions: the first run's prompt state is in the file, and the second run's
+// result says that the instructions changed, after the tokens of the parts before them.
+func TestAssemble_CacheReportAcrossRuns(t *testing.T) {
+	t.Parallel()
+	db := "sqlite:" + filepath.Join(t.TempDir(), "loom.db")
+	if _, errOut, code := runLoom(t, "", "session", "append", "--store", db, "--session", "s", "--content", "Hello."); code != 0 {
+		t.Fatalf("append: %d %s", code, errOut)
+	}
+	assemble := func(instructions string) assembler.CacheReport {
+		t.Helper()
+		req := filepath.Join(t.TempDir(), "req.json")
+		if err := os.WriteFile(req, []byte(`{"model":"gpt-4o","instructions":"`+instructions+`","message":"Where is my train?"}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, code := runLoom(t, "", "assemble", "--store", db, "--session", "s", "--request", req)
+		if code != 0 {
+			t.Fatalf("assemble: %d %s", code, errOut)
+		}
+		var res struct{ Cache *assembler.CacheReport }
+		if err := json.Unmarshal([]byte(out), &res); err != nil || res.Cache == nil {
+			t.Fatalf("no cache report (%v): %s", err, out)
+		}
+		return *res.Cache
+	}
+	if c := assemble("Be brief."); c.Reason != assembler.CacheFirstAssembly {
+		t.Fatalf("first run: %+v", c)
+	}
+	if c := assemble("Be brief."); c.Region != "" || c.Reason != "" || c.SharedTokens == 0 {
+		t.Fatalf("the same prompt: %+v", c)
+	}
+	if c := assemble("Be kind."); c.Region != "instructions" || c.Reason != assembler.CacheInstructionsEdited {
+		t.Fatalf("other instructions: %+v", c)
+	}
+}

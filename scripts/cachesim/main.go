@@ -5,17 +5,30 @@
 // message changes, the mean share of each turn's prompt that the turn before's starts with (cacheable),
 // and the mean share of the history's budget that the kept history uses on the turns that trim it.
 //
+// With -formats, it plays the conversation instead in each format (openai, responses, anthropic, gemini,
+// text, and the cookbook preset's messages), with the default policy and a tool that the history calls,
+// and prints for each: the most cache breakpoints a turn's request carries (anthropic's cache_control;
+// never above 4), the turns whose kept history starts elsewhere than the turn before's (cut moves), the
+// share of the other turns whose previous prompt, up to its cache point (its last breakpoint, or for the
+// formats that cache automatically the end of its history), starts the turn's prompt byte for byte, the
+// mean of that share in tokens, and how often Loom's own cache report (Result.Cache) agrees with the
+// bytes; -per-turn FILE writes every turn of every format as CSV.
+//
 // Usage:
 //
 //	go run ./scripts/cachesim [-turns 200] [-tokens 150] [-tool-every 5] [-budget 4000] [-seeds 3]
+//	go run ./scripts/cachesim -formats [-per-turn FILE.csv] [-turns 200] [-tokens 150] [-tool-every 5] [-budget 4000]
 package main
 
 import (
 	"context"
+	"encoding/csv"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 
 	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/internal/cachesim"
@@ -35,11 +48,16 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	toolEvery := fs.Int("tool-every", 5, "a tool exchange every this many turns")
 	budget := fs.Int("budget", 4000, "the prompt's budget in tokens")
 	seeds := fs.Int("seeds", 3, "conversations to average over")
+	formats := fs.Bool("formats", false, "measure each format's cache stability instead")
+	perTurn := fs.String("per-turn", "", "with -formats, write every turn to this CSV `FILE`")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *turns < 2 || *tokens < 1 || *toolEvery < 1 || *budget < 1 || *seeds < 1 {
 		return fmt.Errorf("-turns must be at least 2, and -tokens, -tool-every, -budget and -seeds at least 1")
+	}
+	if *formats {
+		return runFormats(ctx, cachesim.Config{Turns: *turns, MessageTokens: *tokens, ToolEvery: *toolEvery, Budget: *budget}, *perTurn, stdout)
 	}
 	rows := []struct {
 		name   string
@@ -91,4 +109,43 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			100*sum.Cacheable/n, 100*sum.HistoryUsed/n)
 	}
 	return nil
+}
+
+// runFormats prints the -formats table, and writes the turns to perTurn if it is not "".
+func runFormats(ctx context.Context, c cachesim.Config, perTurn string, stdout io.Writer) error {
+	figs, err := cachesim.RunFormats(ctx, c)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d turns, ~%d tokens a message, a tool exchange every %d turns, %d-token budget, the default policy\n\n",
+		orDefault(c.Turns, 200), orDefault(c.MessageTokens, 150), orDefault(c.ToolEvery, 5), orDefault(c.Budget, 4000))
+	fmt.Fprintln(stdout, "| format | most breakpoints a turn | cut moves | turns fully stable between cut moves | mean share of the cached prefix kept | Loom's report agrees |")
+	fmt.Fprintln(stdout, "| --- | ---: | ---: | ---: | ---: | ---: |")
+	for _, f := range figs {
+		fmt.Fprintf(stdout, "| %s | %d | %d | %.1f%% | %.1f%% | %.1f%% |\n", f.Format, f.MaxBreakpoints, f.CutMoves, 100*f.Stable, 100*f.MeanShare, 100*f.ReportAgrees)
+	}
+	if perTurn == "" {
+		return nil
+	}
+	file, err := os.Create(perTurn)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(file)
+	_ = w.Write([]string{"format", "turn", "breakpoints", "cached_tokens", "shared_tokens", "share", "cut_moved", "report_shared_tokens", "report_region", "report_reason"})
+	for _, f := range figs {
+		for _, t := range f.Turns {
+			_ = w.Write([]string{f.Format, strconv.Itoa(t.Turn), strconv.Itoa(t.Breakpoints), strconv.Itoa(t.CachedTokens), strconv.Itoa(t.SharedTokens),
+				strconv.FormatFloat(t.Share, 'f', 4, 64), strconv.FormatBool(t.CutMoved), strconv.Itoa(t.Report.SharedTokens), t.Report.Region, t.Report.Reason})
+		}
+	}
+	w.Flush()
+	return errors.Join(w.Error(), file.Close())
+}
+
+func orDefault(n, def int) int {
+	if n == 0 {
+		return def
+	}
+	return n
 }

@@ -52,6 +52,7 @@ var (
 	_ store.Loader            = (*Backend)(nil)
 	_ store.CollectionBackend = (*Backend)(nil)
 	_ store.SummaryBackend    = (*Backend)(nil)
+	_ store.CacheStateBackend = (*Backend)(nil)
 	_ store.AssemblyBackend   = (*Backend)(nil)
 )
 
@@ -63,6 +64,7 @@ type session struct {
 	tools     []store.ToolOutput
 	knowledge []store.Knowledge
 	summary   *store.Summary
+	cache     []byte                 // the cache state (store.CacheStateBackend)
 	asms      []store.AssemblyRecord // oldest first
 	expires   time.Time              // zero: never
 }
@@ -307,6 +309,9 @@ func (s *Backend) Load(_ context.Context, tenant string, q store.LoadQuery) (*st
 				sum := *ss.summary
 				snap.Summary = &sum
 			}
+			if q.CacheState && ss.cache != nil {
+				snap.CacheState = slices.Clone(ss.cache)
+			}
 		}
 	}
 	s.mu.RUnlock()
@@ -350,6 +355,28 @@ func (s *Backend) SwapSummary(_ context.Context, tenant, sessionID string, rev i
 	}
 	ss.summary = &sum
 	return true, nil
+}
+
+// CacheState implements store.CacheStateBackend.
+func (s *Backend) CacheState(_ context.Context, tenant, sessionID string) ([]byte, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if ss := s.live(key{tenant, sessionID}, false); ss != nil && ss.cache != nil {
+		return slices.Clone(ss.cache), nil
+	}
+	return nil, fmt.Errorf("cache state of session %q: %w", sessionID, store.ErrNotFound)
+}
+
+// PutCacheState implements store.CacheStateBackend.
+func (s *Backend) PutCacheState(_ context.Context, tenant, sessionID string, state []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.live(key{tenant, sessionID}, true)
+	if ss == nil || len(ss.msgs) == 0 {
+		return fmt.Errorf("session %q: %w", sessionID, store.ErrNotFound)
+	}
+	ss.cache = slices.Clone(state)
+	return nil
 }
 
 // RecordAssembly implements store.AssemblyBackend under the store's lock.

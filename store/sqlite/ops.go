@@ -705,6 +705,18 @@ func (s *Backend) Load(ctx context.Context, tenant string, q store.LoadQuery) (*
 				}
 			}
 		}
+		if q.CacheState {
+			state, err := readCacheState(t, tenant, q.Session)
+			switch {
+			case err == nil:
+				snap.CacheState = state
+			case errors.Is(err, store.ErrNotFound):
+			default:
+				if err := source(store.SourceCacheState, err); err != nil {
+					return err
+				}
+			}
+		}
 		return nil
 	})
 	if err != nil {
@@ -780,6 +792,50 @@ func (s *Backend) SwapSummary(ctx context.Context, tenant, sessionID string, rev
 		return nil
 	})
 	return done, err
+}
+
+// readCacheState reads the session's cache state; ErrNotFound when there is none.
+func readCacheState(t txn, tenant, sessionID string) ([]byte, error) {
+	var data []byte
+	switch err := t.scan(qCacheState, []any{tenant, sessionID}, &data); {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, fmt.Errorf("cache state of session %q: %w", sessionID, store.ErrNotFound)
+	case err != nil:
+		return nil, err
+	}
+	return data, nil
+}
+
+// CacheState implements store.CacheStateBackend.
+func (s *Backend) CacheState(ctx context.Context, tenant, sessionID string) ([]byte, error) {
+	var state []byte
+	err := s.read(ctx, "cache state", func(t txn) error {
+		ok, _, err := live(t, tenant, sessionID, s.now())
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("cache state of session %q: %w", sessionID, store.ErrNotFound)
+		}
+		state, err = readCacheState(t, tenant, sessionID)
+		return err
+	})
+	return state, err
+}
+
+// PutCacheState implements store.CacheStateBackend in one write transaction.
+func (s *Backend) PutCacheState(ctx context.Context, tenant, sessionID string, state []byte) error {
+	return s.write(ctx, "put cache state", func(t txn) error {
+		ok, n, err := live(t, tenant, sessionID, s.now())
+		if err != nil {
+			return err
+		}
+		if !ok || n == 0 {
+			return fmt.Errorf("session %q: %w", sessionID, store.ErrNotFound)
+		}
+		_, err = t.exec(qPutCacheState, tenant, sessionID, state)
+		return err
+	})
 }
 
 // RecordAssembly implements store.AssemblyBackend: the record written and the older ones trimmed in one

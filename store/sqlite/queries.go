@@ -41,6 +41,9 @@ const (
 	qSummary    = `SELECT rev, data FROM summaries WHERE tenant = ? AND session = ?`
 	qPutSummary = `INSERT INTO summaries (tenant, session, rev, data) VALUES (?, ?, ?, ?)
 		ON CONFLICT (tenant, session) DO UPDATE SET rev = excluded.rev, data = excluded.data`
+	qCacheState    = `SELECT data FROM cache_states WHERE tenant = ? AND session = ?`
+	qPutCacheState = `INSERT INTO cache_states (tenant, session, data) VALUES (?, ?, ?)
+		ON CONFLICT (tenant, session) DO UPDATE SET data = excluded.data`
 	qLastAssembly   = `SELECT coalesce(max(seq), 0) FROM assemblies WHERE tenant = ? AND session = ?`
 	qInsertAssembly = `INSERT INTO assemblies (tenant, session, seq, ts_s, ts_ns, data) VALUES (?, ?, ?, ?, ?, ?)`
 	qTrimAssemblies = `DELETE FROM assemblies WHERE tenant = ? AND session = ? AND seq <= ?`
@@ -98,12 +101,12 @@ var writeQueries = append([]string{
 	qPutAgent, qDeleteAgent, qSetFact, qDeleteFact,
 	qSession, qPutSession, qDeleteSession, qHasKnowledge, qDeleteExpired,
 	qInsertMessage, qInsertToolOutput, qDeleteKnowledge, qInsertKnowledge,
-	qLiveSession, qSummary, qPutSummary,
+	qLiveSession, qSummary, qPutSummary, qPutCacheState,
 	qLastAssembly, qInsertAssembly, qTrimAssemblies, qHasAssemblies,
 }, insertChunks...)
 
 var readQueries = []string{
-	qPing, qGetAgent, qFacts, qLiveSession, qNewestMessages, qMessageRange, qToolOutputs, qKnowledge, qSummary, qAssemblies,
+	qPing, qGetAgent, qFacts, qLiveSession, qNewestMessages, qMessageRange, qToolOutputs, qKnowledge, qSummary, qCacheState, qAssemblies,
 	qCollectionByID, qCollectionByName, qCollections, qAllCollections, qCollectionKey, qDocument, qDocuments, qDocumentMeta,
 	qDocumentChunks, qCollectionChunks, qChanges, qLastChange,
 }

@@ -206,9 +206,17 @@ CREATE TABLE summaries (
 	FOREIGN KEY (tenant, session) REFERENCES sessions (tenant, session) ON DELETE CASCADE
 ) WITHOUT ROWID;
 `,
-	// Reserved: version 7 is the cache-prefix hashes' step, which lands beside this one; until it does, it
-	// changes nothing.
-	7: ``,
+	// A session's cache state (store.CacheStateBackend): the hashes of its last assembly's stable parts,
+	// opaque to the store; it goes with its session.
+	7: `
+CREATE TABLE cache_states (
+	tenant  TEXT NOT NULL,
+	session TEXT NOT NULL,
+	data    BLOB NOT NULL,
+	PRIMARY KEY (tenant, session),
+	FOREIGN KEY (tenant, session) REFERENCES sessions (tenant, session) ON DELETE CASCADE
+) WITHOUT ROWID;
+`,
 	// A session's recent assemblies for the inspector (store.AssemblyRecord), the newest few kept; they go
 	// with their session.
 	8: `

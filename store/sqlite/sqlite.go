@@ -164,6 +164,7 @@ var (
 	_ store.MessageSelector   = (*Backend)(nil)
 	_ store.Loader            = (*Backend)(nil)
 	_ store.SummaryBackend    = (*Backend)(nil)
+	_ store.CacheStateBackend = (*Backend)(nil)
 	_ store.AssemblyBackend   = (*Backend)(nil)
 	_ store.CollectionBackend = (*Backend)(nil)
 )

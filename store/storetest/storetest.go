@@ -50,6 +50,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Unicode", testUnicode},
 		{"Load", testLoad},
 		{"Summaries", testSummaries},
+		{"CacheStates", testCacheStates},
 		{"Assemblies", testAssemblies},
 		{"BadIDs", testBadIDs},
 		{"ContextAndClose", testContextAndClose},

@@ -80,11 +80,11 @@ func mustEscape(c byte) bool {
 }
 
 // sessionKeys are the keys of one session; they share a hash tag.
-type sessionKeys struct{ msgs, tools, kb, summary, asms string }
+type sessionKeys struct{ msgs, tools, kb, summary, asms, cache string }
 
 func (n *Backend) session(tenant, session string) sessionKeys {
 	base := n.prefix + ":{t:" + escape(tenant) + ":s:" + escape(session) + "}:"
-	return sessionKeys{base + "msgs", base + "tools", base + "kb", base + "summary", base + "asms"}
+	return sessionKeys{base + "msgs", base + "tools", base + "kb", base + "summary", base + "asms", base + "cache"}
 }
 
 func (n *Backend) memKey(tenant, user string) string {
@@ -231,7 +231,7 @@ func (n *Backend) DeleteFact(ctx context.Context, tenant, user, key string) erro
 func (n *Backend) write(ctx context.Context, k sessionKeys, cmds ...valkeygo.Completed) ([]valkeygo.ValkeyMessage, error) {
 	if n.conn.TTL > 0 {
 		ms := n.conn.TTL.Milliseconds()
-		for _, key := range []string{k.msgs, k.tools, k.kb, k.summary, k.asms} {
+		for _, key := range []string{k.msgs, k.tools, k.kb, k.summary, k.asms, k.cache} {
 			cmds = append(cmds, n.conn.Client.B().Pexpire().Key(key).Milliseconds(ms).Build())
 		}
 	}
@@ -241,12 +241,12 @@ func (n *Backend) write(ctx context.Context, k sessionKeys, cmds ...valkeygo.Com
 // appendMessages appends a batch of messages to a session's list atomically, numbering them from the
 // list's length: each value (a JSON object without seq) is stored with "seq" as its first member, so that a
 // read of the newest N needs no LLEN beside it. Then it refreshes the TTL of all of the session's keys.
-// KEYS are the session's msgs, tools, kb, summary and asms; ARGV[1] is the TTL in milliseconds (0: none), the rest the
-// values. A session that starts (again: its messages expired) has no summary left over. It returns the
-// list's new length.
+// KEYS are the session's msgs, tools, kb, summary, asms and cache; ARGV[1] is the TTL in milliseconds (0:
+// none), the rest the values. A session that starts (again: its messages expired) has no summary or cache
+// state left over. It returns the list's new length.
 var appendMessages = valkeygo.NewLuaScript(`
 local n = redis.call('LLEN', KEYS[1])
-if n == 0 then redis.call('DEL', KEYS[4]) end
+if n == 0 then redis.call('DEL', KEYS[4], KEYS[6]) end
 local batch = {}
 for i = 2, #ARGV do
   batch[#batch + 1] = '{"seq":' .. string.format('%d', n + i - 1) .. ',' .. string.sub(ARGV[i], 2)
@@ -280,7 +280,7 @@ func (n *Backend) AppendMessages(ctx context.Context, tenant, session string, ms
 		return nil, n.conn.Fail(ctx, err)
 	}
 	defer cancel()
-	length, err := appendMessages.Exec(cctx, n.conn.Client, []string{k.msgs, k.tools, k.kb, k.summary, k.asms}, args).AsInt64()
+	length, err := appendMessages.Exec(cctx, n.conn.Client, []string{k.msgs, k.tools, k.kb, k.summary, k.asms, k.cache}, args).AsInt64()
 	if err != nil {
 		return nil, n.conn.Fail(ctx, err)
 	}
@@ -407,7 +407,7 @@ func decodeKnowledge(vals []string) ([]store.Knowledge, error) {
 // DeleteSession implements store.Backend: one DEL of the session's keys (one slot).
 func (n *Backend) DeleteSession(ctx context.Context, tenant, session string) error {
 	k := n.session(tenant, session)
-	r, err := n.conn.Do(ctx, n.conn.Client.B().Del().Key(k.msgs, k.tools, k.kb, k.summary, k.asms).Build())
+	r, err := n.conn.Do(ctx, n.conn.Client.B().Del().Key(k.msgs, k.tools, k.kb, k.summary, k.asms, k.cache).Build())
 	return n.conn.Deleted(ctx, r, err, "session", session)
 }
 
@@ -437,6 +437,9 @@ func (n *Backend) Load(ctx context.Context, tenant string, q store.LoadQuery) (*
 			b.Lrange().Key(k.kb).Start(0).Stop(-1).Build())
 		if q.Summary {
 			cmds = append(cmds, b.Hmget().Key(k.summary).Field("rev", "v").Build())
+		}
+		if q.CacheState {
+			cmds = append(cmds, b.Get().Key(k.cache).Build())
 		}
 	}
 
@@ -510,6 +513,18 @@ func (n *Backend) Load(ctx context.Context, tenant string, q store.LoadQuery) (*
 				snap.Summary = &sum
 			case !errors.Is(err, store.ErrNotFound):
 				snap.Errors[store.SourceSummary] = err
+			}
+		}
+		if q.CacheState {
+			at := sessAt + 3
+			if q.Summary {
+				at++
+			}
+			switch state, err := n.decodeCacheState(ctx, q.Session, rs[at]); {
+			case err == nil:
+				snap.CacheState = state
+			case !errors.Is(err, store.ErrNotFound):
+				snap.Errors[store.SourceCacheState] = err
 			}
 		}
 	}
@@ -591,6 +606,56 @@ func (n *Backend) SwapSummary(ctx context.Context, tenant, session string, rev i
 	return got == 1, nil
 }
 
+// decodeCacheState decodes the reply of GET cache; ErrNotFound when there is none.
+func (n *Backend) decodeCacheState(ctx context.Context, session string, r valkeygo.ValkeyResult) ([]byte, error) {
+	b, err := r.AsBytes()
+	switch {
+	case valkeygo.IsValkeyNil(err):
+		return nil, fmt.Errorf("cache state of session %q: %w", session, store.ErrNotFound)
+	case err != nil:
+		return nil, n.conn.Fail(ctx, err)
+	}
+	return b, nil
+}
+
+// CacheState implements store.CacheStateBackend: one GET.
+func (n *Backend) CacheState(ctx context.Context, tenant, session string) ([]byte, error) {
+	k := n.session(tenant, session)
+	rs, err := n.conn.DoMulti(ctx, n.conn.Client.B().Get().Key(k.cache).Build())
+	if err != nil {
+		return nil, err
+	}
+	return n.decodeCacheState(ctx, session, rs[0])
+}
+
+// putCacheState sets a session's cache state to ARGV[1], with the TTL that the session's messages have
+// left, so that it expires with them. KEYS are the session's cache and msgs. It returns 1 when it wrote,
+// -1 when the session has no messages.
+var putCacheState = valkeygo.NewLuaScript(`
+if redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
+local ttl = redis.call('PTTL', KEYS[2])
+if ttl > 0 then redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl) else redis.call('SET', KEYS[1], ARGV[1]) end
+return 1
+`)
+
+// PutCacheState implements store.CacheStateBackend with one script (putCacheState), atomic on the server.
+func (n *Backend) PutCacheState(ctx context.Context, tenant, session string, state []byte) error {
+	k := n.session(tenant, session)
+	cctx, cancel, err := n.conn.Call(ctx)
+	if err != nil {
+		return n.conn.Fail(ctx, err)
+	}
+	defer cancel()
+	got, err := putCacheState.Exec(cctx, n.conn.Client, []string{k.cache, k.msgs}, []string{string(state)}).AsInt64()
+	switch {
+	case err != nil:
+		return n.conn.Fail(ctx, err)
+	case got < 0:
+		return fmt.Errorf("session %q: %w", session, store.ErrNotFound)
+	}
+	return nil
+}
+
 // recordAssembly pushes an assembly record on the head of a session's list of them (newest first), as its
 // JSON object (ARGV[3]) with "seq" as its first member, the seq after the newest one's; trims the list to
 // ARGV[2] records and refreshes the TTL (ARGV[1] milliseconds, 0: none) of all of the session's keys,
@@ -624,7 +689,7 @@ func (n *Backend) RecordAssembly(ctx context.Context, tenant, session string, re
 	}
 	defer cancel()
 	args := []string{strconv.FormatInt(max(n.conn.TTL.Milliseconds(), 0), 10), strconv.Itoa(keep), string(b)}
-	seq, err := recordAssembly.Exec(cctx, n.conn.Client, []string{k.asms, k.msgs, k.tools, k.kb, k.summary}, args).AsInt64()
+	seq, err := recordAssembly.Exec(cctx, n.conn.Client, []string{k.asms, k.msgs, k.tools, k.kb, k.summary, k.cache}, args).AsInt64()
 	if err != nil {
 		return store.AssemblyRecord{}, n.conn.Fail(ctx, err)
 	}

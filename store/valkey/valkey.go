@@ -119,6 +119,7 @@ var (
 	_ store.Loader            = (*Backend)(nil)
 	_ store.CollectionBackend = (*Backend)(nil)
 	_ store.SummaryBackend    = (*Backend)(nil)
+	_ store.CacheStateBackend = (*Backend)(nil)
 	_ collection.Epocher      = (*Backend)(nil)
 )
 
