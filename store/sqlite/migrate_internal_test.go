@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/context-loom/loom"
+	"github.com/context-loom/loom/store"
 )
 
 // TestMigrate_FromVersion1 opens a file written before collections existed: its data stays, and
@@ -184,4 +185,48 @@ func mergeWant(doc, own map[string]string) map[string]string {
 	out := maps.Clone(doc)
 	maps.Copy(out, own)
 	return out
+}
+
+// TestMigrate_Version8WithoutCacheStates opens a file that a build whose step 7 was empty brought to
+// version 8 (the inspector's assemblies, no cache_states): the next step makes the table, and a session's
+// cache state is kept.
+func TestMigrate_Version8WithoutCacheStates(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "v8.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := []string{`CREATE TABLE schema_version (version INTEGER NOT NULL)`, `INSERT INTO schema_version (version) VALUES (8)`}
+	for v := 1; v <= 8; v++ {
+		if v != 7 {
+			stmts = append(stmts, migrations[v])
+		}
+	}
+	for _, q := range stmts {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	_ = db.Close()
+
+	s, err := openBackend(t.Context(), Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	if _, err := s.AppendMessages(ctx, "acme", "s", []store.Message{{Role: "user", Content: "hi"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutCacheState(ctx, "acme", "s", []byte("state")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.CacheState(ctx, "acme", "s"); err != nil || string(got) != "state" {
+		t.Fatalf("cache state %q, %v", got, err)
+	}
+	var v int
+	if err := s.wdb.QueryRow(`SELECT version FROM schema_version`).Scan(&v); err != nil || v != SchemaVersion {
+		t.Fatalf("schema version %d %v", v, err)
+	}
 }

@@ -7,7 +7,7 @@ import (
 	"fmt"
 )
 
-// migrations are the schema, one step a version: migrations[i] takes the file from version i to i+1. Steps
+// migrations are the schema, one step a version: migrations[i] takes the file from version i-1 to i. Steps
 // are only ever appended; a released step never changes.
 //
 // Every table is keyed by tenant first, so no id of one tenant can name a row of another. A session's
@@ -231,11 +231,22 @@ CREATE TABLE assemblies (
 	FOREIGN KEY (tenant, session) REFERENCES sessions (tenant, session) ON DELETE CASCADE
 ) WITHOUT ROWID;
 `,
+	// Step 7 was empty in a build that already had step 8: a file it brought to version 8 has no
+	// cache_states, which this step makes where it is missing.
+	9: `
+CREATE TABLE IF NOT EXISTS cache_states (
+	tenant  TEXT NOT NULL,
+	session TEXT NOT NULL,
+	data    BLOB NOT NULL,
+	PRIMARY KEY (tenant, session),
+	FOREIGN KEY (tenant, session) REFERENCES sessions (tenant, session) ON DELETE CASCADE
+) WITHOUT ROWID;
+`,
 }
 
 // SchemaVersion is the schema version this package writes: a file at a later version (written by a newer
 // Loom) is refused by Open.
-const SchemaVersion = 8
+const SchemaVersion = 9
 
 // migrate brings the file to SchemaVersion in one write transaction. A file at SchemaVersion already (every
 // open but the first) is only read: no write lock for the processes that open it at once to queue for.
