@@ -239,7 +239,8 @@ func TestInspector_ShowsTheRegionsAndDroppedItemsOfASeededSession(t *testing.T) 
 	if !keyInTab {
 		t.Error("the key is not in sessionStorage alone")
 	}
-	if !strings.Contains(cache, "prefix hash") || !strings.Contains(summary, "seq 1 to 4") {
+	if !strings.Contains(cache, "prefix hash") || !strings.Contains(cache, "shared with the previous assembly") ||
+		!strings.Contains(cache, "cache break") || !strings.Contains(summary, "seq 1 to 4") {
 		t.Errorf("cache %q, summary %q", cache, summary)
 	}
 	if !strings.Contains(tryResult, "2000") || !strings.Contains(tryResult, "total tokens") {

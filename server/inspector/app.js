@@ -195,8 +195,13 @@
       pairs.push(["since #" + older.seq, older.prefix_hash === res.prefix_hash ? "the same prefix: a provider's prompt cache can reuse it" :
         "the prefix changed (tools, instructions or pinned memory differ): the cache broke here"]);
     }
-    for (const k of ["cache_break", "cache_breaks", "prefix_change"]) {
-      if (res[k] !== undefined) pairs.push([k, JSON.stringify(res[k])]);
+    // The assembly's cache report: what its prompt shared with the session's previous one, and what changed.
+    const c = res.cache;
+    if (c) {
+      pairs.push(["shared with the previous assembly", c.shared_tokens + " tokens from the start"]);
+      if (c.reason === "first_assembly") pairs.push(["cache break", "the session's first assembly: nothing to share yet"]);
+      else if (c.reason) pairs.push(["cache break", (c.region ? c.region + ": " : "") + c.reason.replace(/_/g, " ")]);
+      else pairs.push(["cache break", "none: the previous assembly's tools, instructions, memory, summary and history start this one"]);
     }
     dl($("cache"), pairs);
   }
