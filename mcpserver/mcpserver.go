@@ -31,6 +31,7 @@ import (
 
 	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/engine"
+	"github.com/context-loom/loom/internal/apilimit"
 	"github.com/context-loom/loom/internal/textlimit"
 	"github.com/context-loom/loom/store"
 )
@@ -51,10 +52,10 @@ type Limits struct {
 
 // Default limits, the HTTP API's (server.Default*).
 const (
-	DefaultMaxBodyBytes = 8 << 20
-	DefaultMaxTextBytes = 1 << 20
-	DefaultMaxItems     = 2000
-	DefaultCallTimeout  = 30 * time.Second
+	DefaultMaxBodyBytes = apilimit.MaxBodyBytes
+	DefaultMaxTextBytes = apilimit.MaxTextBytes
+	DefaultMaxItems     = apilimit.MaxItems
+	DefaultCallTimeout  = apilimit.Timeout
 )
 
 func (l Limits) withDefaults() Limits {

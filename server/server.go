@@ -31,6 +31,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/context-loom/loom/engine"
+	"github.com/context-loom/loom/internal/apilimit"
 	"github.com/context-loom/loom/mcpserver"
 	"github.com/context-loom/loom/promptcount"
 	"github.com/context-loom/loom/store"
@@ -54,10 +55,10 @@ type Limits struct {
 
 // Default limits.
 const (
-	DefaultMaxBodyBytes    = 8 << 20
-	DefaultMaxMessageBytes = 1 << 20
-	DefaultMaxItems        = 2000
-	DefaultRequestTimeout  = 30 * time.Second
+	DefaultMaxBodyBytes    = apilimit.MaxBodyBytes
+	DefaultMaxMessageBytes = apilimit.MaxTextBytes
+	DefaultMaxItems        = apilimit.MaxItems
+	DefaultRequestTimeout  = apilimit.Timeout
 	// DefaultRetryAfter is what a 503's Retry-After says while the store is unreachable.
 	DefaultRetryAfter = 2 * time.Second
 )
