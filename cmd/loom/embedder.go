@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
 	"time"
 
@@ -43,16 +42,11 @@ func addEmbedderFlags(fs *flag.FlagSet) embedderFlags {
 // option returns the engine option of the embedder the flags name, nil when they name none (the engine's
 // offline default), and a usage error when they name half of one.
 func (f embedderFlags) option(log *slog.Logger) (engine.Option, error) {
-	switch {
-	case *f.url == "" && *f.model == "":
-		if *f.dimensions != 0 {
-			return nil, usageError(errors.New("--embedder-dimensions needs --embedder-url and --embedder-model"))
+	if ok, err := modelFlags("embedder", *f.url, *f.model); !ok {
+		if err == nil && *f.dimensions != 0 {
+			err = usageError(errors.New("--embedder-dimensions needs --embedder-url and --embedder-model"))
 		}
-		return nil, nil
-	case *f.url == "":
-		return nil, usageError(errors.New("--embedder-model needs --embedder-url"))
-	case *f.model == "":
-		return nil, usageError(errors.New("--embedder-url needs --embedder-model"))
+		return nil, err
 	}
 	key := os.Getenv("LOOM_EMBEDDER_API_KEY")
 	emb, err := embed.NewOpenAI(embed.OpenAIConfig{BaseURL: *f.url, Model: *f.model, APIKey: key, Dimensions: *f.dimensions,
@@ -61,8 +55,7 @@ func (f embedderFlags) option(log *slog.Logger) (engine.Option, error) {
 		return nil, usageError(err)
 	}
 	if log != nil {
-		u, _ := url.Parse(*f.url)
-		log.Info("embedder configured", "url", u.Redacted(), "model", *f.model, "name", emb.Name(), "api_key", key != "")
+		log.Info("embedder configured", "url", redactedURL(*f.url), "model", *f.model, "name", emb.Name(), "api_key", key != "")
 	}
 	return engine.WithEmbedder(emb), nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -46,22 +45,16 @@ func addSummarizerFlags(fs *flag.FlagSet) summarizerFlags {
 // option returns the engine option of the summarizer the flags name, nil when they name none, and a
 // usage error when they name half of one.
 func (f summarizerFlags) option(log *slog.Logger) (engine.Option, error) {
-	switch {
-	case *f.url == "" && *f.model == "":
-		return nil, nil
-	case *f.url == "":
-		return nil, usageError(errors.New("--summarizer-model needs --summarizer-url"))
-	case *f.model == "":
-		return nil, usageError(errors.New("--summarizer-url needs --summarizer-model"))
+	if ok, err := modelFlags("summarizer", *f.url, *f.model); !ok {
+		return nil, err
 	}
-	c, err := summarize.NewOpenAI(summarize.OpenAIConfig{BaseURL: *f.url, Model: *f.model, APIKey: os.Getenv("LOOM_SUMMARIZER_API_KEY"),
-		Timeout: *f.timeout})
+	key := os.Getenv("LOOM_SUMMARIZER_API_KEY")
+	c, err := summarize.NewOpenAI(summarize.OpenAIConfig{BaseURL: *f.url, Model: *f.model, APIKey: key, Timeout: *f.timeout})
 	if err != nil {
 		return nil, usageError(err)
 	}
 	if log != nil {
-		u, _ := url.Parse(*f.url)
-		log.Info("summarizer configured", "url", u.Redacted(), "model", *f.model, "api_key", os.Getenv("LOOM_SUMMARIZER_API_KEY") != "")
+		log.Info("summarizer configured", "url", redactedURL(*f.url), "model", *f.model, "api_key", key != "")
 	}
 	return engine.WithSummarizer(c, engine.SummarizerConfig{Model: *f.model, Window: *f.window}), nil
 }
@@ -121,4 +114,24 @@ func sessionSummary(ctx context.Context, name string, args []string, s streams) 
 		}
 		return writeJSON(s.stdout, sum)
 	})
+}
+
+// modelFlags says whether --KIND-url and --KIND-model name a model API: both set (true), neither (false,
+// no error), or half of one (a usage error naming the other flag).
+func modelFlags(kind, url, model string) (bool, error) {
+	switch {
+	case url == "" && model == "":
+		return false, nil
+	case url == "":
+		return false, usageError(fmt.Errorf("--%s-model needs --%s-url", kind, kind))
+	case model == "":
+		return false, usageError(fmt.Errorf("--%s-url needs --%s-model", kind, kind))
+	}
+	return true, nil
+}
+
+// redactedURL is raw with any password in it replaced, for a log.
+func redactedURL(raw string) string {
+	u, _ := url.Parse(raw) // nil for a URL that does not parse, whose Redacted is ""
+	return u.Redacted()
 }
