@@ -39,9 +39,9 @@ func addEmbedderFlags(fs *flag.FlagSet) embedderFlags {
 	}
 }
 
-// option returns the engine option of the embedder the flags name, nil when they name none (the engine's
+// options returns the engine option of the embedder the flags name, none when they name none (the engine's
 // offline default), and a usage error when they name half of one.
-func (f embedderFlags) option(log *slog.Logger) (engine.Option, error) {
+func (f embedderFlags) options(log *slog.Logger) ([]engine.Option, error) {
 	if ok, err := modelFlags("embedder", *f.url, *f.model); !ok {
 		if err == nil && *f.dimensions != 0 {
 			err = usageError(errors.New("--embedder-dimensions needs --embedder-url and --embedder-model"))
@@ -57,7 +57,7 @@ func (f embedderFlags) option(log *slog.Logger) (engine.Option, error) {
 	if log != nil {
 		log.Info("embedder configured", "url", redactedURL(*f.url), "model", *f.model, "name", emb.Name(), "api_key", key != "")
 	}
-	return engine.WithEmbedder(emb), nil
+	return []engine.Option{engine.WithEmbedder(emb)}, nil
 }
 
 // mismatchHint adds to an *engine.EmbedderMismatchError how to name the collection's embedder.

@@ -65,13 +65,9 @@ func runIngest(ctx context.Context, args []string, s streams) error {
 			return fmt.Errorf("ingest: %w", err)
 		}
 	}
-	embOpt, err := ef.option(nil)
+	engOpts, err := ef.options(nil)
 	if err != nil {
 		return err
-	}
-	var engOpts []engine.Option
-	if embOpt != nil {
-		engOpts = append(engOpts, embOpt)
 	}
 	eng, closeAll, err := openEngine(ctx, sf, engOpts...)
 	if err != nil {
@@ -278,13 +274,9 @@ func runRetrieve(ctx context.Context, args []string, s streams) error {
 		}
 		filter[k] = v
 	}
-	embOpt, err := ef.option(nil)
+	engOpts, err := ef.options(nil)
 	if err != nil {
 		return err
-	}
-	var engOpts []engine.Option
-	if embOpt != nil {
-		engOpts = append(engOpts, embOpt)
 	}
 	eng, closeAll, err := openEngine(ctx, sf, engOpts...)
 	if err != nil {

@@ -178,13 +178,11 @@ func runServe(ctx context.Context, args []string, s streams) error {
 		engine.WithChunkers(newChunkers())}
 	opts = append(opts, engine.WithAssemblyRecords(engine.RecordOptions{Off: !c.recordAssemblies,
 		Keep: c.assembliesKept, MaxBytes: int(min(int64(c.assemblyMaxBytes), math.MaxInt32))}))
-	embOpt, err := c.embedder.option(log)
+	embOpts, err := c.embedder.options(log)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	if embOpt != nil {
-		opts = append(opts, embOpt)
-	}
+	opts = append(opts, embOpts...)
 	sumOpt, err := c.summarizer.option(log)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
