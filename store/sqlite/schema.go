@@ -208,15 +208,7 @@ CREATE TABLE summaries (
 `,
 	// A session's cache state (store.CacheStateBackend): the hashes of its last assembly's stable parts,
 	// opaque to the store; it goes with its session.
-	7: `
-CREATE TABLE cache_states (
-	tenant  TEXT NOT NULL,
-	session TEXT NOT NULL,
-	data    BLOB NOT NULL,
-	PRIMARY KEY (tenant, session),
-	FOREIGN KEY (tenant, session) REFERENCES sessions (tenant, session) ON DELETE CASCADE
-) WITHOUT ROWID;
-`,
+	7: cacheStatesTable,
 	// A session's recent assemblies for the inspector (store.AssemblyRecord), the newest few kept; they go
 	// with their session.
 	8: `
@@ -233,7 +225,11 @@ CREATE TABLE assemblies (
 `,
 	// Step 7 was empty in a build that already had step 8: a file it brought to version 8 has no
 	// cache_states, which this step makes where it is missing.
-	9: `
+	9: cacheStatesTable,
+}
+
+// cacheStatesTable is step 7, made again by step 9 where it is missing.
+const cacheStatesTable = `
 CREATE TABLE IF NOT EXISTS cache_states (
 	tenant  TEXT NOT NULL,
 	session TEXT NOT NULL,
@@ -241,8 +237,7 @@ CREATE TABLE IF NOT EXISTS cache_states (
 	PRIMARY KEY (tenant, session),
 	FOREIGN KEY (tenant, session) REFERENCES sessions (tenant, session) ON DELETE CASCADE
 ) WITHOUT ROWID;
-`,
-}
+`
 
 // SchemaVersion is the schema version this package writes: a file at a later version (written by a newer
 // Loom) is refused by Open.
