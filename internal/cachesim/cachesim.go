@@ -70,16 +70,7 @@ func Run(ctx context.Context, c Config) (Figures, error) {
 	if !ok {
 		return Figures{}, fmt.Errorf("cachesim: %s has no exact encoding", c.Model)
 	}
-	r := rand.New(rand.NewPCG(c.Seed, 16))
-	text := func() string { return sentence(r, enc, c.MessageTokens*(80+r.IntN(41))/100) }
-	instructions := "You are a support agent for a travel company. Answer from the bookings and the tools' results; " +
-		"say so when you do not know. Keep answers short, and never invent a booking, a price or a date."
-
-	var history []assembler.Message
-	add := func(m assembler.Message) {
-		m.Seq = int64(len(history) + 1)
-		history = append(history, m)
-	}
+	conv := newConversation(c, enc)
 	var f Figures
 	var prev []int
 	encoded := map[string][]int{}
@@ -87,9 +78,9 @@ func Run(ctx context.Context, c Config) (Figures, error) {
 	cacheable, used, budget := 0.0, 0.0, 0.0
 	grew, lastUsed := 0, -1 // what the history used while nothing was trimmed, for TurnTokens
 	for turn := range c.Turns {
-		message := text()
+		message := conv.text()
 		res, err := assembler.AssembleRequest(ctx, &assembler.Request{
-			Model: c.Model, MaxTokens: c.Budget, Instructions: instructions, History: history, Message: message, Policy: c.Policy,
+			Model: c.Model, MaxTokens: c.Budget, Instructions: instructions, History: conv.history, Message: message, Policy: c.Policy,
 		})
 		if err != nil {
 			return Figures{}, fmt.Errorf("turn %d: %w", turn, err)
@@ -110,7 +101,7 @@ func Run(ctx context.Context, c Config) (Figures, error) {
 				if err != nil {
 					return Figures{}, fmt.Errorf("turn %d: report id %q", turn, reg.Included[0])
 				}
-				first = history[i].Seq
+				first = conv.history[i].Seq
 			}
 			if lastFirst >= 0 && first != lastFirst {
 				f.PrefixChanges++
@@ -128,15 +119,7 @@ func Run(ctx context.Context, c Config) (Figures, error) {
 				lastUsed, grew = reg.Used, turn
 			}
 		}
-		// The turn happens: the user's message, a tool exchange every ToolEvery turns, the answer.
-		add(assembler.Message{Role: "user", Content: message})
-		if turn%c.ToolEvery == c.ToolEvery-1 {
-			id := "call_" + strconv.Itoa(turn)
-			add(assembler.Message{Role: "assistant", ToolCalls: []assembler.ToolCall{{ID: id, Type: "function",
-				Function: assembler.ToolCallFunction{Name: "search_bookings", Arguments: `{"query":"booking ` + strconv.Itoa(turn) + `"}`}}}})
-			add(assembler.Message{Role: "tool", ToolCallID: id, Content: text()})
-		}
-		add(assembler.Message{Role: "assistant", Content: text()})
+		conv.happen(turn, message)
 	}
 	if f.Turns > 1 {
 		f.Cacheable = cacheable / float64(f.Turns-1)
@@ -210,4 +193,43 @@ func commonPrefix(a, b []int) int {
 		n++
 	}
 	return n
+}
+
+// instructions are the support agent's, the same in every simulation.
+const instructions = "You are a support agent for a travel company. Answer from the bookings and the tools' results; " +
+	"say so when you do not know. Keep answers short, and never invent a booking, a price or a date."
+
+// conversation is the simulated session: its history and the random texts of its messages, the same
+// for a seed whatever is measured of it.
+type conversation struct {
+	c       Config
+	r       *rand.Rand
+	enc     *tokenizer.Encoding
+	history []assembler.Message
+}
+
+func newConversation(c Config, enc *tokenizer.Encoding) *conversation {
+	return &conversation{c: c, r: rand.New(rand.NewPCG(c.Seed, 16)), enc: enc}
+}
+
+// text is a message's text: about MessageTokens tokens (80% to 120%).
+func (v *conversation) text() string {
+	return sentence(v.r, v.enc, v.c.MessageTokens*(80+v.r.IntN(41))/100)
+}
+
+func (v *conversation) add(m assembler.Message) {
+	m.Seq = int64(len(v.history) + 1)
+	v.history = append(v.history, m)
+}
+
+// happen records the turn: the user's message, a tool exchange every ToolEvery turns, the answer.
+func (v *conversation) happen(turn int, message string) {
+	v.add(assembler.Message{Role: "user", Content: message})
+	if turn%v.c.ToolEvery == v.c.ToolEvery-1 {
+		id := "call_" + strconv.Itoa(turn)
+		v.add(assembler.Message{Role: "assistant", ToolCalls: []assembler.ToolCall{{ID: id, Type: "function",
+			Function: assembler.ToolCallFunction{Name: "search_bookings", Arguments: `{"query":"booking ` + strconv.Itoa(turn) + `"}`}}}})
+		v.add(assembler.Message{Role: "tool", ToolCallID: id, Content: v.text()})
+	}
+	v.add(assembler.Message{Role: "assistant", Content: v.text()})
 }

@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"regexp"
-	"strconv"
 
 	"github.com/context-loom/loom/assembler"
 	"github.com/context-loom/loom/tokenizer"
@@ -78,19 +76,11 @@ func runFormat(ctx context.Context, c Config, format string) (FormatFigures, err
 		model = "gemini-2.5-flash"
 	}
 	enc := tokenizer.O200K() // the shares are counted in one encoding for every format: a proxy for each provider's
-	r := rand.New(rand.NewPCG(c.Seed, 16))
-	text := func() string { return sentence(r, enc, c.MessageTokens*(80+r.IntN(41))/100) }
-	instructions := "You are a support agent for a travel company. Answer from the bookings and the tools' results; " +
-		"say so when you do not know. Keep answers short, and never invent a booking, a price or a date."
+	conv := newConversation(c, enc)
 	tools := []assembler.Tool{{Type: "function", Function: assembler.ToolFunction{Name: "search_bookings",
 		Description: "Search the customer's bookings.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}`)}}}
 
-	var history []assembler.Message
-	add := func(m assembler.Message) {
-		m.Seq = int64(len(history) + 1)
-		history = append(history, m)
-	}
 	fig := FormatFigures{Format: format}
 	var prevBytes []byte
 	prevPoint, prevHist := 0, 0
@@ -98,12 +88,12 @@ func runFormat(ctx context.Context, c Config, format string) (FormatFigures, err
 	stable, counted, agree := 0, 0, 0
 	share := 0.0
 	for turn := range c.Turns {
-		message := text()
-		req := &assembler.Request{Model: model, MaxTokens: c.Budget, Instructions: instructions, Tools: tools, History: history,
+		message := conv.text()
+		req := &assembler.Request{Model: model, MaxTokens: c.Budget, Instructions: instructions, Tools: tools, History: conv.history,
 			Message: message, Policy: c.Policy, CacheReport: true, CachePrevious: prevState}
 		if format == "cookbook" {
 			// The preset: the newest 10 messages' roles and contents, no tools, no policy.
-			h := history[max(len(history)-10, 0):]
+			h := conv.history[max(len(conv.history)-10, 0):]
 			req.History = make([]assembler.Message, len(h))
 			for i, m := range h {
 				req.History[i] = assembler.Message{Role: m.Role, Content: m.Content}
@@ -157,14 +147,7 @@ func runFormat(ctx context.Context, c Config, format string) (FormatFigures, err
 		fig.Turns = append(fig.Turns, t)
 		prevBytes, prevPoint, prevHist, prevState = cur, point, histEnd, res.CacheState
 
-		add(assembler.Message{Role: "user", Content: message})
-		if turn%c.ToolEvery == c.ToolEvery-1 {
-			id := "call_" + strconv.Itoa(turn)
-			add(assembler.Message{Role: "assistant", ToolCalls: []assembler.ToolCall{{ID: id, Type: "function",
-				Function: assembler.ToolCallFunction{Name: "search_bookings", Arguments: `{"query":"booking ` + strconv.Itoa(turn) + `"}`}}}})
-			add(assembler.Message{Role: "tool", ToolCallID: id, Content: text()})
-		}
-		add(assembler.Message{Role: "assistant", Content: text()})
+		conv.happen(turn, message)
 	}
 	if counted > 0 {
 		fig.Stable, fig.MeanShare = float64(stable)/float64(counted), share/float64(counted)
