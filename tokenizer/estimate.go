@@ -5,6 +5,14 @@ import (
 	"unicode/utf8"
 )
 
+// EstimateKey names the rule of [Estimate] where its counts are cached, as an encoding's name names its
+// counts: a store caches the estimate of each message and knowledge item it writes under it (beside the
+// counts under o200k_base and cl100k_base), and an assembly whose counts are estimated takes a count found
+// under it as Estimate's. It is "estimate/" and the version of the rule, which changes whenever Estimate
+// counts any text otherwise, so that a count cached under an earlier rule is never found under this one's
+// key, and the text is counted again. (testdata/estimate_rule.txt pins the rule of each version.)
+const EstimateKey = "estimate/1"
+
 // Estimator is a [Counter] whose Count is [Estimate]: an approximation, for models whose tokenizer is not
 // public (Anthropic Claude, Google Gemini, Meta Llama, Mistral). [Model.Counter] returns it for them. The
 // zero value is ready to use.
