@@ -163,14 +163,6 @@ func (a *assembly) msgs(g *group) []Message { return a.req.History[g.first : g.f
 // groupContents returns the contents of the group's messages (see groupCost).
 func (a *assembly) groupContents(g *group) []tokenizer.Part { return a.contents[g.first : g.first+g.n] }
 
-// appendIDs appends the history ids of the group's messages to ids.
-func (g *group) appendIDs(ids []string) []string {
-	for i := range g.n {
-		ids = append(ids, historyID(int(g.first+i)))
-	}
-	return ids
-}
-
 func newAssembly(req *Request) (*assembly, error) {
 	if req == nil {
 		return nil, fmt.Errorf("%w: nil request", ErrInvalidRequest)
