@@ -46,18 +46,29 @@ import (
 // it, as collections made before generations have). Creation reserves the name and id in the index, which
 // gives the entry its generation (one script: of concurrent creates exactly one gets the entry), then
 // writes the meta for that generation, replacing what the collection's keys held unless it is a meta of
-// that generation or a later one. A create that finds its own entry already there (the same name and id)
-// does the second step for that entry: a retry after a lost reply completes a half-made collection, and of
-// two concurrent identical creates the one whose meta lands first succeeds and the other fails with
-// collection.ErrExists, as a create of a collection that exists does. Keys left over by an earlier
-// generation (the meta of a create or a deletion cut short, with whatever documents it had) are therefore
-// never seen: not through the index, and replaced by the next create of the id (a document put straight
-// into such keys, as the document calls, which check the meta alone, allow, goes with them; the engine
-// finds a collection through the index first). A collection half made has no meta, so document calls find
-// no collection. Deletion removes the index entry and then the keys, unless they were written for an entry
-// made since; deleting the id again removes keys a deletion cut short left, and deleting a collection half
-// made removes its entry. The tenant's index keeps its counter ("gen") when its last collection is
-// deleted, so that generations only grow.
+// that generation or a later one.
+//
+// A create that finds its own entry already there (the same name and id) does the second step for that
+// entry: a retry after a lost reply completes a half-made collection, and of two concurrent identical
+// creates the one whose meta lands first succeeds and the other fails with collection.ErrExists, as a
+// create of a collection that exists does. A create that clashes with another entry whose collection is
+// half made (a create given no id is given a new one each time, so its retry clashes by name) removes that
+// entry and tries again: it first writes a fence to the entry's meta, a meta that holds the generation
+// alone, so that the create cut short cannot complete its collection after the entry is gone (its second
+// step finds a meta of its generation and fails with collection.ErrExists); reads take no collection from
+// a fence, and the next create of its id replaces it.
+//
+// Keys of an earlier generation (the meta of a create or a deletion cut short, with whatever documents it
+// had) are therefore never seen through the index, and the next create of the id replaces them; a
+// document put straight into such keys (the document calls check the meta alone; the engine finds a
+// collection through the index first) goes with them. A collection half made has no meta, so the document
+// calls find no collection. Deletion removes the index entry and then the keys, unless they were written
+// for an entry made since; deleting the id again removes keys a deletion cut short left, and deleting a
+// collection half made removes its entry. The tenant's index keeps its counter ("gen") when its last
+// collection is deleted, so that generations only grow: a server that loses the index but keeps a
+// collection's keys (a cluster failing over to a replica that lagged) can give a generation again, and a
+// create of such an id then meets the kept keys as the collection of that id (collection.ErrExists)
+// until the id is deleted.
 //
 // The change feed. Every put and delete of a document and every deleted collection adds an entry to the
 // stream (XADD MAXLEN ~ store.Options.ChangesKept) whose id is the change's Seq. On a standalone server (or
@@ -119,37 +130,43 @@ func (n *Backend) eval(ctx context.Context, s *valkeygo.Lua, keys, args []string
 
 // reserveName enters a collection in the tenant's index, under the next generation, unless its name or id is
 // the name or id of a collection there (names and ids are one namespace: GetCollection takes either).
-// KEYS[1] is the index; ARGV the name and the id. It returns the entry's generation, {"same", its
-// generation} if the index has this very entry (the same name for the same id), or what clashed: {"name",
-// the id of the collection of that name}, {"id", the name of the collection of that id}, {"id-name", the id
-// of the collection named the new id} or {"name-id", the name of the collection whose id is the new name}.
+// KEYS[1] is the index; ARGV the name and the id. It returns the entry's generation, {"same", "", its
+// generation} if the index has this very entry (the same name for the same id), or what clashed and the
+// generation of the entry it clashed with: {"name", the id of the collection of that name, gen}, {"id",
+// the name of the collection of that id, gen}, {"id-name", the id of the collection named the new id,
+// gen} or {"name-id", the name of the collection whose id is the new name, gen}.
 var reserveName = valkeygo.NewLuaScript(`
+local function gen(id) return redis.call('HGET', KEYS[1], 'g:' .. id) or '0' end
 local byName = redis.call('HGET', KEYS[1], 'n:' .. ARGV[1])
 local byID = redis.call('HGET', KEYS[1], 'i:' .. ARGV[2])
-if byName == ARGV[2] and byID == ARGV[1] then
-  return {'same', redis.call('HGET', KEYS[1], 'g:' .. ARGV[2]) or '0'}
-end
-if byName then return {'name', byName} end
-if byID then return {'id', byID} end
+if byName == ARGV[2] and byID == ARGV[1] then return {'same', '', gen(ARGV[2])} end
+if byName then return {'name', byName, gen(byName)} end
+if byID then return {'id', byID, gen(ARGV[2])} end
 local have = redis.call('HGET', KEYS[1], 'n:' .. ARGV[2])
-if have then return {'id-name', have} end
+if have then return {'id-name', have, gen(have)} end
 have = redis.call('HGET', KEYS[1], 'i:' .. ARGV[1])
-if have then return {'name-id', have} end
-local gen = redis.call('HINCRBY', KEYS[1], 'gen', 1)
-redis.call('HSET', KEYS[1], 'n:' .. ARGV[1], ARGV[2], 'i:' .. ARGV[2], ARGV[1], 'g:' .. ARGV[2], gen)
-return gen
+if have then return {'name-id', have, gen(ARGV[1])} end
+local next = redis.call('HINCRBY', KEYS[1], 'gen', 1)
+redis.call('HSET', KEYS[1], 'n:' .. ARGV[1], ARGV[2], 'i:' .. ARGV[2], ARGV[1], 'g:' .. ARGV[2], next)
+return next
 `)
 
 // createMeta writes a collection's meta for an index entry of generation ARGV[3], replacing the keys of an
 // earlier generation (a collection half made or half deleted), unless the meta is of this generation or a
 // later one. KEYS are the collection's meta, docs and chunks; ARGV its JSON, its dimensions and the
-// generation. It returns 1, or the JSON the meta holds.
+// generation. It returns 1, or the JSON the meta holds ("" for a fence). With no JSON it writes a fence:
+// a meta that holds the generation alone, which no create of that generation can then complete (its
+// entry is about to be removed) and no read takes for a collection.
 var createMeta = valkeygo.NewLuaScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 and tonumber(redis.call('HGET', KEYS[1], 'gen') or '0') >= tonumber(ARGV[3]) then
   return redis.call('HGET', KEYS[1], 'c') or ''
 end
 redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3])
-redis.call('HSET', KEYS[1], 'c', ARGV[1], 'dims', ARGV[2], 'gen', ARGV[3])
+if ARGV[1] == '' then
+  redis.call('HSET', KEYS[1], 'gen', ARGV[3])
+else
+  redis.call('HSET', KEYS[1], 'c', ARGV[1], 'dims', ARGV[2], 'gen', ARGV[3])
+end
 return 1
 `)
 
@@ -161,13 +178,14 @@ redis.call('HSET', KEYS[1], 'c', ARGV[2])
 return 1
 `)
 
-// unreserveName removes a collection from the tenant's index. KEYS[1] is the index; ARGV[1] the id. It
-// returns {1 if the entry was there else 0, the index's last generation}: keys of a later one belong to a
-// collection created since.
+// unreserveName removes a collection from the tenant's index. KEYS[1] is the index; ARGV the id and, if
+// not "", the generation the entry must have. It returns {1 if the entry was there (and removed) else 0,
+// the index's last generation}: keys of a later one belong to a collection created since.
 var unreserveName = valkeygo.NewLuaScript(`
 local gen = redis.call('HGET', KEYS[1], 'gen') or '0'
 local name = redis.call('HGET', KEYS[1], 'i:' .. ARGV[1])
 if not name then return {0, gen} end
+if ARGV[2] ~= '' and (redis.call('HGET', KEYS[1], 'g:' .. ARGV[1]) or '0') ~= ARGV[2] then return {0, gen} end
 redis.call('HDEL', KEYS[1], 'i:' .. ARGV[1], 'g:' .. ARGV[1])
 if redis.call('HGET', KEYS[1], 'n:' .. name) == ARGV[1] then redis.call('HDEL', KEYS[1], 'n:' .. name) end
 return {1, gen}
@@ -240,7 +258,7 @@ return {redis.call('HGET', KEYS[1], ARGV[1]), redis.call('HGET', KEYS[2], ARGV[1
 // collection's chunks, docs and meta; ARGV the cursor and the COUNT. It returns {-1} if the collection does
 // not exist, else {the next cursor, then per document: its id, its chunks, its JSON (nil if missing)}.
 var scanChunks = valkeygo.NewLuaScriptReadOnly(`
-if redis.call('EXISTS', KEYS[3]) == 0 then return {-1} end
+if redis.call('HEXISTS', KEYS[3], 'c') == 0 then return {-1} end
 local page = redis.call('HSCAN', KEYS[1], ARGV[1], 'COUNT', ARGV[2])
 local out = {page[1]}
 local fields = page[2]
@@ -268,7 +286,8 @@ func (n *Backend) publish(ctx context.Context, tenant, coll, doc, op string) err
 // CreateCollection implements store.CollectionBackend. It returns collection.ErrExists if c's name or id
 // is the name or id of one of the tenant's collections. A create whose reply was lost may have been
 // done, in part or in full: retried, it completes a collection half made, and fails with
-// collection.ErrExists if the first attempt completed it.
+// collection.ErrExists if the first attempt completed it. A collection half made never blocks a name or
+// id: a create that clashes with one removes it (see the notes on the layout above).
 func (n *Backend) CreateCollection(ctx context.Context, tenant string, c loom.Collection) (loom.Collection, error) {
 	stored := c
 	stored.Dimensions = 0
@@ -276,25 +295,30 @@ func (n *Backend) CreateCollection(ctx context.Context, tenant string, c loom.Co
 	if err != nil {
 		return loom.Collection{}, fmt.Errorf("valkey: encode collection %q: %w", c.Name, err)
 	}
-	// An error here may hide a reservation that was made: the entry stays, invisible without its meta, and
-	// a retry finds it as its own.
-	m, err := n.eval(ctx, reserveName, []string{n.collIndex(tenant)}, []string{c.Name, c.ID})
-	if err != nil {
-		return loom.Collection{}, err
-	}
+	// A name and an id can clash with two entries, and a concurrent create can make a new one while a
+	// half-made one is removed: a few rounds, then the clash stands.
 	var gen string
-	if m.IsInt64() {
-		g, _ := m.AsInt64()
-		gen = strconv.FormatInt(g, 10)
-	} else {
+	for round := 0; gen == ""; round++ {
+		// An error here may hide a reservation that was made: the entry stays, invisible without its
+		// meta, and a retry finds it as its own.
+		m, err := n.eval(ctx, reserveName, []string{n.collIndex(tenant)}, []string{c.Name, c.ID})
+		if err != nil {
+			return loom.Collection{}, err
+		}
+		if m.IsInt64() {
+			g, _ := m.AsInt64()
+			gen = strconv.FormatInt(g, 10)
+			continue
+		}
 		clash, err := m.AsStrSlice()
-		if err != nil || len(clash) != 2 {
+		if err != nil || len(clash) != 3 {
 			return loom.Collection{}, n.conn.Fail(ctx, fmt.Errorf("reserveName returned %v: %w", m, err))
 		}
 		var have loom.Collection
 		switch clash[0] {
 		case "same": // this create's own entry, from an earlier attempt or a concurrent one: createMeta decides
-			gen = clash[1]
+			gen = clash[2]
+			continue
 		case "name":
 			have = loom.Collection{ID: clash[1], Name: c.Name}
 		case "id":
@@ -304,20 +328,24 @@ func (n *Backend) CreateCollection(ctx context.Context, tenant string, c loom.Co
 		default: // "name-id"
 			have = loom.Collection{ID: c.Name, Name: clash[1]}
 		}
-		if gen == "" {
+		if round == 3 {
 			return loom.Collection{}, collection.ClashError(c, have)
+		}
+		if removed, err := n.removeHalfMade(ctx, tenant, have.ID, clash[2]); err != nil || !removed {
+			return loom.Collection{}, cmp.Or(err, collection.ClashError(c, have))
 		}
 	}
 	k := n.coll(tenant, c.ID)
-	m, err = n.eval(ctx, createMeta, []string{k.meta, k.docs, k.chunks}, []string{string(b), strconv.Itoa(c.Dimensions), gen})
+	m, err := n.eval(ctx, createMeta, []string{k.meta, k.docs, k.chunks}, []string{string(b), strconv.Itoa(c.Dimensions), gen})
 	if err != nil {
 		return loom.Collection{}, err
 	}
 	if m.IsInt64() {
 		return c, nil
 	}
-	// The meta was written for this entry by another attempt (the collection exists), or for a later entry
-	// (this one was deleted and the id created again meanwhile).
+	// The meta was written for this entry by another attempt (the collection exists), for a later entry
+	// (this one was deleted and the id created again meanwhile), or fenced by a create that found this
+	// entry half made.
 	js, err := m.ToString()
 	if err != nil {
 		return loom.Collection{}, n.conn.Fail(ctx, err)
@@ -326,6 +354,31 @@ func (n *Backend) CreateCollection(ctx context.Context, tenant string, c loom.Co
 	_ = json.Unmarshal([]byte(js), &have) // the name is for the message only
 	have.ID = c.ID
 	return loom.Collection{}, collection.ClashError(c, have)
+}
+
+// removeHalfMade removes the index entry of id if it is of generation gen and its collection half made (no
+// meta of that generation): it fences the meta first, so that the create that made the entry cannot
+// complete it once it is gone. It reports whether the entry is gone; false means the collection exists.
+func (n *Backend) removeHalfMade(ctx context.Context, tenant, id, gen string) (bool, error) {
+	k := n.coll(tenant, id)
+	m, err := n.eval(ctx, createMeta, []string{k.meta, k.docs, k.chunks}, []string{"", "0", gen})
+	if err != nil {
+		return false, err
+	}
+	if !m.IsInt64() {
+		js, err := m.ToString()
+		if err != nil {
+			return false, n.conn.Fail(ctx, err)
+		}
+		if js != "" { // a meta of that generation (or a later one): the collection exists
+			return false, nil
+		}
+		// A fence already: another create is removing the entry; removing it again is harmless.
+	}
+	if _, err := n.eval(ctx, unreserveName, []string{n.collIndex(tenant)}, []string{id, gen}); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // metaCmd reads a collection's meta.
@@ -561,7 +614,7 @@ func (n *Backend) SetFusionWeights(ctx context.Context, tenant, id string, keywo
 
 // DeleteCollection implements store.CollectionBackend: collection.ErrNotFound if there is none.
 func (n *Backend) DeleteCollection(ctx context.Context, tenant, id string) error {
-	m, err := n.eval(ctx, unreserveName, []string{n.collIndex(tenant)}, []string{id})
+	m, err := n.eval(ctx, unreserveName, []string{n.collIndex(tenant)}, []string{id, ""})
 	if err != nil {
 		return err
 	}
@@ -685,7 +738,7 @@ func (n *Backend) GetDocument(ctx context.Context, tenant, collectionID, documen
 // the collection exists.
 func (n *Backend) scan(ctx context.Context, k collKeys, key, collectionID string, fn func(field, value string) error) error {
 	b := n.conn.Client.B()
-	rs, err := n.conn.DoMulti(ctx, b.Exists().Key(k.meta).Build(), b.Hscan().Key(key).Cursor(0).Count(scanBatch).Build())
+	rs, err := n.conn.DoMulti(ctx, b.Hexists().Key(k.meta).Field("c").Build(), b.Hscan().Key(key).Cursor(0).Count(scanBatch).Build())
 	if err != nil {
 		return err
 	}

@@ -654,6 +654,12 @@ func TestCreateCollection_RetryCompletesHalfCreated(t *testing.T) {
 		{"index entry without meta", func(p string) [][]string { // a create cut short after the index
 			return [][]string{{"HSET", p + ":{t:acme}:colls", "n:kb", "kb", "i:kb", "kb", "g:kb", "1", "gen", "1"}}
 		}},
+		{"index entry of the name for another id, without meta", func(p string) [][]string { // a create given no id
+			return [][]string{{"HSET", p + ":{t:acme}:colls", "n:kb", "x1", "i:x1", "kb", "g:x1", "1", "gen", "1"}}
+		}},
+		{"index entry of the id for another name, without meta", func(p string) [][]string {
+			return [][]string{{"HSET", p + ":{t:acme}:colls", "n:other", "kb", "i:kb", "other", "g:kb", "1", "gen", "1"}}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -687,6 +693,11 @@ func TestCreateCollection_RetryCompletesHalfCreated(t *testing.T) {
 				if docs, err := s.ListDocuments(ctx, "acme", "kb"); err != nil || len(docs) != 0 {
 					t.Fatalf("%s: ListDocuments = %+v, %v, want none", what, docs, err)
 				}
+				for _, gone := range []string{"x1", "other", "old name"} {
+					if _, err := s.GetCollection(ctx, "acme", gone); !errors.Is(err, collection.ErrNotFound) {
+						t.Fatalf("%s: GetCollection(%q) = %v, want ErrNotFound", what, gone, err)
+					}
+				}
 			}
 			check("after the retry")
 			if _, err := s.CreateCollection(ctx, "acme", want); !errors.Is(err, collection.ErrExists) {
@@ -705,14 +716,27 @@ func TestCreateCollection_ConcurrentIdentical(t *testing.T) {
 	prefix := fmt.Sprintf("race%d", prefixes.Add(1))
 	a, b := openColls(t, valkey.Options{Prefix: prefix}, addr), openColls(t, valkey.Options{Prefix: prefix}, addr)
 	ctx := t.Context()
-	const rounds = 40
+	const rounds = 48
+	index := prefix + ":{t:acme}:colls"
 	for i := range rounds {
 		c := loom.Collection{ID: fmt.Sprintf("c%d", i), Name: fmt.Sprintf("n%d", i)}
-		if i%2 == 1 { // half created: the meta of an earlier attempt
+		switch i % 4 {
+		case 1: // half created: the meta of an earlier attempt
 			js, _ := json.Marshal(c)
 			if _, err := valkeytest.Do(addr, "HSET", prefix+":{t:acme:c:"+c.ID+"}:meta", "c", string(js), "dims", "0"); err != nil {
 				t.Fatal(err)
 			}
+		case 2: // no id: each create is given one of its own, and the name decides
+			c.ID = ""
+		case 3: // no id, and the entry of an earlier attempt without its meta
+			gen, err := valkeytest.Do(addr, "HINCRBY", index, "gen", "1")
+			if err == nil {
+				_, err = valkeytest.Do(addr, "HSET", index, "n:"+c.Name, c.ID, "i:"+c.ID, c.Name, "g:"+c.ID, gen[0])
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.ID = ""
 		}
 		start := make(chan struct{})
 		errs := make(chan error, 2)
@@ -738,7 +762,7 @@ func TestCreateCollection_ConcurrentIdentical(t *testing.T) {
 		if ok != 1 || clash != 1 {
 			t.Fatalf("round %d: %d successes and %d clashes, want one of each", i, ok, clash)
 		}
-		if got, err := a.GetCollection(ctx, "acme", c.Name); err != nil || got.ID != c.ID {
+		if got, err := a.GetCollection(ctx, "acme", c.Name); err != nil || (c.ID != "" && got.ID != c.ID) {
 			t.Fatalf("round %d: GetCollection = %+v, %v", i, got, err)
 		}
 	}

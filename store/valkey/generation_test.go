@@ -64,3 +64,46 @@ func TestGenerations_LateStepsKeepNewerCollection(t *testing.T) {
 	}
 	check("after the first create retried")
 }
+
+// TestGenerations_FencedCreateCannotComplete: a create cut short after its index entry (its connection
+// stalled) is found half made by a create of the same name under another id, which removes the entry; the
+// first create's late meta then fails, so that no create reports success for a collection no one can see.
+func TestGenerations_FencedCreateCannotComplete(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c, err := conn.Dial(ctx, conn.Settings{Client: valkeygo.ClientOption{InitAddress: []string{valkeytest.Start(t)}}, Timeout: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	n := &Backend{conn: c, prefix: "fence", maxLen: "1000"}
+	m, err := n.eval(ctx, reserveName, []string{n.collIndex("acme")}, []string{"kb", "first"})
+	if err != nil || !m.IsInt64() {
+		t.Fatalf("the first create's entry: %v, %v", m, err)
+	}
+	if _, err := n.CreateCollection(ctx, "acme", loom.Collection{ID: "second", Name: "kb"}); err != nil {
+		t.Fatalf("a create of the name: %v", err)
+	}
+	k := n.coll("acme", "first")
+	m, err = n.eval(ctx, createMeta, []string{k.meta, k.docs, k.chunks}, []string{`{"id":"first","name":"kb"}`, "0", "1"})
+	if err != nil || m.IsInt64() {
+		t.Fatalf("the first create's late meta: %v, %v; want it refused", m, err)
+	}
+	for _, key := range []string{"kb", "second"} {
+		if got, err := n.GetCollection(ctx, "acme", key); err != nil || got.ID != "second" {
+			t.Fatalf("GetCollection(%q) = %+v, %v; want the second", key, got, err)
+		}
+	}
+	if _, err := n.GetCollection(ctx, "acme", "first"); !errors.Is(err, collection.ErrNotFound) {
+		t.Fatalf("GetCollection(first) = %v, want ErrNotFound", err)
+	}
+	if _, err := n.PutDocument(ctx, "acme", loom.Document{ID: "d", CollectionID: "first", Hash: "h"}, nil); !errors.Is(err, collection.ErrNotFound) {
+		t.Fatalf("a put into the fenced id: %v, want ErrNotFound", err)
+	}
+	if _, err := n.ListDocuments(ctx, "acme", "first"); !errors.Is(err, collection.ErrNotFound) {
+		t.Fatalf("ListDocuments of the fenced id: %v, want ErrNotFound", err)
+	}
+	if _, err := n.CreateCollection(ctx, "acme", loom.Collection{ID: "first", Name: "again"}); err != nil { // the fence is replaced
+		t.Fatalf("a create of the fenced id: %v", err)
+	}
+}
