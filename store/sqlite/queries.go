@@ -49,6 +49,14 @@ const (
 	qTrimAssemblies = `DELETE FROM assemblies WHERE tenant = ? AND session = ? AND seq <= ?`
 	qHasAssemblies  = `SELECT EXISTS (SELECT 1 FROM assemblies WHERE tenant = ? AND session = ?)`
 	qAssemblies     = `SELECT seq, ts_s, ts_ns, data FROM assemblies WHERE tenant = ? AND session = ? ORDER BY seq DESC`
+	// The tenant's live sessions with records (?1 tenant, ?2 now in Unix nanoseconds, ?3 limit): each one's
+	// count and newest record, the most recently recorded first.
+	qAssemblySessions = `SELECT g.session, g.n, a.seq, a.ts_s, a.ts_ns
+		FROM (SELECT session, count(*) AS n, max(seq) AS last FROM assemblies WHERE tenant = ?1 GROUP BY session) AS g
+		JOIN assemblies AS a ON a.tenant = ?1 AND a.session = g.session AND a.seq = g.last
+		JOIN sessions AS s ON s.tenant = ?1 AND s.session = g.session
+		WHERE s.expires_at = 0 OR s.expires_at > ?2
+		ORDER BY a.ts_s DESC, a.ts_ns DESC, g.session LIMIT ?3`
 )
 
 // Collections (collection.Store).
@@ -106,7 +114,7 @@ var writeQueries = append([]string{
 }, insertChunks...)
 
 var readQueries = []string{
-	qPing, qGetAgent, qFacts, qLiveSession, qNewestMessages, qMessageRange, qToolOutputs, qKnowledge, qSummary, qCacheState, qAssemblies,
+	qPing, qGetAgent, qFacts, qLiveSession, qNewestMessages, qMessageRange, qToolOutputs, qKnowledge, qSummary, qCacheState, qAssemblies, qAssemblySessions,
 	qCollectionByID, qCollectionByName, qCollections, qAllCollections, qCollectionKey, qDocument, qDocuments, qDocumentMeta,
 	qDocumentChunks, qCollectionChunks, qChanges, qLastChange,
 }

@@ -15,6 +15,11 @@
 //	loom:{t:<tenant>:u:<user>}:mem       hash: fact key -> fact as JSON
 //	loom:{t:<tenant>}:agent:<id>         hash: instructions, constraints, output_format, updated_at, and
 //	                                     model, max_tokens, tools and policy (JSON) when set
+//	loom:{t:<tenant>:s:<session>}:asms   list: its recorded assemblies as JSON, newest first
+//	loom:{t:<tenant>}:recorded           sorted set: the tenant's sessions that have recorded assemblies,
+//	                                     by their newest record's time (Unix microseconds); the newest
+//	                                     1000 kept, and a session whose records are gone (expired or
+//	                                     deleted) pruned when a listing meets it
 //
 // and, for collection.Store (collections.go has the details and the guarantees of the change feed):
 //
@@ -120,6 +125,7 @@ var (
 	_ store.CollectionBackend = (*Backend)(nil)
 	_ store.SummaryBackend    = (*Backend)(nil)
 	_ store.CacheStateBackend = (*Backend)(nil)
+	_ store.AssemblyBackend   = (*Backend)(nil)
 	_ collection.Epocher      = (*Backend)(nil)
 )
 
