@@ -37,7 +37,9 @@
 // reading the newest N is a bare LRANGE -N -1; tool outputs and knowledge are written in MULTI/EXEC. A
 // Load reads the agent, the user's memory and the session with one DoMulti of single-key commands: one
 // round trip to each node involved (at most three in a cluster, one on a standalone server). Sessions are
-// never listed, and nothing a request needs is found by key pattern: no KEYS, and no SCAN (collections are
+// listed only from the tenant's index of those that have recorded assemblies (:recorded; in another slot
+// than the session's keys, it is written in the round trip after the record), and nothing a request
+// needs is found by key pattern: no KEYS, and no SCAN (collections are
 // listed from the tenant's index hash, documents and chunks with HSCAN of their collection's hashes). The
 // one SCAN is AllCollections', which a server runs once at start to find every tenant's index hash. A
 // session that expired or was deleted starts again from seq 1.
