@@ -290,7 +290,7 @@ func TestInspector_ShowsTheRegionsAndDroppedItemsOfASeededSession(t *testing.T) 
 		!strings.Contains(cache, "cache break") || !strings.Contains(summary, "seq 1 to 4") {
 		t.Errorf("cache %q, summary %q", cache, summary)
 	}
-	if !strings.Contains(tryResult, "2000") || !strings.Contains(tryResult, "total tokens") {
+	if !strings.Contains(tryResult, "2000") || !strings.Contains(tryResult, "total tokens") || !strings.Contains(tryResult, "policy/refunds") || !strings.Contains(tryResult, "dropped → kept") {
 		t.Errorf("try it shows %q", tryResult)
 	}
 	if !bytes.HasPrefix(png, []byte("\x89PNG")) {

@@ -352,6 +352,34 @@
     const facts = el("p", { cls: "muted", text: "format " + was.format + " → " + got.format + "; prefix " +
       (was.prefix_hash === got.prefix_hash ? "unchanged" : "changed") + "; " + (got.messages ? got.messages.length + " messages" : "") });
     box.replaceChildren(facts, t);
+    const moved = movedItems(was, got);
+    if (moved.length > 0) {
+      const m = el("table", { cls: "moved" }, el("tr", null, el("th", { text: "region" }), el("th", { text: "item" }),
+        el("th", { cls: "tokens", text: "tokens" }), el("th", { text: "recorded → try" })));
+      for (const it of moved) {
+        m.appendChild(el("tr", null, el("td", { text: it.region }), el("td", { text: it.id }), tokensCell(it.tokens),
+          el("td", { cls: it.kept ? "kept" : "dropped", text: it.kept ? "dropped → kept" : "kept → dropped" + (it.reason ? " (" + it.reason + ")" : "") })));
+      }
+      box.appendChild(m);
+    }
+  }
+
+  // movedItems lists the items kept in one of two results and dropped in the other, each with its tokens
+  // as the result that kept it (or, dropped, counted it) says.
+  function movedItems(was, got) {
+    const out = [];
+    for (const b of got.report.regions) {
+      const a = was.report.regions.find((r) => r.name === b.name);
+      if (!a) continue;
+      const keptA = new Set(a.included), keptB = new Set(b.included);
+      b.included.forEach((id, i) => {
+        if (!keptA.has(id) && a.dropped.some((d) => d.id === id)) out.push({ region: b.name, id, kept: true, tokens: (b.included_tokens || [])[i] });
+      });
+      for (const d of b.dropped) {
+        if (keptA.has(d.id) && !keptB.has(d.id)) out.push({ region: b.name, id: d.id, kept: false, tokens: d.tokens, reason: d.reason });
+      }
+    }
+    return out;
   }
 
   document.addEventListener("DOMContentLoaded", () => {
