@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -237,6 +238,13 @@ func TestInspector_ShowsTheRegionsAndDroppedItemsOfASeededSession(t *testing.T) 
 		t.Fatal(err)
 	}
 	regions, messagesText, cache, summary := text("#regions"), text("#messages"), text("#cache"), text("#summary")
+	// Each item's tokens, next to it: a kept item's, and a dropped one's (a recorded assembly counts what
+	// it drops).
+	tokensOf := func(rowClass, id string) string {
+		return str(`(() => { const tr = [...document.querySelectorAll("#regions tr.` + rowClass + `")].find((r) => r.cells[0].textContent === "` + id + `");
+			return tr ? tr.querySelector("td.tokens").textContent : "no such row"; })()`)
+	}
+	keptTokens, droppedTokens := tokensOf("kept-item", "policy/replacements"), tokensOf("dropped-item", "policy/refunds")
 	injected := eval(`document.querySelector("#messages img, #regions b, #timeline b") !== null`)
 	keyInTab := eval(`sessionStorage.getItem("loom.inspector.key") === "` + apiKey + `" && localStorage.length === 0 && document.cookie === ""`)
 	// Try it: the recorded request again with a larger budget.
@@ -264,6 +272,11 @@ func TestInspector_ShowsTheRegionsAndDroppedItemsOfASeededSession(t *testing.T) 
 	}
 	if len(otherTimeline) != 1 || !strings.Contains(otherTitle, other) || otherInput != other {
 		t.Errorf("choosing %s in the picker shows %d assemblies titled %q (the id box says %q), want 1 of it", other, len(otherTimeline), otherTitle, otherInput)
+	}
+	for _, c := range []struct{ what, got string }{{"the kept policy/replacements", keptTokens}, {"the dropped policy/refunds", droppedTokens}} {
+		if n, err := strconv.Atoi(c.got); err != nil || n <= 0 {
+			t.Errorf("%s shows %q tokens, want a count", c.what, c.got)
+		}
 	}
 	if picked != session {
 		t.Errorf("after typing %s the picker shows %q", session, picked)

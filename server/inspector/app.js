@@ -319,7 +319,7 @@
     if (!current) return;
     const q = current.request;
     const body = { session: q.session, message: q.message || "", model: current.result.model,
-      max_tokens: Number($("try-budget").value), format: $("try-format").value, no_record: true };
+      max_tokens: Number($("try-budget").value), format: $("try-format").value, no_record: true, count_dropped: true };
     if (q.agent) body.agent = q.agent;
     if (q.user) body.user = q.user;
     if (q.preset) body.preset = q.preset;
