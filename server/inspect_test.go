@@ -42,8 +42,10 @@ func call(t *testing.T, method, url, key, body string) (int, []byte, http.Header
 	return resp.StatusCode, b, resp.Header
 }
 
-func TestAssemblies_ListedAndReadByTheirTenantOnly(t *testing.T) {
-	t.Parallel()
+// recordingServer is a server over a memory store whose engine records assemblies, with a key for each of
+// the tenants acme (key-acme) and globex (key-globex).
+func recordingServer(t *testing.T) (*store.Store, *engine.Engine, *httptest.Server) {
+	t.Helper()
 	st := newMemory()
 	eng, err := testEngine(st, engine.WithAssemblyRecords(engine.RecordOptions{}))
 	if err != nil {
@@ -54,7 +56,13 @@ func TestAssemblies_ListedAndReadByTheirTenantOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(srv.Handler())
-	defer ts.Close()
+	t.Cleanup(ts.Close)
+	return st, eng, ts
+}
+
+func TestAssemblies_ListedAndReadByTheirTenantOnly(t *testing.T) {
+	t.Parallel()
+	st, eng, ts := recordingServer(t)
 	ctx := loom.WithTenant(t.Context(), "acme")
 	for i := range 10 {
 		role := []string{"user", "assistant"}[i%2]
@@ -205,17 +213,7 @@ func TestInspectorPage_StrictHeadersAndLoopbackOnlyWithoutKeys(t *testing.T) {
 
 func TestAssemblySessions_ListedByTenantMostRecentFirst(t *testing.T) {
 	t.Parallel()
-	st := newMemory()
-	eng, err := testEngine(st, engine.WithAssemblyRecords(engine.RecordOptions{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(server.Config{Engine: eng, Keys: map[string]string{"key-acme": "acme", "key-globex": "globex"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	defer ts.Close()
+	st, eng, ts := recordingServer(t)
 	assemble := func(key, tenant, session string) {
 		t.Helper()
 		if _, err := st.AppendMessages(loom.WithTenant(t.Context(), tenant), tenant, session, store.Message{Role: "user", Content: "hello"}); err != nil {
