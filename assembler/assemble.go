@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,7 +69,10 @@ type assembly struct {
 	// framing that the optional items bring (the openai format's system message of the context).
 	reserve        int
 	instructionIDs []string // the instructions' items, for the report
-	instructions   string   // the instructions as Loom's formats render them: none when they are blank
+	// instructionTokens is what each of instructionIDs costs when there are more than one (the cookbook
+	// format's agent and instructions); one item's is the region's.
+	instructionTokens []int
+	instructions      string // the instructions as Loom's formats render them: none when they are blank
 	// The request's summary, rendered (nil: none), and how many of the history's first messages it
 	// stands for, which are not sent.
 	summary []tokenizer.Part
@@ -82,13 +86,16 @@ type assembly struct {
 	groups    []group          // the optional turns
 	required  []group          // the latest tool exchange, kept whatever it costs
 	contents  []tokenizer.Part // each history message's content, counted once
+	msgCosts  []int32          // what each history message of a costed group costs (see groupCost)
+	// droppedMsgs is the history message of each of dropped[RegionHistory] (see dropMessage).
+	droppedMsgs []int32
 
 	keepFrom int // history: groups[keepFrom:] are kept
 	// History cut in steps: groups[stepFrom:stepTo] would have fitted, and were cut to keep the start of
 	// the history where the next turns find it (see stepCut).
 	stepFrom, stepTo int
-	cleared          []int32    // the history's tool results cleared to a placeholder, newest first (see clearToolResults)
-	cited            []*ctxItem // the kept knowledge, in the order it is rendered (see settleKnowledge)
+	cleared          []clearedResultAt // the history's tool results cleared to a placeholder, newest first (see clearToolResults)
+	cited            []*ctxItem        // the kept knowledge, in the order it is rendered (see settleKnowledge)
 	// Knowledge kept so far, for finding duplicates: only items about to be kept are compared, so an
 	// assembly does not read every candidate's text.
 	dedup   *dedup   // from a pool: see release
@@ -138,6 +145,11 @@ type ctxItem struct {
 	ref      *Reference // knowledge: its citation, once it is kept (see settleKnowledge)
 }
 
+// clearedResultAt is a history message whose tool result was cleared, and the tokens of its content before.
+type clearedResultAt struct {
+	msg, tokens int32
+}
+
 // group is one or more history messages that stay or go together: history[first:first+n].
 type group struct {
 	first, n int32
@@ -150,14 +162,6 @@ func (a *assembly) msgs(g *group) []Message { return a.req.History[g.first : g.f
 
 // groupContents returns the contents of the group's messages (see groupCost).
 func (a *assembly) groupContents(g *group) []tokenizer.Part { return a.contents[g.first : g.first+g.n] }
-
-// appendIDs appends the history ids of the group's messages to ids.
-func (g *group) appendIDs(ids []string) []string {
-	for i := range g.n {
-		ids = append(ids, historyID(int(g.first+i)))
-	}
-	return ids
-}
 
 func newAssembly(req *Request) (*assembly, error) {
 	if req == nil {
@@ -758,14 +762,21 @@ func (a *assembly) result(out *output) *Result {
 	if a.req.CacheReport || a.req.CachePrevious != nil {
 		res.CacheState, res.Cache = a.cacheState(res, used, a.req.CachePrevious)
 	}
-	add := func(name Region, budget, used int, included []string, dropped []Dropped) {
+	add := func(name Region, budget, used int, included []string, tokens []int, dropped []Dropped) {
 		exact := a.model.Exact() && !out.estimated[name]
 		res.Exact = res.Exact && exact
+		if tokens == nil { // a region of one item at most: the item's tokens are the region's
+			tokens = make([]int, len(included))
+			for i := range tokens {
+				tokens[i] = used
+			}
+		}
 		res.Report.Regions = append(res.Report.Regions, RegionReport{
-			Name: name, Budget: budget, Used: used, Exact: exact, Included: nonNil(included), Dropped: nonNilDropped(dropped),
+			Name: name, Budget: budget, Used: used, Exact: exact,
+			Included: nonNil(included), IncludedTokens: tokens, Dropped: nonNilDropped(dropped),
 		})
 	}
-	add(RegionInstructions, used[RegionInstructions], used[RegionInstructions], a.instructionIDs, a.dropped[RegionInstructions])
+	add(RegionInstructions, used[RegionInstructions], used[RegionInstructions], a.instructionIDs, a.instructionTokens, a.dropped[RegionInstructions])
 	toolNames := make([]string, 0, len(a.req.Tools))
 	var tools []Tool // in the order they are rendered
 	if a.tools != nil {
@@ -774,70 +785,109 @@ func (a *assembly) result(out *output) *Result {
 	for _, t := range tools {
 		toolNames = append(toolNames, t.Function.Name)
 	}
-	add(RegionTools, used[RegionTools], used[RegionTools], toolNames, a.dropped[RegionTools])
-	add(RegionMessage, used[RegionMessage], used[RegionMessage], idsIf(a.hasMessage, "message"), a.dropped[RegionMessage])
+	add(RegionTools, used[RegionTools], used[RegionTools], toolNames, a.toolItemTokens(), a.dropped[RegionTools])
+	add(RegionMessage, used[RegionMessage], used[RegionMessage], idsIf(a.hasMessage, "message"), nil, a.dropped[RegionMessage])
 	if s := a.req.Summary; s != nil { // reported only when there is one, so that a report without is as it was
-		add(RegionSummary, used[RegionSummary], used[RegionSummary], idsIf(a.summary != nil, "summary"), a.dropped[RegionSummary])
+		add(RegionSummary, used[RegionSummary], used[RegionSummary], idsIf(a.summary != nil, "summary"), nil, a.dropped[RegionSummary])
 		res.Report.Summary = &SummaryRange{From: s.From, To: s.To, Covers: a.covers}
 	}
 	for _, r := range a.policy.Regions {
 		var included []string
+		var tokens []int
 		var drops []Dropped
 		if r.Name == RegionHistory {
-			kept, dropped := 0, 0
-			for i, g := range a.groups {
-				if i >= a.keepFrom {
-					kept += int(g.n)
-				} else if !g.orphaned {
-					dropped += int(g.n)
-				}
-			}
-			for _, g := range a.required {
-				kept += int(g.n)
-			}
-			included = make([]string, 0, kept)
-			drops = slices.Grow(slices.Clip(a.dropped[RegionHistory]), dropped)
-			for i, g := range a.groups {
-				switch {
-				case i >= a.keepFrom:
-					included = g.appendIDs(included)
-				case !g.orphaned: // an orphaned turn is reported so already
-					reason := ReasonBudget
-					if i >= a.stepFrom && i < a.stepTo {
-						reason = ReasonStep
-					}
-					for j := range g.n {
-						drops = append(drops, Dropped{ID: historyID(int(g.first + j)), Reason: reason})
-					}
-				}
-			}
-			for _, g := range a.required {
-				included = g.appendIDs(included)
-			}
-			for _, k := range slices.Backward(a.cleared) { // the kept ones, oldest first
-				if i := a.groupOf(int(k)); i >= a.keepFrom {
-					drops = append(drops, Dropped{ID: historyID(int(k)), Reason: ReasonCleared})
-				}
-			}
+			included, tokens, drops = a.historyReport()
 		} else {
 			items := a.items(r.Name)
-			included = make([]string, 0, len(items))
+			included, tokens = make([]string, 0, len(items)), make([]int, 0, len(items))
 			drops = slices.Grow(slices.Clip(a.dropped[r.Name]), len(items))
 			for _, it := range items {
 				if it.kept {
-					included = append(included, it.id)
-				} else if it.dup != "" {
-					drops = append(drops, Dropped{ID: it.id, Reason: it.dup})
-				} else {
-					drops = append(drops, Dropped{ID: it.id, Reason: ReasonBudget})
+					included, tokens = append(included, it.id), append(tokens, it.cost)
+					continue
 				}
+				reason := ReasonBudget
+				if it.dup != "" {
+					reason = it.dup
+				}
+				drops = append(drops, Dropped{ID: it.id, Reason: reason, Tokens: a.droppedCost(it)})
 			}
 		}
 		// A region that took leftover tokens past its share was allotted what it used.
 		n := used[r.Name]
-		add(r.Name, max(a.alloc[r.Name], n), n, included, drops)
+		add(r.Name, max(a.alloc[r.Name], n), n, included, tokens, drops)
 	}
 	return res
+}
+
+// historyReport is the history region's items: the kept messages, oldest first, with their tokens, and
+// the dropped ones (see Dropped.Tokens).
+func (a *assembly) historyReport() (included []string, tokens []int, drops []Dropped) {
+	kept, dropped := 0, 0
+	for i, g := range a.groups {
+		if i >= a.keepFrom {
+			kept += int(g.n)
+		} else if !g.orphaned {
+			dropped += int(g.n)
+		}
+	}
+	for _, g := range a.required {
+		kept += int(g.n)
+	}
+	included, tokens = make([]string, 0, kept), make([]int, 0, kept)
+	keep := func(g *group) {
+		for k := int(g.first); k < int(g.first+g.n); k++ {
+			included, tokens = append(included, historyID(k)), append(tokens, int(a.msgCosts[k]))
+		}
+	}
+	drops = slices.Grow(slices.Clip(a.dropped[RegionHistory]), dropped)
+	if a.req.CountDropped {
+		for i, k := range a.droppedMsgs { // summarized and orphaned messages, which no group holds
+			if d := &drops[i]; d.Tokens < 0 {
+				d.Tokens = a.messageCost(int(k))
+			}
+		}
+	}
+	for i := range a.groups {
+		g := &a.groups[i]
+		switch {
+		case i >= a.keepFrom:
+			keep(g)
+		case !g.orphaned: // an orphaned turn is reported so already
+			reason := ReasonBudget
+			if i >= a.stepFrom && i < a.stepTo {
+				reason = ReasonStep
+			}
+			if g.cost < 0 && a.req.CountDropped {
+				a.groupCost(g)
+			}
+			for k := int(g.first); k < int(g.first+g.n); k++ {
+				drops = append(drops, Dropped{ID: historyID(k), Reason: reason, Tokens: a.msgCost(g, k)})
+			}
+		}
+	}
+	for i := range a.required {
+		keep(&a.required[i])
+	}
+	for _, c := range slices.Backward(a.cleared) { // the kept ones, oldest first
+		if i := a.groupOf(int(c.msg)); i >= a.keepFrom {
+			drops = append(drops, Dropped{ID: historyID(int(c.msg)), Reason: ReasonCleared, Tokens: int(c.tokens)})
+		}
+	}
+	return included, tokens, drops
+}
+
+// droppedCost is what a candidate left out of its region costs: its cost if the planner counted it, else
+// -1, or its count when the request counts every dropped item.
+func (a *assembly) droppedCost(it *ctxItem) int {
+	switch {
+	case it.cost >= 0:
+		return it.cost
+	case a.req.CountDropped:
+		n, _ := a.cost(it, math.MaxInt)
+		return n
+	}
+	return -1
 }
 
 func idsIf(cond bool, id string) []string {
@@ -850,6 +900,13 @@ func idsIf(cond bool, id string) []string {
 func nonNil(s []string) []string {
 	if s == nil {
 		return []string{}
+	}
+	return s
+}
+
+func nonNilInts(s []int) []int {
+	if s == nil {
+		return []int{}
 	}
 	return s
 }

@@ -141,7 +141,7 @@ func (b *Builder) passThrough(ctx context.Context, system string) (*Built, error
 		instructions = a.chatCost("system", []tokenizer.Part{tokenizer.NewPart(system)}, "", nil, "")
 	}
 	history, calls := 0, false
-	ids := make([]string, len(built.Messages))
+	ids, tokens := make([]string, len(built.Messages)), make([]int, len(built.Messages))
 	for _, m := range built.Messages {
 		for _, call := range m.ToolCalls {
 			if a.callNames == nil {
@@ -152,25 +152,30 @@ func (b *Builder) passThrough(ctx context.Context, system string) (*Built, error
 	}
 	for i := range built.Messages {
 		m := &built.Messages[i]
-		history += a.f.turnCost(a, m, []tokenizer.Part{a.cachedPart(m.Content, m.TokenCounts)})
+		tokens[i] = a.f.turnCost(a, m, []tokenizer.Part{a.cachedPart(m.Content, m.TokenCounts)})
+		history += tokens[i]
 		calls = calls || len(m.ToolCalls) > 0 || m.Role == "tool"
 		ids[i] = historyID(i)
 	}
 	built.TotalTokens += instructions + history
-	region := func(name Region, used int, included []string) RegionReport {
+	region := func(name Region, used int, included []string, tokens []int) RegionReport {
 		exact := model.Exact() && (name != RegionHistory || !calls || model.Tools.CallsExact)
-		return RegionReport{Name: name, Budget: used, Used: used, Exact: exact, Included: nonNil(included), Dropped: []Dropped{}}
+		return RegionReport{Name: name, Budget: used, Used: used, Exact: exact, Included: nonNil(included), IncludedTokens: nonNilInts(tokens), Dropped: []Dropped{}}
+	}
+	var instructionTokens []int
+	if system != "" {
+		instructionTokens = []int{instructions}
 	}
 	built.Report.Regions = []RegionReport{
-		region(RegionInstructions, instructions, idsIf(system != "", "instructions")),
-		region(RegionTools, 0, nil),
-		region(RegionMessage, 0, nil),
+		region(RegionInstructions, instructions, idsIf(system != "", "instructions"), instructionTokens),
+		region(RegionTools, 0, nil, nil),
+		region(RegionMessage, 0, nil, nil),
 	}
 	for _, r := range policy.Regions {
 		if r.Name == RegionHistory {
-			built.Report.Regions = append(built.Report.Regions, region(r.Name, history, ids))
+			built.Report.Regions = append(built.Report.Regions, region(r.Name, history, ids, tokens))
 		} else {
-			built.Report.Regions = append(built.Report.Regions, region(r.Name, 0, nil))
+			built.Report.Regions = append(built.Report.Regions, region(r.Name, 0, nil, nil))
 		}
 	}
 	return built, nil

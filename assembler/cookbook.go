@@ -95,11 +95,13 @@ func (c *Cookbook) prepare(a *assembly) error {
 	if err := a.prepareMessage(); err != nil {
 		return err
 	}
-	if c.agent() != nil {
+	if agent := c.agent(); agent != nil {
 		a.instructionIDs = append(a.instructionIDs, "agent")
+		a.instructionTokens = append(a.instructionTokens, a.chatCost("system", []tokenizer.Part{tokenizer.NewPart(cookbookPrompt(agent))}, "", nil, ""))
 	}
 	if req.Instructions != "" {
 		a.instructionIDs = append(a.instructionIDs, "instructions")
+		a.instructionTokens = append(a.instructionTokens, a.chatCost("system", []tokenizer.Part{tokenizer.NewPart(req.Instructions)}, "", nil, ""))
 	}
 	required := func(id string, i int, text string) *ctxItem {
 		it := &ctxItem{id: id, order: i, kept: true, required: true, parts: []tokenizer.Part{tokenizer.NewPart(text)}}
@@ -123,8 +125,8 @@ func (c *Cookbook) prepare(a *assembly) error {
 	// The history: each message a turn of its own, none required, whatever its role and content.
 	h := req.History
 	sc := a.scratch
-	sc.contents = sized(sc.contents, len(h))
-	a.contents = sc.contents
+	sc.contents, sc.msgCosts = sized(sc.contents, len(h)), sized(sc.msgCosts, len(h))
+	a.contents, a.msgCosts = sc.contents, sc.msgCosts
 	turns := sc.turns[:0]
 	for i := range h {
 		turns = append(turns, group{first: int32(i), n: 1, cost: -1})

@@ -3,6 +3,7 @@ package assembler
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -100,8 +101,12 @@ func TestCookbook_CutsTheOldestHistoryOnly(t *testing.T) {
 		t.Fatalf("%d tokens of %d: %q", res.TotalTokens, req.MaxTokens, res.Messages)
 	}
 	h := findReport(res, RegionHistory)
-	if strings.Join(h.Included, ",") != "history[2],history[3]" || len(h.Dropped) != 2 || h.Dropped[0] != (Dropped{ID: "history[0]", Reason: ReasonBudget}) {
+	if strings.Join(h.Included, ",") != "history[2],history[3]" || len(h.Dropped) != 2 || h.Dropped[0] != (Dropped{ID: "history[0]", Reason: ReasonBudget, Tokens: -1}) {
 		t.Errorf("history report %+v", h)
+	}
+	// Each kept message's tokens, and those of the one the planner counted and found too large.
+	if !slices.Equal(h.IncludedTokens, []int{cost(req.History[2]), cost(req.History[3])}) || h.Dropped[1] != (Dropped{ID: "history[1]", Reason: ReasonBudget, Tokens: cost(req.History[1])}) {
+		t.Errorf("history report's tokens %+v", h)
 	}
 	// A budget below the required messages is a budget error; the memory is never dropped for it.
 	req.MaxTokens = res.TotalTokens - cost(req.History[2]) - cost(req.History[3]) - 1

@@ -118,7 +118,7 @@ func ExampleAssembleRequest() {
 	// memory: used 20, included [name], dropped []
 	// tool_outputs: used 0, included [], dropped []
 	// history: used 21, included [history[0] history[1]], dropped []
-	// knowledge: used 54, included [k1 k2], dropped [{k3 duplicate}]
+	// knowledge: used 54, included [k1 k2], dropped [{k3 duplicate 30}]
 	// 127 tokens of a budget of 2000; the regions use 120, the format's overhead 7
 }
 

@@ -212,8 +212,8 @@ func (a *assembly) trimKeptStart() {
 			g := &a.groups[a.keepFrom]
 			if !g.orphaned {
 				g.orphaned = true
-				for i := range g.n {
-					a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(int(g.first + i)), Reason: ReasonOrphan})
+				for k := g.first; k < g.first+g.n; k++ {
+					a.dropMessage(int(k), ReasonOrphan, a.msgCost(g, int(k)))
 				}
 			}
 		}

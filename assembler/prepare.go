@@ -124,12 +124,12 @@ func (a *assembly) prepareSummary() error {
 func (a *assembly) prepareHistory() {
 	h := a.req.History
 	sc := a.scratch
-	sc.contents = sized(sc.contents, len(h))
-	a.contents = sc.contents // every message's content, counted once
+	sc.contents, sc.msgCosts = sized(sc.contents, len(h)), sized(sc.msgCosts, len(h))
+	a.contents, a.msgCosts = sc.contents, sc.msgCosts // every message's content, counted once, and its cost
 	turns := sc.turns[:0]
 	newGroup := func(i, j int) group { return group{first: int32(i), n: int32(j - i), cost: -1} }
 	for i := range a.covers { // the summary's: not sent
-		a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(i), Reason: ReasonSummarized})
+		a.dropMessage(i, ReasonSummarized, -1)
 	}
 	for i := a.covers; i < len(h); i++ {
 		msg := &h[i]
@@ -145,7 +145,7 @@ func (a *assembly) prepareHistory() {
 			}
 			if len(answered) < len(uniqueCalls(msg.ToolCalls)) {
 				for k := i; k < j; k++ {
-					a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(k), Reason: ReasonOrphan})
+					a.dropMessage(k, ReasonOrphan, -1)
 				}
 			} else {
 				turns = append(turns, newGroup(i, j))
@@ -153,9 +153,9 @@ func (a *assembly) prepareHistory() {
 			i = j - 1
 		case msg.Role == "tool":
 			// A result whose call is not just before it: an orphan, which providers reject.
-			a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(i), Reason: ReasonOrphan})
+			a.dropMessage(i, ReasonOrphan, -1)
 		case loom.IsBlank(msg.Content) && len(msg.Parts) == 0:
-			a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(i), Reason: ReasonEmpty})
+			a.dropMessage(i, ReasonEmpty, 0)
 		default:
 			turns = append(turns, newGroup(i, i+1))
 		}
@@ -175,6 +175,12 @@ func (a *assembly) prepareHistory() {
 		}
 	}
 	a.setTurns(turns, k)
+}
+
+// dropMessage reports history message k dropped for reason, with its tokens (-1: not counted yet).
+func (a *assembly) dropMessage(k int, reason string, tokens int) {
+	a.dropped[RegionHistory] = append(a.dropped[RegionHistory], Dropped{ID: historyID(k), Reason: reason, Tokens: tokens})
+	a.droppedMsgs = append(a.droppedMsgs, int32(k))
 }
 
 // setTurns sets the history's turns, oldest first, of which turns[required:] are required, and costs those.
@@ -237,7 +243,7 @@ func (a *assembly) clearToolResults() {
 			}
 			k := int(g.first) + i
 			history[k].Content, history[k].TokenCounts = placeholder, nil
-			a.cleared = append(a.cleared, int32(k))
+			a.cleared = append(a.cleared, clearedResultAt{int32(k), int32(n)})
 		}
 	}
 }
@@ -302,18 +308,33 @@ func (a *assembly) groupCost(g *group) int {
 		return int(g.cost)
 	}
 	n := 0
-	contents := a.groupContents(g)
-	for i := range a.msgs(g) {
-		msg := &a.req.History[int(g.first)+i]
-		contents[i] = a.cachedPart(msg.Content, msg.TokenCounts)
-		// A cached count is of the content as given; a format may write it otherwise, or with its parts.
-		if text := a.f.body(a.messageText(msg)); len(text) != len(msg.Content) {
-			contents[i] = tokenizer.NewPart(text)
-		}
-		n += a.f.turnCost(a, msg, contents[i:i+1]) + a.partCost(int(g.first)+i)
+	for k := int(g.first); k < int(g.first+g.n); k++ {
+		c := a.messageCost(k)
+		a.msgCosts[k] = int32(c)
+		n += c
 	}
 	g.cost = int32(n)
 	return n
+}
+
+// msgCost is what message k of group g costs, or -1 when the group is not costed yet.
+func (a *assembly) msgCost(g *group, k int) int {
+	if g.cost < 0 {
+		return -1
+	}
+	return int(a.msgCosts[k])
+}
+
+// messageCost is what history message k costs in the format (see formatter.turnCost); it writes the
+// message's content as the format does.
+func (a *assembly) messageCost(k int) int {
+	msg := &a.req.History[k]
+	a.contents[k] = a.cachedPart(msg.Content, msg.TokenCounts)
+	// A cached count is of the content as given; a format may write it otherwise, or with its parts.
+	if text := a.f.body(a.messageText(msg)); len(text) != len(msg.Content) {
+		a.contents[k] = tokenizer.NewPart(text)
+	}
+	return a.f.turnCost(a, msg, a.contents[k:k+1]) + a.partCost(k)
 }
 
 // cachedPart is a part for text whose count may be cached under the model's encoding.
@@ -368,8 +389,8 @@ func (a *assembly) prepareToolOutputs() {
 		}
 		body := tokenizer.Part{Text: EscapeText(result)}
 		if body.Tokens = a.m.Count(body.Text); body.Tokens > a.policy.MaxToolOutputTokens {
+			a.dropped[RegionToolOutputs] = append(a.dropped[RegionToolOutputs], Dropped{ID: id, Reason: ReasonTruncated, Tokens: body.Tokens})
 			body = tokenizer.NewPart(a.cutMiddle(body.Text, body.Tokens, a.policy.MaxToolOutputTokens))
-			a.dropped[RegionToolOutputs] = append(a.dropped[RegionToolOutputs], Dropped{ID: id, Reason: ReasonTruncated})
 		}
 		if text := a.f.body(body.Text); len(text) != len(body.Text) { // its lines after the first, as the format writes them
 			body = tokenizer.NewPart(text)
@@ -427,7 +448,7 @@ func (a *assembly) prepareKnowledge() {
 		case content == "":
 			a.dropped[RegionKnowledge] = append(a.dropped[RegionKnowledge], Dropped{ID: id, Reason: ReasonEmpty})
 		case a.policy.MinScore != 0 && k.Score < a.policy.MinScore:
-			a.dropped[RegionKnowledge] = append(a.dropped[RegionKnowledge], Dropped{ID: id, Reason: ReasonMinScore})
+			a.dropped[RegionKnowledge] = append(a.dropped[RegionKnowledge], Dropped{ID: id, Reason: ReasonMinScore, Tokens: -1})
 		default:
 			// The text is written as it is rendered (see knowledgeBody) only if the item is costed (see cost)
 			// or kept (see settleKnowledge); a cached count is of it so written. (In the text format, a text of

@@ -80,6 +80,21 @@ func reportOverhead(t *testing.T, req *Request, res *Result) int {
 
 // checkReportSums checks that every token of the result is counted in exactly one region, or in the
 // format's overhead: the regions' used tokens add up to TotalTokens less the overhead.
+// assembleIfItFits assembles a random request: nil when its required items do not fit its budget or it
+// is invalid (as a random request may be), the test failed on any other error.
+func assembleIfItFits(t *testing.T, req *Request) *Result {
+	t.Helper()
+	res, err := AssembleRequest(context.Background(), req)
+	var be *BudgetError
+	if errors.As(err, &be) || errors.Is(err, ErrInvalidRequest) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 func checkReportSums(t *testing.T, req *Request, res *Result) {
 	t.Helper()
 	sum := 0
@@ -164,13 +179,9 @@ func TestReport_RegionsAddUpToTheTotal(t *testing.T) {
 			fits := 0
 			for range 150 {
 				req := formatRequest(rng, format)
-				res, err := AssembleRequest(context.Background(), req)
-				var be *BudgetError
-				if errors.As(err, &be) || errors.Is(err, ErrInvalidRequest) {
+				res := assembleIfItFits(t, req)
+				if res == nil {
 					continue
-				}
-				if err != nil {
-					t.Fatal(err)
 				}
 				fits++
 				checkReportSums(t, req, res)

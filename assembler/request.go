@@ -81,6 +81,11 @@ type Request struct {
 	// [CacheReport]). The engine keeps the previous state per session; a Go caller may keep its own.
 	CacheReport   bool        `json:"-"`
 	CachePrevious *CacheState `json:"-"`
+
+	// CountDropped asks for the tokens of every candidate the assembly leaves out (Dropped.Tokens), which
+	// costs counting them all: without it, a candidate the planner did not need to count is reported
+	// with -1 tokens.
+	CountDropped bool `json:"count_dropped,omitempty"`
 }
 
 // CacheScope is the Request.CacheScope of an agent's assemblies for a tenant: the two names, each

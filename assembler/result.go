@@ -118,15 +118,30 @@ type RegionReport struct {
 	// region holds what the provider counts by a rule known only from its published counts and not in
 	// every case (tool definitions for o200k_base models, schema keywords whose rendering is not known,
 	// tool calls and results in the history: see tokenizer.ToolRule).
-	Exact    bool      `json:"exact"`
-	Included []string  `json:"included"`
-	Dropped  []Dropped `json:"dropped"`
+	Exact    bool     `json:"exact"`
+	Included []string `json:"included"`
+	// IncludedTokens is what each item of Included costs, index by index, as the planner counted it: a
+	// history message with its per-message overhead, a memory fact, tool output or knowledge item as it
+	// is rendered in the region with its separator (and a knowledge item its marker), a tool its
+	// definition alone (in the function namespace when the model's provider reads tools so, else its JSON
+	// as Chat Completions takes it), and the item of a region of one item (instructions, message,
+	// summary) the region's Used. What the region adds around its items (its tag or wrapper, the tool
+	// namespace and the rule's overhead, the frame of a message the context opens) is in Used and in no
+	// item's count, so the items' tokens add up to about Used, not to it exactly.
+	IncludedTokens []int     `json:"included_tokens"`
+	Dropped        []Dropped `json:"dropped"`
 }
 
 // Dropped is an item left out, and why.
 type Dropped struct {
 	ID     string `json:"id"`
 	Reason string `json:"reason"`
+	// Tokens is what the item would have cost as IncludedTokens counts a kept one, or -1 when it was not
+	// counted: the planner stops counting the candidates of a region once one does not fit, and a
+	// request's CountDropped counts them all (an item below the policy's minimum score is never rendered,
+	// and never counted). An empty item's is 0. A truncated tool output's is its text's tokens before the
+	// cut, and a cleared tool result's its content's before it was cleared, both without their framing.
+	Tokens int `json:"tokens"`
 }
 
 // Reasons for dropping an item.

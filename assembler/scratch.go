@@ -15,6 +15,7 @@ type scratch struct {
 	order     []ranked
 	knowledge []*ctxItem
 	contents  []tokenizer.Part
+	msgCosts  []int32
 	turns     []group
 }
 
@@ -42,8 +43,8 @@ func putScratch(sc *scratch) {
 	clear(sc.parts)
 	clear(sc.knowledge)
 	clear(sc.contents)
-	// order and turns hold no references, and are written before they are read.
-	sc.items, sc.parts, sc.order, sc.knowledge, sc.contents, sc.turns = sc.items[:0], sc.parts[:0], sc.order[:0], sc.knowledge[:0], sc.contents[:0], sc.turns[:0]
+	// order, msgCosts and turns hold no references, and are written before they are read.
+	sc.items, sc.parts, sc.order, sc.knowledge, sc.contents, sc.msgCosts, sc.turns = sc.items[:0], sc.parts[:0], sc.order[:0], sc.knowledge[:0], sc.contents[:0], sc.msgCosts[:0], sc.turns[:0]
 	scratches.Put(sc)
 }
 

@@ -79,7 +79,7 @@ func TestSummary_ARegionAfterTheStablePrefix(t *testing.T) {
 			if summary == nil || summary.Used <= 0 || fmt.Sprint(summary.Included) != "[summary]" {
 				t.Fatalf("summary report %+v", summary)
 			}
-			want := []Dropped{{ID: "history[0]", Reason: ReasonSummarized}, {ID: "history[1]", Reason: ReasonSummarized}}
+			want := []Dropped{{ID: "history[0]", Reason: ReasonSummarized, Tokens: -1}, {ID: "history[1]", Reason: ReasonSummarized, Tokens: -1}}
 			if fmt.Sprint(history.Dropped) != fmt.Sprint(want) || len(history.Included) != 4 {
 				t.Errorf("history report %+v", history)
 			}

@@ -39,6 +39,7 @@ type toolSet struct {
 
 	mu     sync.Mutex
 	counts map[toolCountKey]toolCount
+	items  map[toolCountKey][]int // each tool's count alone, for the report (see toolItemTokens)
 }
 
 // toolCountKey names a count of a set: of a rendering (the function namespace, or a format's JSON) with
@@ -272,6 +273,51 @@ func (a *assembly) toolTokens(render, text string) toolCount {
 		s.counts[key] = c
 	}
 	return c
+}
+
+// toolItemTokens is what each of the request's tools costs alone, in the order they are rendered: its
+// definition in the function namespace when the model's tool rule reads tools so, else its JSON as Chat
+// Completions takes it (the report's RegionReport.IncludedTokens). The counts are cached in the set as
+// toolTokens caches the set's.
+func (a *assembly) toolItemTokens() []int {
+	s := a.tools
+	if s == nil {
+		return []int{}
+	}
+	rule := a.model.Tools
+	count := func() []int {
+		n := make([]int, len(s.canonical))
+		for i := range s.canonical {
+			if rule.Namespace {
+				n[i], _ = rule.DefinitionTokens(a.m, s.canonical[i:i+1])
+			} else {
+				n[i] = a.m.Count(string(s.openai.raw[i]))
+			}
+		}
+		return n
+	}
+	key := toolCountKey{render: "json"}
+	if rule.Namespace {
+		key.render = "namespace"
+	}
+	switch c := a.m.Counter().(type) {
+	case *tokenizer.Encoding:
+		key.encoding = c.Name()
+	case tokenizer.Estimator:
+	default:
+		return count()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, ok := s.items[key]
+	if !ok {
+		n = count()
+		if s.items == nil {
+			s.items = map[toolCountKey][]int{}
+		}
+		s.items[key] = n
+	}
+	return slices.Clone(n) // the result's own: a caller may change it
 }
 
 // countTools counts the tools' definitions (see toolTokens).

@@ -52,6 +52,7 @@ func assembleCookbook(ctx context.Context, req *Request, snap *store.Snapshot) (
 		MessageParts: req.MessageParts,
 		CacheScope:   req.CacheScope,
 		CacheReport:  req.CacheReport, CachePrevious: req.CachePrevious,
+		CountDropped: req.CountDropped,
 	}
 	if a := snap.Agent; a != nil {
 		out.Model, out.MaxTokens = cmp.Or(out.Model, a.Model), cmp.Or(out.MaxTokens, a.MaxTokens)

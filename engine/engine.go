@@ -289,6 +289,9 @@ func (e *Engine) Assemble(ctx context.Context, req Request) (*Result, error) {
 		}
 		req.CacheReport, req.CachePrevious = true, e.caches.previous(cacheKey{tenant, req.Session}, snap.CacheState)
 	}
+	if e.recorded(&req, snap) { // the inspector shows what each dropped item would have cost
+		req.CountDropped = true
+	}
 	var res *assembler.Result
 	if req.Preset == PresetCookbook {
 		res, err = assembleCookbook(ctx, &req, snap)

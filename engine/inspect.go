@@ -86,13 +86,20 @@ type RecordedRequest struct {
 // MaxRecordedMessageBytes is how much of a request's message its record keeps.
 const MaxRecordedMessageBytes = 1024
 
+// recorded reports whether the assembly of req is recorded: the engine records, the request does not say
+// otherwise, and the snapshot shows the session stored. A recorded assembly counts the items it drops
+// (assembler.Request.CountDropped), for the inspector to show.
+func (e *Engine) recorded(req *Request, snap *store.Snapshot) bool {
+	return e.rec != nil && !req.NoRecord && req.Session != "" &&
+		len(snap.Messages)+len(snap.ToolOutputs)+len(snap.Knowledge) > 0
+}
+
 // record queues the assembly of req for its session's records, if the engine records and the snapshot
 // shows the session stored. The record is encoded and written by the engine's recorder, off the
 // assembly's path (see recorder); one that cannot be written is left out: the assembly it describes has
 // succeeded, and the inspector shows what was recorded.
 func (e *Engine) record(ctx context.Context, req *Request, snap *store.Snapshot, res *Result) {
-	if e.rec == nil || req.NoRecord || req.Session == "" ||
-		len(snap.Messages)+len(snap.ToolOutputs)+len(snap.Knowledge) == 0 {
+	if !e.recorded(req, snap) {
 		return
 	}
 	msg := req.Message

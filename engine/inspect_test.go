@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -35,6 +36,14 @@ func TestAssemble_RecordsItsReportInTheSession(t *testing.T) {
 	}
 	ctx := loom.WithTenant(t.Context(), "acme")
 	seedLongSession(t, ctx, st, "s")
+	// Knowledge of which the budget keeps little: the planner counts no more of it than it needs.
+	var kb []store.Knowledge
+	for i := range 8 {
+		kb = append(kb, store.Knowledge{ID: fmt.Sprint("k", i), Content: strings.Repeat(fmt.Sprint("fact ", i, " of the manual. "), 40), Score: 1 - float64(i)/10})
+	}
+	if err := st.SetKnowledge(ctx, "acme", "s", kb); err != nil {
+		t.Fatal(err)
+	}
 	req := engine.Request{Session: "s", Request: assembler.Request{Model: "gpt-4o", MaxTokens: 300, Message: "what now? <b>"}}
 	var last *engine.Result
 	for range 3 {
@@ -66,9 +75,36 @@ func TestAssemble_RecordsItsReportInTheSession(t *testing.T) {
 	dropped := 0
 	for _, r := range got.Result.Report.Regions {
 		dropped += len(r.Dropped)
+		// A recorded assembly counts what it drops, for the inspector: each item has its tokens.
+		for _, d := range r.Dropped {
+			if d.Tokens <= 0 {
+				t.Errorf("%s: recorded %+v without its tokens", r.Name, d)
+			}
+		}
 	}
 	if dropped == 0 {
 		t.Fatal("the record lost the dropped history")
+	}
+	// The assembly the caller got is the recorded one: counting changed nothing that is sent.
+	unrecorded := req
+	unrecorded.NoRecord = true
+	plain, err := e.Assemble(ctx, unrecorded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.TotalTokens != last.TotalTokens || plain.PrefixHash != last.PrefixHash || len(plain.Messages) != len(last.Messages) {
+		t.Fatalf("the unrecorded assembly differs: %d tokens against %d", plain.TotalTokens, last.TotalTokens)
+	}
+	uncounted := 0
+	for _, r := range plain.Report.Regions {
+		for _, d := range r.Dropped {
+			if d.Tokens < 0 {
+				uncounted++
+			}
+		}
+	}
+	if uncounted == 0 {
+		t.Error("the unrecorded assembly counted every dropped item: the test shows nothing")
 	}
 	one, err := e.Assembly(ctx, "s", 2)
 	if err != nil || one.Seq != 2 {

@@ -518,8 +518,11 @@ func (w *writer) report(v *node) {
 		for i, k := range r.keys {
 			switch k {
 			case "name", "budget", "used", "exact":
-			case "included", "dropped":
-				w.ids(k, r.vals[i])
+			case "included":
+				w.ids(k, r.vals[i], r.get("included_tokens"))
+			case "dropped":
+				w.ids(k, r.vals[i], nil)
+			case "included_tokens": // with the included ids
 			default:
 				w.field(2, k, r.vals[i])
 			}
@@ -527,18 +530,30 @@ func (w *writer) report(v *node) {
 	}
 }
 
-// ids writes "included: a, b" or "dropped: a (reason), b (reason)" on one line.
-func (w *writer) ids(key string, v *node) {
-	if v.kind != 'a' {
+// ids writes "included: a (5), b (7)" (ids with their tokens, when tokens lists them) or "dropped: a
+// (reason, 5), b (reason, not counted)" on one line.
+func (w *writer) ids(key string, v, tokens *node) {
+	if v.kind != 'a' || (tokens != nil && (tokens.kind != 'a' || len(tokens.vals) != len(v.vals))) {
 		w.field(2, key, v)
+		if tokens != nil {
+			w.field(2, "included_tokens", tokens)
+		}
 		return
 	}
 	var out []string
-	for _, it := range v.vals {
-		id, reason := it.get("id"), it.get("reason")
+	for i, it := range v.vals {
+		id, reason, n := it.get("id"), it.get("reason"), it.get("tokens")
 		switch {
+		case (it.kind == 's' || it.kind == 'l') && tokens != nil:
+			out = append(out, plain(it)+" ("+plain(tokens.vals[i])+")")
 		case it.kind == 's' || it.kind == 'l':
 			out = append(out, plain(it))
+		case it.kind == 'o' && len(it.keys) == 3 && id != nil && reason != nil && n != nil:
+			count := plain(n)
+			if count == "-1" {
+				count = "not counted"
+			}
+			out = append(out, plain(id)+" ("+plain(reason)+", "+count+")")
 		case it.kind == 'o' && len(it.keys) == 2 && id != nil && reason != nil:
 			out = append(out, plain(id)+" ("+plain(reason)+")")
 		default:

@@ -175,7 +175,8 @@ func TestResult_Layout(t *testing.T) {
 		"tools":[{"type":"function","function":{"name":"f","parameters":{ "type" : "object" }}}],
 		"context":"[1] x","citations":[],"prefix_hash":"h",
 		"report":{"regions":[{"name":"history","budget":5,"used":4,"included":["h[0]"],"dropped":[{"id":"h[1]","reason":"budget"}]},
-			{"name":"tools","budget":0,"used":0,"included":[],"dropped":[]}]}}`
+			{"name":"tools","budget":0,"used":0,"included":[],"dropped":[]},
+			{"name":"knowledge","budget":9,"used":8,"included":["k1","k2"],"included_tokens":[3,4],"dropped":[{"id":"k3","reason":"budget","tokens":6},{"id":"k4","reason":"budget","tokens":-1}]}]}}`
 	got, err := Result(json.RawMessage(in))
 	if err != nil {
 		t.Fatal(err)
@@ -211,6 +212,9 @@ report:
     included: h[0]
     dropped: h[1] (budget)
   tools  budget 0  used 0
+  knowledge  budget 9  used 8
+    included: k1 (3), k2 (4)
+    dropped: k3 (budget, 6), k4 (budget, not counted)
 
 total_tokens: 9
 `
