@@ -163,8 +163,8 @@ func TestValkeyRestart_IndexesRebuilt(t *testing.T) {
 	if _, err := a.Collection(ctx, "kb"); !errors.Is(err, collection.ErrNotFound) {
 		t.Fatalf("the collection after a restart without persistence: %v, want ErrNotFound", err)
 	}
-	// A create whose reply the broken connection lost may have been applied: a retry then finds the
-	// collection, which is what was asked for.
+	// A create whose reply the broken connection lost may have been applied. In part, a retry completes
+	// it; in full, a retry fails with ErrExists and the collection is there, which is what was asked for.
 	failed := false
 	afterRestart(t, "create the collection again", func() error {
 		_, err := a.CreateCollection(ctx, loom.Collection{ID: "kb", Name: "kb"})

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/engine"
@@ -41,8 +42,10 @@ func call(t *testing.T, method, url, key, body string) (int, []byte, http.Header
 	return resp.StatusCode, b, resp.Header
 }
 
-func TestAssemblies_ListedAndReadByTheirTenantOnly(t *testing.T) {
-	t.Parallel()
+// recordingServer is a server over a memory store whose engine records assemblies, with a key for each of
+// the tenants acme (key-acme) and globex (key-globex).
+func recordingServer(t *testing.T) (*store.Store, *engine.Engine, *httptest.Server) {
+	t.Helper()
 	st := newMemory()
 	eng, err := testEngine(st, engine.WithAssemblyRecords(engine.RecordOptions{}))
 	if err != nil {
@@ -53,7 +56,13 @@ func TestAssemblies_ListedAndReadByTheirTenantOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(srv.Handler())
-	defer ts.Close()
+	t.Cleanup(ts.Close)
+	return st, eng, ts
+}
+
+func TestAssemblies_ListedAndReadByTheirTenantOnly(t *testing.T) {
+	t.Parallel()
+	st, eng, ts := recordingServer(t)
 	ctx := loom.WithTenant(t.Context(), "acme")
 	for i := range 10 {
 		role := []string{"user", "assistant"}[i%2]
@@ -199,5 +208,74 @@ func TestInspectorPage_StrictHeadersAndLoopbackOnlyWithoutKeys(t *testing.T) {
 	}
 	if code, b, _ := call(t, "GET", ts.URL+"/nothing-here", "", ""); code != 404 || !bytes.Contains(b, []byte(`"not_found"`)) {
 		t.Errorf("GET /nothing-here: %d %s", code, b)
+	}
+}
+
+func TestAssemblySessions_ListedByTenantMostRecentFirst(t *testing.T) {
+	t.Parallel()
+	st, eng, ts := recordingServer(t)
+	assemble := func(key, tenant, session string) {
+		t.Helper()
+		if _, err := st.AppendMessages(loom.WithTenant(t.Context(), tenant), tenant, session, store.Message{Role: "user", Content: "hello"}); err != nil {
+			t.Fatal(err)
+		}
+		if code, b, _ := call(t, "POST", ts.URL+"/v1/assemble", key, `{"session":"`+session+`","model":"gpt-4o","message":"and now?"}`); code != 200 {
+			t.Fatalf("assemble: %d %s", code, b)
+		}
+		if err := eng.FlushRecords(t.Context()); err != nil { // records are written in the background, in order
+			t.Fatal(err)
+		}
+	}
+	assemble("key-acme", "acme", "s1")
+	assemble("key-acme", "acme", "s2")
+	assemble("key-acme", "acme", "s1")
+	assemble("key-globex", "globex", "g")
+
+	type listing struct {
+		Recording bool `json:"recording"`
+		Sessions  []struct {
+			Session    string    `json:"session"`
+			Assemblies int       `json:"assemblies"`
+			LastSeq    int64     `json:"last_seq"`
+			LastTime   time.Time `json:"last_time"`
+		} `json:"sessions"`
+	}
+	list := func(key, query string) listing {
+		t.Helper()
+		code, b, _ := call(t, "GET", ts.URL+"/v1/assemblies"+query, key, "")
+		if code != 200 {
+			t.Fatalf("GET /v1/assemblies%s: %d %s", query, code, b)
+		}
+		var l listing
+		if err := json.Unmarshal(b, &l); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	l := list("key-acme", "")
+	if !l.Recording || len(l.Sessions) != 2 || l.Sessions[0].Session != "s1" || l.Sessions[0].Assemblies != 2 || l.Sessions[0].LastSeq != 2 ||
+		l.Sessions[1].Session != "s2" || l.Sessions[1].Assemblies != 1 || l.Sessions[0].LastTime.Before(l.Sessions[1].LastTime) {
+		t.Fatalf("acme's sessions: %+v, want s1 (2 records) then s2 (1)", l)
+	}
+	if l := list("key-acme", "?limit=1"); len(l.Sessions) != 1 || l.Sessions[0].Session != "s1" {
+		t.Fatalf("limit=1: %+v", l)
+	}
+	if l := list("key-globex", ""); len(l.Sessions) != 1 || l.Sessions[0].Session != "g" {
+		t.Fatalf("globex's sessions: %+v", l)
+	}
+	for _, q := range []string{"?limit=0", "?limit=201", "?limit=-1", "?limit=ten"} {
+		code, b, _ := call(t, "GET", ts.URL+"/v1/assemblies"+q, "key-acme", "")
+		if code != 400 || !bytes.Contains(b, []byte(`"invalid_request"`)) {
+			t.Errorf("GET /v1/assemblies%s: %d %s, want 400 invalid_request", q, code, b)
+		}
+	}
+	if code, _, _ := call(t, "GET", ts.URL+"/v1/assemblies", "", ""); code != 401 {
+		t.Errorf("GET /v1/assemblies without a key: %d, want 401", code)
+	}
+	if code, b, _ := call(t, "DELETE", ts.URL+"/v1/sessions/s1", "key-acme", ""); code != 204 {
+		t.Fatalf("delete: %d %s", code, b)
+	}
+	if l := list("key-acme", ""); len(l.Sessions) != 1 || l.Sessions[0].Session != "s2" {
+		t.Fatalf("after deleting s1: %+v", l)
 	}
 }

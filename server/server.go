@@ -205,6 +205,7 @@ func (s *Server) routeTable() []route {
 		{"DELETE /v1/sessions/{session}", false, s.deleteSession},
 		{"POST /v1/sessions/{session}/compact", false, s.compact},
 		{"GET /v1/sessions/{session}/summary", false, s.getSummary},
+		{"GET /v1/assemblies", false, s.listAssemblySessions},
 		{"GET /v1/sessions/{session}/assemblies", false, s.listAssemblies},
 		{"GET /v1/sessions/{session}/assemblies/{seq}", false, s.getAssembly},
 		{"POST /v1/sessions/{session}/tool-outputs", false, s.appendToolOutput},

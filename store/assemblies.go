@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -31,6 +33,9 @@ type AssemblyBackend interface {
 	RecordAssembly(ctx context.Context, tenant, session string, rec AssemblyRecord, keep int) (AssemblyRecord, error)
 	// Assemblies returns the session's records, newest first; none for an unknown session.
 	Assemblies(ctx context.Context, tenant, session string) ([]AssemblyRecord, error)
+	// AssemblySessions returns the tenant's live sessions (neither expired nor deleted) that have records,
+	// the most recently recorded first (ties by session id), at most limit of them (limit is at least 1).
+	AssemblySessions(ctx context.Context, tenant string, limit int) ([]AssemblySession, error)
 }
 
 // Assembly records' bounds: how many a session keeps, and how large one may be.
@@ -101,4 +106,57 @@ func (s *Store) AssemblyRecord(ctx context.Context, tenant, session string, seq 
 		}
 	}
 	return AssemblyRecord{}, InTenant(tenant, fmt.Errorf("assembly %d of session %q: %w", seq, session, ErrNotFound))
+}
+
+// AssemblySession sums up one session's recorded assemblies in a listing of a tenant's sessions (see
+// [Store.AssemblySessions]).
+type AssemblySession struct {
+	Session string `json:"session"`
+	// Assemblies is how many records the session keeps.
+	Assemblies int `json:"assemblies"`
+	// LastSeq and LastTime are its newest record's seq and time.
+	LastSeq  int64     `json:"last_seq"`
+	LastTime time.Time `json:"last_time"`
+}
+
+// Listing the sessions that have records.
+const (
+	// DefaultAssemblySessions is how many sessions AssemblySessions lists with a limit of 0.
+	DefaultAssemblySessions = 50
+	// MaxAssemblySessions is the largest limit AssemblySessions takes; a larger one is refused, not cut.
+	MaxAssemblySessions = 200
+)
+
+// AssemblySessions lists the tenant's sessions that have recorded assemblies, the most recently recorded
+// first (ties by session id), at most limit of them (0: DefaultAssemblySessions). A session deleted or
+// expired is not listed. Errors wrap ErrInvalid (a limit below 0 or over MaxAssemblySessions) or
+// ErrUnsupported (a backend that keeps no records).
+func (s *Store) AssemblySessions(ctx context.Context, tenant string, limit int) ([]AssemblySession, error) {
+	if err := s.check(ctx, "tenant", tenant); err != nil {
+		return nil, err
+	}
+	if limit < 0 || limit > MaxAssemblySessions {
+		return nil, fmt.Errorf("%w: a listing of sessions takes a limit from 1 to %d, not %d", ErrInvalid, MaxAssemblySessions, limit)
+	}
+	if s.asms == nil {
+		return nil, fmt.Errorf("%w: assembly records", ErrUnsupported)
+	}
+	if limit == 0 {
+		limit = DefaultAssemblySessions
+	}
+	out, err := s.asms.AssemblySessions(ctx, tenant, limit)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(out, CompareAssemblySessions)
+	return out[:min(len(out), limit)], nil
+}
+
+// CompareAssemblySessions is the order of a listing of sessions by their records: the most recently
+// recorded first, ties by session id.
+func CompareAssemblySessions(a, b AssemblySession) int {
+	if c := b.LastTime.Compare(a.LastTime); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Session, b.Session)
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -43,6 +44,8 @@ const (
 	tenant  = "acme"
 	apiKey  = "inspector-test-key"
 	session = "support-42"
+	// other is a second session, recorded before session: the picker lists it second.
+	other = "billing-7"
 )
 
 // seed stores a session whose assemblies drop items: a long conversation, a summary of its first turns,
@@ -124,6 +127,13 @@ func TestInspector_ShowsTheRegionsAndDroppedItemsOfASeededSession(t *testing.T) 
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	seed(t, ctx, st)
+	if _, err := st.AppendMessages(ctx, tenant, other, store.Message{Role: "user", Content: "Why was I charged twice?"}); err != nil {
+		t.Fatal(err)
+	}
+	post(t, ts.URL+"/v1/assemble", `{"session":"`+other+`","model":"gpt-4o","max_tokens":300,"message":"Any news?"}`)
+	if err := eng.FlushRecords(ctx); err != nil { // so that it is recorded first
+		t.Fatal(err)
+	}
 	// Two assemblies of the session, the second with a smaller budget: it drops more.
 	post(t, ts.URL+"/v1/assemble", `{"agent":"support","session":"`+session+`","max_tokens":900,"message":"When does it arrive?"}`)
 	post(t, ts.URL+"/v1/assemble", `{"agent":"support","session":"`+session+`","max_tokens":400,"message":"When does it arrive?"}`)
@@ -186,22 +196,55 @@ func TestInspector_ShowsTheRegionsAndDroppedItemsOfASeededSession(t *testing.T) 
 		}
 		return v
 	}
-	run("loading the page and choosing the session",
+	str := func(js string) string {
+		t.Helper()
+		v, err := chromedp.Run(bctx, chromedp.Evaluate[string](js))
+		if err != nil {
+			t.Fatalf("evaluating %s: %v", js, err)
+		}
+		return v
+	}
+	// The key given, the picker lists the tenant's sessions that have records, the most recent first.
+	run("loading the page and listing the sessions",
 		chromedp.Navigate(ts.URL+"/inspect"),
 		chromedp.WaitVisible(chromedp.CSS("#key")),
 		chromedp.SendKeys(chromedp.CSS("#key"), apiKey),
 		chromedp.Click(chromedp.CSS(`#key-form button[type="submit"]`)), // a click, which fires the form's submit event
 		chromedp.WaitVisible(chromedp.CSS("#key-state")),
-		chromedp.SendKeys(chromedp.CSS("#session"), session),
+		chromedp.Poll[chromedp.Void](`document.querySelectorAll("#session-pick option").length === 3`),
+	)
+	listed := str(`[...document.querySelectorAll("#session-pick option")].map((o) => o.value).join(",")`)
+	firstOption := str(`document.querySelectorAll("#session-pick option")[1].textContent`)
+	// Choosing one in the picker shows its timeline.
+	run("choosing a session in the picker",
+		chromedp.Evaluate[chromedp.Void](`(() => { const p = document.getElementById("session-pick"); p.value = "`+other+`"; p.dispatchEvent(new Event("change")); })()`),
+		chromedp.Poll[chromedp.Void](`document.getElementById("detail-title").textContent.includes("`+other+`")`),
+	)
+	otherTimeline, err := chromedp.Run(bctx, chromedp.Nodes(chromedp.CSSAll("#timeline li")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherTitle, otherInput := text("#detail-title"), str(`document.getElementById("session").value`)
+	// An id typed in still works.
+	run("typing the session's id",
+		chromedp.SetValue(chromedp.CSS("#session"), session),
 		chromedp.Click(chromedp.CSS(`#session-form button[type="submit"]`)),
-		chromedp.WaitVisible(chromedp.CSS("#detail")),
+		chromedp.Poll[chromedp.Void](`document.getElementById("detail-title").textContent.includes("`+session+`")`),
 		chromedp.WaitVisible(chromedp.CSS("#regions .dropped-item")),
 	)
+	picked := str(`document.getElementById("session-pick").value`)
 	timeline, err := chromedp.Run(bctx, chromedp.Nodes(chromedp.CSSAll("#timeline li")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	regions, messagesText, cache, summary := text("#regions"), text("#messages"), text("#cache"), text("#summary")
+	// Each item's tokens, next to it: a kept item's, and a dropped one's (a recorded assembly counts what
+	// it drops).
+	tokensOf := func(rowClass, id string) string {
+		return str(`(() => { const tr = [...document.querySelectorAll("#regions tr.` + rowClass + `")].find((r) => r.cells[0].textContent === "` + id + `");
+			return tr ? tr.querySelector("td.tokens").textContent : "no such row"; })()`)
+	}
+	keptTokens, droppedTokens := tokensOf("kept-item", "policy/replacements"), tokensOf("dropped-item", "policy/refunds")
 	injected := eval(`document.querySelector("#messages img, #regions b, #timeline b") !== null`)
 	keyInTab := eval(`sessionStorage.getItem("loom.inspector.key") === "` + apiKey + `" && localStorage.length === 0 && document.cookie === ""`)
 	// Try it: the recorded request again with a larger budget.
@@ -220,6 +263,23 @@ func TestInspector_ShowsTheRegionsAndDroppedItemsOfASeededSession(t *testing.T) 
 
 	if len(problems) > 0 {
 		t.Errorf("the page logged errors:\n%s", strings.Join(problems, "\n"))
+	}
+	if listed != ","+session+","+other {
+		t.Errorf("the picker lists %q, want the most recently recorded first: %q", listed, ","+session+","+other)
+	}
+	if !strings.Contains(firstOption, "2 assemblies") {
+		t.Errorf("the picker's first session reads %q, want its 2 assemblies", firstOption)
+	}
+	if len(otherTimeline) != 1 || !strings.Contains(otherTitle, other) || otherInput != other {
+		t.Errorf("choosing %s in the picker shows %d assemblies titled %q (the id box says %q), want 1 of it", other, len(otherTimeline), otherTitle, otherInput)
+	}
+	for _, c := range []struct{ what, got string }{{"the kept policy/replacements", keptTokens}, {"the dropped policy/refunds", droppedTokens}} {
+		if n, err := strconv.Atoi(c.got); err != nil || n <= 0 {
+			t.Errorf("%s shows %q tokens, want a count", c.what, c.got)
+		}
+	}
+	if picked != session {
+		t.Errorf("after typing %s the picker shows %q", session, picked)
 	}
 	if len(timeline) != 2 {
 		t.Errorf("the timeline shows %d assemblies, want 2", len(timeline))
@@ -243,7 +303,7 @@ func TestInspector_ShowsTheRegionsAndDroppedItemsOfASeededSession(t *testing.T) 
 		!strings.Contains(cache, "cache break") || !strings.Contains(summary, "seq 1 to 4") {
 		t.Errorf("cache %q, summary %q", cache, summary)
 	}
-	if !strings.Contains(tryResult, "2000") || !strings.Contains(tryResult, "total tokens") {
+	if !strings.Contains(tryResult, "2000") || !strings.Contains(tryResult, "total tokens") || !strings.Contains(tryResult, "policy/refunds") || !strings.Contains(tryResult, "dropped → kept") {
 		t.Errorf("try it shows %q", tryResult)
 	}
 	if !bytes.HasPrefix(png, []byte("\x89PNG")) {

@@ -6,6 +6,7 @@
 (function () {
   const KEY = "loom.inspector.key";
   const SESSION = "loom.inspector.session";
+  const SESSIONS_LISTED = 50; // the picker's length: GET /v1/assemblies's default limit
   const REGIONS = ["instructions", "tools", "memory", "summary", "knowledge", "history", "tool_outputs", "message"];
   const $ = (id) => document.getElementById(id);
   let current = null; // the record shown
@@ -55,8 +56,46 @@
     $("key-state").textContent = sessionStorage.getItem(KEY) ? "a key is set for this tab" : "no key (keyless server)";
   }
 
+  // when is a record's time, as the time of day when it is today's.
+  function when(t) {
+    const d = new Date(t);
+    return d.toDateString() === new Date().toDateString() ? d.toLocaleTimeString() : d.toLocaleString();
+  }
+
+  // listSessions fills the session picker from GET /v1/assemblies: the tenant's sessions that have
+  // recorded assemblies, the most recently recorded first.
+  async function listSessions() {
+    const pick = $("session-pick");
+    const state = $("pick-state");
+    state.textContent = "listing sessions…";
+    let data;
+    try {
+      data = await api("GET", "/v1/assemblies?limit=" + SESSIONS_LISTED);
+    } catch (e) {
+      state.textContent = "cannot list the sessions: " + e.message;
+      return;
+    }
+    const sessions = data.sessions || [];
+    const chosen = sessionStorage.getItem(SESSION) || "";
+    const first = el("option", { text: sessions.length ? "choose a session…" : "no session has recorded assemblies" });
+    first.value = "";
+    pick.replaceChildren(first);
+    for (const s of sessions) {
+      const o = el("option", { text: s.session + " · " + s.assemblies + (s.assemblies === 1 ? " assembly" : " assemblies") +
+        " · last " + when(s.last_time), title: "newest record #" + s.last_seq });
+      o.value = s.session;
+      pick.appendChild(o);
+    }
+    pick.value = sessions.some((s) => s.session === chosen) ? chosen : "";
+    state.textContent = sessions.length === SESSIONS_LISTED ? "the " + SESSIONS_LISTED + " most recent" : "";
+    if (!data.recording) state.textContent = "this server does not record assemblies (loom serve --record-assemblies)";
+  }
+
   async function loadSession(session) {
     sessionStorage.setItem(SESSION, session);
+    $("session").value = session;
+    const pick = $("session-pick");
+    pick.value = [...pick.options].some((o) => o.value === session) ? session : "";
     status("loading " + session + "…");
     $("detail").hidden = true;
     const tl = $("timeline");
@@ -163,16 +202,28 @@
         document.createTextNode(r.name + " — used " + r.used + " of " + r.budget + (r.exact ? "" : " (estimated)") +
           " · " + r.included.length + " kept, " + r.dropped.length + " dropped")));
       if (r.included.length + r.dropped.length > 0) {
-        const t = el("table", null, el("tr", null, el("th", { text: "item" }), el("th", { text: "" }), el("th", { text: "reason" })));
-        for (const id of r.included) t.appendChild(el("tr", null, el("td", { text: id }), el("td", { cls: "kept", text: "kept" }), el("td")));
+        const t = el("table", null, el("tr", null, el("th", { text: "item" }), el("th", { cls: "tokens", text: "tokens" }),
+          el("th", { text: "" }), el("th", { text: "reason" })));
+        const counts = Array.isArray(r.included_tokens) ? r.included_tokens : [];
+        r.included.forEach((id, i) => t.appendChild(el("tr", { cls: "kept-item" }, el("td", { text: id }), tokensCell(counts[i]),
+          el("td", { cls: "kept", text: "kept" }), el("td"))));
         for (const d of r.dropped) {
-          const tr = el("tr", { cls: "dropped-item" }, el("td", { text: d.id }), el("td", { cls: "dropped", text: "dropped" }), el("td", { text: d.reason }));
+          const tr = el("tr", { cls: "dropped-item" }, el("td", { text: d.id }), tokensCell(d.tokens),
+            el("td", { cls: "dropped", text: "dropped" }), el("td", { text: d.reason }));
           t.appendChild(tr);
         }
         div.appendChild(t);
       }
       box.appendChild(div);
     }
+  }
+
+  // tokensCell shows one item's tokens: a count, "?" when the assembly did not count it (-1), nothing
+  // when the record predates per-item counts.
+  function tokensCell(n) {
+    if (typeof n !== "number") return el("td", { cls: "tokens", title: "not in this record" });
+    if (n < 0) return el("td", { cls: "tokens", text: "?", title: "not counted" });
+    return el("td", { cls: "tokens", text: n });
   }
 
   function dl(box, pairs) {
@@ -268,7 +319,7 @@
     if (!current) return;
     const q = current.request;
     const body = { session: q.session, message: q.message || "", model: current.result.model,
-      max_tokens: Number($("try-budget").value), format: $("try-format").value, no_record: true };
+      max_tokens: Number($("try-budget").value), format: $("try-format").value, no_record: true, count_dropped: true };
     if (q.agent) body.agent = q.agent;
     if (q.user) body.user = q.user;
     if (q.preset) body.preset = q.preset;
@@ -301,6 +352,34 @@
     const facts = el("p", { cls: "muted", text: "format " + was.format + " → " + got.format + "; prefix " +
       (was.prefix_hash === got.prefix_hash ? "unchanged" : "changed") + "; " + (got.messages ? got.messages.length + " messages" : "") });
     box.replaceChildren(facts, t);
+    const moved = movedItems(was, got);
+    if (moved.length > 0) {
+      const m = el("table", { cls: "moved" }, el("tr", null, el("th", { text: "region" }), el("th", { text: "item" }),
+        el("th", { cls: "tokens", text: "tokens" }), el("th", { text: "recorded → try" })));
+      for (const it of moved) {
+        m.appendChild(el("tr", null, el("td", { text: it.region }), el("td", { text: it.id }), tokensCell(it.tokens),
+          el("td", { cls: it.kept ? "kept" : "dropped", text: it.kept ? "dropped → kept" : "kept → dropped" + (it.reason ? " (" + it.reason + ")" : "") })));
+      }
+      box.appendChild(m);
+    }
+  }
+
+  // movedItems lists the items kept in one of two results and dropped in the other, each with its tokens
+  // as the result that kept it (or, dropped, counted it) says.
+  function movedItems(was, got) {
+    const out = [];
+    for (const b of got.report.regions) {
+      const a = was.report.regions.find((r) => r.name === b.name);
+      if (!a) continue;
+      const keptA = new Set(a.included), keptB = new Set(b.included);
+      b.included.forEach((id, i) => {
+        if (!keptA.has(id) && a.dropped.some((d) => d.id === id)) out.push({ region: b.name, id, kept: true, tokens: (b.included_tokens || [])[i] });
+      });
+      for (const d of b.dropped) {
+        if (keptA.has(d.id) && !keptB.has(d.id)) out.push({ region: b.name, id: d.id, kept: false, tokens: d.tokens, reason: d.reason });
+      }
+    }
+    return out;
   }
 
   document.addEventListener("DOMContentLoaded", () => {
@@ -311,14 +390,22 @@
       if (k) sessionStorage.setItem(KEY, k); else sessionStorage.removeItem(KEY);
       $("key").value = "";
       showKeyState();
+      listSessions();
     });
     $("forget-key").addEventListener("click", () => { sessionStorage.removeItem(KEY); showKeyState(); });
+    $("session-pick").addEventListener("change", () => {
+      const s = $("session-pick").value;
+      if (s) loadSession(s);
+    });
+    $("list-sessions").addEventListener("click", listSessions);
     $("session-form").addEventListener("submit", (ev) => {
       ev.preventDefault();
       const s = $("session").value.trim();
       if (s) loadSession(s);
     });
     $("try-form").addEventListener("submit", tryIt);
+    // Listed at once when the tab has a key; without one (a keyless server), "Use key" or ↻ lists them.
+    if (sessionStorage.getItem(KEY)) listSessions();
     const params = new URLSearchParams(location.search);
     const s = params.get("session") || sessionStorage.getItem(SESSION);
     if (s) {

@@ -411,3 +411,24 @@ func (s *Backend) Assemblies(_ context.Context, tenant, sessionID string) ([]sto
 	}
 	return out, nil
 }
+
+// AssemblySessions implements store.AssemblyBackend: every session of the tenant looked at, under the
+// store's read lock.
+func (s *Backend) AssemblySessions(_ context.Context, tenant string, limit int) ([]store.AssemblySession, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []store.AssemblySession
+	for k := range s.sessions {
+		if k.tenant != tenant {
+			continue
+		}
+		ss := s.live(k, false)
+		if ss == nil || len(ss.asms) == 0 {
+			continue
+		}
+		last := ss.asms[len(ss.asms)-1]
+		out = append(out, store.AssemblySession{Session: k.id, Assemblies: len(ss.asms), LastSeq: last.Seq, LastTime: last.Time})
+	}
+	slices.SortFunc(out, store.CompareAssemblySessions)
+	return out[:min(len(out), limit)], nil
+}

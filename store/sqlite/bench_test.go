@@ -86,3 +86,26 @@ func BenchmarkLoad(b *testing.B) {
 	b.ReportMetric(float64(durs[len(durs)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(durs[len(durs)*99/100].Microseconds()), "p99-µs")
 }
+
+// BenchmarkAssemblySessions lists the 50 most recently recorded of a tenant's 500 sessions, each keeping
+// its newest 20 records of 8 KiB (a record keeps the rendered prompt: a few to tens of KiB).
+func BenchmarkAssemblySessions(b *testing.B) {
+	s, _ := open(b, sqlite.Options{})
+	ctx := b.Context()
+	rec := []byte(`{"text":"` + strings.Repeat("x", 8<<10) + `"}`)
+	for i := range 500 {
+		for range 20 {
+			if _, err := s.RecordAssembly(ctx, tenant, fmt.Sprintf("sess_%03d", i), rec, 20, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		l, err := s.AssemblySessions(ctx, tenant, 50)
+		if err != nil || len(l) != 50 {
+			b.Fatal(len(l), err)
+		}
+	}
+}

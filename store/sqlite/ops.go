@@ -911,3 +911,30 @@ func (s *Backend) Assemblies(ctx context.Context, tenant, sessionID string) ([]s
 	}
 	return recs, nil
 }
+
+// AssemblySessions implements store.AssemblyBackend with one query of the assemblies table, which keeps at
+// most a session's newest few records: it reads those of every session of the tenant.
+func (s *Backend) AssemblySessions(ctx context.Context, tenant string, limit int) ([]store.AssemblySession, error) {
+	var out []store.AssemblySession
+	err := s.read(ctx, "assembly sessions", func(t txn) error {
+		rows, err := t.query(qAssemblySessions, tenant, s.now().UnixNano(), limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var a store.AssemblySession
+			var sec, nsec int64
+			if err := rows.Scan(&a.Session, &a.Assemblies, &a.LastSeq, &sec, &nsec); err != nil {
+				return err
+			}
+			a.LastTime = time.Unix(sec, nsec).UTC()
+			out = append(out, a)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -49,6 +49,18 @@ const (
 	qTrimAssemblies = `DELETE FROM assemblies WHERE tenant = ? AND session = ? AND seq <= ?`
 	qHasAssemblies  = `SELECT EXISTS (SELECT 1 FROM assemblies WHERE tenant = ? AND session = ?)`
 	qAssemblies     = `SELECT seq, ts_s, ts_ns, data FROM assemblies WHERE tenant = ? AND session = ? ORDER BY seq DESC`
+	// The tenant's live sessions with records (?1 tenant, ?2 now in Unix nanoseconds, ?3 limit): each one's
+	// count and newest record, the most recently recorded first. Each session's newest and oldest records
+	// are found by seeks of the primary key; the records are never read through (their data is the bulk
+	// of the table). A session's seqs are contiguous (a trim deletes the oldest): its count is the newest
+	// seq less the oldest, plus one.
+	qAssemblySessions = `SELECT s.session,
+			a.seq - (SELECT seq FROM assemblies WHERE tenant = ?1 AND session = s.session ORDER BY seq LIMIT 1) + 1,
+			a.seq, a.ts_s, a.ts_ns
+		FROM sessions AS s JOIN assemblies AS a ON a.tenant = ?1 AND a.session = s.session
+			AND a.seq = (SELECT seq FROM assemblies WHERE tenant = ?1 AND session = s.session ORDER BY seq DESC LIMIT 1)
+		WHERE s.tenant = ?1 AND (s.expires_at = 0 OR s.expires_at > ?2)
+		ORDER BY a.ts_s DESC, a.ts_ns DESC, s.session LIMIT ?3`
 )
 
 // Collections (collection.Store).
@@ -106,7 +118,7 @@ var writeQueries = append([]string{
 }, insertChunks...)
 
 var readQueries = []string{
-	qPing, qGetAgent, qFacts, qLiveSession, qNewestMessages, qMessageRange, qToolOutputs, qKnowledge, qSummary, qCacheState, qAssemblies,
+	qPing, qGetAgent, qFacts, qLiveSession, qNewestMessages, qMessageRange, qToolOutputs, qKnowledge, qSummary, qCacheState, qAssemblies, qAssemblySessions,
 	qCollectionByID, qCollectionByName, qCollections, qAllCollections, qCollectionKey, qDocument, qDocuments, qDocumentMeta,
 	qDocumentChunks, qCollectionChunks, qChanges, qLastChange,
 }

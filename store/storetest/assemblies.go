@@ -117,3 +117,78 @@ func testAssemblies(t *testing.T, newStore NewStore) {
 	var v map[string]any
 	ok(t, json.Unmarshal(must(s.AssemblyRecords(ctx, "other", "s"))[0].Data, &v))
 }
+
+// sessionNames returns the sessions of a listing, in its order.
+func sessionNames(l []store.AssemblySession) []string {
+	out := make([]string, len(l))
+	for i, a := range l {
+		out[i] = a.Session
+	}
+	return out
+}
+
+// testAssemblySessions checks the listing of a tenant's sessions that have records: the most recently
+// recorded first, each with its count and newest record, bounded by its limit, the tenant's alone, and
+// without a session deleted or one that has no records.
+func testAssemblySessions(t *testing.T, newStore NewStore) {
+	s := open(t, newStore, store.Options{})
+	ctx := t.Context()
+	if !s.Assemblies() {
+		_, err := s.AssemblySessions(ctx, tenant, 0)
+		wantErr(t, err, store.ErrUnsupported, "AssemblySessions of a store that keeps no records")
+		return
+	}
+	if l := must(s.AssemblySessions(ctx, tenant, 0)); len(l) != 0 {
+		t.Fatalf("a store of no records lists %v", sessionNames(l))
+	}
+	must(s.AppendMessages(ctx, tenant, "quiet", store.Message{Role: "user", Content: "no assembly yet"}))
+	rec := func(tenant, session string) store.AssemblyRecord {
+		return must(s.RecordAssembly(ctx, tenant, session, []byte(`{}`), 2, 0))
+	}
+	rec(tenant, "a")
+	rec(tenant, "b")
+	rec(tenant, "c")
+	rec(tenant, "a")
+	last := rec(tenant, "a") // a keeps its newest 2
+	rec("other", "b")
+	rec("other", "z")
+
+	all := must(s.AssemblySessions(ctx, tenant, 0))
+	if got := sessionNames(all); !slices.Equal(got, []string{"a", "c", "b"}) {
+		t.Fatalf("sessions %v, want the most recently recorded first: [a c b]", got)
+	}
+	if a := all[0]; a.Assemblies != 2 || a.LastSeq != 3 || !a.LastTime.Equal(last.Time) {
+		t.Fatalf("session a listed as %+v, want 2 records, the newest seq 3 at %v", a, last.Time)
+	}
+	if b := all[2]; b.Assemblies != 1 || b.LastSeq != 1 || !b.LastTime.Before(all[1].LastTime) {
+		t.Fatalf("session b listed as %+v (c: %+v)", b, all[1])
+	}
+	if got := sessionNames(must(s.AssemblySessions(ctx, tenant, 2))); !slices.Equal(got, []string{"a", "c"}) {
+		t.Fatalf("a listing of limit 2 lists %v, want [a c]", got)
+	}
+	for _, bad := range []int{-1, store.MaxAssemblySessions + 1} {
+		_, err := s.AssemblySessions(ctx, tenant, bad)
+		wantErr(t, err, store.ErrInvalid, fmt.Sprintf("a listing of limit %d", bad))
+	}
+	_, err := s.AssemblySessions(ctx, "", 0)
+	wantErr(t, err, store.ErrInvalid, "a listing of no tenant")
+
+	// The tenant's alone: another's session b counts its own record only.
+	other := must(s.AssemblySessions(ctx, "other", 0))
+	if got := sessionNames(other); !slices.Equal(got, []string{"z", "b"}) || other[1].Assemblies != 1 {
+		t.Fatalf("the other tenant lists %+v, want z then b with 1 record", other)
+	}
+
+	// A deleted session leaves the listing; one started again comes back, counted from 1.
+	ok(t, s.DeleteSession(ctx, tenant, "a"))
+	if got := sessionNames(must(s.AssemblySessions(ctx, tenant, 0))); !slices.Equal(got, []string{"c", "b"}) {
+		t.Fatalf("after deleting a, sessions %v, want [c b]", got)
+	}
+	rec(tenant, "a")
+	if l := must(s.AssemblySessions(ctx, tenant, 1)); len(l) != 1 || l[0].Session != "a" || l[0].Assemblies != 1 || l[0].LastSeq != 1 {
+		t.Fatalf("a session started again lists as %+v", l)
+	}
+	if got := sessionNames(must(s.AssemblySessions(ctx, "other", 0))); !slices.Equal(got, []string{"z", "b"}) {
+		t.Fatalf("another tenant's delete changed this one's listing: %v", got)
+	}
+}

@@ -53,6 +53,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Summaries", testSummaries},
 		{"CacheStates", testCacheStates},
 		{"Assemblies", testAssemblies},
+		{"AssemblySessions", testAssemblySessions},
 		{"BadIDs", testBadIDs},
 		{"ContextAndClose", testContextAndClose},
 	}
@@ -755,6 +756,9 @@ func ttlOnce(t *testing.T, newStore NewStore, ttl time.Duration) bool {
 	if assemblies && len(must(s.AssemblyRecords(ctx, tenant, "short"))) != 1 {
 		t.Fatal("after a refreshing write, the assembly record is gone")
 	}
+	if assemblies && len(must(s.AssemblySessions(ctx, tenant, 0))) != 1 {
+		t.Fatal("after a refreshing write, the session is not listed as one of records")
+	}
 	time.Sleep(time.Until(refreshDone.Add(ttl + ttl/8)))
 	if n := len(must(s.Messages(ctx, tenant, "short", store.MessageQuery{}))) + len(must(s.ToolOutputs(ctx, tenant, "short"))) + len(must(s.Knowledge(ctx, tenant, "short"))); n != 0 {
 		t.Fatalf("%d items outlived the session's TTL", n)
@@ -769,6 +773,11 @@ func ttlOnce(t *testing.T, newStore NewStore, ttl time.Duration) bool {
 	}
 	if assemblies && len(must(s.AssemblyRecords(ctx, tenant, "short"))) != 0 {
 		t.Fatal("an assembly record outlived its session's TTL")
+	}
+	if assemblies {
+		if l := must(s.AssemblySessions(ctx, tenant, 0)); len(l) != 0 {
+			t.Fatalf("an expired session is listed as one of records: %+v", l)
+		}
 	}
 	if len(must(s.Facts(ctx, tenant, "u"))) != 1 {
 		t.Fatal("memory expired with the session")

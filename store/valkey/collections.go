@@ -25,12 +25,14 @@ import (
 // collection is one script on one slot (atomic, and valid on a cluster):
 //
 //	loom:{t:<tenant>:c:<id>}:meta    hash: "c" -> the collection as JSON (Dimensions left out),
-//	                                 "dims" -> its vectors' length ("0" until the first vectors)
+//	                                 "dims" -> its vectors' length ("0" until the first vectors),
+//	                                 "gen" -> the generation of the index entry it was written for
 //	loom:{t:<tenant>:c:<id>}:docs    hash: document id -> the document as JSON (its metadata included)
 //	loom:{t:<tenant>:c:<id>}:chunks  hash: document id -> all of the document's chunks as one binary value
 //	                                 (see chunkcodec.go; vectors as little-endian float32, and of the
 //	                                 metadata each chunk's own keys alone: reads merge the document's)
-//	loom:{t:<tenant>}:colls          hash, the tenant's index: "n:<name>" -> id and "i:<id>" -> name
+//	loom:{t:<tenant>}:colls          hash, the tenant's index: "n:<name>" -> id, "i:<id>" -> name,
+//	                                 "g:<id>" -> the entry's generation, and "gen" -> the last one given
 //	loom:changes                     stream: the change feed of the whole deployment (one per prefix)
 //
 // A document's chunks are one hash field rather than a key of their own, so that deleting a collection is
@@ -38,12 +40,35 @@ import (
 // documents per reply.
 //
 // Creating and deleting a collection touch two slots (the tenant's index and the collection's keys), so
-// they are two steps, ordered so that the index never names a collection whose keys are missing:
-// creation writes the meta (failing if the id is taken) and then reserves the name and id in the index
-// (failing if either is the name or id of a collection there, after which the meta is removed again);
-// deletion removes the index entry and then the collection's keys. A crash between the steps leaves a
-// collection's keys without an index entry: invisible to GetCollection and ListCollections, and never
-// blocking a name. Deleting the id again removes them.
+// they are two steps, and a lost connection or a crash between them leaves a collection half made. The
+// index decides: a collection exists when the index has its entry and its meta was written for that entry,
+// told by the generation both hold (a number the index counts up, one per entry; "0" where either lacks
+// it, as collections made before generations have). Creation reserves the name and id in the index, which
+// gives the entry its generation (one script: of concurrent creates exactly one gets the entry), then
+// writes the meta for that generation, replacing what the collection's keys held unless it is a meta of
+// that generation or a later one.
+//
+// A create that finds its own entry already there (the same name and id) does the second step for that
+// entry: a retry after a lost reply completes a half-made collection, and of two concurrent identical
+// creates the one whose meta lands first succeeds and the other fails with collection.ErrExists, as a
+// create of a collection that exists does. A create that clashes with another entry whose collection is
+// half made (a create given no id is given a new one each time, so its retry clashes by name) removes that
+// entry and tries again: it first writes a fence to the entry's meta, a meta that holds the generation
+// alone, so that the create cut short cannot complete its collection after the entry is gone (its second
+// step finds a meta of its generation and fails with collection.ErrExists); reads take no collection from
+// a fence, and the next create of its id replaces it.
+//
+// Keys of an earlier generation (the meta of a create or a deletion cut short, with whatever documents it
+// had) are therefore never seen through the index, and the next create of the id replaces them; a
+// document put straight into such keys (the document calls check the meta alone; the engine finds a
+// collection through the index first) goes with them. A collection half made has no meta, so the document
+// calls find no collection. Deletion removes the index entry and then the keys, unless they were written
+// for an entry made since; deleting the id again removes keys a deletion cut short left, and deleting a
+// collection half made removes its entry. The tenant's index keeps its counter ("gen") when its last
+// collection is deleted, so that generations only grow: a server that loses the index but keeps a
+// collection's keys (a cluster failing over to a replica that lagged) can give a generation again, and a
+// create of such an id then meets the kept keys as the collection of that id (collection.ErrExists)
+// until the id is deleted.
 //
 // The change feed. Every put and delete of a document and every deleted collection adds an entry to the
 // stream (XADD MAXLEN ~ store.Options.ChangesKept) whose id is the change's Seq. On a standalone server (or
@@ -103,37 +128,46 @@ func (n *Backend) eval(ctx context.Context, s *valkeygo.Lua, keys, args []string
 // a script is not rolled back when a command in it fails, and the XADD is the one that can (out of
 // memory, say), so a failure writes nothing.
 
-// createMeta writes a new collection's meta unless it exists. KEYS[1] is the meta; ARGV the collection's
-// JSON and its dimensions. It returns 1, or the JSON of the collection the meta holds ("" if none).
-var createMeta = valkeygo.NewLuaScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('HGET', KEYS[1], 'c') or '' end
-redis.call('HSET', KEYS[1], 'c', ARGV[1], 'dims', ARGV[2])
-return 1
-`)
-
-// reserveName enters a collection in the tenant's index unless its name or id is the name or id of a
-// collection there (names and ids are one namespace: GetCollection takes either). KEYS[1] is the index;
-// ARGV the name and the id. It returns 1, or what clashed: {"name", the id of the collection of that
-// name}, {"id", the name of the collection of that id}, {"id-name", the id of the collection named the
-// new id} or {"name-id", the name of the collection whose id is the new name}.
+// reserveName enters a collection in the tenant's index, under the next generation, unless its name or id is
+// the name or id of a collection there (names and ids are one namespace: GetCollection takes either).
+// KEYS[1] is the index; ARGV the name and the id. It returns the entry's generation, {"same", "", its
+// generation} if the index has this very entry (the same name for the same id), or what clashed and the
+// generation of the entry it clashed with: {"name", the id of the collection of that name, gen}, {"id",
+// the name of the collection of that id, gen}, {"id-name", the id of the collection named the new id,
+// gen} or {"name-id", the name of the collection whose id is the new name, gen}.
 var reserveName = valkeygo.NewLuaScript(`
-local have = redis.call('HGET', KEYS[1], 'n:' .. ARGV[1])
-if have then return {'name', have} end
-have = redis.call('HGET', KEYS[1], 'i:' .. ARGV[2])
-if have then return {'id', have} end
-have = redis.call('HGET', KEYS[1], 'n:' .. ARGV[2])
-if have then return {'id-name', have} end
+local function gen(id) return redis.call('HGET', KEYS[1], 'g:' .. id) or '0' end
+local byName = redis.call('HGET', KEYS[1], 'n:' .. ARGV[1])
+local byID = redis.call('HGET', KEYS[1], 'i:' .. ARGV[2])
+if byName == ARGV[2] and byID == ARGV[1] then return {'same', '', gen(ARGV[2])} end
+if byName then return {'name', byName, gen(byName)} end
+if byID then return {'id', byID, gen(ARGV[2])} end
+local have = redis.call('HGET', KEYS[1], 'n:' .. ARGV[2])
+if have then return {'id-name', have, gen(have)} end
 have = redis.call('HGET', KEYS[1], 'i:' .. ARGV[1])
-if have then return {'name-id', have} end
-redis.call('HSET', KEYS[1], 'n:' .. ARGV[1], ARGV[2], 'i:' .. ARGV[2], ARGV[1])
-return 1
+if have then return {'name-id', have, gen(ARGV[1])} end
+local next = redis.call('HINCRBY', KEYS[1], 'gen', 1)
+redis.call('HSET', KEYS[1], 'n:' .. ARGV[1], ARGV[2], 'i:' .. ARGV[2], ARGV[1], 'g:' .. ARGV[2], next)
+return next
 `)
 
-// dropMeta undoes createMeta when the meta is still the one it wrote. KEYS are the collection's meta, docs
-// and chunks; ARGV[1] the JSON createMeta wrote.
-var dropMeta = valkeygo.NewLuaScript(`
-if redis.call('HGET', KEYS[1], 'c') ~= ARGV[1] then return 0 end
-return redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3])
+// createMeta writes a collection's meta for an index entry of generation ARGV[3], replacing the keys of an
+// earlier generation (a collection half made or half deleted), unless the meta is of this generation or a
+// later one. KEYS are the collection's meta, docs and chunks; ARGV its JSON, its dimensions and the
+// generation. It returns 1, or the JSON the meta holds ("" for a fence). With no JSON it writes a fence:
+// a meta that holds the generation alone, which no create of that generation can then complete (its
+// entry is about to be removed) and no read takes for a collection.
+var createMeta = valkeygo.NewLuaScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 and tonumber(redis.call('HGET', KEYS[1], 'gen') or '0') >= tonumber(ARGV[3]) then
+  return redis.call('HGET', KEYS[1], 'c') or ''
+end
+redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3])
+if ARGV[1] == '' then
+  redis.call('HSET', KEYS[1], 'gen', ARGV[3])
+else
+  redis.call('HSET', KEYS[1], 'c', ARGV[1], 'dims', ARGV[2], 'gen', ARGV[3])
+end
+return 1
 `)
 
 // swapMeta replaces a collection's JSON if it is still the one read. KEYS[1] is the meta; ARGV the JSON read
@@ -144,26 +178,31 @@ redis.call('HSET', KEYS[1], 'c', ARGV[2])
 return 1
 `)
 
-// unreserveName removes a collection from the tenant's index and returns 1, or 0 if it is not there.
-// KEYS[1] is the index; ARGV[1] the id.
+// unreserveName removes a collection from the tenant's index. KEYS[1] is the index; ARGV the id and, if
+// not "", the generation the entry must have. It returns {1 if the entry was there (and removed) else 0,
+// the index's last generation}: keys of a later one belong to a collection created since.
 var unreserveName = valkeygo.NewLuaScript(`
+local gen = redis.call('HGET', KEYS[1], 'gen') or '0'
 local name = redis.call('HGET', KEYS[1], 'i:' .. ARGV[1])
-if not name then return 0 end
-redis.call('HDEL', KEYS[1], 'i:' .. ARGV[1])
+if not name then return {0, gen} end
+if ARGV[2] ~= '' and (redis.call('HGET', KEYS[1], 'g:' .. ARGV[1]) or '0') ~= ARGV[2] then return {0, gen} end
+redis.call('HDEL', KEYS[1], 'i:' .. ARGV[1], 'g:' .. ARGV[1])
 if redis.call('HGET', KEYS[1], 'n:' .. name) == ARGV[1] then redis.call('HDEL', KEYS[1], 'n:' .. name) end
-return 1
+return {1, gen}
 `)
 
-// dropCollection removes a collection's keys. KEYS are its meta, docs and chunks (and the stream);
-// ARGV: tenant, id, "1" if the index had it, the stream's MAXLEN. It returns 0 if there was nothing to
-// remove, else 1 or the change's stream id.
+// dropCollection removes a collection's keys unless their meta is of a generation later than the index's
+// last when the entry was removed (a collection created since). KEYS are its meta, docs and chunks (and the
+// stream); ARGV: tenant, id, "1" if the index had it, the stream's MAXLEN, that last generation. It returns
+// 0 if there was nothing to remove, else 1 or the change's stream id.
 var dropCollection = valkeygo.NewLuaScript(`
-if redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[3]) == 0 and ARGV[3] ~= '1' then return 0 end
+local newer = tonumber(redis.call('HGET', KEYS[1], 'gen') or '0') > tonumber(ARGV[5])
+if (newer or redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[3]) == 0) and ARGV[3] ~= '1' then return 0 end
 local id = 1
 if #KEYS == 4 then
   id = redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[4], '*', 'tenant', ARGV[1], 'coll', ARGV[2], 'doc', '', 'op', 'delete_collection')
 end
-redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3])
+if not newer then redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3]) end
 return id
 `)
 
@@ -219,7 +258,7 @@ return {redis.call('HGET', KEYS[1], ARGV[1]), redis.call('HGET', KEYS[2], ARGV[1
 // collection's chunks, docs and meta; ARGV the cursor and the COUNT. It returns {-1} if the collection does
 // not exist, else {the next cursor, then per document: its id, its chunks, its JSON (nil if missing)}.
 var scanChunks = valkeygo.NewLuaScriptReadOnly(`
-if redis.call('EXISTS', KEYS[3]) == 0 then return {-1} end
+if redis.call('HEXISTS', KEYS[3], 'c') == 0 then return {-1} end
 local page = redis.call('HSCAN', KEYS[1], ARGV[1], 'COUNT', ARGV[2])
 local out = {page[1]}
 local fields = page[2]
@@ -245,7 +284,10 @@ func (n *Backend) publish(ctx context.Context, tenant, coll, doc, op string) err
 }
 
 // CreateCollection implements store.CollectionBackend. It returns collection.ErrExists if c's name or id
-// is the name or id of one of the tenant's collections.
+// is the name or id of one of the tenant's collections. A create whose reply was lost may have been
+// done, in part or in full: retried, it completes a collection half made, and fails with
+// collection.ErrExists if the first attempt completed it. A collection half made never blocks a name or
+// id: a create that clashes with one removes it (see the notes on the layout above).
 func (n *Backend) CreateCollection(ctx context.Context, tenant string, c loom.Collection) (loom.Collection, error) {
 	stored := c
 	stored.Dimensions = 0
@@ -253,63 +295,115 @@ func (n *Backend) CreateCollection(ctx context.Context, tenant string, c loom.Co
 	if err != nil {
 		return loom.Collection{}, fmt.Errorf("valkey: encode collection %q: %w", c.Name, err)
 	}
-	k := n.coll(tenant, c.ID)
-	m, err := n.eval(ctx, createMeta, []string{k.meta}, []string{string(b), strconv.Itoa(c.Dimensions)})
-	if err != nil {
-		return loom.Collection{}, err
-	}
-	if !m.IsInt64() { // the id is taken: m is the JSON of the collection that has it
-		have := loom.Collection{ID: c.ID}
-		js, err := m.ToString()
+	// A name and an id can clash with two entries, and a concurrent create can make a new one while a
+	// half-made one is removed: a few rounds, then the clash stands.
+	var gen string
+	for round := 0; gen == ""; round++ {
+		// An error here may hide a reservation that was made: the entry stays, invisible without its
+		// meta, and a retry finds it as its own.
+		m, err := n.eval(ctx, reserveName, []string{n.collIndex(tenant)}, []string{c.Name, c.ID})
 		if err != nil {
-			return loom.Collection{}, n.conn.Fail(ctx, err)
+			return loom.Collection{}, err
 		}
-		_ = json.Unmarshal([]byte(js), &have) // the name is for the message only
-		have.ID = c.ID
-		return loom.Collection{}, collection.ClashError(c, have)
+		if m.IsInt64() {
+			g, _ := m.AsInt64()
+			gen = strconv.FormatInt(g, 10)
+			continue
+		}
+		clash, err := m.AsStrSlice()
+		if err != nil || len(clash) != 3 {
+			return loom.Collection{}, n.conn.Fail(ctx, fmt.Errorf("reserveName returned %v: %w", m, err))
+		}
+		var have loom.Collection
+		switch clash[0] {
+		case "same": // this create's own entry, from an earlier attempt or a concurrent one: createMeta decides
+			gen = clash[2]
+			continue
+		case "name":
+			have = loom.Collection{ID: clash[1], Name: c.Name}
+		case "id":
+			have = loom.Collection{ID: c.ID, Name: clash[1]}
+		case "id-name":
+			have = loom.Collection{ID: clash[1], Name: c.ID}
+		default: // "name-id"
+			have = loom.Collection{ID: c.Name, Name: clash[1]}
+		}
+		if round == 3 {
+			return loom.Collection{}, collection.ClashError(c, have)
+		}
+		if removed, err := n.removeHalfMade(ctx, tenant, have.ID, clash[2]); err != nil || !removed {
+			return loom.Collection{}, cmp.Or(err, collection.ClashError(c, have))
+		}
 	}
-	// An error here may hide a reservation that was made: the meta stays (invisible if it was not).
-	m, err = n.eval(ctx, reserveName, []string{n.collIndex(tenant)}, []string{c.Name, c.ID})
+	k := n.coll(tenant, c.ID)
+	m, err := n.eval(ctx, createMeta, []string{k.meta, k.docs, k.chunks}, []string{string(b), strconv.Itoa(c.Dimensions), gen})
 	if err != nil {
 		return loom.Collection{}, err
 	}
 	if m.IsInt64() {
 		return c, nil
 	}
-	clash, err := m.AsStrSlice()
-	if err != nil || len(clash) != 2 {
-		return loom.Collection{}, n.conn.Fail(ctx, fmt.Errorf("reserveName returned %v: %w", m, err))
+	// The meta was written for this entry by another attempt (the collection exists), for a later entry
+	// (this one was deleted and the id created again meanwhile), or fenced by a create that found this
+	// entry half made.
+	js, err := m.ToString()
+	if err != nil {
+		return loom.Collection{}, n.conn.Fail(ctx, err)
 	}
-	var have loom.Collection
-	switch clash[0] {
-	case "name":
-		have = loom.Collection{ID: clash[1], Name: c.Name}
-	case "id":
-		have = loom.Collection{ID: c.ID, Name: clash[1]}
-	case "id-name":
-		have = loom.Collection{ID: clash[1], Name: c.ID}
-	default: // "name-id"
-		have = loom.Collection{ID: c.Name, Name: clash[1]}
+	have := loom.Collection{Name: c.Name}
+	_ = json.Unmarshal([]byte(js), &have) // the name is for the message only
+	have.ID = c.ID
+	return loom.Collection{}, collection.ClashError(c, have)
+}
+
+// removeHalfMade removes the index entry of id if it is of generation gen and its collection half made (no
+// meta of that generation): it fences the meta first, so that the create that made the entry cannot
+// complete it once it is gone. It reports whether the entry is gone; false means the collection exists.
+func (n *Backend) removeHalfMade(ctx context.Context, tenant, id, gen string) (bool, error) {
+	k := n.coll(tenant, id)
+	m, err := n.eval(ctx, createMeta, []string{k.meta, k.docs, k.chunks}, []string{"", "0", gen})
+	if err != nil {
+		return false, err
 	}
-	err = collection.ClashError(c, have)
-	if _, derr := n.eval(ctx, dropMeta, []string{k.meta, k.docs, k.chunks}, []string{string(b)}); derr != nil {
-		return loom.Collection{}, fmt.Errorf("%w (and the new collection's meta stays: %w)", err, derr)
+	if !m.IsInt64() {
+		js, err := m.ToString()
+		if err != nil {
+			return false, n.conn.Fail(ctx, err)
+		}
+		if js != "" { // a meta of that generation (or a later one): the collection exists
+			return false, nil
+		}
+		// A fence already: another create is removing the entry; removing it again is harmless.
 	}
-	return loom.Collection{}, err
+	if _, err := n.eval(ctx, unreserveName, []string{n.collIndex(tenant)}, []string{id, gen}); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // metaCmd reads a collection's meta.
 func (n *Backend) metaCmd(k collKeys) valkeygo.Completed {
-	return n.conn.Client.B().Hmget().Key(k.meta).Field("c", "dims").Build()
+	return n.conn.Client.B().Hmget().Key(k.meta).Field("c", "dims", "gen").Build()
 }
 
-// decodeMeta decodes an HMGET of a collection's meta; ok is false if there is none.
-func (n *Backend) decodeMeta(ctx context.Context, r valkeygo.ValkeyResult) (c loom.Collection, ok bool, err error) {
+// decodeMeta decodes an HMGET of a collection's meta (metaCmd) as the collection of the index entry of
+// generation gen ("" read as "0"); ok is false if there is none, or if the meta was written for another
+// entry (keys of an earlier generation, or of one made since the index was read).
+func (n *Backend) decodeMeta(ctx context.Context, r valkeygo.ValkeyResult, gen string) (c loom.Collection, ok bool, err error) {
 	vals, err := r.ToArray()
 	if err != nil {
 		return c, false, n.conn.Fail(ctx, err)
 	}
-	if len(vals) != 2 || vals[0].IsNil() {
+	if len(vals) != 3 || vals[0].IsNil() {
+		return c, false, nil
+	}
+	have := "0"
+	if !vals[2].IsNil() {
+		if have, err = vals[2].ToString(); err != nil {
+			return c, false, n.conn.Fail(ctx, err)
+		}
+	}
+	if have != cmp.Or(gen, "0") {
 		return c, false, nil
 	}
 	js, err := vals[0].ToString()
@@ -336,31 +430,41 @@ func (n *Backend) decodeMeta(ctx context.Context, r valkeygo.ValkeyResult) (c lo
 func (n *Backend) GetCollection(ctx context.Context, tenant, idOrName string) (loom.Collection, error) {
 	index := n.collIndex(tenant)
 	b := n.conn.Client.B()
-	rs, err := n.conn.DoMulti(ctx, b.Hexists().Key(index).Field("i:"+idOrName).Build(), b.Hget().Key(index).Field("n:"+idOrName).Build(),
+	rs, err := n.conn.DoMulti(ctx, b.Hmget().Key(index).Field("i:"+idOrName, "g:"+idOrName, "n:"+idOrName).Build(),
 		n.metaCmd(n.coll(tenant, idOrName)))
 	if err != nil {
 		return loom.Collection{}, err
 	}
-	if indexed, err := rs[0].AsBool(); err != nil {
+	entry, err := rs[0].ToArray()
+	if err == nil && len(entry) != 3 {
+		err = fmt.Errorf("HMGET returned %d values", len(entry))
+	}
+	if err != nil {
 		return loom.Collection{}, n.conn.Fail(ctx, err)
-	} else if indexed {
-		c, ok, err := n.decodeMeta(ctx, rs[2])
+	}
+	if !entry[0].IsNil() { // idOrName is an id
+		gen, _ := entry[1].ToString()
+		c, ok, err := n.decodeMeta(ctx, rs[1], gen)
 		if err != nil || ok {
 			return c, err
 		}
 	}
-	id, err := rs[1].ToString()
-	if valkeygo.IsValkeyNil(err) {
+	if entry[2].IsNil() {
 		return loom.Collection{}, fmt.Errorf("collection %q: %w", idOrName, collection.ErrNotFound)
 	}
+	id, err := entry[2].ToString()
 	if err != nil {
 		return loom.Collection{}, n.conn.Fail(ctx, err)
 	}
-	r, err := n.conn.Do(ctx, n.metaCmd(n.coll(tenant, id)))
+	rs, err = n.conn.DoMulti(ctx, b.Hget().Key(index).Field("g:"+id).Build(), n.metaCmd(n.coll(tenant, id)))
 	if err != nil {
 		return loom.Collection{}, err
 	}
-	c, ok, err := n.decodeMeta(ctx, r)
+	gen, err := rs[0].ToString()
+	if err != nil && !valkeygo.IsValkeyNil(err) {
+		return loom.Collection{}, n.conn.Fail(ctx, err)
+	}
+	c, ok, err := n.decodeMeta(ctx, rs[1], gen)
 	if err == nil && !ok {
 		err = fmt.Errorf("collection %q: %w", idOrName, collection.ErrNotFound)
 	}
@@ -435,9 +539,11 @@ func (n *Backend) ListCollections(ctx context.Context, tenant string) ([]loom.Co
 		return nil, n.conn.Fail(ctx, err)
 	}
 	var cmds []valkeygo.Completed
+	var gens []string
 	for f := range index {
 		if id, ok := strings.CutPrefix(f, "i:"); ok {
 			cmds = append(cmds, n.metaCmd(n.coll(tenant, id)))
+			gens = append(gens, index["g:"+id])
 		}
 	}
 	if len(cmds) == 0 {
@@ -448,8 +554,8 @@ func (n *Backend) ListCollections(ctx context.Context, tenant string) ([]loom.Co
 		return nil, err
 	}
 	out := make([]loom.Collection, 0, len(rs))
-	for _, r := range rs {
-		c, ok, err := n.decodeMeta(ctx, r)
+	for i, r := range rs {
+		c, ok, err := n.decodeMeta(ctx, r, gens[i])
 		if err != nil {
 			return nil, err
 		}
@@ -508,12 +614,17 @@ func (n *Backend) SetFusionWeights(ctx context.Context, tenant, id string, keywo
 
 // DeleteCollection implements store.CollectionBackend: collection.ErrNotFound if there is none.
 func (n *Backend) DeleteCollection(ctx context.Context, tenant, id string) error {
-	m, err := n.eval(ctx, unreserveName, []string{n.collIndex(tenant)}, []string{id})
+	m, err := n.eval(ctx, unreserveName, []string{n.collIndex(tenant)}, []string{id, ""})
 	if err != nil {
 		return err
 	}
-	indexed, err := m.AsInt64()
-	if err != nil {
+	reply, err := m.ToArray()
+	if err != nil || len(reply) != 2 {
+		return n.conn.Fail(ctx, fmt.Errorf("unreserveName returned %v: %w", m, err))
+	}
+	indexed, err1 := reply[0].AsInt64()
+	gen, err2 := reply[1].ToString()
+	if err := cmp.Or(err1, err2); err != nil {
 		return n.conn.Fail(ctx, err)
 	}
 	k := n.coll(tenant, id)
@@ -521,7 +632,7 @@ func (n *Backend) DeleteCollection(ctx context.Context, tenant, id string) error
 	if n.feedInScript() {
 		keys = append(keys, n.changesKey())
 	}
-	m, err = n.eval(ctx, dropCollection, keys, []string{tenant, id, strconv.FormatInt(indexed, 10), n.maxLen})
+	m, err = n.eval(ctx, dropCollection, keys, []string{tenant, id, strconv.FormatInt(indexed, 10), n.maxLen, gen})
 	if err != nil {
 		return err
 	}
@@ -627,7 +738,7 @@ func (n *Backend) GetDocument(ctx context.Context, tenant, collectionID, documen
 // the collection exists.
 func (n *Backend) scan(ctx context.Context, k collKeys, key, collectionID string, fn func(field, value string) error) error {
 	b := n.conn.Client.B()
-	rs, err := n.conn.DoMulti(ctx, b.Exists().Key(k.meta).Build(), b.Hscan().Key(key).Cursor(0).Count(scanBatch).Build())
+	rs, err := n.conn.DoMulti(ctx, b.Hexists().Key(k.meta).Field("c").Build(), b.Hscan().Key(key).Cursor(0).Count(scanBatch).Build())
 	if err != nil {
 		return err
 	}

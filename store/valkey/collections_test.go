@@ -2,6 +2,7 @@ package valkey_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -212,7 +213,8 @@ func TestCollections_CraftedIDs(t *testing.T) {
 	}
 }
 
-// TestDeleteCollection_RemovesEveryKey: after deleting the tenant's only collection nothing of it is left.
+// TestDeleteCollection_RemovesEveryKey: after deleting the tenant's only collection nothing of it is left
+// but the tenant's index holding its generation counter alone.
 func TestDeleteCollection_RemovesEveryKey(t *testing.T) {
 	t.Parallel()
 	addr := valkeytest.Start(t)
@@ -235,8 +237,12 @@ func TestDeleteCollection_RemovesEveryKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(keys, []string{"del:changes"}) {
+	slices.Sort(keys)
+	if !slices.Equal(keys, []string{"del:changes", "del:{t:acme}:colls"}) {
 		t.Fatalf("keys left: %q", keys)
+	}
+	if fields, err := valkeytest.Do(addr, "HKEYS", "del:{t:acme}:colls"); err != nil || !slices.Equal(fields, []string{"gen"}) {
+		t.Fatalf("the tenant's index holds %q, %v; want its counter alone", fields, err)
 	}
 }
 
@@ -617,5 +623,151 @@ func TestReads_RideOutARestart(t *testing.T) {
 		if err := read(); err != nil {
 			t.Errorf("%s right after the restart: %v", name, err)
 		}
+	}
+}
+
+// TestCreateCollection_RetryCompletesHalfCreated: a create is two steps on two slots (the tenant's index,
+// the collection's keys), so a lost connection or a crash between them leaves a collection half created:
+// invisible, its id and name free. A retry of the create completes it, as the states below show, whatever
+// the half-created keys hold; a create of it again then fails with ErrExists and leaves it as it is.
+func TestCreateCollection_RetryCompletesHalfCreated(t *testing.T) {
+	t.Parallel()
+	addr := valkeytest.Start(t)
+	old, err := json.Marshal(loom.Collection{ID: "kb", Name: "old name", CreatedAt: time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		cmds func(prefix string) [][]string
+	}{
+		{"meta without index entry", func(p string) [][]string { // as the meta-first order left it
+			return [][]string{{"HSET", p + ":{t:acme:c:kb}:meta", "c", string(old), "dims", "0"}}
+		}},
+		{"meta and documents without index entry", func(p string) [][]string { // a deletion cut short
+			return [][]string{
+				{"HSET", p + ":{t:acme:c:kb}:meta", "c", string(old), "dims", "3"},
+				{"HSET", p + ":{t:acme:c:kb}:docs", "stale", `{"id":"stale","collection_id":"kb","hash":"h"}`},
+				{"HSET", p + ":{t:acme:c:kb}:chunks", "stale", "x"},
+			}
+		}},
+		{"index entry without meta", func(p string) [][]string { // a create cut short after the index
+			return [][]string{{"HSET", p + ":{t:acme}:colls", "n:kb", "kb", "i:kb", "kb", "g:kb", "1", "gen", "1"}}
+		}},
+		{"index entry of the name for another id, without meta", func(p string) [][]string { // a create given no id
+			return [][]string{{"HSET", p + ":{t:acme}:colls", "n:kb", "x1", "i:x1", "kb", "g:x1", "1", "gen", "1"}}
+		}},
+		{"index entry of the id for another name, without meta", func(p string) [][]string {
+			return [][]string{{"HSET", p + ":{t:acme}:colls", "n:other", "kb", "i:kb", "other", "g:kb", "1", "gen", "1"}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			prefix := fmt.Sprintf("half%d", prefixes.Add(1))
+			s := openColls(t, valkey.Options{Prefix: prefix}, addr)
+			ctx := t.Context()
+			for _, cmd := range tc.cmds(prefix) {
+				if _, err := valkeytest.Do(addr, cmd...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := s.GetCollection(ctx, "acme", "kb"); !errors.Is(err, collection.ErrNotFound) {
+				t.Fatalf("the half-created collection: %v, want ErrNotFound", err)
+			}
+			want := loom.Collection{ID: "kb", Name: "kb"}
+			if _, err := s.CreateCollection(ctx, "acme", want); err != nil {
+				t.Fatalf("the retried create: %v", err)
+			}
+			check := func(what string) {
+				t.Helper()
+				for _, key := range []string{"kb"} {
+					c, err := s.GetCollection(ctx, "acme", key)
+					if err != nil || c.ID != "kb" || c.Name != "kb" || c.Dimensions != 0 {
+						t.Fatalf("%s: GetCollection(%q) = %+v, %v", what, key, c, err)
+					}
+				}
+				l, err := s.ListCollections(ctx, "acme")
+				if err != nil || len(l) != 1 || l[0].ID != "kb" || l[0].Name != "kb" {
+					t.Fatalf("%s: ListCollections = %+v, %v", what, l, err)
+				}
+				if docs, err := s.ListDocuments(ctx, "acme", "kb"); err != nil || len(docs) != 0 {
+					t.Fatalf("%s: ListDocuments = %+v, %v, want none", what, docs, err)
+				}
+				for _, gone := range []string{"x1", "other", "old name"} {
+					if _, err := s.GetCollection(ctx, "acme", gone); !errors.Is(err, collection.ErrNotFound) {
+						t.Fatalf("%s: GetCollection(%q) = %v, want ErrNotFound", what, gone, err)
+					}
+				}
+			}
+			check("after the retry")
+			if _, err := s.CreateCollection(ctx, "acme", want); !errors.Is(err, collection.ErrExists) {
+				t.Fatalf("a create of the collection again: %v, want ErrExists", err)
+			}
+			check("after a clashing create")
+		})
+	}
+}
+
+// TestCreateCollection_ConcurrentIdentical: two identical creates at once, on a fresh id or on a
+// half-created collection, give one success and one ErrExists, and leave the one collection.
+func TestCreateCollection_ConcurrentIdentical(t *testing.T) {
+	t.Parallel()
+	addr := valkeytest.Start(t)
+	prefix := fmt.Sprintf("race%d", prefixes.Add(1))
+	a, b := openColls(t, valkey.Options{Prefix: prefix}, addr), openColls(t, valkey.Options{Prefix: prefix}, addr)
+	ctx := t.Context()
+	const rounds = 48
+	index := prefix + ":{t:acme}:colls"
+	for i := range rounds {
+		c := loom.Collection{ID: fmt.Sprintf("c%d", i), Name: fmt.Sprintf("n%d", i)}
+		switch i % 4 {
+		case 1: // half created: the meta of an earlier attempt
+			js, _ := json.Marshal(c)
+			if _, err := valkeytest.Do(addr, "HSET", prefix+":{t:acme:c:"+c.ID+"}:meta", "c", string(js), "dims", "0"); err != nil {
+				t.Fatal(err)
+			}
+		case 2: // no id: each create is given one of its own, and the name decides
+			c.ID = ""
+		case 3: // no id, and the entry of an earlier attempt without its meta
+			gen, err := valkeytest.Do(addr, "HINCRBY", index, "gen", "1")
+			if err == nil {
+				_, err = valkeytest.Do(addr, "HSET", index, "n:"+c.Name, c.ID, "i:"+c.ID, c.Name, "g:"+c.ID, gen[0])
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.ID = ""
+		}
+		start := make(chan struct{})
+		errs := make(chan error, 2)
+		for _, s := range []collection.Store{a, b} {
+			go func() {
+				<-start
+				_, err := s.CreateCollection(ctx, "acme", c)
+				errs <- err
+			}()
+		}
+		close(start)
+		var ok, clash int
+		for range 2 {
+			switch err := <-errs; {
+			case err == nil:
+				ok++
+			case errors.Is(err, collection.ErrExists):
+				clash++
+			default:
+				t.Fatalf("round %d: %v", i, err)
+			}
+		}
+		if ok != 1 || clash != 1 {
+			t.Fatalf("round %d: %d successes and %d clashes, want one of each", i, ok, clash)
+		}
+		if got, err := a.GetCollection(ctx, "acme", c.Name); err != nil || (c.ID != "" && got.ID != c.ID) {
+			t.Fatalf("round %d: GetCollection = %+v, %v", i, got, err)
+		}
+	}
+	l, err := a.ListCollections(ctx, "acme")
+	if err != nil || len(l) != rounds {
+		t.Fatalf("ListCollections: %d collections, %v; want %d", len(l), err, rounds)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -89,6 +90,12 @@ func (n *Backend) session(tenant, session string) sessionKeys {
 
 func (n *Backend) memKey(tenant, user string) string {
 	return n.prefix + ":{t:" + escape(tenant) + ":u:" + escape(user) + "}:mem"
+}
+
+// recordedKey is the tenant's index of the sessions that have recorded assemblies (a sorted set: session
+// id -> its newest record's time in Unix microseconds).
+func (n *Backend) recordedKey(tenant string) string {
+	return n.prefix + ":{t:" + escape(tenant) + "}:recorded"
 }
 
 func (n *Backend) agentKey(tenant, id string) string {
@@ -407,8 +414,14 @@ func decodeKnowledge(vals []string) ([]store.Knowledge, error) {
 // DeleteSession implements store.Backend: one DEL of the session's keys (one slot).
 func (n *Backend) DeleteSession(ctx context.Context, tenant, session string) error {
 	k := n.session(tenant, session)
-	r, err := n.conn.Do(ctx, n.conn.Client.B().Del().Key(k.msgs, k.tools, k.kb, k.summary, k.asms, k.cache).Build())
-	return n.conn.Deleted(ctx, r, err, "session", session)
+	b := n.conn.Client.B()
+	// The session leaves the tenant's index of recorded sessions too (a listing would skip it anyway).
+	rs, err := n.conn.DoMulti(ctx, b.Del().Key(k.msgs, k.tools, k.kb, k.summary, k.asms, k.cache).Build(),
+		b.Zrem().Key(n.recordedKey(tenant)).Member(session).Build())
+	if err != nil {
+		return n.conn.Deleted(ctx, valkeygo.ValkeyResult{}, err, "session", session)
+	}
+	return n.conn.Deleted(ctx, rs[0], nil, "session", session)
 }
 
 // Load implements store.Loader with one DoMulti: HGETALL of the agent and of the user's memory, the
@@ -694,7 +707,139 @@ func (n *Backend) RecordAssembly(ctx context.Context, tenant, session string, re
 		return store.AssemblyRecord{}, n.conn.Fail(ctx, err)
 	}
 	rec.Seq = seq
+	// Then the session is indexed by its newest record's time (GT: a slower concurrent record does not
+	// move it back), and the index is cut to its newest recordedKept. Written after the record, the index
+	// never names a session whose newest record is not written yet.
+	cmd, idx := n.conn.Client.B(), n.recordedKey(tenant)
+	_, err = n.conn.DoMulti(ctx, cmd.Zadd().Key(idx).Gt().ScoreMember().ScoreMember(float64(rec.Time.UnixMicro()), session).Build(),
+		cmd.Zremrangebyrank().Key(idx).Start(0).Stop(-recordedKept-1).Build())
+	if err != nil {
+		return store.AssemblyRecord{}, err
+	}
 	return rec, nil
+}
+
+// recordedKept bounds a tenant's index of recorded sessions: its newest 1000 are kept.
+const recordedKept = 1000
+
+// assemblyHead reads a session's records list (KEYS[1]) for a listing: {count, newest seq, newest time}
+// (the seq and time as the record's JSON begins with them), or 0 when it has none.
+var assemblyHead = valkeygo.NewLuaScript(`
+local top = redis.call('LINDEX', KEYS[1], 0)
+if not top then return 0 end
+return {redis.call('LLEN', KEYS[1]), string.match(top, '^{"seq":(%d+),"time":"([^"]*)"')}
+`)
+
+// pruneRecorded removes session ARGV[1] from the index KEYS[1] if its score is still ARGV[2]: a session
+// recorded again since a listing found it empty keeps its place.
+var pruneRecorded = valkeygo.NewLuaScript(`
+local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if score and tonumber(score) == tonumber(ARGV[2]) then redis.call('ZREM', KEYS[1], ARGV[1]) end
+return 0
+`)
+
+// AssemblySessions implements store.AssemblyBackend from the tenant's index of recorded sessions: the
+// newest entries read a page at a time (ZRANGE REV), each page's sessions looked at with one script each
+// (assemblyHead) in one pipeline, and those whose records are gone pruned from the index, until limit
+// live ones are found or the index (at most recordedKept) is read.
+func (n *Backend) AssemblySessions(ctx context.Context, tenant string, limit int) ([]store.AssemblySession, error) {
+	b, idx := n.conn.Client.B(), n.recordedKey(tenant)
+	var out []store.AssemblySession
+	seen := map[string]bool{}
+	// read bounds the entries read: concurrent records and deletes move entries while a listing pages.
+	for start, read := int64(0), 0; len(out) < limit && start < recordedKept && read < 2*recordedKept; {
+		page := int64(limit - len(out))
+		r, err := n.conn.Do(ctx, b.Zrange().Key(idx).Min(strconv.FormatInt(start, 10)).Max(strconv.FormatInt(start+page-1, 10)).Rev().Withscores().Build())
+		if err != nil {
+			return nil, err
+		}
+		entries, err := r.AsZScores()
+		if err != nil {
+			return nil, n.conn.Fail(ctx, err)
+		}
+		if len(entries) == 0 {
+			break
+		}
+		start, read = start+int64(len(entries)), read+len(entries)
+		heads := make([]valkeygo.LuaExec, len(entries))
+		for i, e := range entries {
+			heads[i] = valkeygo.LuaExec{Keys: []string{n.session(tenant, e.Member).asms}}
+		}
+		var prune []valkeygo.LuaExec
+		got, err := n.execMulti(ctx, assemblyHead, heads)
+		if err != nil {
+			return nil, err
+		}
+		for i, g := range got {
+			a, ok, err := decodeAssemblyHead(entries[i].Member, g)
+			if err != nil {
+				return nil, n.conn.Fail(ctx, err)
+			}
+			if !ok {
+				prune = append(prune, valkeygo.LuaExec{Keys: []string{idx}, Args: []string{entries[i].Member, strconv.FormatFloat(entries[i].Score, 'f', -1, 64)}})
+				continue
+			}
+			if !seen[a.Session] {
+				seen[a.Session] = true
+				out = append(out, a)
+			}
+		}
+		if len(prune) > 0 {
+			if _, err := n.execMulti(ctx, pruneRecorded, prune); err != nil {
+				return nil, err
+			}
+			start -= int64(len(prune)) // the pruned entries' places are taken by the next ones
+		}
+	}
+	slices.SortFunc(out, store.CompareAssemblySessions)
+	return out, nil
+}
+
+// execMulti runs script once for each of execs in one pipeline, within the store's timeout.
+func (n *Backend) execMulti(ctx context.Context, script *valkeygo.Lua, execs []valkeygo.LuaExec) ([]valkeygo.ValkeyResult, error) {
+	cctx, cancel, err := n.conn.Call(ctx)
+	if err != nil {
+		return nil, n.conn.Fail(ctx, err)
+	}
+	defer cancel()
+	rs := script.ExecMulti(cctx, n.conn.Client, execs...)
+	for _, r := range rs {
+		if err := r.Error(); err != nil {
+			return nil, n.conn.Fail(ctx, err)
+		}
+	}
+	return rs, nil
+}
+
+// decodeAssemblyHead decodes assemblyHead's reply for session; ok is false when it has no records.
+func decodeAssemblyHead(session string, r valkeygo.ValkeyResult) (store.AssemblySession, bool, error) {
+	if n, err := r.AsInt64(); err == nil && n == 0 {
+		return store.AssemblySession{}, false, nil
+	}
+	vs, err := r.ToArray()
+	if err != nil {
+		return store.AssemblySession{}, false, err
+	}
+	if len(vs) != 3 {
+		return store.AssemblySession{}, false, fmt.Errorf("valkey: the newest assembly record of session %q does not begin with its seq and time", session)
+	}
+	count, err := vs[0].AsInt64()
+	if err != nil {
+		return store.AssemblySession{}, false, err
+	}
+	seq, err := vs[1].AsInt64()
+	if err != nil {
+		return store.AssemblySession{}, false, err
+	}
+	ts, err := vs[2].ToString()
+	if err != nil {
+		return store.AssemblySession{}, false, err
+	}
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return store.AssemblySession{}, false, fmt.Errorf("valkey: the newest assembly record of session %q: %w", session, err)
+	}
+	return store.AssemblySession{Session: session, Assemblies: int(count), LastSeq: seq, LastTime: t.UTC()}, true, nil
 }
 
 // assemblyValue is an assembly record as the list keeps it (the script puts "seq" first).

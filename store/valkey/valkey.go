@@ -15,6 +15,11 @@
 //	loom:{t:<tenant>:u:<user>}:mem       hash: fact key -> fact as JSON
 //	loom:{t:<tenant>}:agent:<id>         hash: instructions, constraints, output_format, updated_at, and
 //	                                     model, max_tokens, tools and policy (JSON) when set
+//	loom:{t:<tenant>:s:<session>}:asms   list: its recorded assemblies as JSON, newest first
+//	loom:{t:<tenant>}:recorded           sorted set: the tenant's sessions that have recorded assemblies,
+//	                                     by their newest record's time (Unix microseconds); the newest
+//	                                     1000 kept, and a session whose records are gone (expired or
+//	                                     deleted) pruned when a listing meets it
 //
 // and, for collection.Store (collections.go has the details and the guarantees of the change feed):
 //
@@ -32,7 +37,9 @@
 // reading the newest N is a bare LRANGE -N -1; tool outputs and knowledge are written in MULTI/EXEC. A
 // Load reads the agent, the user's memory and the session with one DoMulti of single-key commands: one
 // round trip to each node involved (at most three in a cluster, one on a standalone server). Sessions are
-// never listed, and nothing a request needs is found by key pattern: no KEYS, and no SCAN (collections are
+// listed only from the tenant's index of those that have recorded assemblies (:recorded; in another slot
+// than the session's keys, it is written in the round trip after the record), and nothing a request
+// needs is found by key pattern: no KEYS, and no SCAN (collections are
 // listed from the tenant's index hash, documents and chunks with HSCAN of their collection's hashes). The
 // one SCAN is AllCollections', which a server runs once at start to find every tenant's index hash. A
 // session that expired or was deleted starts again from seq 1.
@@ -120,6 +127,7 @@ var (
 	_ store.CollectionBackend = (*Backend)(nil)
 	_ store.SummaryBackend    = (*Backend)(nil)
 	_ store.CacheStateBackend = (*Backend)(nil)
+	_ store.AssemblyBackend   = (*Backend)(nil)
 	_ collection.Epocher      = (*Backend)(nil)
 )
 
