@@ -122,6 +122,21 @@ func estimate(text string, limit int) int {
 				i, lower = j, true
 				continue
 			}
+			if c == ' ' && kind != runSpace && i < len(text) && text[i]-'a' < 26 {
+				// A single space before a lower-case word, as between most words of prose: it closes the
+				// open run, and costs nothing as a run of its own, which the word's first letter closes.
+				n += runCost(kind, size, brk)
+				if limit >= 0 && n > limit {
+					return n
+				}
+				j := i + 1
+				for j < len(text) && text[j]-'a' < 26 {
+					j++
+				}
+				kind, size, brk, lower = runWord, (j-i)*asciiWeight, false, true
+				i = j
+				continue
+			}
 		} else {
 			r, width := utf8.DecodeRuneInString(text[i:])
 			i += width
