@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/store"
@@ -228,5 +230,47 @@ func TestMigrate_Version8WithoutCacheStates(t *testing.T) {
 	var v int
 	if err := s.wdb.QueryRow(`SELECT version FROM schema_version`).Scan(&v); err != nil || v != SchemaVersion {
 		t.Fatalf("schema version %d %v", v, err)
+	}
+}
+
+// TestMigrate_Version9RecordedSessions opens a file at version 9 whose sessions have assembly records:
+// the next step gives each its newest record's time, so the list of recorded sessions is as it was.
+func TestMigrate_Version9RecordedSessions(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "v9.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := []string{`CREATE TABLE schema_version (version INTEGER NOT NULL)`, `INSERT INTO schema_version (version) VALUES (9)`}
+	stmts = append(stmts, migrations[1:10]...)
+	for _, sess := range []string{"old", "new", "none"} {
+		stmts = append(stmts, `INSERT INTO sessions (tenant, session, expires_at, next_msg, next_tool) VALUES ('acme', '`+sess+`', 0, 1, 1)`)
+	}
+	// "old" recorded at 100 s and 200 s, "new" at 300 s (and 5 ns), "none" never.
+	stmts = append(stmts,
+		`INSERT INTO assemblies (tenant, session, seq, ts_s, ts_ns, data) VALUES ('acme', 'old', 1, 100, 0, '{}'), ('acme', 'old', 2, 200, 0, '{}'), ('acme', 'new', 1, 300, 5, '{}')`)
+	for _, q := range stmts {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	_ = db.Close()
+
+	s, err := openBackend(t.Context(), Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.AssemblySessions(t.Context(), "acme", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.AssemblySession{
+		{Session: "new", Assemblies: 1, LastSeq: 1, LastTime: time.Unix(300, 5).UTC()},
+		{Session: "old", Assemblies: 2, LastSeq: 2, LastTime: time.Unix(200, 0).UTC()},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("after the migration: %+v, want %+v", got, want)
 	}
 }

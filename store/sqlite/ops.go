@@ -857,6 +857,9 @@ func (s *Backend) RecordAssembly(ctx context.Context, tenant, sessionID string, 
 		if _, err := t.exec(qInsertAssembly, tenant, sessionID, rec.Seq, rec.Time.Unix(), rec.Time.Nanosecond(), string(rec.Data)); err != nil {
 			return err
 		}
+		if _, err := t.exec(qSetRecordedAt, rec.Time.UnixNano(), tenant, sessionID); err != nil {
+			return err
+		}
 		_, err = t.exec(qTrimAssemblies, tenant, sessionID, rec.Seq-int64(keep))
 		return err
 	})
@@ -897,8 +900,8 @@ func (s *Backend) Assemblies(ctx context.Context, tenant, sessionID string) ([]s
 	return recs, nil
 }
 
-// AssemblySessions implements store.AssemblyBackend with one query of the assemblies table, which keeps at
-// most a session's newest few records: it reads those of every session of the tenant.
+// AssemblySessions implements store.AssemblyBackend with one query, which reads the newest limit of the
+// tenant's recorded sessions by an index (see qAssemblySessions).
 func (s *Backend) AssemblySessions(ctx context.Context, tenant string, limit int) ([]store.AssemblySession, error) {
 	var out []store.AssemblySession
 	err := s.read(ctx, "assembly sessions", func(t txn) error {
@@ -909,11 +912,11 @@ func (s *Backend) AssemblySessions(ctx context.Context, tenant string, limit int
 		defer rows.Close()
 		for rows.Next() {
 			var a store.AssemblySession
-			var sec, nsec int64
-			if err := rows.Scan(&a.Session, &a.Assemblies, &a.LastSeq, &sec, &nsec); err != nil {
+			var at int64
+			if err := rows.Scan(&a.Session, &a.Assemblies, &a.LastSeq, &at); err != nil {
 				return err
 			}
-			a.LastTime = time.Unix(sec, nsec).UTC()
+			a.LastTime = time.Unix(0, at).UTC()
 			out = append(out, a)
 		}
 		return rows.Err()
