@@ -234,7 +234,7 @@ type messageRow struct {
 	other         string // JSON of the other counts, "" for none
 }
 
-// estimateColumnKey is the key of the count that the column tok_estimate1 holds (step 10): the estimate of
+// estimateColumnKey is the key of the count that the column tok_estimate1 holds (step 11): the estimate of
 // the rule that tokenizer.EstimateKey named then. Bound to that rule, not to tokenizer.EstimateKey, so that
 // a later rule's key never reads the column's counts as its own: its counts go in tok_other until a step
 // gives them a column.
@@ -872,6 +872,9 @@ func (s *Backend) RecordAssembly(ctx context.Context, tenant, sessionID string, 
 		if _, err := t.exec(qInsertAssembly, tenant, sessionID, rec.Seq, rec.Time.Unix(), rec.Time.Nanosecond(), string(rec.Data)); err != nil {
 			return err
 		}
+		if _, err := t.exec(qSetRecordedAt, rec.Time.UnixNano(), tenant, sessionID); err != nil {
+			return err
+		}
 		_, err = t.exec(qTrimAssemblies, tenant, sessionID, rec.Seq-int64(keep))
 		return err
 	})
@@ -912,8 +915,8 @@ func (s *Backend) Assemblies(ctx context.Context, tenant, sessionID string) ([]s
 	return recs, nil
 }
 
-// AssemblySessions implements store.AssemblyBackend with one query of the assemblies table, which keeps at
-// most a session's newest few records: it reads those of every session of the tenant.
+// AssemblySessions implements store.AssemblyBackend with one query, which reads the newest limit of the
+// tenant's recorded sessions by an index (see qAssemblySessions).
 func (s *Backend) AssemblySessions(ctx context.Context, tenant string, limit int) ([]store.AssemblySession, error) {
 	var out []store.AssemblySession
 	err := s.read(ctx, "assembly sessions", func(t txn) error {
@@ -924,11 +927,11 @@ func (s *Backend) AssemblySessions(ctx context.Context, tenant string, limit int
 		defer rows.Close()
 		for rows.Next() {
 			var a store.AssemblySession
-			var sec, nsec int64
-			if err := rows.Scan(&a.Session, &a.Assemblies, &a.LastSeq, &sec, &nsec); err != nil {
+			var at int64
+			if err := rows.Scan(&a.Session, &a.Assemblies, &a.LastSeq, &at); err != nil {
 				return err
 			}
-			a.LastTime = time.Unix(sec, nsec).UTC()
+			a.LastTime = time.Unix(0, at).UTC()
 			out = append(out, a)
 		}
 		return rows.Err()

@@ -49,18 +49,18 @@ const (
 	qTrimAssemblies = `DELETE FROM assemblies WHERE tenant = ? AND session = ? AND seq <= ?`
 	qHasAssemblies  = `SELECT EXISTS (SELECT 1 FROM assemblies WHERE tenant = ? AND session = ?)`
 	qAssemblies     = `SELECT seq, ts_s, ts_ns, data FROM assemblies WHERE tenant = ? AND session = ? ORDER BY seq DESC`
-	// The tenant's live sessions with records (?1 tenant, ?2 now in Unix nanoseconds, ?3 limit): each one's
-	// count and newest record, the most recently recorded first. Each session's newest and oldest records
-	// are found by seeks of the primary key; the records are never read through (their data is the bulk
-	// of the table). A session's seqs are contiguous (a trim deletes the oldest): its count is the newest
+	// The tenant's live sessions with records (?1 tenant, ?2 now in Unix nanoseconds, ?3 limit), the most
+	// recently recorded first, read in that order from the index sessions_recorded: each one's count and
+	// newest seq, by seeks of the assemblies' primary key (the records themselves, the bulk of the table,
+	// are not read). A session's seqs are contiguous (a trim deletes the oldest): its count is the newest
 	// seq less the oldest, plus one.
-	qAssemblySessions = `SELECT s.session,
-			a.seq - (SELECT seq FROM assemblies WHERE tenant = ?1 AND session = s.session ORDER BY seq LIMIT 1) + 1,
-			a.seq, a.ts_s, a.ts_ns
-		FROM sessions AS s JOIN assemblies AS a ON a.tenant = ?1 AND a.session = s.session
-			AND a.seq = (SELECT seq FROM assemblies WHERE tenant = ?1 AND session = s.session ORDER BY seq DESC LIMIT 1)
-		WHERE s.tenant = ?1 AND (s.expires_at = 0 OR s.expires_at > ?2)
-		ORDER BY a.ts_s DESC, a.ts_ns DESC, s.session LIMIT ?3`
+	qAssemblySessions = `SELECT session, last - first + 1, last, recorded_at FROM (SELECT s.session, s.recorded_at,
+			(SELECT seq FROM assemblies WHERE tenant = ?1 AND session = s.session ORDER BY seq DESC LIMIT 1) AS last,
+			(SELECT seq FROM assemblies WHERE tenant = ?1 AND session = s.session ORDER BY seq LIMIT 1) AS first
+		FROM sessions AS s INDEXED BY sessions_recorded
+		WHERE s.tenant = ?1 AND s.recorded_at > 0 AND (s.expires_at = 0 OR s.expires_at > ?2)
+		ORDER BY s.recorded_at DESC, s.session LIMIT ?3)`
+	qSetRecordedAt = `UPDATE sessions SET recorded_at = ? WHERE tenant = ? AND session = ?`
 )
 
 // Collections (collection.Store).
@@ -114,7 +114,7 @@ var writeQueries = append([]string{
 	qSession, qPutSession, qDeleteSession, qHasKnowledge, qDeleteExpired,
 	qInsertMessage, qInsertToolOutput, qDeleteKnowledge, qInsertKnowledge,
 	qLiveSession, qSummary, qPutSummary, qPutCacheState,
-	qLastAssembly, qInsertAssembly, qTrimAssemblies, qHasAssemblies,
+	qLastAssembly, qInsertAssembly, qTrimAssemblies, qHasAssemblies, qSetRecordedAt,
 }, insertChunks...)
 
 var readQueries = []string{

@@ -226,10 +226,19 @@ CREATE TABLE assemblies (
 	// Step 7 was empty in a build that already had step 8: a file it brought to version 8 has no
 	// cache_states, which this step makes where it is missing.
 	9: cacheStatesTable,
+	// When each session last recorded an assembly (Unix nanoseconds; 0: never), so that the inspector's
+	// list of recorded sessions (AssemblySessions) reads the newest few by an index, whatever the number
+	// of sessions. A file's sessions with records get their newest record's time.
+	10: `
+ALTER TABLE sessions ADD COLUMN recorded_at INTEGER NOT NULL DEFAULT 0;
+UPDATE sessions SET recorded_at = coalesce((SELECT max(ts_s * 1000000000 + ts_ns) FROM assemblies AS a
+	WHERE a.tenant = sessions.tenant AND a.session = sessions.session), 0);
+CREATE INDEX sessions_recorded ON sessions (tenant, recorded_at DESC, session) WHERE recorded_at > 0;
+`,
 	// A message's estimate (tokenizer.Estimate of its content) under the rule named estimate/1
 	// (estimateColumnKey), -1 if absent: a message written before this step has none, and is estimated
 	// when it is read. The estimates of another rule go in tok_other, under their key.
-	10: `ALTER TABLE messages ADD COLUMN tok_estimate1 INTEGER NOT NULL DEFAULT -1;`,
+	11: `ALTER TABLE messages ADD COLUMN tok_estimate1 INTEGER NOT NULL DEFAULT -1;`,
 }
 
 // cacheStatesTable is step 7, made again by step 9 where it is missing.
@@ -245,7 +254,7 @@ CREATE TABLE IF NOT EXISTS cache_states (
 
 // SchemaVersion is the schema version this package writes: a file at a later version (written by a newer
 // Loom) is refused by Open.
-const SchemaVersion = 10
+const SchemaVersion = 11
 
 // migrate brings the file to SchemaVersion in one write transaction. A file at SchemaVersion already (every
 // open but the first) is only read: no write lock for the processes that open it at once to queue for.
