@@ -28,7 +28,7 @@ type Knowledge struct {
 	Metadata    map[string]string `json:"metadata,omitempty"`
 	// TokenCounts are counts of the content as the assembler renders it in its tag (escaped, and ended by
 	// the line break before the close tag: the assembler's RenderedKnowledge), cached under the
-	// assembler's KnowledgeCountKey of each encoding as a store keeps them, so that assembling does not
-	// count it again.
+	// assembler's KnowledgeCountKey of each encoding (and of the estimator's rule, tokenizer.EstimateKey)
+	// as a store keeps them, so that assembling does not count it again.
 	TokenCounts map[string]int `json:"token_counts,omitempty"`
 }

@@ -24,8 +24,9 @@ type Message struct {
 	ToolCallID string     `json:"tool_call_id,omitempty"` // the call a tool message answers
 	// Time is when the message was appended (the store sets it if zero); the assembler does not read it.
 	Time time.Time `json:"ts,omitzero"`
-	// TokenCounts are counts of Content (not of Parts) cached by encoding name, counted when a store wrote the message so
-	// that no assembly counts it again.
+	// TokenCounts are counts of Content (not of Parts) cached by encoding name, and the estimate under the
+	// name of the estimator's rule (tokenizer.EstimateKey), counted when a store wrote the message so that no
+	// assembly counts it again.
 	TokenCounts map[string]int `json:"token_counts,omitempty"`
 }
 

@@ -107,6 +107,10 @@ type assembly struct {
 	// closeAdds: the counts of a knowledge item's text, which ends with a line break, and of the close tag
 	// after it add up, whatever the text (see cost).
 	closeAdds bool
+	// countKey is the key under which a count in the model's counter is cached (Message.TokenCounts,
+	// and Knowledge.TokenCounts under its KnowledgeCountKey): the encoding's name, or for a model whose
+	// counts are estimated, tokenizer.EstimateKey, which names the estimator's rule.
+	countKey string
 
 	// memoryWrap is what the wrapper of a block of memory costs, plus one (0: not counted yet; see
 	// memoryWrapCost): [0] the context's, [1] pinned memory's in the stable prefix.
@@ -189,7 +193,10 @@ func newAssembly(req *Request) (*assembly, error) {
 		// overhead), and its images cost what Gemini bills for them.
 		model.Encoding, model.Tools, model.Image = "", tokenizer.ToolRule{}, tokenizer.GeminiImageRule()
 	}
-	a.model = model
+	a.model, a.countKey = model, model.Encoding
+	if !model.Exact() { // model.Counter() is the estimator
+		a.countKey = tokenizer.EstimateKey
+	}
 	a.m = tokenizer.NewMeter(model.Counter())
 	if a.policy, err = f.policy(req.Policy); err != nil {
 		return nil, err

@@ -45,13 +45,18 @@ func (gemini) render(a *assembly, out *output) {
 	}
 	names := map[string]string{} // the function of each call, by its id
 	contents := make([]GeminiContent, 0, len(msgs))
+	blocks := 0
+	for i := range msgs {
+		blocks += len(msgs[i].Blocks)
+	}
+	all := make([]GeminiPart, 0, blocks) // every content's parts, each content's a slice of its own
 	for i := range msgs {
 		m := &msgs[i]
 		role := "user"
 		if m.Role == "assistant" {
 			role = "model"
 		}
-		parts := make([]GeminiPart, 0, len(m.Blocks))
+		parts := all[len(all) : len(all) : len(all)+len(m.Blocks)]
 		for j := range m.Blocks {
 			b := &m.Blocks[j]
 			switch b.Type {
@@ -73,7 +78,8 @@ func (gemini) render(a *assembly, out *output) {
 				parts = append(parts, GeminiPart{FunctionResponse: &GeminiFunctionResponse{ID: b.ToolUseID, Name: name, Response: response}})
 			}
 		}
-		contents = append(contents, GeminiContent{Role: role, Parts: parts})
+		all = all[:len(all)+len(parts)]
+		contents = append(contents, GeminiContent{Role: role, Parts: parts[:len(parts):len(parts)]})
 	}
 	out.contents = contents
 }

@@ -337,14 +337,15 @@ func (a *assembly) messageCost(k int) int {
 	return a.f.turnCost(a, msg, a.contents[k:k+1]) + a.partCost(k)
 }
 
-// cachedPart is a part for text whose count may be cached under the model's encoding.
+// cachedPart is a part for text whose count may be cached under the model's count key (its encoding, or
+// the estimator's rule).
 func (a *assembly) cachedPart(text string, counts map[string]int) tokenizer.Part {
-	return a.cachedPartAt(text, counts, a.model.Encoding)
+	return a.cachedPartAt(text, counts, a.countKey)
 }
 
 // cachedPartAt is a part for text whose count may be cached under key.
 func (a *assembly) cachedPartAt(text string, counts map[string]int, key string) tokenizer.Part {
-	if n, ok := counts[key]; ok && a.model.Exact() && n >= 0 {
+	if n, ok := counts[key]; ok && n >= 0 {
 		return tokenizer.Part{Text: text, Tokens: n}
 	}
 	return tokenizer.NewPart(text)
@@ -437,7 +438,7 @@ func (a *assembly) prepareKnowledge() {
 	// The candidates, in the request's order, with their text (parts[2]; see cost and settleKnowledge for the rest).
 	sc := a.scratch
 	items := slices.Grow(sc.items[:0], len(a.req.Knowledge))
-	countKey := KnowledgeCountKey(a.model.Encoding)
+	countKey := KnowledgeCountKey(a.countKey)
 	sc.parts = sized(sc.parts, 4*len(a.req.Knowledge))
 	parts := sc.parts
 	for i := range a.req.Knowledge {
@@ -527,20 +528,22 @@ func (a *assembly) knowledgeBody(content string) string {
 func RenderedKnowledge(content string) string { return xmltext.Knowledge(content) }
 
 // KnowledgeCountKey is the key of Knowledge.TokenCounts under which the count of an item's
-// [RenderedKnowledge] text in the named encoding is cached: the encoding's name and the version of the
-// rendering, as in "o200k_base/3". A count that a store kept for an earlier rendering of the text is then
-// never taken for this one's: it is not found, and the text is counted.
+// [RenderedKnowledge] text in the named encoding (or the estimate, under [tokenizer.EstimateKey]) is
+// cached: the encoding's name and the version of the rendering, as in "o200k_base/3" and "estimate/1/3".
+// A count that a store kept for an earlier rendering of the text (or an earlier rule of the estimator) is
+// then never taken for this one's: it is not found, and the text is counted.
 func KnowledgeCountKey(encoding string) string { return xmltext.KnowledgeCountKey(encoding) }
 
-// KnowledgeCounts returns the counts of content's [RenderedKnowledge] text in o200k_base and cl100k_base
-// under their [KnowledgeCountKey]s: what a store caches on every knowledge item it writes, so that an
-// assembly does not count the items again.
+// KnowledgeCounts returns the counts of content's [RenderedKnowledge] text in o200k_base and cl100k_base,
+// and its estimate ([tokenizer.Estimate]), under their [KnowledgeCountKey]s: what a store caches on every
+// knowledge item it writes, so that an assembly does not count the items again, whether its counts are
+// exact or estimated.
 func KnowledgeCounts(content string) map[string]int { return xmltext.KnowledgeCounts(content) }
 
 // markerCost is the count of "[n]".
 func (a *assembly) markerCost(n int) int {
 	if a.markers == nil {
-		a.markers = markerTableFor(a.model.Encoding)
+		a.markers = markerTableFor(a.countKey)
 	}
 	return a.markers.tokens(n, a.m)
 }

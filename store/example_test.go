@@ -7,6 +7,7 @@ import (
 
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/store/memory"
+	"github.com/context-loom/loom/tokenizer"
 )
 
 // countedLoads is a backend that counts the Loads that reach it: a wrapper of another backend, which keeps
@@ -51,4 +52,13 @@ func ExampleNew() {
 	// 1 message, 1 load
 	// store: invalid input: session id "bad\nid" has a control character
 	// 1 load
+}
+
+// A store caches these counts on every message it writes: in each counted encoding, and the estimate
+// under the name of the estimator's rule, for the models and formats whose counts are estimated.
+func ExampleMessageCounts() {
+	counts := store.MessageCounts("Where is my order?")
+	fmt.Println(counts[tokenizer.O200KBase], counts[tokenizer.CL100KBase], counts[tokenizer.EstimateKey])
+	// Output:
+	// 5 5 5
 }

@@ -62,8 +62,9 @@ type MessageQuery struct {
 	MaxTokens int
 	// Encoding names the count MaxTokens uses: an encoding of package tokenizer, whose counts are cached on
 	// each message (a message without one is counted when it is read), or EstimateEncoding for
-	// tokenizer.Estimate of the content, counted when it is read; "" means o200k_base. Any other name is
-	// an error wrapping ErrInvalid.
+	// tokenizer.Estimate of the content, cached under tokenizer.EstimateKey (a message without it, or with
+	// the count of another rule, is estimated when it is read); "" means o200k_base. Any other name is an
+	// error wrapping ErrInvalid.
 	Encoding string
 	// CountToolCalls makes MaxTokens count the least that a message's tool calls cost too, in an exact
 	// encoding (see [MessageTokens]), for a rendering that shows them, as Loom's formats do.

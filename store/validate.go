@@ -58,8 +58,22 @@ func validateText(l Limits, what, s string) error {
 	return nil
 }
 
-// CountedEncodings are the encodings whose counts prepareMessages caches on each message.
+// CountedEncodings are the encodings whose counts prepareMessages caches on each message (see
+// MessageCounts).
 var CountedEncodings = []string{tokenizer.O200KBase, tokenizer.CL100KBase}
+
+// MessageCounts returns the counts of a message's content that a store caches on it: under each of
+// CountedEncodings, and the estimate (tokenizer.Estimate) under tokenizer.EstimateKey, for the models
+// and formats whose counts are estimated.
+func MessageCounts(content string) map[string]int {
+	counts := make(map[string]int, len(CountedEncodings)+1)
+	for _, name := range CountedEncodings {
+		enc, _ := tokenizer.Get(name)
+		counts[name] = enc.Count(content)
+	}
+	counts[tokenizer.EstimateKey] = tokenizer.Estimate(content)
+	return counts
+}
 
 // CheckRole returns an error wrapping ErrInvalid unless m's role is one an assembly can use
 // (loom.CheckRole: user, assistant, tool with its tool_call_id, or system).
@@ -79,7 +93,7 @@ func invalid(err error) error {
 }
 
 // prepareMessages validates msgs for appending and returns copies with Time (now, if zero) and
-// TokenCounts set: counted for CountedEncodings, whatever counts were given (they are not trusted); the
+// TokenCounts set: MessageCounts, whatever counts were given (they are not trusted); the
 // counts are of Content, not of a message's parts, which an assembly counts (their images by its model). Roles
 // are user, assistant, tool and system; a tool message needs its tool_call_id; a name is at most
 // Limits.MaxIDBytes; content may be blank only in a tool message and in an assistant message with tool
@@ -169,12 +183,7 @@ func prepareMessages(l Limits, now time.Time, msgs []Message) ([]Message, error)
 		}
 		// Always counted here: a count given with the message is not trusted (a wrong one would make
 		// every assembly's budget wrong).
-		counts := make(map[string]int, len(CountedEncodings))
-		for _, name := range CountedEncodings {
-			enc, _ := tokenizer.Get(name)
-			counts[name] = enc.Count(m.Content)
-		}
-		m.TokenCounts = counts
+		m.TokenCounts = MessageCounts(m.Content)
 		out[i] = m
 	}
 	return out, nil
@@ -341,10 +350,14 @@ func ToolCallsLen(calls []loom.ToolCall) int {
 }
 
 func contentTokens(m Message, encoding string) int {
-	if encoding == "" {
-		encoding = tokenizer.O200KBase
+	key := encoding
+	switch encoding {
+	case "":
+		encoding, key = tokenizer.O200KBase, tokenizer.O200KBase
+	case EstimateEncoding:
+		key = tokenizer.EstimateKey
 	}
-	if n, ok := m.TokenCounts[encoding]; ok && n >= 0 {
+	if n, ok := m.TokenCounts[key]; ok && n >= 0 {
 		return n
 	}
 	if e, err := tokenizer.Get(encoding); err == nil {

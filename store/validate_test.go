@@ -23,14 +23,18 @@ func TestPrepareKnowledge_CountsTheRenderedTextUnderItsKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	counts := got[0].TokenCounts
-	if len(counts) != len(CountedEncodings) {
-		t.Fatalf("counts %v, want one per counted encoding", counts)
+	if len(counts) != len(CountedEncodings)+1 {
+		t.Fatalf("counts %v, want one per counted encoding and the estimate", counts)
 	}
 	for _, name := range CountedEncodings {
 		enc, _ := tokenizer.Get(name)
 		if n, ok := counts[assembler.KnowledgeCountKey(name)]; !ok || n != enc.Count(assembler.RenderedKnowledge(content)) {
 			t.Errorf("%s: counts %v, want %d under %q", name, counts, enc.Count(assembler.RenderedKnowledge(content)), assembler.KnowledgeCountKey(name))
 		}
+	}
+	key, want := assembler.KnowledgeCountKey(tokenizer.EstimateKey), tokenizer.Estimate(assembler.RenderedKnowledge(content))
+	if n, ok := counts[key]; !ok || n != want {
+		t.Errorf("estimate: counts %v, want %d under %q", counts, want, key)
 	}
 }
 

@@ -5,6 +5,14 @@ import (
 	"unicode/utf8"
 )
 
+// EstimateKey names the rule of [Estimate] where its counts are cached, as an encoding's name names its
+// counts: a store caches the estimate of each message and knowledge item it writes under it (beside the
+// counts under o200k_base and cl100k_base), and an assembly whose counts are estimated takes a count found
+// under it as Estimate's. It is "estimate/" and the version of the rule, which changes whenever Estimate
+// counts any text otherwise, so that a count cached under an earlier rule is never found under this one's
+// key, and the text is counted again. (testdata/estimate_rule.txt pins the rule of each version.)
+const EstimateKey = "estimate/1"
+
 // Estimator is a [Counter] whose Count is [Estimate]: an approximation, for models whose tokenizer is not
 // public (Anthropic Claude, Google Gemini, Meta Llama, Mistral). [Model.Counter] returns it for them. The
 // zero value is ready to use.
@@ -112,6 +120,21 @@ func estimate(text string, limit int) int {
 				}
 				size += (j - i + 1) * asciiWeight
 				i, lower = j, true
+				continue
+			}
+			if c == ' ' && kind != runSpace && i < len(text) && text[i]-'a' < 26 {
+				// A single space before a lower-case word, as between most words of prose: it closes the
+				// open run, and costs nothing as a run of its own, which the word's first letter closes.
+				n += runCost(kind, size, brk)
+				if limit >= 0 && n > limit {
+					return n
+				}
+				j := i + 1
+				for j < len(text) && text[j]-'a' < 26 {
+					j++
+				}
+				kind, size, brk, lower = runWord, (j-i)*asciiWeight, false, true
+				i = j
 				continue
 			}
 		} else {

@@ -99,13 +99,14 @@ const knowledgeRendering = "3"
 // an earlier rendering of the text is then never taken for this one's.
 func KnowledgeCountKey(encoding string) string { return encoding + "/" + knowledgeRendering }
 
-// KnowledgeCounts returns the counts of content's [Knowledge] text in o200k_base and cl100k_base under
-// their [KnowledgeCountKey]s.
+// KnowledgeCounts returns the counts of content's [Knowledge] text in o200k_base and cl100k_base, and
+// its estimate (tokenizer.Estimate, under tokenizer.EstimateKey), under their [KnowledgeCountKey]s.
 func KnowledgeCounts(content string) map[string]int {
 	rendered := Knowledge(content)
-	counts := make(map[string]int, 2)
+	counts := make(map[string]int, 3)
 	for _, enc := range []*tokenizer.Encoding{tokenizer.O200K(), tokenizer.CL100K()} {
 		counts[KnowledgeCountKey(enc.Name())] = enc.Count(rendered)
 	}
+	counts[KnowledgeCountKey(tokenizer.EstimateKey)] = tokenizer.Estimate(rendered)
 	return counts
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/tokenizer"
 )
 
 // TestMigrate_FromVersion1 opens a file written before collections existed: its data stays, and
@@ -273,4 +274,90 @@ func TestMigrate_Version9RecordedSessions(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("after the migration: %+v, want %+v", got, want)
 	}
+}
+
+// TestMigrate_MessagesWithoutEstimates opens files written before messages kept their estimate (schema
+// versions 9 and 10): their messages read as they were, without one (so an assembly whose counts are
+// estimated counts them), a history selected by the estimate estimates them, and a message appended after
+// the step keeps its estimate.
+func TestMigrate_MessagesWithoutEstimates(t *testing.T) {
+	t.Parallel()
+	for _, from := range []int{9, 10} {
+		t.Run(fmt.Sprint("version ", from), func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), fmt.Sprintf("v%d.db", from))
+			db, err := sql.Open("sqlite", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			old := []string{"The first message, written by an older build.", "Its answer, 日本語 too.", "And a third: 12345."}
+			stmts := []string{`CREATE TABLE schema_version (version INTEGER NOT NULL)`, fmt.Sprintf(`INSERT INTO schema_version (version) VALUES (%d)`, from)}
+			stmts = append(stmts, migrations[1:from+1]...)
+			stmts = append(stmts, fmt.Sprintf(`INSERT INTO sessions (tenant, session, expires_at, next_msg, next_tool) VALUES ('acme', 's', 0, %d, 1)`, len(old)+1))
+			for i, c := range old {
+				stmts = append(stmts, fmt.Sprintf(`INSERT INTO messages (tenant, session, seq, role, content, name, tool_calls, tool_call_id, ts_s, ts_ns, tok_o200k, tok_cl100k, tok_other, parts)
+					VALUES ('acme', 's', %d, '%s', '%s', '', '', '', 0, 0, %d, %d, '', '')`, i+1, []string{"user", "assistant"}[i%2], c,
+					tokenizer.O200K().Count(c), tokenizer.CL100K().Count(c)))
+			}
+			for _, q := range stmts {
+				if _, err := db.Exec(q); err != nil {
+					t.Fatal(q, err)
+				}
+			}
+			_ = db.Close()
+
+			s, err := openBackend(t.Context(), Options{Path: path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ctx := t.Context()
+			added, err := s.AppendMessages(ctx, "acme", "s", []store.Message{{Role: "user", Content: "A new message, after the step.",
+				TokenCounts: store.MessageCounts("A new message, after the step.")}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs, _, err := s.ReadMessages(ctx, "acme", "s", 0, 0)
+			if err != nil || len(msgs) != len(old)+1 || added[0].Seq != int64(len(old)+1) {
+				t.Fatalf("%d messages, %v", len(msgs), err)
+			}
+			for _, m := range msgs {
+				n, cached := m.TokenCounts[tokenizer.EstimateKey]
+				if old := m.Seq <= int64(len(old)); cached == old {
+					t.Errorf("message %d (written before the step: %v) has an estimate: %v", m.Seq, old, cached)
+				}
+				if cached && n != tokenizer.Estimate(m.Content) {
+					t.Errorf("message %d: estimate %d cached, Estimate says %d", m.Seq, n, tokenizer.Estimate(m.Content))
+				}
+				if m.TokenCounts[tokenizer.O200KBase] != tokenizer.O200K().Count(m.Content) {
+					t.Errorf("message %d: o200k_base count %v", m.Seq, m.TokenCounts)
+				}
+			}
+			// Selected by the estimate: the old messages estimated when they are read, the new one's cached.
+			total := 0
+			for _, m := range msgs {
+				total += store.MessageTokens(store.Message{Content: m.Content}, store.EstimateEncoding, false)
+			}
+			for _, max := range []int{total, total - 1} {
+				got, _, err := s.SelectMessages(ctx, "acme", "s", store.MessageQuery{MaxTokens: max, Encoding: store.EstimateEncoding})
+				if want := store.SelectMessages(stripCounts(msgs), store.MessageQuery{MaxTokens: max, Encoding: store.EstimateEncoding}); err != nil || len(got) != len(want) {
+					t.Errorf("max %d tokens by the estimate: %d messages, want %d (%v)", max, len(got), len(want), err)
+				}
+			}
+			var v int
+			if err := s.wdb.QueryRow(`SELECT version FROM schema_version`).Scan(&v); err != nil || v != SchemaVersion {
+				t.Fatalf("schema version %d %v", v, err)
+			}
+		})
+	}
+}
+
+// stripCounts returns copies of msgs without their cached counts.
+func stripCounts(msgs []store.Message) []store.Message {
+	out := make([]store.Message, len(msgs))
+	for i, m := range msgs {
+		m.TokenCounts = nil
+		out[i] = m
+	}
+	return out
 }

@@ -210,7 +210,7 @@ func (s *Backend) AppendMessages(ctx context.Context, tenant, sessionID string, 
 		for i, r := range rows {
 			m := msgs[i]
 			if _, err := t.exec(qInsertMessage, tenant, sessionID, first+int64(i), m.Role, m.Content, m.Name, r.toolCalls,
-				m.ToolCallID, m.Time.Unix(), m.Time.Nanosecond(), r.o200k, r.cl100k, r.other, r.parts); err != nil {
+				m.ToolCallID, m.Time.Unix(), m.Time.Nanosecond(), r.o200k, r.cl100k, r.estimate, r.other, r.parts); err != nil {
 				return err
 			}
 		}
@@ -230,11 +230,18 @@ type messageRow struct {
 	toolCalls     string // JSON, "" for none
 	parts         string // JSON, "" for none
 	o200k, cl100k int    // -1: absent
+	estimate      int    // the count under estimateColumnKey, -1: absent
 	other         string // JSON of the other counts, "" for none
 }
 
+// estimateColumnKey is the key of the count that the column tok_estimate1 holds (step 11): the estimate of
+// the rule that tokenizer.EstimateKey named then. Bound to that rule, not to tokenizer.EstimateKey, so that
+// a later rule's key never reads the column's counts as its own: its counts go in tok_other until a step
+// gives them a column.
+const estimateColumnKey = "estimate/1"
+
 func encodeMessage(m store.Message) (messageRow, error) {
-	r := messageRow{o200k: -1, cl100k: -1}
+	r := messageRow{o200k: -1, cl100k: -1, estimate: -1}
 	if len(m.ToolCalls) > 0 {
 		b, err := json.Marshal(m.ToolCalls)
 		if err != nil {
@@ -250,16 +257,17 @@ func encodeMessage(m store.Message) (messageRow, error) {
 		r.parts = string(b)
 	}
 	other := maps.Clone(m.TokenCounts)
-	// The two counted encodings get columns of their own, unless a writer gave a negative count (which
-	// the columns keep for "absent"): then every count goes in the JSON.
-	if other[tokenizer.O200KBase] >= 0 && other[tokenizer.CL100KBase] >= 0 {
-		if n, ok := other[tokenizer.O200KBase]; ok {
-			r.o200k = n
-			delete(other, tokenizer.O200KBase)
-		}
-		if n, ok := other[tokenizer.CL100KBase]; ok {
-			r.cl100k = n
-			delete(other, tokenizer.CL100KBase)
+	// The two counted encodings and the estimate get columns of their own, unless a writer gave a negative
+	// count (which the columns keep for "absent"): then every count goes in the JSON.
+	if other[tokenizer.O200KBase] >= 0 && other[tokenizer.CL100KBase] >= 0 && other[estimateColumnKey] >= 0 {
+		for _, c := range []struct {
+			key string
+			col *int
+		}{{tokenizer.O200KBase, &r.o200k}, {tokenizer.CL100KBase, &r.cl100k}, {estimateColumnKey, &r.estimate}} {
+			if n, ok := other[c.key]; ok {
+				*c.col = n
+				delete(other, c.key)
+			}
 		}
 	}
 	if len(other) > 0 {
@@ -383,13 +391,13 @@ type messageScan struct {
 	m                       store.Message // without its tool calls, parts and counts
 	toolCalls, other, parts string
 	sec, nsec               int64
-	o200k, cl100k           int
+	o200k, cl100k, estimate int
 	dest                    []any
 }
 
 func (r *messageScan) scan(rows *sql.Rows) error {
 	if r.dest == nil {
-		r.dest = []any{&r.m.Seq, &r.m.Role, &r.m.Content, &r.m.Name, &r.toolCalls, &r.m.ToolCallID, &r.sec, &r.nsec, &r.o200k, &r.cl100k, &r.other, &r.parts}
+		r.dest = []any{&r.m.Seq, &r.m.Role, &r.m.Content, &r.m.Name, &r.toolCalls, &r.m.ToolCallID, &r.sec, &r.nsec, &r.o200k, &r.cl100k, &r.estimate, &r.other, &r.parts}
 	}
 	r.m = store.Message{}
 	return rows.Scan(r.dest...)
@@ -404,10 +412,14 @@ func (r *messageScan) tokens(q store.MessageQuery) (int, error) {
 		enc, count = tokenizer.O200KBase, r.o200k
 	case tokenizer.CL100KBase:
 		count = r.cl100k
+	case store.EstimateEncoding:
+		if tokenizer.EstimateKey == estimateColumnKey {
+			count = r.estimate
+		}
 	}
 	if count < 0 { // in the other counts, or counted now
 		var counts map[string]int
-		if r.other != "" && enc != store.EstimateEncoding {
+		if r.other != "" {
 			if err := json.Unmarshal([]byte(r.other), &counts); err != nil {
 				return 0, &decodeError{fmt.Errorf("message %d: token counts: %w", r.m.Seq, err)}
 			}
@@ -444,15 +456,18 @@ func (r *messageScan) message() (store.Message, error) {
 		}
 		m.TokenCounts = counts
 	}
-	if r.o200k >= 0 || r.cl100k >= 0 {
+	if r.o200k >= 0 || r.cl100k >= 0 || r.estimate >= 0 {
 		if m.TokenCounts == nil {
-			m.TokenCounts = make(map[string]int, 2)
+			m.TokenCounts = make(map[string]int, 3)
 		}
 		if r.o200k >= 0 {
 			m.TokenCounts[tokenizer.O200KBase] = r.o200k
 		}
 		if r.cl100k >= 0 {
 			m.TokenCounts[tokenizer.CL100KBase] = r.cl100k
+		}
+		if r.estimate >= 0 {
+			m.TokenCounts[estimateColumnKey] = r.estimate
 		}
 	}
 	return m, nil

@@ -26,10 +26,10 @@ const (
 	qDeleteSession  = `DELETE FROM sessions WHERE tenant = ? AND session = ?`
 	qHasKnowledge   = `SELECT EXISTS (SELECT 1 FROM knowledge WHERE tenant = ? AND session = ?)`
 	qDeleteExpired  = `DELETE FROM sessions WHERE rowid IN (SELECT rowid FROM sessions WHERE expires_at > 0 AND expires_at <= ? LIMIT ?)`
-	qInsertMessage  = `INSERT INTO messages (tenant, session, seq, role, content, name, tool_calls, tool_call_id, ts_s, ts_ns, tok_o200k, tok_cl100k, tok_other, parts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	qNewestMessages = `SELECT seq, role, content, name, tool_calls, tool_call_id, ts_s, ts_ns, tok_o200k, tok_cl100k, tok_other, parts
+	qInsertMessage  = `INSERT INTO messages (tenant, session, seq, role, content, name, tool_calls, tool_call_id, ts_s, ts_ns, tok_o200k, tok_cl100k, tok_estimate1, tok_other, parts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qNewestMessages = `SELECT seq, role, content, name, tool_calls, tool_call_id, ts_s, ts_ns, tok_o200k, tok_cl100k, tok_estimate1, tok_other, parts
 		FROM messages WHERE tenant = ? AND session = ? AND seq >= ? AND seq < ? ORDER BY seq DESC`
-	qMessageRange = `SELECT seq, role, content, name, tool_calls, tool_call_id, ts_s, ts_ns, tok_o200k, tok_cl100k, tok_other, parts
+	qMessageRange = `SELECT seq, role, content, name, tool_calls, tool_call_id, ts_s, ts_ns, tok_o200k, tok_cl100k, tok_estimate1, tok_other, parts
 		FROM messages WHERE tenant = ? AND session = ? AND seq >= ? AND seq < ? ORDER BY seq`
 	qInsertToolOutput = `INSERT INTO tool_outputs (tenant, session, seq, tool, call_id, args, result, ts_s, ts_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qToolOutputs      = `SELECT seq, tool, call_id, args, result, ts_s, ts_ns FROM tool_outputs WHERE tenant = ? AND session = ? ORDER BY seq`

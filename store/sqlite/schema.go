@@ -235,6 +235,10 @@ UPDATE sessions SET recorded_at = coalesce((SELECT max(ts_s * 1000000000 + ts_ns
 	WHERE a.tenant = sessions.tenant AND a.session = sessions.session), 0);
 CREATE INDEX sessions_recorded ON sessions (tenant, recorded_at DESC, session) WHERE recorded_at > 0;
 `,
+	// A message's estimate (tokenizer.Estimate of its content) under the rule named estimate/1
+	// (estimateColumnKey), -1 if absent: a message written before this step has none, and is estimated
+	// when it is read. The estimates of another rule go in tok_other, under their key.
+	11: `ALTER TABLE messages ADD COLUMN tok_estimate1 INTEGER NOT NULL DEFAULT -1;`,
 }
 
 // cacheStatesTable is step 7, made again by step 9 where it is missing.
@@ -250,7 +254,7 @@ CREATE TABLE IF NOT EXISTS cache_states (
 
 // SchemaVersion is the schema version this package writes: a file at a later version (written by a newer
 // Loom) is refused by Open.
-const SchemaVersion = 10
+const SchemaVersion = 11
 
 // migrate brings the file to SchemaVersion in one write transaction. A file at SchemaVersion already (every
 // open but the first) is only read: no write lock for the processes that open it at once to queue for.

@@ -14,6 +14,7 @@ import (
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/store/sqlite"
 	"github.com/context-loom/loom/store/storetest"
+	"github.com/context-loom/loom/tokenizer"
 )
 
 // open opens a store in a fresh file under t.TempDir (opts.Path is set) and closes it when the test ends.
@@ -149,7 +150,7 @@ func TestReopen_KeepsEverything(t *testing.T) {
 		t.Fatalf("after reopening, Load = %+v", snap)
 	}
 	// The counts given were not trusted: the store counted.
-	if c := snap.Messages[0].TokenCounts; len(c) != 2 || c["o200k_base"] != 1 || c["cl100k_base"] != 1 {
+	if c := snap.Messages[0].TokenCounts; len(c) != 3 || c["o200k_base"] != 1 || c["cl100k_base"] != 1 || c[tokenizer.EstimateKey] != 1 {
 		t.Errorf("token counts = %v", c)
 	}
 	m, err := s.AppendMessages(ctx, tenant, "s", store.Message{Role: "assistant", Content: "hi"})

@@ -84,11 +84,7 @@ func prepared(msgs ...store.Message) []store.Message {
 	at := now()
 	for i := range out {
 		out[i].Time = at
-		out[i].TokenCounts = make(map[string]int, len(store.CountedEncodings))
-		for _, name := range store.CountedEncodings {
-			enc, _ := tokenizer.Get(name)
-			out[i].TokenCounts[name] = enc.Count(out[i].Content)
-		}
+		out[i].TokenCounts = store.MessageCounts(out[i].Content)
 	}
 	return out
 }
@@ -155,7 +151,8 @@ func sameMessage(got, want store.Message) bool {
 		got.ToolCallID == want.ToolCallID && got.Time.Equal(want.Time) && slices.EqualFunc(got.ToolCalls, want.ToolCalls, func(a, b assembler.ToolCall) bool {
 		return a.ID == b.ID && a.Function == b.Function
 	}) && got.TokenCounts[tokenizer.O200KBase] == want.TokenCounts[tokenizer.O200KBase] &&
-		got.TokenCounts[tokenizer.CL100KBase] == want.TokenCounts[tokenizer.CL100KBase]
+		got.TokenCounts[tokenizer.CL100KBase] == want.TokenCounts[tokenizer.CL100KBase] &&
+		got.TokenCounts[tokenizer.EstimateKey] == want.TokenCounts[tokenizer.EstimateKey]
 }
 
 func sameMessages(t *testing.T, what string, got, want []store.Message) {

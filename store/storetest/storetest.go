@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"maps"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -234,16 +235,22 @@ func testMessages(t *testing.T, newStore NewStore) {
 					t.Errorf("message %d: %s count %d (%v), want %d", i, enc.Name(), n, ok, enc.Count(w.Content))
 				}
 			}
+			// The estimate is cached too, under its rule's key: what the estimator says of the content now.
+			if n, ok := m.TokenCounts[tokenizer.EstimateKey]; !ok || n != tokenizer.Estimate(w.Content) {
+				t.Errorf("message %d: %s count %d (%v), want %d", i, tokenizer.EstimateKey, n, ok, tokenizer.Estimate(w.Content))
+			}
 		}
 	}
 	// A time given by the writer is kept; counts given are not trusted but counted, as read back too.
 	when := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 	m := must(s.AppendMessages(ctx, tenant, "sess_43", store.Message{Role: "user", Content: "x", Time: when,
-		TokenCounts: map[string]int{"o200k_base": 7, "cl100k_base": -3, "made_up": 2}}))[0]
-	if !m.Time.Equal(when) || len(m.TokenCounts) != 2 || m.TokenCounts["o200k_base"] != 1 || m.TokenCounts["cl100k_base"] != 1 {
+		TokenCounts: map[string]int{"o200k_base": 7, "cl100k_base": -3, "made_up": 2, tokenizer.EstimateKey: 9}}))[0]
+	if !m.Time.Equal(when) || len(m.TokenCounts) != 3 || m.TokenCounts["o200k_base"] != 1 || m.TokenCounts["cl100k_base"] != 1 ||
+		m.TokenCounts[tokenizer.EstimateKey] != 1 {
 		t.Errorf("appended %+v", m)
 	}
-	if got := must(s.Messages(ctx, tenant, "sess_43", store.MessageQuery{})); len(got) != 1 || got[0].TokenCounts["o200k_base"] != 1 {
+	if got := must(s.Messages(ctx, tenant, "sess_43", store.MessageQuery{})); len(got) != 1 || got[0].TokenCounts["o200k_base"] != 1 ||
+		got[0].TokenCounts[tokenizer.EstimateKey] != 1 {
 		t.Errorf("read back %+v", got)
 	}
 }
@@ -523,7 +530,8 @@ func testToolOutputsAndKnowledge(t *testing.T, newStore NewStore) {
 
 	kb := []store.Knowledge{
 		{ID: "k1", DocumentID: "pricing", Content: "Premium costs $20/month.", Score: 0.92, Source: "Pricing", Type: "rag", StartOffset: 10, EndOffset: 34, Metadata: map[string]string{"title": "Pricing"}},
-		{ID: "k2", Content: "Free plan: 5 projects.", Score: 0.5, Trusted: true},
+		{ID: "k2", Content: " Free plan: 5 projects & <3 seats>.\n", Score: 0.5, Trusted: true,
+			TokenCounts: map[string]int{assembler.KnowledgeCountKey(tokenizer.EstimateKey): 99, "made_up": 2}},
 	}
 	ok(t, s.SetKnowledge(ctx, tenant, "s", kb))
 	got := must(s.Knowledge(ctx, tenant, "s"))
@@ -531,6 +539,17 @@ func testToolOutputsAndKnowledge(t *testing.T, newStore NewStore) {
 		got[0].DocumentID != "pricing" || got[0].StartOffset != 10 || got[0].EndOffset != 34 || got[0].Metadata["title"] != "Pricing" ||
 		got[1].ID != "k2" || !got[1].Trusted {
 		t.Fatalf("Knowledge = %+v", got)
+	}
+	// Each item's counts are of its text as the assembler renders it, counted by the store whatever was
+	// given: in the two encodings, and the estimate under its rule's key.
+	for _, k := range got {
+		rendered := assembler.RenderedKnowledge(k.Content)
+		want := map[string]int{assembler.KnowledgeCountKey(tokenizer.O200KBase): tokenizer.O200K().Count(rendered),
+			assembler.KnowledgeCountKey(tokenizer.CL100KBase):  tokenizer.CL100K().Count(rendered),
+			assembler.KnowledgeCountKey(tokenizer.EstimateKey): tokenizer.Estimate(rendered)}
+		if !maps.Equal(k.TokenCounts, want) {
+			t.Errorf("knowledge %s: counts %v, want %v", k.ID, k.TokenCounts, want)
+		}
 	}
 	ok(t, s.SetKnowledge(ctx, tenant, "s", kb[1:]))
 	if got := must(s.Knowledge(ctx, tenant, "s")); len(got) != 1 || got[0].ID != "k2" {

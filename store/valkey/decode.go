@@ -2,13 +2,16 @@ package valkey
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/context-loom/loom/internal/xmltext"
 	"github.com/context-loom/loom/store"
+	"github.com/context-loom/loom/tokenizer"
 )
 
 // decodeMessage decodes one stored message. Messages are most of what a Load reads, so the JSON that
@@ -208,7 +211,17 @@ func (p *parser) skip() (string, bool) {
 	return "", false
 }
 
-// intern returns the usual roles and encodings without holding on to the text they were read from.
+// countKeys are the keys of the counts a store caches on messages and knowledge (see store.MessageCounts
+// and xmltext.KnowledgeCounts).
+var countKeys = func() []string {
+	keys := append(slices.Clone(store.CountedEncodings), tokenizer.EstimateKey)
+	for _, k := range keys[:len(keys):len(keys)] {
+		keys = append(keys, xmltext.KnowledgeCountKey(k))
+	}
+	return keys
+}()
+
+// intern returns the usual roles and count keys without holding on to the text they were read from.
 func intern(s string) string {
 	switch s {
 	case "user":
@@ -220,9 +233,9 @@ func intern(s string) string {
 	case "tool":
 		return "tool"
 	}
-	for _, e := range store.CountedEncodings {
-		if s == e {
-			return e
+	for _, k := range countKeys {
+		if s == k {
+			return k
 		}
 	}
 	return s
@@ -300,7 +313,7 @@ func (p *parser) counts() (map[string]int, bool) {
 	if !p.next('{') {
 		return nil, false
 	}
-	out := make(map[string]int, len(store.CountedEncodings))
+	out := make(map[string]int, len(store.CountedEncodings)+1)
 	if p.next('}') {
 		return out, true
 	}

@@ -49,7 +49,6 @@ import (
 	"github.com/context-loom/loom"
 	"github.com/context-loom/loom/store"
 	"github.com/context-loom/loom/store/valkey/internal/conn"
-	"github.com/context-loom/loom/tokenizer"
 )
 
 // DefaultTenant is the only tenant the cookbook's keys hold.
@@ -424,13 +423,8 @@ func decodeChat(vals []string, first int64) []store.Message {
 		}
 		// Counted on read, whatever the entry says: these keys are written by other programs too, and a
 		// count that is wrong would make every assembly's budget wrong.
-		counts := make(map[string]int, len(store.CountedEncodings))
-		for _, name := range store.CountedEncodings {
-			enc, _ := tokenizer.Get(name)
-			counts[name] = enc.Count(e.Content)
-		}
 		out = append(out, store.Message{Seq: first + int64(i), Role: e.Role, Content: e.Content, Parts: e.Parts, Name: e.Name, ToolCalls: e.ToolCalls,
-			ToolCallID: e.ToolCallID, Time: fromSeconds(e.TS), TokenCounts: counts})
+			ToolCallID: e.ToolCallID, Time: fromSeconds(e.TS), TokenCounts: store.MessageCounts(e.Content)})
 	}
 	if len(out) == 0 {
 		return nil
