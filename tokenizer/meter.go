@@ -356,3 +356,141 @@ func (m *Meter) Adds(a, b string) bool {
 	}
 	return m.split.SplitsAt(tail+b, len(tail))
 }
+
+// maxInsertWindow is how long, in bytes, a window of [Meter.CountInserted] may grow before it counts the
+// text whole instead.
+const maxInsertWindow = 4 * CutWindow
+
+// CountInserted returns the count of text with ins inserted at each offset of at, given n, the count of
+// text, without counting either text whole: around each offset it finds a cut on either side, at most
+// [CutWindow] bytes away, where counts add up both in text and in text with ins inserted (see
+// [Meter.LastCut]), and corrects n by the counts of the few bytes between the two cuts, with ins and
+// without. Offsets that close ranks share a window. The offsets must ascend, each at most len(text) and
+// at the start of a character.
+//
+// It reports false when it cannot (the counter is no [Splitter], an offset has no cut near it, or the
+// offsets are out of order): the caller then counts the text with ins inserted.
+func (m *Meter) CountInserted(text string, n int, at []int, ins string) (int, bool) {
+	if len(at) == 0 || ins == "" {
+		return n, true
+	}
+	if m.split == nil || n < 0 {
+		return 0, false
+	}
+	for i, p := range at {
+		if p > len(text) || i > 0 && p <= at[i-1] || p < len(text) && !utf8.RuneStart(text[p]) {
+			return 0, false
+		}
+	}
+	var buf [2*maxInsertWindow + 64]byte
+	prev := 0 // the last cut: the end of the last window, or the text's start
+	for i := 0; i < len(at); {
+		p := at[i]
+		// The window's start: the last cut at or before p, or prev, itself a cut (or the text's start).
+		s := -1
+		for b := p; b >= max(prev, p-CutWindow); b-- {
+			if b == prev {
+				s = b
+				break
+			}
+			if (b == len(text) || utf8.RuneStart(text[b])) && m.cutsBoth(text, at[i:], ins, b, prev) {
+				s = b
+				break
+			}
+		}
+		if s < 0 {
+			return 0, false
+		}
+		// The window's end: the first cut after p (or the text's end); an offset met first joins the window.
+		j, q := i, -1
+		for q < 0 {
+			p := at[j]
+			if p == len(text) {
+				q = p
+				break
+			}
+			next := -1
+			if j+1 < len(at) {
+				next = at[j+1]
+			}
+			b := p + 1
+			for ; b <= min(len(text), p+CutWindow); b++ {
+				if b == next {
+					break
+				}
+				if b == len(text) || utf8.RuneStart(text[b]) && m.cutsBoth(text, at[i:], ins, b, s) {
+					q = b
+					break
+				}
+			}
+			if q < 0 {
+				if b != next || next-s > maxInsertWindow {
+					return 0, false
+				}
+				j++ // the next offset is in the window too
+			}
+		}
+		if q-s > maxInsertWindow {
+			return 0, false
+		}
+		w := text[s:q]
+		with := buf[:0]
+		last := s
+		for _, p := range at[i : j+1] {
+			with = append(append(with, text[last:p]...), ins...)
+			last = p
+		}
+		with = append(with, text[last:q]...)
+		n += m.countWindow(string(with)) - m.countWindow(w)
+		prev, i = q, j+1
+	}
+	return n, true
+}
+
+// countWindow counts a window of [Meter.CountInserted], remembering it if it is short.
+func (m *Meter) countWindow(s string) int {
+	if len(s) <= shortText {
+		return m.CountShort(s)
+	}
+	return m.Count(s)
+}
+
+// cutsBoth reports whether counts add up at b both in text and in text with ins inserted at each offset
+// of at (b, if it is one, is before its ins), each vouched for by a window of the text that starts no
+// earlier than from (the last cut before b) and that does not reach past b by more than CutWindow bytes.
+func (m *Meter) cutsBoth(text string, at []int, ins string, b, from int) bool {
+	if b <= from || b >= len(text) {
+		return false
+	}
+	v0, v1 := max(from, b-CutWindow), min(len(text), b+CutWindow)
+	for v0 < b && !utf8.RuneStart(text[v0]) {
+		v0++
+	}
+	for v1 > b && v1 < len(text) && !utf8.RuneStart(text[v1]) {
+		v1--
+	}
+	if v0 >= b || !m.isCut(text[v0:v1], b-v0) {
+		return false
+	}
+	var buf [2*CutWindow + 64]byte
+	with, at0 := buf[:0], b-v0 // the window with ins inserted, and b in it
+	last := v0
+	for _, p := range at {
+		if p >= v1 {
+			break
+		}
+		if p < v0 {
+			continue
+		}
+		with = append(append(with, text[last:p]...), ins...)
+		last = p
+		if p < b {
+			at0 += len(ins)
+		}
+	}
+	if last == v0 && len(with) == 0 { // no offset in the window: the same text
+		return true
+	}
+	with = append(with, text[last:v1]...)
+	return m.isCut(string(with), at0)
+}
