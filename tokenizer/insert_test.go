@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // insertGlue is text that a line break, its indentation or an inserted text may meet: line breaks of every
@@ -127,3 +128,40 @@ func TestCountInserted_RefusesWhatItCannotVouchFor(t *testing.T) {
 type countOnly struct{ e *Encoding }
 
 func (c countOnly) Count(s string) int { return c.e.Count(s) }
+
+// TestRunCut_CountsAdd checks runCut's promise on random text in both encodings: wherever it says true
+// of a window, counts add up there in a text that holds the window, whatever is around it.
+func TestRunCut_CountsAdd(t *testing.T) {
+	t.Parallel()
+	corpus := meterCorpus(t)
+	r := rand.New(rand.NewPCG(7, 7))
+	for _, enc := range []*Encoding{O200K(), CL100K()} {
+		cuts := 0
+		for range 4000 {
+			s := insertText(r, corpus)
+			if len(s) < 2 {
+				continue
+			}
+			p := 1 + r.IntN(len(s)-1)
+			lo, hi := max(0, p-1-r.IntN(4)), min(len(s), p+1+r.IntN(8))
+			for lo > 0 && !utf8.RuneStart(s[lo]) {
+				lo--
+			}
+			for hi < len(s) && !utf8.RuneStart(s[hi]) {
+				hi++
+			}
+			if !runCut(s[lo:hi], p-lo) {
+				continue
+			}
+			cuts++
+			x, y := insertGlue[r.IntN(len(insertGlue))]+s[:lo], s[hi:]+insertGlue[r.IntN(len(insertGlue))]
+			whole := x + s[lo:hi] + y
+			if got, want := enc.Count(x+s[lo:p])+enc.Count(s[p:hi]+y), enc.Count(whole); got != want {
+				t.Fatalf("%s: runCut(%q, %d) but %q counts %d, its two sides %d", enc.Name(), s[lo:hi], p-lo, whole, want, got)
+			}
+		}
+		if cuts < 500 {
+			t.Errorf("%s: %d cuts", enc.Name(), cuts)
+		}
+	}
+}
