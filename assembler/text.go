@@ -20,8 +20,8 @@ var _ bodyCounter = textFormat{}
 
 // rewrites reports whether body changes text: whether it has a line break.
 func (textFormat) rewrites(text string) bool {
-	for i := range len(text) {
-		if breakStart[text[i]] && lineBreak(text[i:]) > 0 {
+	for i := nextBreakStart(text, 0); i < len(text); i = nextBreakStart(text, i+1) {
+		if lineBreak(text[i:]) > 0 {
 			return true
 		}
 	}
@@ -161,11 +161,7 @@ func indentLines(s string) string { return insertAt(s, lineEnds(s), textIndent) 
 // lineEnds returns the offsets in s that end its line breaks (see lineBreak), nil if it has none.
 func lineEnds(s string) []int {
 	var at []int
-	for i := 0; i < len(s); {
-		if !breakStart[s[i]] {
-			i++
-			continue
-		}
+	for i := nextBreakStart(s, 0); i < len(s); i = nextBreakStart(s, i) {
 		n := lineBreak(s[i:])
 		if n == 0 {
 			i++
@@ -179,6 +175,26 @@ func lineEnds(s string) []int {
 
 // breakStart holds the bytes that a line break may start with (see lineBreak).
 var breakStart = [256]bool{'\r': true, '\n': true, '\v': true, '\f': true, 0xC2: true, 0xE2: true}
+
+// nextBreakStart returns the first offset from i of a byte that a line break may start with, or len(s).
+// Most texts have line feeds and no other such byte, or a few: it looks for each with IndexByte.
+func nextBreakStart(s string, i int) int {
+	if i >= len(s) {
+		return len(s)
+	}
+	if len(s)-i < 64 {
+		for ; i < len(s) && !breakStart[s[i]]; i++ {
+		}
+		return i
+	}
+	next := len(s)
+	for _, c := range [...]byte{'\n', '\r', 0xE2, 0xC2, '\v', '\f'} {
+		if k := strings.IndexByte(s[i:min(next, len(s))], c); k >= 0 {
+			next = i + k
+		}
+	}
+	return next
+}
 
 // insertAt returns s with ins at each of the ascending offsets at; s itself if at is empty.
 func insertAt(s string, at []int, ins string) string {

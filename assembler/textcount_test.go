@@ -91,3 +91,31 @@ func TestText_RenderedCountsAreKeptPerScope(t *testing.T) {
 		t.Errorf("a scope holds %d counts, more than %d", n, maxScopeRenderedCounts)
 	}
 }
+
+// TestLineEnds_FindsEveryLineBreak checks lineEnds against lineBreak read at every byte, on texts long and
+// short with breaks of every kind.
+func TestLineEnds_FindsEveryLineBreak(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(13, 14))
+	for range 2000 {
+		s := lineText(r)
+		if r.IntN(2) == 0 {
+			s = strings.Repeat("x", r.IntN(100)) + s + strings.Repeat("—", r.IntN(30)) + lineText(r)
+		}
+		var want []int
+		for i := 0; i < len(s); {
+			if n := lineBreak(s[i:]); n > 0 {
+				i += n
+				want = append(want, i)
+				continue
+			}
+			i++
+		}
+		if got := lineEnds(s); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("lineEnds(%q) = %v, want %v", s, got, want)
+		}
+		if (textFormat{}).rewrites(s) != (len(want) > 0) {
+			t.Fatalf("rewrites(%q) = %v", s, !(len(want) > 0))
+		}
+	}
+}
