@@ -303,7 +303,7 @@ func (m *Meter) cutCount(run []Part) (int, bool) {
 // where the encodings' SplitsAt can be true whatever surrounds them are asked about: before a space or
 // tab, and after a line break.
 func (m *Meter) isCut(s string, i int) bool {
-	if m.enc != nil && runCut(s, i) {
+	if m.enc != nil && i > 0 && i < len(s) && maybeCut(s, i) && runCut(s, i) {
 		return true
 	}
 	if i <= 0 || i >= len(s) || s[i] != ' ' && s[i] != '\t' && s[i-1] != '\n' {
