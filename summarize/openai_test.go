@@ -157,7 +157,10 @@ func TestOpenAI_TimesOutASlowServer(t *testing.T) {
 	}, summarize.OpenAIConfig{Timeout: 20 * time.Millisecond, MaxRetries: 1})
 	t.Cleanup(func() { close(stop) }) // before the server's Close, which waits for its handlers
 	_, err := c.Summarize(context.Background(), summarize.Request{Text: "x"})
-	if !errors.Is(err, summarize.ErrUnavailable) || !strings.Contains(err.Error(), "timed out") || calls.Load() != 2 {
+	// Both attempts time out; on a loaded machine one may do so before its request reaches the server, so
+	// the server sees at most two.
+	if !errors.Is(err, summarize.ErrUnavailable) || !strings.Contains(err.Error(), "timed out") ||
+		!strings.Contains(err.Error(), "after 2 attempts") || calls.Load() > 2 {
 		t.Fatalf("err %v after %d calls", err, calls.Load())
 	}
 }
