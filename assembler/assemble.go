@@ -111,6 +111,8 @@ type assembly struct {
 	// and Knowledge.TokenCounts under its KnowledgeCountKey): the encoding's name, or for a model whose
 	// counts are estimated, tokenizer.EstimateKey, which names the estimator's rule.
 	countKey string
+	// knowledgeKey is KnowledgeCountKey(countKey).
+	knowledgeKey string
 
 	// memoryWrap is what the wrapper of a block of memory costs, plus one (0: not counted yet; see
 	// memoryWrapCost): [0] the context's, [1] pinned memory's in the stable prefix.
@@ -564,14 +566,14 @@ func (a *assembly) cost(it *ctxItem, limit int) (n int, exact bool) {
 		// add up; where they may not, it counts texts of the two joined, and the text is written as it is
 		// rendered first.
 		n, exact = a.m.JoinUpTo(it.parts[1:3], max(limit-marker-closeTag.Tokens, 0), func() bool {
-			body.Text, it.raw = a.knowledgeBody(body.Text), false
+			a.writeKnowledge(it)
 			return true
 		})
 		n += closeTag.Tokens
 	} else {
 		// The text is counted as it is rendered, which the raw text is not.
 		if it.raw {
-			body.Text, it.raw = a.knowledgeBody(body.Text), false
+			a.writeKnowledge(it)
 		}
 		n, exact = a.m.JoinUpTo(it.parts[1:], max(limit-marker, 0), nil)
 	}
@@ -638,7 +640,7 @@ func (a *assembly) wrap(i int) tokenizer.Part {
 	if p := a.wraps[i]; p.Text != "" {
 		return p
 	}
-	p := tokenizer.Part{Text: wrapTexts[i], Tokens: a.m.Count(wrapTexts[i])}
+	p := tokenizer.Part{Text: wrapTexts[i], Tokens: a.m.CountShort(wrapTexts[i])} // remembered: the meter meets it again
 	a.wraps[i] = p
 	return p
 }

@@ -57,6 +57,31 @@ type formatter interface {
 	check(a *assembly, out *output) error
 }
 
+// bodyCounter is implemented by a format whose body changes a text (the text format): bodyPart returns
+// p.Text[:end] written as body writes it, then p.Text[end:] as it is, with a count derived exactly from p's
+// where p's is known and the format can (-1 otherwise), so that a count cached of the text as given is not
+// lost. A format without it leaves texts as they are.
+type bodyCounter interface {
+	bodyPart(a *assembly, p tokenizer.Part, end int) tokenizer.Part
+	// rewrites reports whether body changes text.
+	rewrites(text string) bool
+}
+
+// bodyPart is p's text written as the format writes a turn's body or a text in a tag (see
+// formatter.body), with its count carried over where the format can (see bodyCounter).
+func (a *assembly) bodyPart(p tokenizer.Part) tokenizer.Part { return a.bodyPartTo(p, len(p.Text)) }
+
+// bodyPartTo is bodyPart of p.Text[:end], then p.Text[end:] as it is.
+func (a *assembly) bodyPartTo(p tokenizer.Part, end int) tokenizer.Part {
+	if bc, ok := a.f.(bodyCounter); ok {
+		return bc.bodyPart(a, p, end)
+	}
+	if text := a.f.body(p.Text[:end]); len(text) != end {
+		return tokenizer.NewPart(text + p.Text[end:])
+	}
+	return p
+}
+
 // finisher is implemented by a format that adds to its verified rendering what costs no tokens and so
 // need not be in every rendering of the planning (the anthropic format's cache breakpoints): finish runs
 // once, on the rendering the assembly returns, before check.

@@ -234,7 +234,7 @@ func (a *assembly) settleKnowledge() {
 				}
 			}
 			if it.raw {
-				it.parts[2].Text, it.raw = a.knowledgeBody(it.parts[2].Text), false
+				a.writeKnowledge(it)
 			}
 			kept = append(kept, it)
 		}

@@ -222,10 +222,7 @@ func (a *assembly) clearToolResults() {
 		}
 		for i := 1; i < len(msgs); i++ {
 			msg := &msgs[i]
-			content := tokenizer.Part{Text: a.f.body(msg.Content), Tokens: -1}
-			if len(content.Text) == len(msg.Content) {
-				content = a.cachedPart(msg.Content, msg.TokenCounts)
-			}
+			content := a.bodyPart(a.cachedPart(msg.Content, msg.TokenCounts))
 			n := a.m.Join([]tokenizer.Part{content})
 			if over > 0 && n <= over {
 				continue
@@ -329,10 +326,12 @@ func (a *assembly) msgCost(g *group, k int) int {
 // message's content as the format does.
 func (a *assembly) messageCost(k int) int {
 	msg := &a.req.History[k]
-	a.contents[k] = a.cachedPart(msg.Content, msg.TokenCounts)
-	// A cached count is of the content as given; a format may write it otherwise, or with its parts.
-	if text := a.f.body(a.messageText(msg)); len(text) != len(msg.Content) {
-		a.contents[k] = tokenizer.NewPart(text)
+	// A cached count is of the content as given; a format may write it otherwise (see bodyPart), or with
+	// its parts, which it is not a count of.
+	if text := a.messageText(msg); len(text) != len(msg.Content) {
+		a.contents[k] = a.bodyPart(tokenizer.NewPart(text))
+	} else {
+		a.contents[k] = a.bodyPart(a.cachedPart(msg.Content, msg.TokenCounts))
 	}
 	return a.f.turnCost(a, msg, a.contents[k:k+1]) + a.partCost(k)
 }
@@ -393,9 +392,7 @@ func (a *assembly) prepareToolOutputs() {
 			a.dropped[RegionToolOutputs] = append(a.dropped[RegionToolOutputs], Dropped{ID: id, Reason: ReasonTruncated, Tokens: body.Tokens})
 			body = tokenizer.NewPart(a.cutMiddle(body.Text, body.Tokens, a.policy.MaxToolOutputTokens))
 		}
-		if text := a.f.body(body.Text); len(text) != len(body.Text) { // its lines after the first, as the format writes them
-			body = tokenizer.NewPart(text)
-		}
+		body = a.bodyPart(body) // its lines after the first, as the format writes them, its count kept
 		tag := toolOutputElement(o.Tool, o.CallID)
 		it := &ctxItem{id: id, order: i}
 		it.parts = []tokenizer.Part{tokenizer.NewPart(tag.itemOpen(a.tagEnd)), body, tokenizer.NewPart(tag.itemClose())}
@@ -439,6 +436,8 @@ func (a *assembly) prepareKnowledge() {
 	sc := a.scratch
 	items := slices.Grow(sc.items[:0], len(a.req.Knowledge))
 	countKey := KnowledgeCountKey(a.countKey)
+	a.knowledgeKey = countKey
+	bc, _ := a.f.(bodyCounter)
 	sc.parts = sized(sc.parts, 4*len(a.req.Knowledge))
 	parts := sc.parts
 	for i := range a.req.Knowledge {
@@ -453,11 +452,11 @@ func (a *assembly) prepareKnowledge() {
 		default:
 			// The text is written as it is rendered (see knowledgeBody) only if the item is costed (see cost)
 			// or kept (see settleKnowledge); a cached count is of it so written. (In the text format, a text of
-			// more than one line is indented too, and counted.)
+			// more than one line is indented too, and its count derived from the cached one: see writeKnowledge.)
 			n := 4 * len(items)
 			it := ctxItem{id: id, order: i, know: k, raw: true, cost: -1, parts: parts[n : n+4 : n+4]}
 			it.parts[2] = a.cachedPartAt(content, k.TokenCounts, countKey)
-			if a.f.body(content) != content { // the format writes it otherwise: the cached count is not of it
+			if bc != nil && bc.rewrites(content) { // the format writes it otherwise: the cached count is not of it
 				it.parts[2] = tokenizer.NewPart(content)
 			}
 			items = append(items, it)
@@ -512,11 +511,28 @@ func (a *assembly) prepareKnowledge() {
 // knowledgeBody is a knowledge item's text, trimmed, as the format renders it: escaped, written as the
 // format writes a text in a tag (see formatter.body), and ended by its line break (see RenderedKnowledge).
 func (a *assembly) knowledgeBody(content string) string {
-	text := xmltext.Knowledge(content)
-	if body := a.f.body(text[:len(text)-1]); len(body) != len(text)-1 {
-		return body + "\n"
+	return a.knowledgePart(tokenizer.NewPart(content)).Text
+}
+
+// writeKnowledge writes a raw knowledge item's text (see ctxItem.raw) as it is rendered (see
+// knowledgeBody), with its count: the one its part holds (a cached count of the text so written), or, for
+// a format that writes the text otherwise, one derived from the count cached of its RenderedKnowledge
+// text (see bodyPart).
+func (a *assembly) writeKnowledge(it *ctxItem) {
+	body := &it.parts[2]
+	if body.Tokens < 0 {
+		if n, ok := it.know.TokenCounts[a.knowledgeKey]; ok && n >= 0 {
+			body.Tokens = n
+		}
 	}
-	return text
+	*body, it.raw = a.knowledgePart(*body), false
+}
+
+// knowledgePart is knowledgeBody of p's text, its count derived from p's, which is of the text's
+// RenderedKnowledge, when it is known.
+func (a *assembly) knowledgePart(p tokenizer.Part) tokenizer.Part {
+	text := xmltext.Knowledge(p.Text)
+	return a.bodyPartTo(tokenizer.Part{Text: text, Tokens: p.Tokens}, len(text)-1)
 }
 
 // RenderedKnowledge is a knowledge item's content as the assembler renders it inside its tag: trimmed of

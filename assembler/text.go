@@ -16,6 +16,44 @@ func (textFormat) prepare(a *assembly) error { return a.prepareMarkup() }
 // body indents every line of text after its first (see textIndent).
 func (textFormat) body(text string) string { return indentLines(text) }
 
+var _ bodyCounter = textFormat{}
+
+// rewrites reports whether body changes text: whether it has a line break.
+func (textFormat) rewrites(text string) bool {
+	for i := nextBreakStart(text, 0); i < len(text); i = nextBreakStart(text, i+1) {
+		if lineBreak(text[i:]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// bodyPart is p.Text[:end] indented as body indents it, then p.Text[end:] as it is. Its count, when p's
+// is known, is p's with the indentation's counted from the few bytes around each line break (see
+// tokenizer.Meter.CountInserted), exactly, so that the count a store cached of a text as given serves the
+// text as the transcript writes it; or the count kept of the same rendering in the request's cache scope
+// (see renderedCounts). Else it is not known.
+func (textFormat) bodyPart(a *assembly, p tokenizer.Part, end int) tokenizer.Part {
+	at := lineEnds(p.Text[:end])
+	if len(at) == 0 {
+		return p
+	}
+	out := tokenizer.NewPart(insertAt(p.Text, at, textIndent))
+	if p.Tokens < 0 {
+		return out
+	}
+	h := renderedHash(a.countKey, p.Tokens, out.Text)
+	if n, ok := cachedRenderedCount(a.req.CacheScope, h); ok {
+		out.Tokens = n
+		return out
+	}
+	if n, ok := a.m.CountInserted(p.Text, p.Tokens, at, textIndent); ok {
+		out.Tokens = n
+		keepRenderedCount(a.req.CacheScope, h, n)
+	}
+	return out
+}
+
 // turnCost is the planner's estimate of a turn: its body, its tool calls' names, ids and arguments, and
 // 4 for its header and the blank line after; the transcript is counted whole once it is rendered.
 func (textFormat) turnCost(a *assembly, msg *Message, content []tokenizer.Part) int {
@@ -51,7 +89,10 @@ func (textFormat) render(a *assembly, out *output) {
 		l.appendStable(&s, stable, tokenizer.NewPart("\n\n"))
 	}
 	if tools.text != "" {
-		s.add(RegionTools, tokenizer.NewPart("Tools:\n"+textIndent), tokenizer.NewPart(indentLines(tools.text)), tokenizer.NewPart("\n\n"))
+		// The set's JSON, indented, counted once for all the assemblies that send the set (see toolTokens).
+		body := indentLines(tools.text)
+		s.add(RegionTools, tokenizer.NewPart("Tools:\n"+textIndent), tokenizer.Part{Text: body, Tokens: a.toolTokens(FormatText, body).n},
+			tokenizer.NewPart("\n\n"))
 	}
 	for gi := range l.history {
 		g := &l.history[gi]
@@ -115,25 +156,58 @@ func lineBreak(s string) int {
 
 // indentLines returns s with textIndent after each of its line breaks, so that no line of s but its first
 // starts a line of the text format's transcript.
-func indentLines(s string) string {
-	var b strings.Builder
-	last := 0
-	for i := 0; i < len(s); {
+func indentLines(s string) string { return insertAt(s, lineEnds(s), textIndent) }
+
+// lineEnds returns the offsets in s that end its line breaks (see lineBreak), nil if it has none.
+func lineEnds(s string) []int {
+	var at []int
+	for i := nextBreakStart(s, 0); i < len(s); i = nextBreakStart(s, i) {
 		n := lineBreak(s[i:])
 		if n == 0 {
 			i++
 			continue
 		}
-		if last == 0 {
-			b.Grow(len(s) + 8*len(textIndent))
-		}
-		b.WriteString(s[last : i+n])
-		b.WriteString(textIndent)
 		i += n
-		last = i
+		at = append(at, i)
 	}
-	if last == 0 {
+	return at
+}
+
+// breakStart holds the bytes that a line break may start with (see lineBreak).
+var breakStart = [256]bool{'\r': true, '\n': true, '\v': true, '\f': true, 0xC2: true, 0xE2: true}
+
+// nextBreakStart returns the first offset from i of a byte that a line break may start with, or len(s).
+// Most texts have line feeds and no other such byte, or a few: it looks for each with IndexByte.
+func nextBreakStart(s string, i int) int {
+	if i >= len(s) {
+		return len(s)
+	}
+	if len(s)-i < 64 {
+		for ; i < len(s) && !breakStart[s[i]]; i++ {
+		}
+		return i
+	}
+	next := len(s)
+	for _, c := range [...]byte{'\n', '\r', 0xE2, 0xC2, '\v', '\f'} {
+		if k := strings.IndexByte(s[i:min(next, len(s))], c); k >= 0 {
+			next = i + k
+		}
+	}
+	return next
+}
+
+// insertAt returns s with ins at each of the ascending offsets at; s itself if at is empty.
+func insertAt(s string, at []int, ins string) string {
+	if len(at) == 0 {
 		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + len(at)*len(ins))
+	last := 0
+	for _, p := range at {
+		b.WriteString(s[last:p])
+		b.WriteString(ins)
+		last = p
 	}
 	b.WriteString(s[last:])
 	return b.String()

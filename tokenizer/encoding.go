@@ -556,3 +556,116 @@ func maximalSubpart(s string) int {
 	}
 	return n
 }
+
+// countDelta returns Count(b) - Count(a), merging only the pieces where the two differ: the pieces they
+// start with and end with alike count the same in both. It counts in s, which must hold caches.
+func (e *Encoding) countDelta(a, b string, s *scratch) int {
+	a, b = sanitize(a), sanitize(b)
+	v := e.vocab
+	i, j := 0, 0 // past the pieces a and b start with alike
+	for i < len(a) && j < len(b) {
+		ia, jb := e.split(v.classes, a, i), e.split(v.classes, b, j)
+		if a[i:ia] != b[j:jb] {
+			break
+		}
+		i, j = ia, jb
+	}
+	var ea, eb [32]int32 // the ends of the pieces left
+	pa, okA := e.pieceEnds(a, i, ea[:0])
+	pb, okB := e.pieceEnds(b, j, eb[:0])
+	if okA && okB { // drop the pieces they end with alike
+		for len(pa) > 0 && len(pb) > 0 {
+			na, nb := len(pa), len(pb)
+			sa, sb := i, j // where the last pieces start
+			if na > 1 {
+				sa = int(pa[na-2])
+			}
+			if nb > 1 {
+				sb = int(pb[nb-2])
+			}
+			if a[sa:pa[na-1]] != b[sb:pb[nb-1]] {
+				break
+			}
+			pa, pb = pa[:na-1], pb[:nb-1]
+		}
+		n := 0
+		for k, end := range pb {
+			start := j
+			if k > 0 {
+				start = int(pb[k-1])
+			}
+			n += v.countPiece(b[start:end], s)
+		}
+		for k, end := range pa {
+			start := i
+			if k > 0 {
+				start = int(pa[k-1])
+			}
+			n -= v.countPiece(a[start:end], s)
+		}
+		return n
+	}
+	n := 0
+	for k := j; k < len(b); {
+		end := e.split(v.classes, b, k)
+		n += v.countPiece(b[k:end], s)
+		k = end
+	}
+	for k := i; k < len(a); {
+		end := e.split(v.classes, a, k)
+		n -= v.countPiece(a[k:end], s)
+		k = end
+	}
+	return n
+}
+
+// pieceEnds appends to ends the ends of text's pieces from i, and reports false if they do not fit in
+// its capacity.
+func (e *Encoding) pieceEnds(text string, i int, ends []int32) ([]int32, bool) {
+	for i < len(text) {
+		if len(ends) == cap(ends) {
+			return ends, false
+		}
+		i = e.split(e.vocab.classes, text, i)
+		ends = append(ends, int32(i))
+	}
+	return ends, true
+}
+
+// runCut reports whether both encodings' pre-tokenizers end a piece at p whatever text surrounds the
+// characters it looks at: those on either side of p, and for whitespace at p the character after it. It
+// is true
+//
+//   - where pieceBoundary is;
+//   - after a letter or digit, before whitespace: no piece that holds a letter or digit at its end goes
+//     on into whitespace (a letter piece ends in a letter, a mark or a contraction, a digit piece in a
+//     digit; a punctuation piece holds neither), and no piece that holds whitespace starts with one;
+//   - before whitespace other than CR and LF that is followed by a character that is not whitespace: a
+//     piece before it that holds whitespace ends before it (\s*[\r\n]+ ends in CR or LF, \s+(?!\S) stops
+//     before the whitespace that a non-space follows, a punctuation piece's tail is CR, LF or '/'), and
+//     it cannot end a piece that starts earlier (a prefix of a letter piece is followed by a letter).
+//
+// The characters it looks at must all be in text; else it is false.
+func runCut(text string, p int) bool {
+	if p <= 0 || p >= len(text) {
+		return false
+	}
+	a, wa := utf8.DecodeLastRuneInString(text[:p])
+	b, wb := utf8.DecodeRuneInString(text[p:])
+	if (a == utf8.RuneError && wa <= 1) || (b == utf8.RuneError && wb <= 1) {
+		return false
+	}
+	t := loadClasses()
+	ca, cb := t.of(a), t.of(b)
+	if cb&clsSpace == 0 {
+		return pieceBoundary(text, p)
+	}
+	if ca&(clsLetter|clsNumber) != 0 {
+		return true
+	}
+	if cb&clsNewline != 0 || p+wb >= len(text) {
+		return false
+	}
+	c, wc := utf8.DecodeRuneInString(text[p+wb:])
+	return !(c == utf8.RuneError && wc <= 1) && t.of(c)&clsSpace == 0
+}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Part is a piece of a text and its count under a [Meter]'s counter: Tokens is -1 while it is not known
@@ -63,6 +64,9 @@ type Meter struct {
 	bound   LowerBounder // nil: no bound but 0
 	est     bool         // the counter is the Estimator, whose SplitsAt is asked about the two texts unjoined
 	short   map[string]int
+	deltas  map[windowKey]int // see windowDelta
+	buf     []byte            // CountInserted's windows with their inserts
+	cutBuf  []byte            // cutsBoth's
 }
 
 // NewMeter returns a Meter that counts with c.
@@ -250,6 +254,15 @@ func (m *Meter) cutCount(run []Part) (int, bool) {
 			return 0, false
 		}
 	}
+	first, last := -1, -1 // the run's first and last non-empty parts: the run starts and ends where counts add up
+	for i := range run {
+		if run[i].Text != "" {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
 	n := 0
 	prev := -1 // the previous non-empty part
 	from := 0  // where the previous part's cut at its left join is
@@ -265,6 +278,12 @@ func (m *Meter) cutCount(run []Part) (int, bool) {
 		if prev >= 0 {
 			a, b := run[prev].Text, p.Text
 			s, q := m.LastCut(a, max(from, len(a)-CutWindow)), m.firstCut(b, min(len(b), CutWindow))
+			if s < 0 && prev == first && len(a) <= CutWindow {
+				s = 0 // the run's start
+			}
+			if q < 0 && i == last && len(b) <= CutWindow {
+				q = len(b) // the run's end
+			}
 			if s < 0 || q < 0 {
 				return 0, false
 			}
@@ -278,11 +297,15 @@ func (m *Meter) cutCount(run []Part) (int, bool) {
 	return n, true
 }
 
-// isCut reports whether counts add up at i in every text that holds s: in s, the counter vouches for i,
-// and what its answer depends on (the character before i, and from i the whitespace and the character
-// after it) is all inside s. Only places where the encodings' SplitsAt can be true whatever surrounds
-// them are asked about: before a space or tab, and after a line break.
+// isCut reports whether counts add up at i in every text that holds s: for an encoding, runCut says so
+// of the characters around i; or in s, the counter vouches for i, and what its answer depends on (the
+// character before i, and from i the whitespace and the character after it) is all inside s. Only places
+// where the encodings' SplitsAt can be true whatever surrounds them are asked about: before a space or
+// tab, and after a line break.
 func (m *Meter) isCut(s string, i int) bool {
+	if m.enc != nil && i > 0 && i < len(s) && maybeCut(s, i) && runCut(s, i) {
+		return true
+	}
 	if i <= 0 || i >= len(s) || s[i] != ' ' && s[i] != '\t' && s[i-1] != '\n' {
 		return false
 	}
@@ -355,4 +378,216 @@ func (m *Meter) Adds(a, b string) bool {
 		return m.enc.SplitsAt(string(buf[:n]), len(tail))
 	}
 	return m.split.SplitsAt(tail+b, len(tail))
+}
+
+// maxInsertWindow is how long, in bytes, a window of [Meter.CountInserted] may grow before it counts the
+// text whole instead.
+const maxInsertWindow = 4 * CutWindow
+
+// CountInserted returns the count of text with ins inserted at each offset of at, given n, the count of
+// text, without counting either text whole: around each offset it finds a cut on either side, at most
+// [CutWindow] bytes away, where counts add up both in text and in text with ins inserted (see
+// [Meter.LastCut]), and corrects n by the counts of the few bytes between the two cuts, with ins and
+// without. Offsets that close ranks share a window. The offsets must ascend, each at most len(text) and
+// at the start of a character.
+//
+// It reports false when it cannot (the counter is no [Splitter], an offset has no cut near it, or the
+// offsets are out of order): the caller then counts the text with ins inserted.
+func (m *Meter) CountInserted(text string, n int, at []int, ins string) (int, bool) {
+	if len(at) == 0 || ins == "" {
+		return n, true
+	}
+	if m.split == nil || n < 0 {
+		return 0, false
+	}
+	for i, p := range at {
+		if p > len(text) || i > 0 && p <= at[i-1] || p < len(text) && !utf8.RuneStart(text[p]) {
+			return 0, false
+		}
+	}
+	var sc *scratch // the encoding's, with its caches, for all the windows
+	if m.enc != nil {
+		sc = m.enc.vocab.getScratch(cachedTextMin)
+		defer m.enc.vocab.putScratch(sc)
+	}
+	buf := m.buf[:0]
+	defer func() { m.buf = buf[:0] }()
+	prev := 0 // the last cut: the end of the last window, or the text's start
+	for i := 0; i < len(at); {
+		p := at[i]
+		// The window's start: the last cut at or before p, or prev, itself a cut (or the text's start).
+		s := -1
+		for b := p; b >= max(prev, p-CutWindow); b-- {
+			if b == prev {
+				s = b
+				break
+			}
+			if (b == len(text) || utf8.RuneStart(text[b])) && m.cutsBoth(text, at[i:], ins, b, prev) {
+				s = b
+				break
+			}
+		}
+		if s < 0 {
+			return 0, false
+		}
+		// The window's end: the first cut after p (or the text's end); an offset met first joins the window.
+		j, q := i, -1
+		for q < 0 {
+			p := at[j]
+			if p == len(text) {
+				q = p
+				break
+			}
+			next := -1
+			if j+1 < len(at) {
+				next = at[j+1]
+			}
+			b := p + 1
+			for ; b <= min(len(text), p+CutWindow); b++ {
+				if b == next {
+					break
+				}
+				if b == len(text) || utf8.RuneStart(text[b]) && m.cutsBoth(text, at[i:], ins, b, s) {
+					q = b
+					break
+				}
+			}
+			if q < 0 {
+				if b != next || next-s > maxInsertWindow {
+					return 0, false
+				}
+				j++ // the next offset is in the window too
+			}
+		}
+		if q-s > maxInsertWindow {
+			return 0, false
+		}
+		w := text[s:q]
+		with := buf[:0]
+		last := s
+		for _, p := range at[i : j+1] {
+			with = append(append(with, text[last:p]...), ins...)
+			last = p
+		}
+		with = append(with, text[last:q]...)
+		buf = with[:0]
+		n += m.windowDelta(w, with, sc)
+		prev, i = q, j+1
+	}
+	return n, true
+}
+
+// maxDeltas bounds a Meter's memo of windows (see windowDelta).
+const maxDeltas = 1 << 12
+
+// windowKey is a window of [Meter.CountInserted] and the window with its inserts.
+type windowKey struct{ w, with string }
+
+// windowDelta returns Count(with) - Count(w), remembered per Meter: the same few windows (a line's end
+// and the next one's start, "\n\n", ",\n  ") recur in text after text. It counts in sc, the encoding's
+// scratch, or with the counter if sc is nil. with is the Meter's buffer, which it does not keep.
+func (m *Meter) windowDelta(w string, with []byte, sc *scratch) int {
+	if d, ok := m.deltas[windowKey{w, bytesString(with)}]; ok { // looked up without a copy
+		return d
+	}
+	var d int
+	if sc != nil {
+		d = m.enc.countDelta(w, bytesString(with), sc) // the encoding keeps no text
+	} else {
+		d = m.Count(string(with)) - m.Count(w)
+	}
+	if len(m.deltas) < maxDeltas {
+		if m.deltas == nil {
+			m.deltas = map[windowKey]int{}
+		}
+		m.deltas[windowKey{strings.Clone(w), string(with)}] = d
+	}
+	return d
+}
+
+// bytesString is b as a string, without a copy, for a call that does not keep it while b is not changed.
+func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// cutsBoth reports whether counts add up at b both in text and in text with ins inserted at each offset
+// of at (b, if it is one, is before its ins), each vouched for (see isCut) by a window of the text from
+// the character before b, which must start after from (the last cut before b), to no more than CutWindow
+// bytes after b.
+func (m *Meter) cutsBoth(text string, at []int, ins string, b, from int) bool {
+	if b <= from || b >= len(text) || !maybeCut(text, b) {
+		return false
+	}
+	if m.enc == nil && text[b] != ' ' && text[b] != '\t' && text[b-1] != '\n' { // see isCut
+		return false
+	}
+	_, w := utf8.DecodeLastRuneInString(text[:b])
+	v0, v1 := b-w, min(len(text), b+CutWindow)
+	for v1 > b && v1 < len(text) && !utf8.RuneStart(text[v1]) {
+		v1--
+	}
+	if v0 < from || !m.isCut(text[v0:v1], b-v0) {
+		return false
+	}
+	k := 0 // the first offset at or after b: no offset is inside the character before b
+	for k < len(at) && at[k] < b {
+		k++
+	}
+	if k == len(at) || at[k] >= v1 { // no offset in the window: it is the same text
+		return true
+	}
+	with, last := append(m.cutBuf[:0], text[v0:b]...), b
+	for _, p := range at[k:] {
+		if p >= v1 {
+			break
+		}
+		with = append(append(with, text[last:p]...), ins...)
+		last = p
+	}
+	with = append(with, text[last:v1]...)
+	m.cutBuf = with[:0]
+	if m.enc != nil { // the encoding keeps no text: no copy
+		return m.isCut(bytesString(with), b-v0)
+	}
+	return m.isCut(string(with), b-v0)
+}
+
+// maybeCut is false where no cut of localCut can be, between ASCII characters (inside a word, a number, a
+// run of punctuation, or a run of spaces with more after it); true elsewhere. It is what makes the search
+// for cuts fast.
+func maybeCut(text string, b int) bool {
+	c, d := text[b-1], text[b]
+	if c >= utf8.RuneSelf || d >= utf8.RuneSelf {
+		return true
+	}
+	kc, kd := asciiKind(c), asciiKind(d)
+	switch {
+	case c == '\n' || c == '\r':
+		return true
+	case kd == kindSpace:
+		// After whitespace, before whitespace that more whitespace follows: no rule holds.
+		return kc != kindSpace || b+1 >= len(text) || text[b+1] >= utf8.RuneSelf || asciiKind(text[b+1]) != kindSpace
+	case kc == kindSpace:
+		return false // before a non-space after whitespace (not a line break): not a cut
+	case kc == kd:
+		return false // inside a word, a number, a run of punctuation
+	}
+	return true
+}
+
+const (
+	kindLetter = iota
+	kindDigit
+	kindSpace
+	kindPunct
+)
+
+func asciiKind(c byte) int {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		return kindLetter
+	case '0' <= c && c <= '9':
+		return kindDigit
+	case c == ' ', c == '\t', c == '\n', c == '\r', c == '\v', c == '\f':
+		return kindSpace
+	}
+	return kindPunct
 }
