@@ -15,23 +15,17 @@ import (
 	"github.com/context-loom/loom/tokenizer"
 )
 
-// TestMigrate_FromVersion1 opens a file written before collections existed: its data stays, and
-// collections work.
-func TestMigrate_FromVersion1(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "v1.db")
+// openWritten opens a backend over a new file that stmts wrote, as an older build left it.
+func openWritten(t *testing.T, stmts []string) *Backend {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "old.db")
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{
-		`CREATE TABLE schema_version (version INTEGER NOT NULL)`,
-		`INSERT INTO schema_version (version) VALUES (1)`,
-		migrations[1],
-		`INSERT INTO agents (tenant, id, data) VALUES ('acme', 'support', '{"id":"support","instructions":"Be kind."}')`,
-	} {
+	for _, q := range stmts {
 		if _, err := db.Exec(q); err != nil {
-			t.Fatal(err)
+			t.Fatal(q, err)
 		}
 	}
 	_ = db.Close()
@@ -39,7 +33,20 @@ func TestMigrate_FromVersion1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestMigrate_FromVersion1 opens a file written before collections existed: its data stays, and
+// collections work.
+func TestMigrate_FromVersion1(t *testing.T) {
+	t.Parallel()
+	s := openWritten(t, []string{
+		`CREATE TABLE schema_version (version INTEGER NOT NULL)`,
+		`INSERT INTO schema_version (version) VALUES (1)`,
+		migrations[1],
+		`INSERT INTO agents (tenant, id, data) VALUES ('acme', 'support', '{"id":"support","instructions":"Be kind."}')`,
+	})
 	if a, err := s.GetAgent(t.Context(), "acme", "support"); err != nil || a.Instructions != "Be kind." {
 		t.Fatalf("the version 1 agent after migrating: %+v %v", a, err)
 	}
@@ -102,11 +109,6 @@ func TestQueryPlans_UseTheIndexes(t *testing.T) {
 // alone, and the chunks read as before.
 func TestMigrate_FromVersion2(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "v2.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const docMeta = `{"source":"guide.md","title":"The guide"}`
 	rows := []struct{ id, meta, want string }{
 		{"guide#0", docMeta, ""}, // the document's alone
@@ -132,18 +134,7 @@ func TestMigrate_FromVersion2(t *testing.T) {
 		stmts = append(stmts, fmt.Sprintf(`INSERT INTO chunks (rid, tenant, collection_id, id, document_id, idx, start_offset, end_offset, token_count, content, metadata, vector)
 			VALUES (%d, 'acme', 'c1', '%s', 'guide', %d, 0, 4, 1, 'kumquat text', '%s', NULL)`, 1<<36+i, r.id, i, r.meta))
 	}
-	for _, q := range stmts {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatal(q, err)
-		}
-	}
-	_ = db.Close()
-
-	s, err := openBackend(t.Context(), Options{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openWritten(t, stmts)
 	var left int
 	if err := s.rdb.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name LIKE 'chunks_fts%'`).Scan(&left); err != nil || left != 0 {
 		t.Errorf("%d FTS tables and triggers left (%v)", left, err)
@@ -195,29 +186,13 @@ func mergeWant(doc, own map[string]string) map[string]string {
 // cache state is kept.
 func TestMigrate_Version8WithoutCacheStates(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "v8.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	stmts := []string{`CREATE TABLE schema_version (version INTEGER NOT NULL)`, `INSERT INTO schema_version (version) VALUES (8)`}
 	for v := 1; v <= 8; v++ {
 		if v != 7 {
 			stmts = append(stmts, migrations[v])
 		}
 	}
-	for _, q := range stmts {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatal(q, err)
-		}
-	}
-	_ = db.Close()
-
-	s, err := openBackend(t.Context(), Options{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openWritten(t, stmts)
 	ctx := t.Context()
 	if _, err := s.AppendMessages(ctx, "acme", "s", []store.Message{{Role: "user", Content: "hi"}}); err != nil {
 		t.Fatal(err)
@@ -238,11 +213,6 @@ func TestMigrate_Version8WithoutCacheStates(t *testing.T) {
 // the next step gives each its newest record's time, so the list of recorded sessions is as it was.
 func TestMigrate_Version9RecordedSessions(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "v9.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	stmts := []string{`CREATE TABLE schema_version (version INTEGER NOT NULL)`, `INSERT INTO schema_version (version) VALUES (9)`}
 	stmts = append(stmts, migrations[1:10]...)
 	for _, sess := range []string{"old", "new", "none"} {
@@ -251,18 +221,7 @@ func TestMigrate_Version9RecordedSessions(t *testing.T) {
 	// "old" recorded at 100 s and 200 s, "new" at 300 s (and 5 ns), "none" never.
 	stmts = append(stmts,
 		`INSERT INTO assemblies (tenant, session, seq, ts_s, ts_ns, data) VALUES ('acme', 'old', 1, 100, 0, '{}'), ('acme', 'old', 2, 200, 0, '{}'), ('acme', 'new', 1, 300, 5, '{}')`)
-	for _, q := range stmts {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatal(q, err)
-		}
-	}
-	_ = db.Close()
-
-	s, err := openBackend(t.Context(), Options{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openWritten(t, stmts)
 	got, err := s.AssemblySessions(t.Context(), "acme", 10)
 	if err != nil {
 		t.Fatal(err)
@@ -285,11 +244,6 @@ func TestMigrate_MessagesWithoutEstimates(t *testing.T) {
 	for _, from := range []int{9, 10} {
 		t.Run(fmt.Sprint("version ", from), func(t *testing.T) {
 			t.Parallel()
-			path := filepath.Join(t.TempDir(), fmt.Sprintf("v%d.db", from))
-			db, err := sql.Open("sqlite", path)
-			if err != nil {
-				t.Fatal(err)
-			}
 			old := []string{"The first message, written by an older build.", "Its answer, 日本語 too.", "And a third: 12345."}
 			stmts := []string{`CREATE TABLE schema_version (version INTEGER NOT NULL)`, fmt.Sprintf(`INSERT INTO schema_version (version) VALUES (%d)`, from)}
 			stmts = append(stmts, migrations[1:from+1]...)
@@ -299,18 +253,7 @@ func TestMigrate_MessagesWithoutEstimates(t *testing.T) {
 					VALUES ('acme', 's', %d, '%s', '%s', '', '', '', 0, 0, %d, %d, '', '')`, i+1, []string{"user", "assistant"}[i%2], c,
 					tokenizer.O200K().Count(c), tokenizer.CL100K().Count(c)))
 			}
-			for _, q := range stmts {
-				if _, err := db.Exec(q); err != nil {
-					t.Fatal(q, err)
-				}
-			}
-			_ = db.Close()
-
-			s, err := openBackend(t.Context(), Options{Path: path})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s := openWritten(t, stmts)
 			ctx := t.Context()
 			added, err := s.AppendMessages(ctx, "acme", "s", []store.Message{{Role: "user", Content: "A new message, after the step.",
 				TokenCounts: store.MessageCounts("A new message, after the step.")}})
