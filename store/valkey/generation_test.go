@@ -13,18 +13,25 @@ import (
 	"github.com/context-loom/loom/store/valkey/internal/conn"
 )
 
+// rawBackend is a native backend over a test server of its own, with the key prefix given, made without
+// Open so that a test can run its scripts one step at a time.
+func rawBackend(t *testing.T, prefix string) *Backend {
+	t.Helper()
+	c, err := conn.Dial(t.Context(), conn.Settings{Client: valkeygo.ClientOption{InitAddress: []string{valkeytest.Start(t)}}, Timeout: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return &Backend{conn: c, prefix: prefix, maxLen: "1000"}
+}
+
 // TestGenerations_LateStepsKeepNewerCollection: the second step of a create, or of a deletion, that comes
 // late (its connection stalled while the id was deleted and created again) finds keys of a later
 // generation, which the index points to, and leaves them and their documents alone.
 func TestGenerations_LateStepsKeepNewerCollection(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	c, err := conn.Dial(ctx, conn.Settings{Client: valkeygo.ClientOption{InitAddress: []string{valkeytest.Start(t)}}, Timeout: 2 * time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	n := &Backend{conn: c, prefix: "late", maxLen: "1000"}
+	n := rawBackend(t, "late")
 	first := loom.Collection{ID: "kb", Name: "kb", CreatedAt: time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)}
 	if _, err := n.CreateCollection(ctx, "acme", first); err != nil { // generation 1
 		t.Fatal(err)
@@ -71,12 +78,7 @@ func TestGenerations_LateStepsKeepNewerCollection(t *testing.T) {
 func TestGenerations_FencedCreateCannotComplete(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	c, err := conn.Dial(ctx, conn.Settings{Client: valkeygo.ClientOption{InitAddress: []string{valkeytest.Start(t)}}, Timeout: 2 * time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	n := &Backend{conn: c, prefix: "fence", maxLen: "1000"}
+	n := rawBackend(t, "fence")
 	m, err := n.eval(ctx, reserveName, []string{n.collIndex("acme")}, []string{"kb", "first"})
 	if err != nil || !m.IsInt64() {
 		t.Fatalf("the first create's entry: %v, %v", m, err)
