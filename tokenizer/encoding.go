@@ -414,7 +414,12 @@ func pieceBoundary(text string, p int) bool {
 		return false
 	}
 	t := loadClasses()
-	ca, cb := t.of(a), t.of(b)
+	return classBoundary(t.of(a), t.of(b), b)
+}
+
+// classBoundary is pieceBoundary of the characters before and after the cut, of classes ca and cb (b the
+// one after).
+func classBoundary(ca, cb uint8, b rune) bool {
 	if ca&clsSpace != 0 || cb&clsSpace != 0 {
 		return false
 	}
@@ -658,7 +663,7 @@ func runCut(text string, p int) bool {
 	t := loadClasses()
 	ca, cb := t.of(a), t.of(b)
 	if cb&clsSpace == 0 {
-		return pieceBoundary(text, p)
+		return classBoundary(ca, cb, b)
 	}
 	if ca&(clsLetter|clsNumber) != 0 {
 		return true
