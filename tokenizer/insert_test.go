@@ -165,3 +165,30 @@ func TestRunCut_CountsAdd(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCountInserted checks CountInserted against a count of the text with its inserts, for any text: the
+// inserts after each line break (as the text format indents), or, by the flags, at offsets the fuzzer
+// picks, of two spaces or another glue text.
+func FuzzCountInserted(f *testing.F) {
+	for _, s := range []string{"one\ntwo", "a \n b\r\n\r\nc", "don't\n'll", "中文。\n/x\u2028y", "😀\v👍🏽\fe\u0301", "x  \n\n  y", "12\n34"} {
+		f.Add(s, uint16(3), uint8(0))
+	}
+	counters := []Counter{O200K(), CL100K(), Estimator{}}
+	f.Fuzz(func(t *testing.T, text string, seed uint16, flags uint8) {
+		if !utf8.ValidString(text) || len(text) > 4096 {
+			return
+		}
+		r := rand.New(rand.NewPCG(uint64(seed), uint64(flags)))
+		at := insertAt(r, text) // line breaks, or (one time in three) random character starts
+		ins := "  "
+		if flags&1 != 0 {
+			ins = insertGlue[int(flags>>1)%len(insertGlue)]
+		}
+		for _, c := range counters {
+			n, ok := NewMeter(c).CountInserted(text, c.Count(text), at, ins)
+			if want := c.Count(inserted(text, at, ins)); ok && n != want {
+				t.Fatalf("%T: CountInserted(%q, %q at %v) = %d, the text counts %d", c, text, ins, at, n, want)
+			}
+		}
+	})
+}
