@@ -462,16 +462,9 @@ func (m *Meter) CountInserted(text string, n int, at []int, ins string) (int, bo
 		if q-s > maxInsertWindow {
 			return 0, false
 		}
-		w := text[s:q]
-		with := buf[:0]
-		last := s
-		for _, p := range at[i : j+1] {
-			with = append(append(with, text[last:p]...), ins...)
-			last = p
-		}
-		with = append(with, text[last:q]...)
+		with := appendInserted(buf[:0], text, s, q, at[i:j+1], ins)
 		buf = with[:0]
-		n += m.windowDelta(w, with, sc)
+		n += m.windowDelta(text[s:q], with, sc)
 		prev, i = q, j+1
 	}
 	return n, true
@@ -534,20 +527,27 @@ func (m *Meter) cutsBoth(text string, at []int, ins string, b, from int) bool {
 	if k == len(at) || at[k] >= v1 { // no offset in the window: it is the same text
 		return true
 	}
-	with, last := append(m.cutBuf[:0], text[v0:b]...), b
-	for _, p := range at[k:] {
-		if p >= v1 {
-			break
-		}
-		with = append(append(with, text[last:p]...), ins...)
-		last = p
+	end := k // the offsets in the window
+	for end < len(at) && at[end] < v1 {
+		end++
 	}
-	with = append(with, text[last:v1]...)
+	with := appendInserted(m.cutBuf[:0], text, v0, v1, at[k:end], ins)
 	m.cutBuf = with[:0]
 	if m.enc != nil { // the encoding keeps no text: no copy
 		return m.isCut(bytesString(with), b-v0)
 	}
 	return m.isCut(string(with), b-v0)
+}
+
+// appendInserted appends text[from:to] to dst with ins inserted at each of the ascending offsets at, each
+// in [from, to].
+func appendInserted(dst []byte, text string, from, to int, at []int, ins string) []byte {
+	last := from
+	for _, p := range at {
+		dst = append(append(dst, text[last:p]...), ins...)
+		last = p
+	}
+	return append(dst, text[last:to]...)
 }
 
 // maybeCut is false where no cut of localCut can be, between ASCII characters (inside a word, a number, a
