@@ -19,14 +19,7 @@ func (textFormat) body(text string) string { return indentLines(text) }
 var _ bodyCounter = textFormat{}
 
 // rewrites reports whether body changes text: whether it has a line break.
-func (textFormat) rewrites(text string) bool {
-	for i := nextBreakStart(text, 0); i < len(text); i = nextBreakStart(text, i+1) {
-		if lineBreak(text[i:]) > 0 {
-			return true
-		}
-	}
-	return false
-}
+func (textFormat) rewrites(text string) bool { return nextLineEnd(text, 0) >= 0 }
 
 // bodyPart is p.Text[:end] indented as body indents it, then p.Text[end:] as it is. Its count, when p's
 // is known, is p's with the indentation's counted from the few bytes around each line break (see
@@ -161,16 +154,20 @@ func indentLines(s string) string { return insertAt(s, lineEnds(s), textIndent) 
 // lineEnds returns the offsets in s that end its line breaks (see lineBreak), nil if it has none.
 func lineEnds(s string) []int {
 	var at []int
-	for i := nextBreakStart(s, 0); i < len(s); i = nextBreakStart(s, i) {
-		n := lineBreak(s[i:])
-		if n == 0 {
-			i++
-			continue
-		}
-		i += n
+	for i := nextLineEnd(s, 0); i >= 0; i = nextLineEnd(s, i) {
 		at = append(at, i)
 	}
 	return at
+}
+
+// nextLineEnd returns the offset that ends the first line break of s at or after i, or -1 if there is none.
+func nextLineEnd(s string, i int) int {
+	for i = nextBreakStart(s, i); i < len(s); i = nextBreakStart(s, i+1) {
+		if n := lineBreak(s[i:]); n > 0 {
+			return i + n
+		}
+	}
+	return -1
 }
 
 // breakStart holds the bytes that a line break may start with (see lineBreak).
