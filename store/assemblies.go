@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 )
@@ -144,12 +143,7 @@ func (s *Store) AssemblySessions(ctx context.Context, tenant string, limit int) 
 	if limit == 0 {
 		limit = DefaultAssemblySessions
 	}
-	out, err := s.asms.AssemblySessions(ctx, tenant, limit)
-	if err != nil {
-		return nil, err
-	}
-	slices.SortStableFunc(out, CompareAssemblySessions)
-	return out[:min(len(out), limit)], nil
+	return s.asms.AssemblySessions(ctx, tenant, limit) // in order, at most limit: the backend's contract
 }
 
 // CompareAssemblySessions is the order of a listing of sessions by their records: the most recently
