@@ -202,18 +202,29 @@ type messagePage struct {
 	NextBefore int64 `json:"next_before,omitempty"`
 }
 
+// queryLimit is the request's limit query parameter: def when it has none, an invalid_request error
+// unless it is an integer from 1 to most.
+func queryLimit(r *http.Request, def, most int) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > most {
+		return 0, errorf(http.StatusBadRequest, "invalid_request", "limit must be an integer from 1 to %d", most)
+	}
+	return n, nil
+}
+
 // listMessages serves a page of the session's messages: the newest limit of those before the seq before
 // (the newest of all without it), oldest first, and next_before for the older page. Reading with each
 // answer's next_before until it is absent returns every message once.
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
-	limit, before := DefaultMessagePage, int64(0)
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxMessagePage {
-			return errorf(http.StatusBadRequest, "invalid_request", "limit must be an integer from 1 to %d", MaxMessagePage)
-		}
-		limit = n
+	limit, err := queryLimit(r, DefaultMessagePage, MaxMessagePage)
+	if err != nil {
+		return err
 	}
+	before := int64(0)
 	if v := r.URL.Query().Get("before"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 1 {

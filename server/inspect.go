@@ -116,13 +116,9 @@ func (s *Server) getAssembly(w http.ResponseWriter, r *http.Request) error {
 // the most recently recorded first, at most limit of them (default store.DefaultAssemblySessions, at most
 // store.MaxAssemblySessions; a larger one is refused, not cut): the inspector's session picker.
 func (s *Server) listAssemblySessions(w http.ResponseWriter, r *http.Request) error {
-	limit := store.DefaultAssemblySessions
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > store.MaxAssemblySessions {
-			return errorf(http.StatusBadRequest, "invalid_request", "limit must be an integer from 1 to %d", store.MaxAssemblySessions)
-		}
-		limit = n
+	limit, err := queryLimit(r, store.DefaultAssemblySessions, store.MaxAssemblySessions)
+	if err != nil {
+		return err
 	}
 	sessions, err := s.st.AssemblySessions(r.Context(), tenant(r.Context()), limit)
 	if err != nil {
